@@ -6,4 +6,6 @@
  */
 module io.github.verbs4j.core {
     exports io.github.verbs4j;
+    // for verbs-cm only: native loading and downcall factories
+    exports io.github.verbs4j.internal to io.github.verbs4j.cm;
 }

@@ -1,0 +1,55 @@
+package io.github.verbs4j;
+
+import java.util.HexFormat;
+
+/**
+ * An RDMA device as {@code ibv_get_device_list} reports it: a name such as {@code mlx5_0},
+ * {@code rxe0} or {@code softrdma0}, its node GUID, and its node and transport types.
+ *
+ * <p>A {@code Device} is a plain value: it holds no native resource, so it needs no closing and
+ * is safe to share between threads. Opening it looks the device up again by name.
+ */
+public final class Device {
+
+    private final String name;
+    private final long guid;
+    private final int nodeType;
+    private final int transportType;
+
+    Device(String name, long guid, int nodeType, int transportType) {
+        this.name = name;
+        this.guid = guid;
+        this.nodeType = nodeType;
+        this.transportType = transportType;
+    }
+
+    /** The device name ({@code ibv_get_device_name}). */
+    public String name() {
+        return name;
+    }
+
+    /** The node GUID in host order ({@code ibv_get_device_guid}, converted from big-endian). */
+    public long guid() {
+        return guid;
+    }
+
+    /** The node GUID the way {@code ibv_devices} prints it: 16 lower-case hex digits. */
+    public String guidString() {
+        return HexFormat.of().toHexDigits(guid);
+    }
+
+    /** {@code enum ibv_node_type}: 1 CA, 2 switch, 3 router, 4 RNIC, 5 usNIC, ... */
+    public int nodeType() {
+        return nodeType;
+    }
+
+    /** {@code enum ibv_transport_type}: 0 IB, 1 iWARP, 2 usNIC, ... */
+    public int transportType() {
+        return transportType;
+    }
+
+    @Override
+    public String toString() {
+        return name + " (node GUID " + guidString() + ")";
+    }
+}

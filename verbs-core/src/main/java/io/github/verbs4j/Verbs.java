@@ -1,0 +1,135 @@
+package io.github.verbs4j;
+
+import io.github.verbs4j.ffi.ibv_device;
+import io.github.verbs4j.internal.Errno;
+import io.github.verbs4j.internal.Native;
+import io.github.verbs4j.internal.NativeLibraries;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The entry point: is RDMA usable here, and which devices are there.
+ *
+ * <pre>{@code
+ * if (!Verbs.isAvailable()) {
+ *     System.err.println("no RDMA: " + Verbs.unavailabilityCause().getMessage());
+ * }
+ * for (Device d : Verbs.devices()) System.out.println(d.name());
+ * }</pre>
+ *
+ * <p>Which {@code libibverbs.so.1} is bound is chosen by the system property
+ * {@code verbs4j.libibverbs} (default: the system's; a path selects another, such as softrdma's).
+ *
+ * <p>Thread-safe.
+ */
+public final class Verbs {
+
+    private Verbs() {
+    }
+
+    /**
+     * Whether libibverbs loads and lists at least one RDMA device. Computed once per JVM.
+     */
+    public static boolean isAvailable() {
+        return Availability.CAUSE == null;
+    }
+
+    /**
+     * Why RDMA is not usable, in one sentence (the exception's message), or {@code null} when it
+     * is. Typical causes: rdma-core not installed; {@code ibv_get_device_list} failing with
+     * ENOSYS because the kernel has no RDMA support; no devices.
+     */
+    public static Throwable unavailabilityCause() {
+        return Availability.CAUSE;
+    }
+
+    /** Throws {@link #unavailabilityCause()} (wrapped) unless RDMA is available. */
+    public static void ensureAvailability() {
+        if (Availability.CAUSE != null) {
+            throw new UnsupportedOperationException("RDMA is not available: " + Availability.CAUSE.getMessage(),
+                    Availability.CAUSE);
+        }
+    }
+
+    /**
+     * Lists the RDMA devices ({@code ibv_get_device_list}), possibly none.
+     *
+     * <p><b>Errors</b>: {@link VerbsException} from {@code ibv_get_device_list}: ENOSYS when the
+     * kernel has no RDMA support (no {@code /sys/class/infiniband_verbs}), ENOMEM.
+     * {@link UnsatisfiedLinkError} when libibverbs cannot be loaded.
+     */
+    public static List<Device> devices() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment count = arena.allocate(ValueLayout.JAVA_INT);
+            MemorySegment list = (MemorySegment) DeviceList.GET.invokeExact(errno, count);
+            if (list.equals(MemorySegment.NULL)) {
+                int e = Native.errno(errno);
+                throw new VerbsException("ibv_get_device_list", e, e == Errno.ENOSYS
+                        ? "no RDMA devices: the kernel has no RDMA support (no /sys/class/infiniband_verbs)"
+                          + " and no user-space RDMA device such as softrdma is loaded"
+                        : "no RDMA devices");
+            }
+            try {
+                int n = count.get(ValueLayout.JAVA_INT, 0);
+                MemorySegment devices = list.reinterpret(ValueLayout.ADDRESS.byteSize() * n);
+                List<Device> result = new ArrayList<>(n);
+                for (int i = 0; i < n; i++) {
+                    MemorySegment dev = devices.getAtIndex(ValueLayout.ADDRESS, i).reinterpret(ibv_device.layout().byteSize());
+                    result.add(describe(dev));
+                }
+                return List.copyOf(result);
+            } finally {
+                DeviceList.FREE.invokeExact(list);
+            }
+        } catch (Throwable t) {
+            throw Native.unexpected("ibv_get_device_list", t);
+        }
+    }
+
+    private static Device describe(MemorySegment dev) throws Throwable {
+        MemorySegment name = (MemorySegment) DeviceList.NAME.invokeExact(dev);
+        long guid = Long.reverseBytes((long) DeviceList.GUID.invokeExact(dev));
+        return new Device(name.reinterpret(256).getString(0), guid,
+                ibv_device.node_type(dev), ibv_device.transport_type(dev));
+    }
+
+    /** Handles for the device-list verbs, bound on first use (so loading failures surface there). */
+    private static final class DeviceList {
+        static final SymbolLookup LIB = NativeLibraries.verbs();
+        static final MethodHandle GET = Native.errnoCapturing(LIB, "ibv_get_device_list",
+                FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.ADDRESS));
+        static final MethodHandle FREE = Native.plain(LIB, "ibv_free_device_list",
+                FunctionDescriptor.ofVoid(ValueLayout.ADDRESS));
+        static final MethodHandle NAME = Native.plain(LIB, "ibv_get_device_name",
+                FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.ADDRESS));
+        static final MethodHandle GUID = Native.plain(LIB, "ibv_get_device_guid",
+                FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.ADDRESS));
+    }
+
+    /** Computed once, on first question. */
+    private static final class Availability {
+        static final Throwable CAUSE = compute();
+
+        private static Throwable compute() {
+            try {
+                List<Device> devices = devices();
+                if (devices.isEmpty()) {
+                    return new VerbsException("ibv_get_device_list", 0, "no RDMA devices found");
+                }
+                return null;
+            } catch (VerbsException | UnsatisfiedLinkError | IllegalStateException e) {
+                return e;
+            } catch (ExceptionInInitializerError e) {
+                return e.getCause() != null ? e.getCause() : e;
+            }
+        }
+    }
+}

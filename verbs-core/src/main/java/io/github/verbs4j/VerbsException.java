@@ -1,0 +1,56 @@
+package io.github.verbs4j;
+
+import io.github.verbs4j.internal.Errno;
+
+/**
+ * A verb failed on the control path. Carries the rdma-core function that failed and the
+ * {@code errno} it reported, by number and by name, so that
+ * {@code ibv_modify_qp failed: EINVAL (22, Invalid argument)} reads like the C program's
+ * {@code perror}.
+ *
+ * <p>Data-path failures are not exceptions: they are completions with a {@code WcStatus}
+ * (see {@code Completion}) or an errno returned by a post.
+ */
+public class VerbsException extends RuntimeException {
+
+    private static final long serialVersionUID = 1L;
+
+    private final String verb;
+    private final int errno;
+
+    /**
+     * @param verb   the rdma-core function, e.g. {@code "ibv_create_qp"}
+     * @param errno  the errno it reported (0 when it reported none)
+     * @param detail what verbs4j knows about the cause, or {@code null}
+     */
+    public VerbsException(String verb, int errno, String detail) {
+        super(message(verb, errno, detail));
+        this.verb = verb;
+        this.errno = errno;
+    }
+
+    /** An exception for {@code verb} failing with {@code errno}, without further detail. */
+    public static VerbsException of(String verb, int errno) {
+        return new VerbsException(verb, errno, null);
+    }
+
+    private static String message(String verb, int errno, String detail) {
+        String base = verb + " failed" + (errno != 0 ? ": " + Errno.describe(errno) : "");
+        return detail == null ? base : base + ": " + detail;
+    }
+
+    /** The rdma-core function that failed, e.g. {@code "ibv_reg_mr"}. */
+    public String verb() {
+        return verb;
+    }
+
+    /** The errno number, e.g. 22; 0 when the verb reported none. */
+    public int errno() {
+        return errno;
+    }
+
+    /** The errno name, e.g. {@code "EINVAL"}. */
+    public String errnoName() {
+        return Errno.name(errno);
+    }
+}
