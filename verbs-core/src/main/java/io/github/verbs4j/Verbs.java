@@ -66,6 +66,10 @@ public final class Verbs {
      * {@link UnsatisfiedLinkError} when libibverbs cannot be loaded.
      */
     public static List<Device> devices() {
+        // Rethrows the loading failure (named file, property, hint) on every call; without it
+        // a second call would meet the failed holder class below as an obscure
+        // NoClassDefFoundError "Could not initialize class".
+        NativeLibraries.verbs();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Native.errnoSegment(arena);
             MemorySegment count = arena.allocate(ValueLayout.JAVA_INT);
