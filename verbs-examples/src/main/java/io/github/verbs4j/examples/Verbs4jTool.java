@@ -1,0 +1,74 @@
+package io.github.verbs4j.examples;
+
+import io.github.verbs4j.VerbsException;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+import java.io.PrintWriter;
+
+/**
+ * The {@code verbs4j} command-line tool: rdma-core's diagnostic and test programs, written
+ * against the public verbs4j API only.
+ *
+ * <pre>
+ * verbs4j devices        list RDMA devices (like ibv_devices)
+ * </pre>
+ *
+ * <p>Exit codes: 0 success, 1 RDMA failure (unavailable, no devices, a verb failed; one line on
+ * stderr, no stack trace), 2 usage error. Which libibverbs runs is chosen as everywhere in
+ * verbs4j: {@code -Dverbs4j.libibverbs=<path>|system}; the {@code scripts/verbs4j} launcher
+ * sets it from {@code --softrdma}.
+ */
+@Command(name = "verbs4j", mixinStandardHelpOptions = true, version = "verbs4j 0.1.0",
+        description = "RDMA verbs from Java: device listing and tests on libibverbs/librdmacm.",
+        subcommands = {DevicesCommand.class, CommandLine.HelpCommand.class})
+public final class Verbs4jTool implements Runnable {
+
+    /** RDMA failure: unavailable, no devices, a verb failed. */
+    public static final int EXIT_RDMA_FAILURE = 1;
+    /** Bad command line (picocli's own convention). */
+    public static final int EXIT_USAGE = CommandLine.ExitCode.USAGE;
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    @Override
+    public void run() {
+        throw new CommandLine.ParameterException(spec.commandLine(), "name a command, e.g. 'verbs4j devices'");
+    }
+
+    public static void main(String[] args) {
+        System.exit(execute(new PrintWriter(System.out, true), new PrintWriter(System.err, true), args));
+    }
+
+    /** Runs the tool with the given output streams and returns its exit code (for tests and embedding). */
+    public static int execute(PrintWriter out, PrintWriter err, String... args) {
+        CommandLine cli = new CommandLine(new Verbs4jTool());
+        cli.setOut(out);
+        cli.setErr(err);
+        cli.setExecutionExceptionHandler((e, commandLine, parseResult) -> {
+            if (e instanceof Verbs4jFailure || e instanceof VerbsException || e instanceof UnsupportedOperationException) {
+                commandLine.getErr().println("verbs4j: " + withoutPrefix(e.getMessage()));
+                commandLine.getErr().flush();
+                return EXIT_RDMA_FAILURE;
+            }
+            throw e;
+        });
+        return cli.execute(args);
+    }
+
+    /** The library's own messages may already start with "verbs4j: "; the tool says it once. */
+    private static String withoutPrefix(String message) {
+        String m = message == null ? "unknown failure" : message;
+        return m.startsWith("verbs4j: ") ? m.substring("verbs4j: ".length()) : m;
+    }
+
+    /** A failure the tool reports in one line (no stack trace) with exit code 1. */
+    static final class Verbs4jFailure extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        Verbs4jFailure(String message) {
+            super(message, null, false, false);
+        }
+    }
+}

@@ -1,0 +1,134 @@
+package io.github.verbs4j.examples;
+
+import io.github.verbs4j.Device;
+import io.github.verbs4j.Verbs;
+import org.junit.jupiter.api.Test;
+import picocli.CommandLine;
+
+import java.io.File;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.net.URISyntaxException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeFalse;
+
+class Verbs4jToolTest {
+
+    private record Run(int exitCode, String out, String err) {
+    }
+
+    private static Run runInProcess(String... args) {
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        int code = Verbs4jTool.execute(new PrintWriter(out, true), new PrintWriter(err, true), args);
+        return new Run(code, out.toString(), err.toString());
+    }
+
+    @Test
+    void devicesPrintsTheIbvDevicesTableForTheSelectedLibrary() {
+        Run run = runInProcess("devices");
+        if (Verbs.isAvailable()) {
+            // the default build selects softrdma, which always has a device
+            List<Device> devices = Verbs.devices();
+            StringBuilder expected = new StringBuilder()
+                    .append("    device          \t   node GUID\n")
+                    .append("    ------          \t----------------\n");
+            for (Device d : devices) {
+                expected.append(String.format("    %-16s\t%016x%n", d.name(), d.guid()));
+            }
+            assertEquals(0, run.exitCode(), run.err());
+            assertEquals(expected.toString(), run.out());
+            assertEquals("", run.err());
+        } else {
+            assertEquals(1, run.exitCode());
+            // one line, the library's own "verbs4j: " prefix not repeated
+            String cause = Verbs.unavailabilityCause().getMessage().replaceFirst("^verbs4j: ", "");
+            assertEquals("verbs4j: " + cause + System.lineSeparator(), run.err());
+        }
+    }
+
+    @Test
+    void usageErrorsExitWith2() {
+        Run unknown = runInProcess("no-such-command");
+        assertEquals(2, unknown.exitCode());
+        assertTrue(unknown.err().contains("Unmatched argument at index 0: 'no-such-command'"), unknown.err());
+
+        Run none = runInProcess();
+        assertEquals(2, none.exitCode());
+        assertTrue(none.err().contains("name a command"), none.err());
+
+        Run badOption = runInProcess("devices", "--bogus");
+        assertEquals(2, badOption.exitCode());
+        assertTrue(badOption.err().contains("Unknown option: '--bogus'"), badOption.err());
+    }
+
+    @Test
+    void helpListsTheCommands() {
+        Run help = runInProcess("--help");
+        assertEquals(0, help.exitCode());
+        assertTrue(help.out().contains("devices") && help.out().contains("like ibv_devices"), help.out());
+    }
+
+    @Test
+    void withoutRdmaTheToolSaysWhyInOneLineAndExits1() throws Exception {
+        assumeFalse(Files.exists(Path.of("/sys/class/infiniband_verbs")),
+                "/sys/class/infiniband_verbs exists: kernel RDMA present, the system library may list devices");
+        // a fresh JVM on the system libibverbs, the way a user without softrdma runs the tool
+        Run run = fork(List.of("-Dverbs4j.libibverbs=system"), "devices");
+        assertEquals(1, run.exitCode(), run.err());
+        assertEquals("", run.out());
+        assertEquals("verbs4j: ibv_get_device_list failed: ENOSYS (38, Function not implemented): no RDMA devices:"
+                + " the kernel has no RDMA support (no /sys/class/infiniband_verbs) and no user-space RDMA device"
+                + " such as softrdma is loaded\n", run.err());
+    }
+
+    @Test
+    void aMissingLibraryIsOneLineToo() throws Exception {
+        Run run = fork(List.of("-Dverbs4j.libibverbs=/nonexistent/libibverbs.so.1"), "devices");
+        assertEquals(1, run.exitCode(), run.err());
+        assertEquals("verbs4j: verbs4j.libibverbs=/nonexistent/libibverbs.so.1 names no file\n", run.err());
+    }
+
+    private static Run fork(List<String> jvmOptions, String... args) throws Exception {
+        List<String> command = new ArrayList<>();
+        command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        command.add("--enable-native-access=ALL-UNNAMED");
+        command.addAll(jvmOptions);
+        command.add("-cp");
+        command.add(String.join(File.pathSeparator,
+                location(Verbs4jTool.class), location(Verbs.class), location(CommandLine.class)));
+        command.add(Verbs4jTool.class.getName());
+        command.addAll(List.of(args));
+        ProcessBuilder pb = new ProcessBuilder(command);
+        pb.environment().remove("LD_LIBRARY_PATH");
+        Path err = Files.createTempFile("verbs4j-tool", ".stderr");
+        try {
+            pb.redirectError(err.toFile());
+            Process p = pb.start();
+            p.getOutputStream().close();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            if (!p.waitFor(60, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+                throw new AssertionError("the tool did not finish within 60 s: " + command);
+            }
+            String stderr = Files.readString(err);
+            assertFalse(stderr.contains("\tat "), "a stack trace reached the user:\n" + stderr);
+            return new Run(p.exitValue(), out, stderr);
+        } finally {
+            Files.deleteIfExists(err);
+        }
+    }
+
+    private static String location(Class<?> c) throws URISyntaxException {
+        return Path.of(c.getProtectionDomain().getCodeSource().getLocation().toURI()).toString();
+    }
+}
