@@ -296,6 +296,17 @@ void srd_net_free_qpn(struct srd_qp *qp)
 	pthread_rwlock_unlock(&g_qpt);
 }
 
+bool srd_net_owns_qpn(uint32_t qpn)
+{
+	bool own = false;
+	pthread_rwlock_rdlock(&g_qpt);
+	for (int i = 0; i < g_nsocks; i++)
+		if (g_socks[i]->port == (uint16_t)(qpn >> 8))
+			own = true;
+	pthread_rwlock_unlock(&g_qpt);
+	return own;
+}
+
 /* caller holds g_qpt for reading */
 static struct srd_qp *lookup_qpn(uint32_t qpn)
 {

@@ -207,7 +207,7 @@ void srd_srq_check_limit(struct srd_srq *srq);
 int srd_net_alloc_qpn(struct srd_qp *qp);
 void srd_net_free_qpn(struct srd_qp *qp);
 struct srd_qp *srd_net_lookup_local(uint32_t qpn);
-void srd_net_qp_release(void); /* drop the lookup guard */
+bool srd_net_owns_qpn(uint32_t qpn); /* the QPN's socket is one of this process's */
 int srd_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 int srd_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 int srd_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);

@@ -937,7 +937,8 @@ SRD_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 		if (ibqp->qp_type != IBV_QPT_UD) {
 			srd_gid_to_sockaddr(&a->ah_attr.grh.dgid, (uint16_t)(a->dest_qp_num >> 8),
 					    qp->dev->ifindex, &qp->peer);
-			qp->peer_local = srd_gid_is_local(&a->ah_attr.grh.dgid);
+			qp->peer_local = srd_gid_is_local(&a->ah_attr.grh.dgid) &&
+					 srd_net_owns_qpn(a->dest_qp_num);
 		}
 	}
 	if (next == IBV_QPS_RTS && cur == IBV_QPS_RTR) {
