@@ -57,6 +57,35 @@ class Verbs4jToolTest {
     }
 
     @Test
+    void devicesPrintsExactlyWhatIbvDevicesPrints() throws Exception {
+        // rdma-core's ibv_devices on the same library: the build exports LD_LIBRARY_PATH so that
+        // child processes load softrdma too (with -Dverbs4j.substrate=system, the system's)
+        ProcessBuilder pb = new ProcessBuilder("ibv_devices");
+        Process p;
+        try {
+            p = pb.start();
+        } catch (java.io.IOException e) {
+            throw new AssertionError("ibv_devices is not installed (Debian/Ubuntu: apt-get install ibverbs-utils)", e);
+        }
+        p.getOutputStream().close();
+        String stock = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        String stockErr = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(p.waitFor(30, TimeUnit.SECONDS), "ibv_devices did not finish");
+
+        Run ours = runInProcess("devices");
+        if (Verbs.isAvailable()) {
+            assertEquals(0, p.exitValue(), stockErr);
+            assertEquals(stock, ours.out());
+            assertEquals(0, ours.exitCode());
+        } else {
+            // both fail, and both say why on stderr
+            assertEquals(1, p.exitValue(), stock);
+            assertEquals(1, ours.exitCode());
+            assertFalse(stockErr.isBlank());
+        }
+    }
+
+    @Test
     void usageErrorsExitWith2() {
         Run unknown = runInProcess("no-such-command");
         assertEquals(2, unknown.exitCode());
