@@ -7,7 +7,7 @@ import java.util.HexFormat;
  * {@code rxe0} or {@code softrdma0}, its node GUID, and its node and transport types.
  *
  * <p>A {@code Device} is a plain value: it holds no native resource, so it needs no closing and
- * is safe to share between threads. Opening it looks the device up again by name.
+ * is safe to share between threads. {@link #open()} looks the device up again by name.
  */
 public final class Device {
 
@@ -46,6 +46,17 @@ public final class Device {
     /** {@code enum ibv_transport_type}: 0 IB, 1 iWARP, 2 usNIC, ... */
     public int transportType() {
         return transportType;
+    }
+
+    /**
+     * Opens this device ({@code ibv_open_device}), looking it up again by name: a
+     * {@code Device} holds no native pointer, so it stays valid after the list it came from is freed.
+     *
+     * <p><b>Errors</b>: as {@link Verbs#open(String)} (IllegalArgumentException when the device
+     * has gone away).
+     */
+    public Context open() {
+        return Context.open(name);
     }
 
     @Override

@@ -98,6 +98,31 @@ public final class Verbs {
         }
     }
 
+    /**
+     * Opens the device called {@code name} ({@code ibv_open_device}).
+     *
+     * <p><b>Errors</b>: {@link IllegalArgumentException} when no device has that name (the
+     * message lists those present); {@link VerbsException} from {@code ibv_get_device_list}
+     * (ENOSYS) or {@code ibv_open_device} (ENOMEM, ENODEV, EACCES).
+     */
+    public static Context open(String name) {
+        return Context.open(name);
+    }
+
+    /**
+     * Opens the first device {@code ibv_get_device_list} lists.
+     *
+     * <p><b>Errors</b>: {@link VerbsException} with errno ENODEV when there is none; otherwise as
+     * {@link #open(String)}.
+     */
+    public static Context openFirst() {
+        List<Device> devices = devices();
+        if (devices.isEmpty()) {
+            throw new VerbsException("ibv_get_device_list", Errno.ENODEV, "no RDMA devices to open");
+        }
+        return Context.open(devices.getFirst().name());
+    }
+
     private static Device describe(MemorySegment dev) throws Throwable {
         MemorySegment name = (MemorySegment) DeviceList.NAME.invokeExact(dev);
         long guid = Long.reverseBytes((long) DeviceList.GUID.invokeExact(dev));

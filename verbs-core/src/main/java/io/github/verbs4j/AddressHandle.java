@@ -1,0 +1,84 @@
+package io.github.verbs4j;
+
+import io.github.verbs4j.internal.Native;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import io.github.verbs4j.ffi.ibv_ah_attr;
+
+/**
+ * An address handle ({@code struct ibv_ah}): the destination of UD sends, named per request
+ * with {@link SendRequest#ud(AddressHandle, int, int)}.
+ *
+ * <p><b>Lifecycle</b>: {@link #close()} ({@code ibv_destroy_ah}) is idempotent; posting a request
+ * that names a closed handle throws {@link IllegalStateException}.
+ *
+ * <p><b>Thread-safety</b>: thread-safe; close must not race with posts using it.
+ */
+public final class AddressHandle implements AutoCloseable {
+
+    final ProtectionDomain pd;
+    final MemorySegment ah;
+    final Lifecycle life = new Lifecycle();
+    private final String description;
+
+    private AddressHandle(ProtectionDomain pd, MemorySegment ah, String description) {
+        this.pd = pd;
+        this.ah = ah;
+        this.description = description;
+    }
+
+    static AddressHandle create(ProtectionDomain pd, AddressVector address) {
+        address.validate(pd.context, "ibv_create_ah");
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment attr = arena.allocate(ibv_ah_attr.layout());
+            address.writeTo(attr);
+            MemorySegment ah = (MemorySegment) Lib.need(Lib.CREATE_AH, "ibv_create_ah").invokeExact(errno, pd.pd, attr);
+            if (Lib.isNull(ah)) {
+                throw new VerbsException("ibv_create_ah", Native.errno(errno), address.toString());
+            }
+            return new AddressHandle(pd, ah, address.toString());
+        } catch (Throwable t) {
+            throw Native.unexpected("ibv_create_ah", t);
+        }
+    }
+
+    /** The protection domain the handle belongs to. */
+    public ProtectionDomain protectionDomain() {
+        return pd;
+    }
+
+    /**
+     * Destroys the handle ({@code ibv_destroy_ah}). Idempotent.
+     *
+     * <p><b>Errors</b>: {@link VerbsException} with the provider's errno.
+     */
+    @Override
+    public void close() {
+        if (!life.beginClose(this)) {
+            return;
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            int rc = (int) Lib.need(Lib.DESTROY_AH, "ibv_destroy_ah").invokeExact(errno, ah);
+            if (rc != 0) {
+                life.abortClose();
+                throw VerbsException.of("ibv_destroy_ah", Port.errnoOf(rc, errno));
+            }
+        } catch (Throwable t) {
+            throw Native.unexpected("ibv_destroy_ah", t);
+        }
+        pd.life.removeDependent(this);
+    }
+
+    /** Whether {@link #close()} completed. */
+    public boolean isClosed() {
+        return life.isClosed();
+    }
+
+    @Override
+    public String toString() {
+        return "AddressHandle[" + description + "]";
+    }
+}

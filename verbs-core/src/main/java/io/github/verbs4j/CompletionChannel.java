@@ -1,0 +1,137 @@
+package io.github.verbs4j;
+
+import io.github.verbs4j.ffi.ibv_comp_channel;
+import io.github.verbs4j.internal.Native;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * A completion event channel ({@code struct ibv_comp_channel}): completion queues created with
+ * it signal here after {@link CompletionQueue#requestNotify(boolean)}.
+ *
+ * <pre>{@code
+ * cq.requestNotify(false);
+ * CompletionQueue fired = channel.await(Duration.ofSeconds(1));   // null on timeout
+ * if (fired != null) { fired.requestNotify(false); while (fired.poll(wcs) > 0) ... }
+ * }</pre>
+ *
+ * <p>Events are acknowledged for the application ({@code ibv_ack_cq_events}): in batches while
+ * running and the remainder before the completion queue is destroyed, which rdma-core requires.
+ *
+ * <p><b>Lifecycle</b>: {@link #close()} ({@code ibv_destroy_comp_channel}) refuses while
+ * completion queues use the channel. Idempotent.
+ *
+ * <p><b>Thread-safety</b>: {@link #await} may be called from one thread at a time; {@link #fd()}
+ * from any thread. Close must not race with {@code await}.
+ */
+public final class CompletionChannel implements AutoCloseable {
+
+    final Context context;
+    final MemorySegment channel;
+    final Lifecycle life = new Lifecycle();
+    private final int fd;
+    private final Map<Long, CompletionQueue> queues = new ConcurrentHashMap<>();
+
+    CompletionChannel(Context context, MemorySegment channel) {
+        this.context = context;
+        this.channel = channel.reinterpret(ibv_comp_channel.layout().byteSize());
+        this.fd = ibv_comp_channel.fd(this.channel);
+    }
+
+    void attach(CompletionQueue cq) {
+        life.addDependent(this, cq);
+        queues.put(cq.cq.address(), cq);
+    }
+
+    void detach(CompletionQueue cq) {
+        queues.remove(cq.cq.address());
+        life.removeDependent(cq);
+    }
+
+    /**
+     * The channel's file descriptor: readable when a completion event is pending. Usable with
+     * {@code poll}/{@code epoll} in the application's own event loop; then call
+     * {@link #await(Duration)} with {@link Duration#ZERO} to take the event.
+     */
+    public int fd() {
+        life.ensureOpen(this);
+        return fd;
+    }
+
+    /**
+     * Waits for the next completion event ({@code poll(2)} on the fd, then
+     * {@code ibv_get_cq_event}). The caller re-arms with {@link CompletionQueue#requestNotify}
+     * and polls the queue.
+     *
+     * @param timeout how long to wait; {@code null} or negative waits forever
+     * @return the completion queue that fired, or {@code null} when none did in time
+     *
+     * <p><b>Errors</b>: {@link VerbsException} from {@code poll} or {@code ibv_get_cq_event};
+     * {@link IllegalStateException} after close.
+     */
+    public CompletionQueue await(Duration timeout) {
+        life.ensureOpen(this);
+        long millis = timeout == null || timeout.isNegative() ? -1 : timeout.toMillis();
+        if (!Lib.awaitReadable(fd, millis, "a completion event on " + this)) {
+            return null;
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment cqOut = arena.allocate(ValueLayout.ADDRESS);
+            MemorySegment ctxOut = arena.allocate(ValueLayout.ADDRESS);
+            int rc = (int) Lib.need(Lib.GET_CQ_EVENT, "ibv_get_cq_event").invokeExact(errno, channel, cqOut, ctxOut);
+            if (rc != 0) {
+                throw VerbsException.of("ibv_get_cq_event", Native.errno(errno));
+            }
+            long address = cqOut.get(ValueLayout.ADDRESS, 0).address();
+            CompletionQueue cq = queues.get(address);
+            if (cq == null) {
+                throw new IllegalStateException("ibv_get_cq_event returned a completion queue (0x"
+                        + Long.toHexString(address) + ") this channel does not know");
+            }
+            cq.eventReceived();
+            return cq;
+        } catch (Throwable t) {
+            throw Native.unexpected("ibv_get_cq_event", t);
+        }
+    }
+
+    /**
+     * Destroys the channel ({@code ibv_destroy_comp_channel}). Idempotent.
+     *
+     * <p><b>Errors</b>: {@link IllegalStateException} naming completion queues still using it;
+     * {@link VerbsException} (EBUSY).
+     */
+    @Override
+    public void close() {
+        if (!life.beginClose(this)) {
+            return;
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            int rc = (int) Lib.need(Lib.DESTROY_COMP_CHANNEL, "ibv_destroy_comp_channel").invokeExact(errno, channel);
+            if (rc != 0) {
+                life.abortClose();
+                throw VerbsException.of("ibv_destroy_comp_channel", Port.errnoOf(rc, errno));
+            }
+        } catch (Throwable t) {
+            throw Native.unexpected("ibv_destroy_comp_channel", t);
+        }
+        context.life.removeDependent(this);
+    }
+
+    /** Whether {@link #close()} completed. */
+    public boolean isClosed() {
+        return life.isClosed();
+    }
+
+    @Override
+    public String toString() {
+        return "CompletionChannel[fd " + fd + "]";
+    }
+}

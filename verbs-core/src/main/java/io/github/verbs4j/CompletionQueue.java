@@ -1,0 +1,202 @@
+package io.github.verbs4j;
+
+import io.github.verbs4j.ffi.ibv_cq;
+import io.github.verbs4j.internal.Native;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * A completion queue ({@code struct ibv_cq}).
+ *
+ * <pre>{@code
+ * Completions wcs = cq.completions(16);
+ * int n = cq.poll(wcs);                       // ibv_poll_cq: no allocation
+ * for (int i = 0; i < n; i++) {
+ *     Completion wc = wcs.get(i);
+ *     if (!wc.ok()) throw wc.error();
+ * }
+ * }</pre>
+ *
+ * <p><b>Hot path</b>: {@link #poll} and {@link #requestNotify} call the provider's
+ * {@code ops.poll_cq} / {@code ops.req_notify_cq} (read once, at creation) through critical
+ * downcalls; they allocate nothing.
+ *
+ * <p><b>Lifecycle</b>: {@link #close()} ({@code ibv_destroy_cq}) first acknowledges the events
+ * taken from its channel, and refuses while queue pairs or SRQs use the queue. Idempotent;
+ * {@link #poll} after close throws {@link IllegalStateException}.
+ *
+ * <p><b>Thread-safety</b>: {@code poll} from one thread at a time per batch; rdma-core providers
+ * lock the queue, so several threads may poll into their own batches. Close must not race with use.
+ */
+public final class CompletionQueue implements AutoCloseable {
+
+    /** Acknowledge channel events in batches of this size (ibv_ack_cq_events takes a mutex). */
+    private static final int ACK_BATCH = 16;
+
+    final Context context;
+    final MemorySegment cq;
+    final Lifecycle life = new Lifecycle();
+    private final CompletionChannel channel;
+    private final MemorySegment pollFn;
+    private final MemorySegment notifyFn;
+    private final AtomicInteger unackedEvents = new AtomicInteger();
+
+    CompletionQueue(Context context, MemorySegment cq, CompletionChannel channel) {
+        this.context = context;
+        this.cq = cq.reinterpret(ibv_cq.layout().byteSize());
+        this.channel = channel;
+        this.pollFn = Ops.function(context.ctx, Ops.POLL_CQ_OFFSET, "ibv_poll_cq");
+        this.notifyFn = Ops.function(context.ctx, Ops.REQ_NOTIFY_CQ_OFFSET, "ibv_req_notify_cq");
+    }
+
+    /** The number of entries the device gave the queue ({@code cqe}, at least what was asked). */
+    public int capacity() {
+        life.ensureOpen(this);
+        return ibv_cq.cqe(cq);
+    }
+
+    /** The channel the queue signals, or {@code null}. */
+    public CompletionChannel channel() {
+        return channel;
+    }
+
+    /** A new reusable batch of {@code capacity} completions for {@link #poll}. */
+    public Completions completions(int capacity) {
+        return new Completions(capacity);
+    }
+
+    /**
+     * Takes up to {@code batch.capacity()} completions ({@code ibv_poll_cq}, through
+     * {@code ops.poll_cq}).
+     *
+     * @return how many were taken (0 when the queue is empty); also {@code batch.count()}
+     *
+     * <p><b>Errors</b>: {@link VerbsException} when the provider reports a failure (negative
+     * return); {@link IllegalStateException} after close.
+     */
+    public int poll(Completions batch) {
+        if (life.isClosed()) {
+            throw Lifecycle.closedException(this);
+        }
+        int n;
+        try {
+            n = (int) Ops.POLL_CQ.invokeExact(pollFn, cq, batch.capacity, batch.array);
+        } catch (Throwable t) {
+            throw Native.unexpected("ibv_poll_cq", t);
+        }
+        if (n < 0) {
+            batch.count = 0;
+            throw new VerbsException("ibv_poll_cq", 0, "the provider returned " + n);
+        }
+        batch.count = n;
+        return n;
+    }
+
+    /**
+     * Arms the queue to signal its channel on the next completion ({@code ibv_req_notify_cq}):
+     * any completion, or with {@code solicitedOnly} only solicited receives and errors.
+     *
+     * <p><b>Errors</b>: {@link VerbsException} with the provider's errno;
+     * {@link IllegalStateException} after close.
+     */
+    public void requestNotify(boolean solicitedOnly) {
+        if (life.isClosed()) {
+            throw Lifecycle.closedException(this);
+        }
+        int rc;
+        try {
+            rc = (int) Ops.REQ_NOTIFY_CQ.invokeExact(notifyFn, cq, solicitedOnly ? 1 : 0);
+        } catch (Throwable t) {
+            throw Native.unexpected("ibv_req_notify_cq", t);
+        }
+        if (rc != 0) {
+            throw VerbsException.of("ibv_req_notify_cq", Math.abs(rc));
+        }
+    }
+
+    /**
+     * Resizes the queue ({@code ibv_resize_cq}) to hold at least {@code entries}.
+     *
+     * <p><b>Errors</b>: {@link VerbsException} (EINVAL when fewer entries than completions
+     * present or more than max_cqe, EOPNOTSUPP when the device cannot resize).
+     */
+    public void resize(int entries) {
+        life.ensureOpen(this);
+        if (entries < 1) {
+            throw new IllegalArgumentException("a completion queue needs at least 1 entry, asked for " + entries);
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            int rc = (int) Lib.need(Lib.RESIZE_CQ, "ibv_resize_cq").invokeExact(errno, cq, entries);
+            if (rc != 0) {
+                throw new VerbsException("ibv_resize_cq", Port.errnoOf(rc, errno), entries + " entries");
+            }
+        } catch (Throwable t) {
+            throw Native.unexpected("ibv_resize_cq", t);
+        }
+    }
+
+    void eventReceived() {
+        if (unackedEvents.incrementAndGet() >= ACK_BATCH) {
+            acknowledgeEvents();
+        }
+    }
+
+    /** Acknowledges the events taken so far ({@code ibv_ack_cq_events}). */
+    private void acknowledgeEvents() {
+        int n = unackedEvents.getAndSet(0);
+        if (n > 0) {
+            try (Arena arena = Arena.ofConfined()) {
+                Lib.need(Lib.ACK_CQ_EVENTS, "ibv_ack_cq_events").invokeExact(Native.errnoSegment(arena), cq, n);
+            } catch (Throwable t) {
+                throw Native.unexpected("ibv_ack_cq_events", t);
+            }
+        }
+    }
+
+    /** Events taken from the channel and not yet acknowledged (for tests and diagnostics). */
+    int unacknowledgedEvents() {
+        return unackedEvents.get();
+    }
+
+    /**
+     * Acknowledges outstanding channel events, then destroys the queue ({@code ibv_destroy_cq}).
+     * Idempotent.
+     *
+     * <p><b>Errors</b>: {@link IllegalStateException} naming queue pairs or SRQs still using the
+     * queue; {@link VerbsException} (EBUSY).
+     */
+    @Override
+    public void close() {
+        if (!life.beginClose(this)) {
+            return;
+        }
+        acknowledgeEvents();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            int rc = (int) Lib.need(Lib.DESTROY_CQ, "ibv_destroy_cq").invokeExact(errno, cq);
+            if (rc != 0) {
+                life.abortClose();
+                throw VerbsException.of("ibv_destroy_cq", Port.errnoOf(rc, errno));
+            }
+        } catch (Throwable t) {
+            throw Native.unexpected("ibv_destroy_cq", t);
+        }
+        if (channel != null) {
+            channel.detach(this);
+        }
+        context.life.removeDependent(this);
+    }
+
+    /** Whether {@link #close()} completed. */
+    public boolean isClosed() {
+        return life.isClosed();
+    }
+
+    @Override
+    public String toString() {
+        return "CompletionQueue[0x" + Long.toHexString(cq.address()) + "]";
+    }
+}

@@ -1,0 +1,57 @@
+package io.github.verbs4j;
+
+import io.github.verbs4j.ffi.ibv_wc;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * A reusable batch of work completions: a native {@code struct ibv_wc} array that
+ * {@link CompletionQueue#poll(Completions)} fills, read through preallocated {@link Completion}
+ * flyweights. Polling into the same batch allocates nothing.
+ *
+ * <p>The native array is freed by the garbage collector once the batch is unreachable.
+ * Not thread-safe: one poller per batch.
+ */
+public final class Completions {
+
+    final MemorySegment array;
+    final int capacity;
+    private final Completion[] views;
+    int count;
+
+    /** A batch of {@code capacity} completions (1..65536). */
+    public Completions(int capacity) {
+        if (capacity < 1 || capacity > 65536) {
+            throw new IllegalArgumentException("capacity must be 1..65536, got " + capacity);
+        }
+        this.capacity = capacity;
+        this.array = Arena.ofAuto().allocate(ibv_wc.layout().byteSize() * capacity, ibv_wc.layout().byteAlignment());
+        this.views = new Completion[capacity];
+        for (int i = 0; i < capacity; i++) {
+            views[i] = new Completion(array, i);
+        }
+    }
+
+    /** How many completions the batch holds at most. */
+    public int capacity() {
+        return capacity;
+    }
+
+    /** How many completions the last poll returned. */
+    public int count() {
+        return count;
+    }
+
+    /**
+     * The completion at {@code index} (0..{@link #count()}-1) of the last poll.
+     *
+     * @throws IndexOutOfBoundsException outside that range
+     */
+    public Completion get(int index) {
+        if (index < 0 || index >= count) {
+            throw new IndexOutOfBoundsException("completion " + index + " of " + count);
+        }
+        return views[index];
+    }
+}

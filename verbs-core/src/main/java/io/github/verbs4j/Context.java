@@ -1,0 +1,460 @@
+package io.github.verbs4j;
+
+import io.github.verbs4j.ffi.ibv_async_event;
+import io.github.verbs4j.ffi.ibv_context;
+import io.github.verbs4j.ffi.ibv_device;
+import io.github.verbs4j.ffi.ibv_device_attr;
+import io.github.verbs4j.ffi.ibv_port_attr;
+import io.github.verbs4j.ffi.ibv_qp;
+import io.github.verbs4j.internal.Native;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.function.Consumer;
+
+/**
+ * An open RDMA device ({@code struct ibv_context}): the root of every other owner.
+ *
+ * <pre>{@code
+ * try (Context ctx = Verbs.open("softrdma0");
+ *      ProtectionDomain pd = ctx.allocatePd();
+ *      CompletionQueue cq = ctx.createCq(256)) {
+ *     ...
+ * }
+ * }</pre>
+ *
+ * <p><b>Lifecycle</b>: {@link #close()} ({@code ibv_close_device}) refuses while protection
+ * domains, completion queues or completion channels made from this context are open, naming
+ * them. It is idempotent. Any other method after close throws {@link IllegalStateException}.
+ *
+ * <p><b>Thread-safety</b>: thread-safe, except that {@link #close()} must not race with other
+ * calls on this context or its children.
+ */
+public final class Context implements AutoCloseable {
+
+    /** {@code verbs_context} lies before {@code ibv_context}; its size in rdma-core 44. */
+    private static final long VERBS_CONTEXT_SIZE = 648;
+    /** Offset of {@code ibv_context} inside {@code verbs_context}. */
+    private static final long CONTEXT_IN_VCTX = 320;
+    /** Offset of {@code query_port} in {@code verbs_context} (its first member). */
+    private static final long VCTX_QUERY_PORT = 0;
+    /** Offset of {@code size_t sz} in {@code verbs_context} (just before {@code ibv_context}). */
+    private static final long VCTX_SZ = CONTEXT_IN_VCTX - 8;
+    /** {@code int (*query_port)(struct ibv_context *, uint8_t, struct ibv_port_attr *, size_t)}. */
+    private static final MethodHandle QUERY_PORT_EX = Native.functionPointer(FunctionDescriptor.of(ValueLayout.JAVA_INT,
+            ValueLayout.ADDRESS, ValueLayout.JAVA_BYTE, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG), false);
+
+    final MemorySegment ctx;
+    final Lifecycle life = new Lifecycle();
+    private final Device device;
+    /** {@code verbs_context->query_port}, or {@code null} when the context has no extended ops. */
+    private final MemorySegment queryPortEx;
+    private volatile Thread asyncListener;
+
+    private Context(MemorySegment ctx, Device device) {
+        this.ctx = ctx;
+        this.device = device;
+        this.queryPortEx = extendedQueryPort(ctx);
+    }
+
+    /**
+     * Opens the device called {@code name} ({@code ibv_get_device_list} then
+     * {@code ibv_open_device}).
+     *
+     * <p><b>Errors</b>: {@link IllegalArgumentException} when no device has that name (the
+     * message lists those present); {@link VerbsException} from {@code ibv_open_device} (ENOMEM,
+     * ENODEV, EACCES on the uverbs char device) or {@code ibv_get_device_list} (ENOSYS: no RDMA
+     * in the kernel).
+     */
+    static Context open(String name) {
+        Objects.requireNonNull(name, "name");
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment count = arena.allocate(ValueLayout.JAVA_INT);
+            MemorySegment list = (MemorySegment) DeviceListHandles.GET.invokeExact(errno, count);
+            if (Lib.isNull(list)) {
+                throw VerbsException.of("ibv_get_device_list", Native.errno(errno));
+            }
+            try {
+                int n = count.get(ValueLayout.JAVA_INT, 0);
+                MemorySegment devices = list.reinterpret(ValueLayout.ADDRESS.byteSize() * n);
+                StringBuilder names = new StringBuilder();
+                for (int i = 0; i < n; i++) {
+                    MemorySegment dev = devices.getAtIndex(ValueLayout.ADDRESS, i).reinterpret(ibv_device.layout().byteSize());
+                    String devName = ((MemorySegment) DeviceListHandles.NAME.invokeExact(dev)).reinterpret(256).getString(0);
+                    if (devName.equals(name)) {
+                        long guid = Long.reverseBytes((long) DeviceListHandles.GUID.invokeExact(dev));
+                        Device device = new Device(devName, guid, ibv_device.node_type(dev), ibv_device.transport_type(dev));
+                        MemorySegment ctx = (MemorySegment) Lib.need(Lib.OPEN_DEVICE, "ibv_open_device").invokeExact(errno, dev);
+                        if (Lib.isNull(ctx)) {
+                            throw new VerbsException("ibv_open_device", Native.errno(errno), "device " + name);
+                        }
+                        return new Context(ctx.reinterpret(ibv_context.layout().byteSize()), device);
+                    }
+                    names.append(names.isEmpty() ? "" : ", ").append(devName);
+                }
+                throw new IllegalArgumentException("no RDMA device named " + name + " (devices: "
+                        + (names.isEmpty() ? "none" : names) + ")");
+            } finally {
+                DeviceListHandles.FREE.invokeExact(list);
+            }
+        } catch (Throwable t) {
+            throw Native.unexpected("ibv_open_device", t);
+        }
+    }
+
+    private static MemorySegment extendedQueryPort(MemorySegment ctx) {
+        // verbs_get_ctx_op: valid only when abi_compat == UINTPTR_MAX, then sz says which ops exist
+        long abiCompat = ctx.get(ValueLayout.JAVA_LONG, ibv_context.abi_compat$offset());
+        if (abiCompat != -1L) {
+            return null;
+        }
+        MemorySegment vctx = MemorySegment.ofAddress(ctx.address() - CONTEXT_IN_VCTX).reinterpret(VERBS_CONTEXT_SIZE);
+        long sz = vctx.get(ValueLayout.JAVA_LONG, VCTX_SZ);
+        if (sz < VERBS_CONTEXT_SIZE - VCTX_QUERY_PORT) {
+            return null;
+        }
+        MemorySegment fn = vctx.get(ValueLayout.ADDRESS, VCTX_QUERY_PORT);
+        return Lib.isNull(fn) ? null : fn;
+    }
+
+    /** The device this context was opened on. */
+    public Device device() {
+        return device;
+    }
+
+    /** The {@code async_fd} of the context: readable when an async event is pending. */
+    public int asyncFd() {
+        life.ensureOpen(this);
+        return ctx.get(ValueLayout.JAVA_INT, ibv_context.async_fd$offset());
+    }
+
+    /** The number of completion vectors ({@code num_comp_vectors}). */
+    public int completionVectorCount() {
+        life.ensureOpen(this);
+        return ctx.get(ValueLayout.JAVA_INT, ibv_context.num_comp_vectors$offset());
+    }
+
+    /** Whether this context has the extended {@code query_port} op ({@code verbs_context}). */
+    public boolean hasExtendedQueryPort() {
+        return queryPortEx != null;
+    }
+
+    /**
+     * Queries the device ({@code ibv_query_device}).
+     *
+     * <p><b>Errors</b>: {@link VerbsException} with the provider's errno (ENOMEM, EIO);
+     * {@link IllegalStateException} after close.
+     */
+    public DeviceAttributes queryDevice() {
+        life.ensureOpen(this);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment a = arena.allocate(ibv_device_attr.layout());
+            int rc = (int) Lib.need(Lib.QUERY_DEVICE, "ibv_query_device").invokeExact(errno, ctx, a);
+            if (rc != 0) {
+                throw VerbsException.of("ibv_query_device", rc > 0 ? rc : Native.errno(errno));
+            }
+            return new DeviceAttributes(
+                    ibv_device_attr.fw_ver(a).getString(0),
+                    Long.reverseBytes(ibv_device_attr.node_guid(a)),
+                    Long.reverseBytes(ibv_device_attr.sys_image_guid(a)),
+                    ibv_device_attr.max_mr_size(a), ibv_device_attr.page_size_cap(a),
+                    ibv_device_attr.vendor_id(a), ibv_device_attr.vendor_part_id(a), ibv_device_attr.hw_ver(a),
+                    ibv_device_attr.max_qp(a), ibv_device_attr.max_qp_wr(a), ibv_device_attr.device_cap_flags(a),
+                    ibv_device_attr.max_sge(a), ibv_device_attr.max_sge_rd(a), ibv_device_attr.max_cq(a),
+                    ibv_device_attr.max_cqe(a), ibv_device_attr.max_mr(a), ibv_device_attr.max_pd(a),
+                    ibv_device_attr.max_qp_rd_atom(a), ibv_device_attr.max_qp_init_rd_atom(a),
+                    ibv_device_attr.atomic_cap(a), ibv_device_attr.max_ah(a), ibv_device_attr.max_srq(a),
+                    ibv_device_attr.max_srq_wr(a), ibv_device_attr.max_srq_sge(a),
+                    Short.toUnsignedInt(ibv_device_attr.max_pkeys(a)),
+                    Byte.toUnsignedInt(ibv_device_attr.local_ca_ack_delay(a)),
+                    Byte.toUnsignedInt(ibv_device_attr.phys_port_cnt(a)));
+        } catch (Throwable t) {
+            throw Native.unexpected("ibv_query_device", t);
+        }
+    }
+
+    /**
+     * A port of this device (numbered from 1). No native call happens until the port is queried.
+     *
+     * @throws IllegalArgumentException when {@code number} is outside 1..255
+     */
+    public Port port(int number) {
+        life.ensureOpen(this);
+        if (number < 1 || number > 255) {
+            throw new IllegalArgumentException("port numbers run from 1 to 255, got " + number);
+        }
+        return new Port(this, number);
+    }
+
+    /**
+     * {@code ibv_query_port}: through {@code verbs_context->query_port} when present (rdma-core's
+     * inline {@code ___ibv_query_port} does the same), else the compat 3-argument export.
+     */
+    PortAttributes queryPort(int number) {
+        life.ensureOpen(this);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment a = arena.allocate(ibv_port_attr.layout());
+            int rc;
+            String verb;
+            if (queryPortEx != null) {
+                verb = "ibv_query_port";
+                rc = (int) QUERY_PORT_EX.invokeExact(queryPortEx, ctx, (byte) number, a, a.byteSize());
+            } else {
+                verb = "ibv_query_port (compat)";
+                MemorySegment errno = Native.errnoSegment(arena);
+                rc = (int) Lib.need(Lib.QUERY_PORT, "ibv_query_port").invokeExact(errno, ctx, (byte) number, a);
+                if (rc < 0) {
+                    rc = Native.errno(errno);
+                }
+            }
+            if (rc != 0) {
+                throw new VerbsException(verb, rc, "port " + number + " of " + device.name());
+            }
+            return new PortAttributes(
+                    PortState.of(ibv_port_attr.state(a)),
+                    Mtu.of(ibv_port_attr.max_mtu(a)), Mtu.of(ibv_port_attr.active_mtu(a)),
+                    ibv_port_attr.gid_tbl_len(a), ibv_port_attr.port_cap_flags(a),
+                    Integer.toUnsignedLong(ibv_port_attr.max_msg_sz(a)),
+                    Short.toUnsignedInt(ibv_port_attr.pkey_tbl_len(a)),
+                    Short.toUnsignedInt(ibv_port_attr.lid(a)), Short.toUnsignedInt(ibv_port_attr.sm_lid(a)),
+                    Byte.toUnsignedInt(ibv_port_attr.lmc(a)),
+                    Byte.toUnsignedInt(ibv_port_attr.active_width(a)), Byte.toUnsignedInt(ibv_port_attr.active_speed(a)),
+                    Byte.toUnsignedInt(ibv_port_attr.phys_state(a)),
+                    LinkLayer.of(Byte.toUnsignedInt(ibv_port_attr.link_layer(a))),
+                    queryPortEx != null);
+        } catch (Throwable t) {
+            throw Native.unexpected("ibv_query_port", t);
+        }
+    }
+
+    /**
+     * Allocates a protection domain ({@code ibv_alloc_pd}).
+     *
+     * <p><b>Errors</b>: {@link VerbsException} (ENOMEM); {@link IllegalStateException} after close.
+     */
+    public ProtectionDomain allocatePd() {
+        life.ensureOpen(this);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment pd = (MemorySegment) Lib.need(Lib.ALLOC_PD, "ibv_alloc_pd").invokeExact(errno, ctx);
+            if (Lib.isNull(pd)) {
+                throw VerbsException.of("ibv_alloc_pd", Native.errno(errno));
+            }
+            return register(new ProtectionDomain(this, pd));
+        } catch (Throwable t) {
+            throw Native.unexpected("ibv_alloc_pd", t);
+        }
+    }
+
+    /**
+     * Creates a completion channel ({@code ibv_create_comp_channel}) for event-driven completion
+     * handling.
+     *
+     * <p><b>Errors</b>: {@link VerbsException} (EMFILE, ENOMEM); {@link IllegalStateException}
+     * after close.
+     */
+    public CompletionChannel createCompletionChannel() {
+        life.ensureOpen(this);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment ch = (MemorySegment) Lib.need(Lib.CREATE_COMP_CHANNEL, "ibv_create_comp_channel")
+                    .invokeExact(errno, ctx);
+            if (Lib.isNull(ch)) {
+                throw VerbsException.of("ibv_create_comp_channel", Native.errno(errno));
+            }
+            return register(new CompletionChannel(this, ch));
+        } catch (Throwable t) {
+            throw Native.unexpected("ibv_create_comp_channel", t);
+        }
+    }
+
+    /**
+     * Creates a completion queue with at least {@code entries} entries, without a channel.
+     *
+     * @see #createCq(int, CompletionChannel, int)
+     */
+    public CompletionQueue createCq(int entries) {
+        return createCq(entries, null, 0);
+    }
+
+    /**
+     * Creates a completion queue ({@code ibv_create_cq}).
+     *
+     * @param entries       minimum number of entries (the device may round up)
+     * @param channel       the channel that receives its completion events, or {@code null}
+     * @param vector        the completion vector, 0..{@link #completionVectorCount()}-1
+     *
+     * <p><b>Errors</b>: {@link IllegalArgumentException} for {@code entries < 1} or a channel of
+     * another context; {@link VerbsException} (EINVAL: more entries than {@code max_cqe}, ENOMEM);
+     * {@link IllegalStateException} when this context or the channel is closed.
+     */
+    public CompletionQueue createCq(int entries, CompletionChannel channel, int vector) {
+        life.ensureOpen(this);
+        if (entries < 1) {
+            throw new IllegalArgumentException("a completion queue needs at least 1 entry, asked for " + entries);
+        }
+        MemorySegment ch = MemorySegment.NULL;
+        if (channel != null) {
+            if (channel.context != this) {
+                throw new IllegalArgumentException(channel + " belongs to another context");
+            }
+            channel.life.ensureOpen(channel);
+            ch = channel.channel;
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment cq = (MemorySegment) Lib.need(Lib.CREATE_CQ, "ibv_create_cq")
+                    .invokeExact(errno, ctx, entries, MemorySegment.NULL, ch, vector);
+            if (Lib.isNull(cq)) {
+                throw new VerbsException("ibv_create_cq", Native.errno(errno), entries + " entries");
+            }
+            CompletionQueue result = new CompletionQueue(this, cq, channel);
+            register(result);
+            if (channel != null) {
+                channel.attach(result);
+            }
+            return result;
+        } catch (Throwable t) {
+            throw Native.unexpected("ibv_create_cq", t);
+        }
+    }
+
+    private <T> T register(T child) {
+        life.addDependent(this, child);
+        return child;
+    }
+
+    /**
+     * Reads one asynchronous event ({@code ibv_get_async_event}), waiting at most
+     * {@code timeout}; the event is acknowledged ({@code ibv_ack_async_event}) before this returns.
+     *
+     * @return the event, or {@code null} when none arrived in time
+     *
+     * <p><b>Errors</b>: {@link VerbsException} from {@code poll} or {@code ibv_get_async_event};
+     * {@link IllegalStateException} after close.
+     */
+    public AsyncEvent pollAsyncEvent(Duration timeout) {
+        life.ensureOpen(this);
+        if (!Lib.awaitReadable(asyncFd(), timeout.toMillis(), "an async event of " + this)) {
+            return null;
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment event = arena.allocate(ibv_async_event.layout());
+            int rc = (int) Lib.need(Lib.GET_ASYNC_EVENT, "ibv_get_async_event").invokeExact(errno, ctx, event);
+            if (rc != 0) {
+                throw VerbsException.of("ibv_get_async_event", Native.errno(errno));
+            }
+            AsyncEventType type = AsyncEventType.of(ibv_async_event.event_type(event));
+            MemorySegment element = ibv_async_event.element(event);
+            int port = type.isPortEvent() ? ibv_async_event.element.port_num(element) : -1;
+            int qpNum = -1;
+            if (type.isQpEvent()) {
+                MemorySegment qp = ibv_async_event.element.qp(element);
+                if (!Lib.isNull(qp)) {
+                    // the QP cannot be destroyed before the event is acked: reading it now is safe
+                    qpNum = ibv_qp.qp_num(qp.reinterpret(ibv_qp.layout().byteSize()));
+                }
+            }
+            Lib.need(Lib.ACK_ASYNC_EVENT, "ibv_ack_async_event").invokeExact(errno, event);
+            return new AsyncEvent(type, port, qpNum);
+        } catch (Throwable t) {
+            throw Native.unexpected("ibv_get_async_event", t);
+        }
+    }
+
+    /**
+     * Starts a daemon thread that delivers every asynchronous event of this context to
+     * {@code listener}. The listener gets a copy: each event is acknowledged before it is
+     * delivered. The thread stops when the context closes (within 100 ms: it polls the async fd
+     * with that timeout). One listener per context; exceptions thrown by the listener end the thread.
+     *
+     * @throws IllegalStateException when a listener is already running, or after close
+     */
+    public synchronized void onAsyncEvent(Consumer<AsyncEvent> listener) {
+        Objects.requireNonNull(listener, "listener");
+        life.ensureOpen(this);
+        if (asyncListener != null) {
+            throw new IllegalStateException(this + " already has an async event listener");
+        }
+        Thread t = new Thread(() -> {
+            while (!life.isClosed() && !Thread.currentThread().isInterrupted()) {
+                AsyncEvent e;
+                try {
+                    e = pollAsyncEvent(Duration.ofMillis(100));
+                } catch (IllegalStateException closed) {
+                    return;
+                }
+                if (e != null) {
+                    listener.accept(e);
+                }
+            }
+        }, "verbs4j-async-" + device.name());
+        t.setDaemon(true);
+        asyncListener = t;
+        t.start();
+    }
+
+    /**
+     * Closes the device ({@code ibv_close_device}) after stopping the async event listener.
+     * Idempotent.
+     *
+     * <p><b>Errors</b>: {@link IllegalStateException} naming the protection domains, completion
+     * queues and channels still open (the context stays open); {@link VerbsException} when
+     * {@code ibv_close_device} fails.
+     */
+    @Override
+    public void close() {
+        if (!life.beginClose(this)) {
+            return;
+        }
+        Thread listener = asyncListener;
+        if (listener != null) {
+            listener.interrupt();
+            try {
+                listener.join(5_000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            int rc = (int) Lib.need(Lib.CLOSE_DEVICE, "ibv_close_device").invokeExact(errno, ctx);
+            if (rc != 0) {
+                life.abortClose();
+                throw VerbsException.of("ibv_close_device", Native.errno(errno));
+            }
+        } catch (Throwable t) {
+            throw Native.unexpected("ibv_close_device", t);
+        }
+    }
+
+    /** Whether {@link #close()} completed. */
+    public boolean isClosed() {
+        return life.isClosed();
+    }
+
+    @Override
+    public String toString() {
+        return "Context[" + device.name() + "]";
+    }
+
+    /** Handles for listing devices by name (as in {@link Verbs}). */
+    private static final class DeviceListHandles {
+        static final MethodHandle GET = Native.errnoCapturing(io.github.verbs4j.internal.NativeLibraries.verbs(),
+                "ibv_get_device_list", FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.ADDRESS));
+        static final MethodHandle FREE = Native.plain(io.github.verbs4j.internal.NativeLibraries.verbs(),
+                "ibv_free_device_list", FunctionDescriptor.ofVoid(ValueLayout.ADDRESS));
+        static final MethodHandle NAME = Native.plain(io.github.verbs4j.internal.NativeLibraries.verbs(),
+                "ibv_get_device_name", FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.ADDRESS));
+        static final MethodHandle GUID = Native.plain(io.github.verbs4j.internal.NativeLibraries.verbs(),
+                "ibv_get_device_guid", FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.ADDRESS));
+    }
+}

@@ -1,0 +1,198 @@
+package io.github.verbs4j;
+
+import io.github.verbs4j.ffi.ibv_gid_entry;
+import io.github.verbs4j.internal.Errno;
+import io.github.verbs4j.internal.Native;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.InetAddress;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * A port of an open device: its attributes, GID table and P_Key table. A light handle with no
+ * native resource of its own; every query goes to the device. Usable while its {@link Context}
+ * is open (after that, {@link IllegalStateException}).
+ *
+ * <p>Thread-safe.
+ */
+public final class Port {
+
+    private final Context context;
+    private final int number;
+
+    Port(Context context, int number) {
+        this.context = context;
+        this.number = number;
+    }
+
+    /** The port number (from 1). */
+    public int number() {
+        return number;
+    }
+
+    /** The context the port belongs to. */
+    public Context context() {
+        return context;
+    }
+
+    /**
+     * Queries the port: {@code verbs_context->query_port} when the library provides it (the
+     * extended query rdma-core's {@code ibv_query_port} macro uses), else the compat
+     * {@code ibv_query_port} export.
+     *
+     * <p><b>Errors</b>: {@link VerbsException} (EINVAL for a port number the device lacks);
+     * {@link IllegalStateException} when the context is closed.
+     */
+    public PortAttributes query() {
+        return context.queryPort(number);
+    }
+
+    /**
+     * The GID at {@code index} ({@code ibv_query_gid}).
+     *
+     * <p><b>Errors</b>: {@link VerbsException} (EINVAL for an index beyond the table, ENODATA on
+     * some providers for an empty entry); {@link IllegalStateException} when the context is closed.
+     */
+    public Gid gid(int index) {
+        context.life.ensureOpen(context);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment gid = arena.allocate(16, 8);
+            int rc = (int) Lib.need(Lib.QUERY_GID, "ibv_query_gid").invokeExact(errno, context.ctx, (byte) number, index, gid);
+            if (rc != 0) {
+                throw new VerbsException("ibv_query_gid", errnoOf(rc, errno), "port " + number + " index " + index);
+            }
+            return Gid.of(gid.toArray(ValueLayout.JAVA_BYTE));
+        } catch (Throwable t) {
+            throw Native.unexpected("ibv_query_gid", t);
+        }
+    }
+
+    /**
+     * The GID at {@code index} with its type: {@code ibv_query_gid_ex} when exported
+     * (IBVERBS_1.11), else {@code ibv_query_gid} plus the private {@code ibv_query_gid_type},
+     * else the type is {@code null}.
+     *
+     * <p><b>Errors</b>: as {@link #gid(int)}; ENODATA for an empty entry with {@code ibv_query_gid_ex}.
+     */
+    public GidEntry gidEntry(int index) {
+        context.life.ensureOpen(context);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            if (Lib.QUERY_GID_EX != null) {
+                MemorySegment entry = arena.allocate(ibv_gid_entry.layout());
+                int rc = (int) Lib.QUERY_GID_EX.invokeExact(errno, context.ctx, number, index, entry, 0,
+                        entry.byteSize());
+                if (rc != 0) {
+                    throw new VerbsException("ibv_query_gid_ex", errnoOf(rc, errno), "port " + number + " index " + index);
+                }
+                Gid gid = Gid.of(ibv_gid_entry.gid(entry).toArray(ValueLayout.JAVA_BYTE));
+                return new GidEntry(index, gid, GidType.of(ibv_gid_entry.gid_type(entry)));
+            }
+            Gid gid = gid(index);
+            GidType type = null;
+            if (Lib.QUERY_GID_TYPE != null) {
+                MemorySegment t = arena.allocate(ValueLayout.JAVA_INT);
+                int rc = (int) Lib.QUERY_GID_TYPE.invokeExact(errno, context.ctx, (byte) number, index, t);
+                if (rc == 0) {
+                    // enum ibv_gid_type_sysfs: 0 IB or RoCE v1 (by link layer), 1 RoCE v2
+                    int sysfs = t.get(ValueLayout.JAVA_INT, 0);
+                    type = sysfs == 1 ? GidType.ROCE_V2
+                            : query().linkLayer() == LinkLayer.ETHERNET ? GidType.ROCE_V1 : GidType.IB;
+                }
+            }
+            return new GidEntry(index, gid, type);
+        } catch (Throwable t) {
+            throw Native.unexpected("ibv_query_gid_ex", t);
+        }
+    }
+
+    /**
+     * The non-empty entries of the GID table, in index order. Entries the device reports as
+     * empty (all-zero GID, or ENODATA/EINVAL from the query) are skipped.
+     */
+    public List<GidEntry> gids() {
+        int length = query().gidTableLength();
+        List<GidEntry> result = new ArrayList<>();
+        for (int i = 0; i < length; i++) {
+            GidEntry e;
+            try {
+                e = gidEntry(i);
+            } catch (VerbsException ex) {
+                if (ex.errno() == Errno.ENODATA || ex.errno() == Errno.EINVAL) {
+                    continue;
+                }
+                throw ex;
+            }
+            if (!e.gid().isZero()) {
+                result.add(e);
+            }
+        }
+        return List.copyOf(result);
+    }
+
+    /**
+     * The GID entry for an IP address on a RoCE port: the entry equal to the address's GID
+     * (IPv4 mapped into IPv6), preferring RoCE v2 when both versions list it.
+     *
+     * @throws IllegalArgumentException when no entry holds the address (the message lists the table)
+     */
+    public GidEntry gidFor(InetAddress address) {
+        Gid wanted = Gid.of(address);
+        GidEntry best = null;
+        List<GidEntry> all = gids();
+        for (GidEntry e : all) {
+            if (e.gid().equals(wanted) && (best == null || e.type() == GidType.ROCE_V2)) {
+                best = e;
+            }
+        }
+        if (best == null) {
+            throw new IllegalArgumentException("no GID of port " + number + " of " + context.device().name()
+                    + " holds " + address.getHostAddress() + " (table: " + all + ")");
+        }
+        return best;
+    }
+
+    /**
+     * The P_Key at {@code index} in host order ({@code ibv_query_pkey}).
+     *
+     * <p><b>Errors</b>: {@link VerbsException} (EINVAL for an index beyond the table).
+     */
+    public int pkey(int index) {
+        context.life.ensureOpen(context);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment pkey = arena.allocate(ValueLayout.JAVA_SHORT);
+            int rc = (int) Lib.need(Lib.QUERY_PKEY, "ibv_query_pkey").invokeExact(errno, context.ctx, (byte) number, index, pkey);
+            if (rc != 0) {
+                throw new VerbsException("ibv_query_pkey", errnoOf(rc, errno), "port " + number + " index " + index);
+            }
+            return Short.toUnsignedInt(Short.reverseBytes(pkey.get(ValueLayout.JAVA_SHORT, 0)));
+        } catch (Throwable t) {
+            throw Native.unexpected("ibv_query_pkey", t);
+        }
+    }
+
+    /** The P_Key table (host order), {@code pkey_tbl_len} entries. */
+    public List<Integer> pkeys() {
+        int length = query().pkeyTableLength();
+        List<Integer> result = new ArrayList<>(length);
+        for (int i = 0; i < length; i++) {
+            result.add(pkey(i));
+        }
+        return List.copyOf(result);
+    }
+
+    /** rdma-core query verbs return the errno (positive) or -1 with errno set: accept both. */
+    static int errnoOf(int rc, MemorySegment errno) {
+        return rc > 0 ? rc : Native.errno(errno);
+    }
+
+    @Override
+    public String toString() {
+        return "Port[" + context.device().name() + ":" + number + "]";
+    }
+}

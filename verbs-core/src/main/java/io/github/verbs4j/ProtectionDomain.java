@@ -1,0 +1,220 @@
+package io.github.verbs4j;
+
+import io.github.verbs4j.internal.Native;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.EnumSet;
+import java.util.Objects;
+
+/**
+ * A protection domain ({@code struct ibv_pd}): memory regions, queue pairs, shared receive
+ * queues and address handles made from it may be used together, and only together.
+ *
+ * <p><b>Lifecycle</b>: {@link #close()} ({@code ibv_dealloc_pd}) refuses while memory regions,
+ * queue pairs, SRQs or address handles of this domain are open, naming them; it is idempotent.
+ * Other methods after close throw {@link IllegalStateException}.
+ *
+ * <p><b>Thread-safety</b>: thread-safe, except that {@link #close()} must not race with other
+ * calls on this domain or its children.
+ */
+public final class ProtectionDomain implements AutoCloseable {
+
+    final Context context;
+    final MemorySegment pd;
+    final Lifecycle life = new Lifecycle();
+
+    ProtectionDomain(Context context, MemorySegment pd) {
+        this.context = context;
+        this.pd = pd;
+    }
+
+    /** The context this domain belongs to. */
+    public Context context() {
+        return context;
+    }
+
+    /**
+     * Registers memory the caller owns ({@code ibv_reg_mr_iova2}, iova = the segment's address;
+     * {@code ibv_reg_mr} when the library predates IBVERBS_1.8). The region keeps a reference to
+     * the segment; the caller must keep its arena open while the region is registered. Posting a
+     * request that uses a region whose arena was closed throws instead of reaching the device.
+     *
+     * @param segment a native segment
+     * @param access  the exact rights to grant; none given means local access only
+     *                ({@link Access#LOCAL_WRITE})
+     *
+     * <p><b>Errors</b>: {@link IllegalArgumentException} for a heap segment, an empty segment,
+     * or REMOTE_WRITE/REMOTE_ATOMIC without LOCAL_WRITE; {@link IllegalStateException} when the
+     * segment's arena is closed or this domain is closed; {@link VerbsException} from the device
+     * (EINVAL, ENOMEM, EFAULT for memory it cannot pin, EPERM when the locked-memory limit is hit).
+     */
+    public MemoryRegion register(MemorySegment segment, Access... access) {
+        return register(segment, access.length == 0 ? EnumSet.of(Access.LOCAL_WRITE) : Access.setOf(access), null);
+    }
+
+    /**
+     * Allocates {@code size} bytes of page-aligned, zeroed native memory owned by the region and
+     * registers it. The memory is freed when the region is closed.
+     *
+     * @param access the exact rights; none given means {@link Access#LOCAL_WRITE} only
+     *
+     * <p><b>Errors</b>: as {@link #register(MemorySegment, Access...)}; {@link OutOfMemoryError}
+     * when the memory cannot be allocated.
+     */
+    public MemoryRegion allocate(long size, Access... access) {
+        if (size <= 0) {
+            throw new IllegalArgumentException("size must be positive, got " + size);
+        }
+        life.ensureOpen(this);
+        Arena arena = Arena.ofShared();
+        try {
+            MemorySegment memory = arena.allocate(size, 4096);
+            return register(memory, access.length == 0 ? EnumSet.of(Access.LOCAL_WRITE) : Access.setOf(access), arena);
+        } catch (RuntimeException | Error e) {
+            arena.close();
+            throw e;
+        }
+    }
+
+    private MemoryRegion register(MemorySegment segment, EnumSet<Access> access, Arena owned) {
+        Objects.requireNonNull(segment, "segment");
+        life.ensureOpen(this);
+        if (!segment.isNative()) {
+            throw new IllegalArgumentException("only native memory can be registered (got a heap segment)");
+        }
+        if (segment.byteSize() == 0) {
+            throw new IllegalArgumentException("cannot register an empty segment");
+        }
+        if (!segment.scope().isAlive()) {
+            throw new IllegalStateException("cannot register a segment whose arena is closed");
+        }
+        Access.checkConsistent(access, "ibv_reg_mr");
+        int flags = Access.mask(access);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment mr;
+            String verb;
+            if (Lib.REG_MR_IOVA2 != null) {
+                verb = "ibv_reg_mr_iova2";
+                mr = (MemorySegment) Lib.REG_MR_IOVA2.invokeExact(errno, pd, segment, segment.byteSize(),
+                        segment.address(), flags);
+            } else {
+                verb = "ibv_reg_mr";
+                mr = (MemorySegment) Lib.need(Lib.REG_MR, "ibv_reg_mr").invokeExact(errno, pd, segment,
+                        segment.byteSize(), flags);
+            }
+            if (Lib.isNull(mr)) {
+                throw new VerbsException(verb, Native.errno(errno), segment.byteSize() + " bytes at 0x"
+                        + Long.toHexString(segment.address()) + " with " + access);
+            }
+            MemoryRegion region = new MemoryRegion(this, mr, segment, access, owned);
+            life.addDependent(this, region);
+            return region;
+        } catch (Throwable t) {
+            throw Native.unexpected("ibv_reg_mr", t);
+        }
+    }
+
+    /**
+     * Registers memory exported by another driver as a dma-buf ({@code ibv_reg_dmabuf_mr}).
+     * The region has no Java segment: it can be addressed remotely ({@link MemoryRegion#remote()})
+     * and through its lkey, but not sliced for local work requests.
+     *
+     * @param offset byte offset into the dma-buf
+     * @param length bytes to register
+     * @param iova   the address peers use for the first byte
+     * @param fd     the dma-buf file descriptor
+     *
+     * <p><b>Errors</b>: {@link VerbsException} (EOPNOTSUPP when the device cannot map dma-bufs,
+     * EBADF, EINVAL); {@link UnsupportedOperationException} when libibverbs predates IBVERBS_1.12.
+     */
+    public MemoryRegion registerDmabuf(long offset, long length, long iova, int fd, Access... access) {
+        life.ensureOpen(this);
+        EnumSet<Access> set = access.length == 0 ? EnumSet.of(Access.LOCAL_WRITE) : Access.setOf(access);
+        Access.checkConsistent(set, "ibv_reg_dmabuf_mr");
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment mr = (MemorySegment) Lib.need(Lib.REG_DMABUF_MR, "ibv_reg_dmabuf_mr")
+                    .invokeExact(errno, pd, offset, length, iova, fd, Access.mask(set));
+            if (Lib.isNull(mr)) {
+                throw new VerbsException("ibv_reg_dmabuf_mr", Native.errno(errno), "fd " + fd + ", " + length + " bytes");
+            }
+            MemoryRegion region = new MemoryRegion(this, mr, null, set, null);
+            life.addDependent(this, region);
+            return region;
+        } catch (Throwable t) {
+            throw Native.unexpected("ibv_reg_dmabuf_mr", t);
+        }
+    }
+
+    /** Starts a queue pair of {@code type} in this domain; see {@link QueuePair.Builder}. */
+    public QueuePair.Builder queuePair(QpType type) {
+        life.ensureOpen(this);
+        return new QueuePair.Builder(this, Objects.requireNonNull(type, "type"));
+    }
+
+    /**
+     * Creates a shared receive queue ({@code ibv_create_srq}).
+     *
+     * @param maxWr  the number of receive requests it holds
+     * @param maxSge scatter entries per receive request
+     *
+     * <p><b>Errors</b>: {@link VerbsException} (EINVAL beyond the device's max_srq_wr/max_srq_sge,
+     * ENOMEM, EOPNOTSUPP without SRQ support).
+     */
+    public SharedReceiveQueue createSrq(int maxWr, int maxSge) {
+        life.ensureOpen(this);
+        SharedReceiveQueue srq = SharedReceiveQueue.create(this, maxWr, maxSge);
+        life.addDependent(this, srq);
+        return srq;
+    }
+
+    /**
+     * Creates an address handle for UD sends ({@code ibv_create_ah}).
+     *
+     * <p><b>Errors</b>: {@link IllegalArgumentException} when the port is RoCE and the address
+     * has no GRH; {@link VerbsException} (EINVAL, ENOMEM).
+     */
+    public AddressHandle createAh(AddressVector address) {
+        life.ensureOpen(this);
+        AddressHandle ah = AddressHandle.create(this, address);
+        life.addDependent(this, ah);
+        return ah;
+    }
+
+    /**
+     * Deallocates the domain ({@code ibv_dealloc_pd}). Idempotent.
+     *
+     * <p><b>Errors</b>: {@link IllegalStateException} naming the regions, queue pairs, SRQs and
+     * address handles still open (the domain stays open); {@link VerbsException} (EBUSY) when
+     * the device refuses.
+     */
+    @Override
+    public void close() {
+        if (!life.beginClose(this)) {
+            return;
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            int rc = (int) Lib.need(Lib.DEALLOC_PD, "ibv_dealloc_pd").invokeExact(errno, pd);
+            if (rc != 0) {
+                life.abortClose();
+                throw VerbsException.of("ibv_dealloc_pd", Port.errnoOf(rc, errno));
+            }
+        } catch (Throwable t) {
+            throw Native.unexpected("ibv_dealloc_pd", t);
+        }
+        context.life.removeDependent(this);
+    }
+
+    /** Whether {@link #close()} completed. */
+    public boolean isClosed() {
+        return life.isClosed();
+    }
+
+    @Override
+    public String toString() {
+        return "ProtectionDomain[" + context.device().name() + ", 0x" + Long.toHexString(pd.address()) + "]";
+    }
+}

@@ -1,0 +1,41 @@
+package io.github.verbs4j;
+
+import io.github.verbs4j.ffi.IbVerbs;
+
+/** The state of a queue pair ({@code enum ibv_qp_state}). */
+public enum QpState {
+    RESET(IbVerbs.IBV_QPS_RESET()),
+    INIT(IbVerbs.IBV_QPS_INIT()),
+    /** Ready to receive. */
+    RTR(IbVerbs.IBV_QPS_RTR()),
+    /** Ready to send. */
+    RTS(IbVerbs.IBV_QPS_RTS()),
+    /** Send queue drained. */
+    SQD(IbVerbs.IBV_QPS_SQD()),
+    /** Send queue error. */
+    SQE(IbVerbs.IBV_QPS_SQE()),
+    /** Error: outstanding and new work requests complete with {@code WR_FLUSH_ERROR}. */
+    ERR(IbVerbs.IBV_QPS_ERR()),
+    UNKNOWN(IbVerbs.IBV_QPS_UNKNOWN());
+
+    private final int value;
+
+    QpState(int value) {
+        this.value = value;
+    }
+
+    /** The C enum value. */
+    public int value() {
+        return value;
+    }
+
+    /** The state for a C value; {@link #UNKNOWN} for values not listed. */
+    public static QpState of(int value) {
+        for (QpState s : values()) {
+            if (s.value == value) {
+                return s;
+            }
+        }
+        return UNKNOWN;
+    }
+}

@@ -1,0 +1,595 @@
+package io.github.verbs4j;
+
+import io.github.verbs4j.ffi.ibv_qp;
+import io.github.verbs4j.ffi.ibv_qp_attr;
+import io.github.verbs4j.ffi.ibv_qp_cap;
+import io.github.verbs4j.ffi.ibv_qp_init_attr;
+import io.github.verbs4j.internal.Native;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.Objects;
+import java.util.concurrent.ThreadLocalRandom;
+
+/**
+ * A queue pair ({@code struct ibv_qp}) of type RC, UC or UD.
+ *
+ * <p><b>Creation and states</b>: {@link ProtectionDomain#queuePair(QpType)} returns a
+ * {@link Builder}; {@link Builder#build()} creates the QP in {@link QpState#RESET}. The typed
+ * transitions {@link #toInit}, {@link #toRtr}, {@link #toRts}, {@link #toError()} and
+ * {@link #reset()} check the current state and the attributes each transition needs for the QP's
+ * type before {@code ibv_modify_qp}; {@link #connect(Endpoint)} does INIT, RTR and RTS in one
+ * call for RC/UC, {@link #activate()} the same for UD.
+ *
+ * <p><b>Posting</b>: {@link #postSend(SendRequest)} ({@code ibv_post_send}) and
+ * {@link #postRecv(ReceiveRequest)} ({@code ibv_post_recv}) call the provider's
+ * {@code ops.post_send}/{@code ops.post_recv} (read once, at creation) through critical
+ * downcalls, after checking in Java that every buffer lies in an open memory region of this QP's
+ * protection domain, and that the opcode suits the QP type. They allocate nothing. They throw
+ * {@link VerbsException} when the provider refuses (ENOMEM: queue full; EINVAL); the
+ * {@code tryPost...} variants return that errno instead, for callers that treat a full queue as
+ * back-pressure.
+ *
+ * <p><b>Lifecycle</b>: {@link #close()} ({@code ibv_destroy_qp}) is idempotent; posting after
+ * close throws {@link IllegalStateException}.
+ *
+ * <p><b>Thread-safety</b>: posts may come from several threads, each with its own requests (the
+ * providers lock their queues); state transitions must not run concurrently with each other;
+ * close must not race with any other use.
+ */
+public final class QueuePair implements AutoCloseable {
+
+    final ProtectionDomain pd;
+    final MemorySegment qp;
+    final Lifecycle life = new Lifecycle();
+    private final QpType type;
+    private final int qpNum;
+    private final CompletionQueue sendCq;
+    private final CompletionQueue recvCq;
+    private final SharedReceiveQueue srq;
+    private final QpCapabilities capabilities;
+    private final MemorySegment postSendFn;
+    private final MemorySegment postRecvFn;
+    private final int initialPsn;
+    private volatile QpState state = QpState.RESET;
+    private volatile int advertisedGidIndex = -1;
+
+    private QueuePair(Builder b, MemorySegment qp, QpCapabilities capabilities) {
+        this.pd = b.pd;
+        this.qp = qp.reinterpret(ibv_qp.layout().byteSize());
+        this.type = b.type;
+        this.qpNum = ibv_qp.qp_num(this.qp);
+        this.sendCq = b.sendCq;
+        this.recvCq = b.recvCq;
+        this.srq = b.srq;
+        this.capabilities = capabilities;
+        this.postSendFn = Ops.function(pd.context.ctx, Ops.POST_SEND_OFFSET, "ibv_post_send");
+        this.postRecvFn = Ops.function(pd.context.ctx, Ops.POST_RECV_OFFSET, "ibv_post_recv");
+        this.initialPsn = ThreadLocalRandom.current().nextInt(1 << 24);
+    }
+
+    /**
+     * Collects the creation attributes of a queue pair ({@code struct ibv_qp_init_attr}).
+     * Defaults: 16 send and 16 receive requests, 1 scatter/gather entry each, no inline data,
+     * only signaled requests complete.
+     */
+    public static final class Builder {
+        private final ProtectionDomain pd;
+        private final QpType type;
+        private CompletionQueue sendCq;
+        private CompletionQueue recvCq;
+        private SharedReceiveQueue srq;
+        private int maxSendWr = 16;
+        private int maxRecvWr = 16;
+        private int maxSendSge = 1;
+        private int maxRecvSge = 1;
+        private int maxInline;
+        private boolean signalAll;
+
+        Builder(ProtectionDomain pd, QpType type) {
+            this.pd = pd;
+            this.type = type;
+        }
+
+        /** The completion queue of send requests (required). */
+        public Builder sendCq(CompletionQueue cq) {
+            this.sendCq = cq;
+            return this;
+        }
+
+        /** The completion queue of receive requests (required). */
+        public Builder recvCq(CompletionQueue cq) {
+            this.recvCq = cq;
+            return this;
+        }
+
+        /** Both completion queues. */
+        public Builder cq(CompletionQueue cq) {
+            return sendCq(cq).recvCq(cq);
+        }
+
+        /** Receive from a shared receive queue instead of the QP's own. */
+        public Builder srq(SharedReceiveQueue srq) {
+            this.srq = srq;
+            return this;
+        }
+
+        public Builder maxSendWr(int n) {
+            this.maxSendWr = positive("maxSendWr", n);
+            return this;
+        }
+
+        public Builder maxRecvWr(int n) {
+            this.maxRecvWr = positive("maxRecvWr", n);
+            return this;
+        }
+
+        public Builder maxSendSge(int n) {
+            this.maxSendSge = positive("maxSendSge", n);
+            return this;
+        }
+
+        public Builder maxRecvSge(int n) {
+            this.maxRecvSge = positive("maxRecvSge", n);
+            return this;
+        }
+
+        /** Bytes that may be sent inline ({@link SendRequest#inline(boolean)}). */
+        public Builder maxInline(int bytes) {
+            if (bytes < 0) {
+                throw new IllegalArgumentException("maxInline must not be negative: " + bytes);
+            }
+            this.maxInline = bytes;
+            return this;
+        }
+
+        /** Whether every send request completes ({@code sq_sig_all}), signaled or not. */
+        public Builder signalAll(boolean all) {
+            this.signalAll = all;
+            return this;
+        }
+
+        private static int positive(String what, int n) {
+            if (n < 1) {
+                throw new IllegalArgumentException(what + " must be at least 1, got " + n);
+            }
+            return n;
+        }
+
+        /**
+         * Creates the queue pair ({@code ibv_create_qp}), in state RESET.
+         *
+         * <p><b>Errors</b>: {@link IllegalArgumentException} when a completion queue is missing or
+         * belongs to another context, or the SRQ to another protection domain;
+         * {@link IllegalStateException} when one of them is closed; {@link VerbsException}
+         * (EINVAL: capabilities beyond the device's, ENOMEM, EOPNOTSUPP for an unsupported type).
+         */
+        public QueuePair build() {
+            pd.life.ensureOpen(pd);
+            if (sendCq == null) {
+                throw new IllegalArgumentException("QueuePair.Builder: sendCq is required");
+            }
+            if (recvCq == null) {
+                throw new IllegalArgumentException("QueuePair.Builder: recvCq is required");
+            }
+            for (CompletionQueue cq : new CompletionQueue[] {sendCq, recvCq}) {
+                cq.life.ensureOpen(cq);
+                if (cq.context != pd.context) {
+                    throw new IllegalArgumentException(cq + " belongs to another context than " + pd);
+                }
+            }
+            if (srq != null) {
+                srq.life.ensureOpen(srq);
+                if (srq.pd != pd) {
+                    throw new IllegalArgumentException(srq + " belongs to another protection domain than " + pd);
+                }
+            }
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment errno = Native.errnoSegment(arena);
+                MemorySegment init = arena.allocate(ibv_qp_init_attr.layout());
+                ibv_qp_init_attr.send_cq(init, sendCq.cq);
+                ibv_qp_init_attr.recv_cq(init, recvCq.cq);
+                ibv_qp_init_attr.srq(init, srq == null ? MemorySegment.NULL : srq.srq);
+                MemorySegment cap = ibv_qp_init_attr.cap(init);
+                ibv_qp_cap.max_send_wr(cap, maxSendWr);
+                ibv_qp_cap.max_recv_wr(cap, srq == null ? maxRecvWr : 0);
+                ibv_qp_cap.max_send_sge(cap, maxSendSge);
+                ibv_qp_cap.max_recv_sge(cap, srq == null ? maxRecvSge : 0);
+                ibv_qp_cap.max_inline_data(cap, maxInline);
+                ibv_qp_init_attr.qp_type(init, type.value());
+                ibv_qp_init_attr.sq_sig_all(init, signalAll ? 1 : 0);
+                MemorySegment qp = (MemorySegment) Lib.need(Lib.CREATE_QP, "ibv_create_qp").invokeExact(errno, pd.pd, init);
+                if (Lib.isNull(qp)) {
+                    throw new VerbsException("ibv_create_qp", Native.errno(errno), type + " with " + maxSendWr
+                            + "/" + maxRecvWr + " requests, " + maxSendSge + "/" + maxRecvSge + " SGEs, " + maxInline
+                            + " inline bytes");
+                }
+                QpCapabilities granted = new QpCapabilities(ibv_qp_cap.max_send_wr(cap), ibv_qp_cap.max_recv_wr(cap),
+                        ibv_qp_cap.max_send_sge(cap), ibv_qp_cap.max_recv_sge(cap), ibv_qp_cap.max_inline_data(cap));
+                QueuePair result = new QueuePair(this, qp, granted);
+                pd.life.addDependent(pd, result);
+                sendCq.life.addDependent(sendCq, result);
+                if (recvCq != sendCq) {
+                    recvCq.life.addDependent(recvCq, result);
+                }
+                if (srq != null) {
+                    srq.life.addDependent(srq, result);
+                }
+                return result;
+            } catch (Throwable t) {
+                throw Native.unexpected("ibv_create_qp", t);
+            }
+        }
+    }
+
+    /** The QP number. */
+    public int qpNumber() {
+        return qpNum;
+    }
+
+    /** The transport type. */
+    public QpType type() {
+        return type;
+    }
+
+    /** The protection domain. */
+    public ProtectionDomain protectionDomain() {
+        return pd;
+    }
+
+    /** The queue sizes the device granted. */
+    public QpCapabilities capabilities() {
+        return capabilities;
+    }
+
+    /** The initial send PSN this QP advertises in its {@link Endpoint} (random, 24 bits). */
+    public int initialPsn() {
+        return initialPsn;
+    }
+
+    /** The state after the last transition made through this object (no native call). */
+    public QpState trackedState() {
+        return state;
+    }
+
+    /**
+     * The state as the device reports it ({@code ibv_query_qp} with {@code IBV_QP_STATE}); it
+     * differs from {@link #trackedState()} when the device moved the QP to ERR on its own.
+     */
+    public QpState state() {
+        return query().state();
+    }
+
+    /**
+     * The endpoint peers need to connect here: the port's LID, this QP's number and initial
+     * PSN, and the GID at {@code gidIndex}. {@link #connect} then uses {@code gidIndex} as the
+     * GRH source unless its options say otherwise.
+     *
+     * <p><b>Errors</b>: {@link VerbsException} from {@code ibv_query_port}/{@code ibv_query_gid}.
+     */
+    public Endpoint endpoint(int port, int gidIndex) {
+        life.ensureOpen(this);
+        Port p = pd.context.port(port);
+        int lid = p.query().lid();
+        Gid gid = p.gid(gidIndex);
+        advertisedGidIndex = gidIndex;
+        return new Endpoint(lid, qpNum, initialPsn, gid);
+    }
+
+    /** {@link #endpoint(int, int)} on port 1 with GID index 0 (InfiniBand) or 1 (RoCE v2 IPv4 on rxe/softrdma). */
+    public Endpoint endpoint() {
+        boolean roce = pd.context.queryPort(1).needsGrh();
+        return endpoint(1, roce ? 1 : 0);
+    }
+
+    /**
+     * RESET to INIT ({@code ibv_modify_qp}). RC/UC need {@code port}, {@code pkeyIndex} and
+     * {@code access}; UD needs {@code port}, {@code pkeyIndex} and {@code qkey}.
+     *
+     * <p><b>Errors</b>: {@link IllegalStateException} unless the QP is in RESET;
+     * {@link IllegalArgumentException} naming missing or unexpected attributes;
+     * {@link VerbsException} from {@code ibv_modify_qp} (EINVAL).
+     */
+    public void toInit(QpAttr attr) {
+        transition("toInit", QpState.RESET, QpState.INIT, attr,
+                QpAttr.PORT | QpAttr.PKEY_INDEX | (type == QpType.UD ? QpAttr.QKEY : QpAttr.ACCESS_FLAGS), 0);
+    }
+
+    /**
+     * INIT to RTR ({@code ibv_modify_qp}). RC needs {@code addressVector}, {@code pathMtu},
+     * {@code destQpNum}, {@code rqPsn}, {@code maxDestRdAtomic}, {@code minRnrTimer}; UC the first
+     * four; UD nothing (optionally {@code qkey}, {@code pkeyIndex}). On a RoCE port the address
+     * vector must carry a GRH.
+     *
+     * <p><b>Errors</b>: as {@link #toInit}, from INIT.
+     */
+    public void toRtr(QpAttr attr) {
+        int required = switch (type) {
+            case RC -> QpAttr.AV | QpAttr.PATH_MTU | QpAttr.DEST_QPN | QpAttr.RQ_PSN | QpAttr.MAX_DEST_RD_ATOMIC
+                    | QpAttr.MIN_RNR_TIMER;
+            case UC -> QpAttr.AV | QpAttr.PATH_MTU | QpAttr.DEST_QPN | QpAttr.RQ_PSN;
+            case UD -> 0;
+        };
+        int optional = type == QpType.UD ? QpAttr.QKEY | QpAttr.PKEY_INDEX : QpAttr.ACCESS_FLAGS | QpAttr.PKEY_INDEX;
+        transition("toRtr", QpState.INIT, QpState.RTR, attr, required, optional);
+    }
+
+    /**
+     * RTR to RTS ({@code ibv_modify_qp}). RC needs {@code sqPsn}, {@code timeout},
+     * {@code retryCount}, {@code rnrRetry}, {@code maxRdAtomic}; UC and UD need {@code sqPsn}.
+     *
+     * <p><b>Errors</b>: as {@link #toInit}, from RTR.
+     */
+    public void toRts(QpAttr attr) {
+        int required = type == QpType.RC
+                ? QpAttr.SQ_PSN | QpAttr.TIMEOUT | QpAttr.RETRY_CNT | QpAttr.RNR_RETRY | QpAttr.MAX_QP_RD_ATOMIC
+                : QpAttr.SQ_PSN;
+        int optional = switch (type) {
+            case RC -> QpAttr.ACCESS_FLAGS | QpAttr.MIN_RNR_TIMER;
+            case UC -> QpAttr.ACCESS_FLAGS;
+            case UD -> QpAttr.QKEY;
+        };
+        transition("toRts", QpState.RTR, QpState.RTS, attr, required, optional);
+    }
+
+    /**
+     * Moves the QP to ERR from any state ({@code ibv_modify_qp}): outstanding and later work
+     * requests complete with {@link WcStatus#WR_FLUSH_ERROR}.
+     */
+    public void toError() {
+        transition("toError", null, QpState.ERR, new QpAttr(), 0, 0);
+    }
+
+    /** Moves the QP to RESET from any state ({@code ibv_modify_qp}); its queues are emptied. */
+    public void reset() {
+        transition("reset", null, QpState.RESET, new QpAttr(), 0, 0);
+    }
+
+    private synchronized void transition(String name, QpState from, QpState to, QpAttr attr, int required, int optional) {
+        Objects.requireNonNull(attr, "attr");
+        life.ensureOpen(this);
+        if (from != null && state != from) {
+            throw new IllegalStateException(name + " needs " + this + " in " + from + ", it is in " + state);
+        }
+        int missing = required & ~attr.mask;
+        if (missing != 0) {
+            throw new IllegalArgumentException(name + " of a " + type + " QP needs " + QpAttr.names(missing));
+        }
+        int unexpected = attr.mask & ~(required | optional);
+        if (unexpected != 0) {
+            throw new IllegalArgumentException(name + " of a " + type + " QP does not take " + QpAttr.names(unexpected));
+        }
+        if ((attr.mask & QpAttr.AV) != 0) {
+            attr.addressVector.validate(pd.context, name);
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment a = arena.allocate(ibv_qp_attr.layout());
+            int mask = attr.writeTo(a, to);
+            int rc = (int) Lib.need(Lib.MODIFY_QP, "ibv_modify_qp").invokeExact(errno, qp, a, mask);
+            if (rc != 0) {
+                throw new VerbsException("ibv_modify_qp", Port.errnoOf(rc, errno), name + " of " + this + " ("
+                        + state + " -> " + to + ", " + attr + ")");
+            }
+        } catch (Throwable t) {
+            throw Native.unexpected("ibv_modify_qp", t);
+        }
+        state = to;
+    }
+
+    /** {@link #connect(Endpoint, ConnectOptions)} with {@link ConnectOptions#defaults()}. */
+    public void connect(Endpoint remote) {
+        connect(remote, ConnectOptions.defaults());
+    }
+
+    /**
+     * Connects an RC or UC QP to {@code remote}: INIT (if in RESET), RTR, RTS with the
+     * attributes from {@code remote} and {@code options}.
+     *
+     * <p><b>Errors</b>: {@link IllegalStateException} for a UD QP (use {@link #activate}) or a
+     * QP past INIT; {@link VerbsException} from {@code ibv_modify_qp} or the port queries.
+     */
+    public void connect(Endpoint remote, ConnectOptions options) {
+        Objects.requireNonNull(remote, "remote");
+        if (type == QpType.UD) {
+            throw new IllegalStateException("UD QPs are not connected: call activate(), then address each send with an AddressHandle");
+        }
+        if (state != QpState.RESET && state != QpState.INIT) {
+            throw new IllegalStateException("connect needs " + this + " in RESET or INIT, it is in " + state);
+        }
+        if (state == QpState.RESET) {
+            toInit(new QpAttr().port(options.port).pkeyIndex(options.pkeyIndex).access(options.access));
+        }
+        Mtu mtu = options.mtu != null ? options.mtu : pd.context.queryPort(options.port).activeMtu();
+        int gidIndex = options.gidIndex >= 0 ? options.gidIndex : Math.max(0, advertisedGidIndex);
+        AddressVector av = AddressVector.to(remote).port(options.port).sgidIndex(gidIndex)
+                .serviceLevel(options.serviceLevel);
+        QpAttr rtr = new QpAttr().addressVector(av).pathMtu(mtu).destQpNum(remote.qpn()).rqPsn(remote.psn());
+        if (type == QpType.RC) {
+            rtr.maxDestRdAtomic(options.maxDestRdAtomic).minRnrTimer(options.minRnrTimer);
+        }
+        toRtr(rtr);
+        QpAttr rts = new QpAttr().sqPsn(initialPsn);
+        if (type == QpType.RC) {
+            rts.timeout(options.timeout).retryCount(options.retryCount).rnrRetry(options.rnrRetry)
+                    .maxRdAtomic(options.maxRdAtomic);
+        }
+        toRts(rts);
+    }
+
+    /** {@link #activate(ConnectOptions)} with {@link ConnectOptions#defaults()}. */
+    public void activate() {
+        activate(ConnectOptions.defaults());
+    }
+
+    /**
+     * Brings a UD QP to RTS: INIT (port, P_Key index, Q_Key), RTR, RTS (its initial PSN).
+     *
+     * <p><b>Errors</b>: {@link IllegalStateException} for RC/UC QPs or a QP not in RESET;
+     * {@link VerbsException} from {@code ibv_modify_qp}.
+     */
+    public void activate(ConnectOptions options) {
+        if (type != QpType.UD) {
+            throw new IllegalStateException("activate is for UD QPs; connect " + type + " QPs to an Endpoint");
+        }
+        toInit(new QpAttr().port(options.port).pkeyIndex(options.pkeyIndex).qkey(options.qkey));
+        toRtr(new QpAttr());
+        toRts(new QpAttr().sqPsn(initialPsn));
+    }
+
+    /**
+     * Queries the QP ({@code ibv_query_qp}).
+     *
+     * <p><b>Errors</b>: {@link VerbsException} with the provider's errno; {@link IllegalStateException} after close.
+     */
+    public QpAttributes query() {
+        life.ensureOpen(this);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment a = arena.allocate(ibv_qp_attr.layout());
+            MemorySegment init = arena.allocate(ibv_qp_init_attr.layout());
+            int mask = QpAttr.STATE | QpAttr.PKEY_INDEX | QpAttr.PORT | QpAttr.ACCESS_FLAGS | QpAttr.PATH_MTU
+                    | QpAttr.RQ_PSN | QpAttr.SQ_PSN | QpAttr.DEST_QPN | QpAttr.TIMEOUT | QpAttr.RETRY_CNT
+                    | QpAttr.RNR_RETRY | QpAttr.MAX_QP_RD_ATOMIC | QpAttr.MAX_DEST_RD_ATOMIC | QpAttr.MIN_RNR_TIMER
+                    | (type == QpType.UD ? QpAttr.QKEY : 0) | io.github.verbs4j.ffi.IbVerbs.IBV_QP_CAP();
+            int rc = (int) Lib.need(Lib.QUERY_QP, "ibv_query_qp").invokeExact(errno, qp, a, mask, init);
+            if (rc != 0) {
+                throw new VerbsException("ibv_query_qp", Port.errnoOf(rc, errno), toString());
+            }
+            MemorySegment cap = ibv_qp_attr.cap(a);
+            int mtu = ibv_qp_attr.path_mtu(a);
+            return new QpAttributes(QpState.of(ibv_qp_attr.qp_state(a)),
+                    mtu >= 1 && mtu <= 5 ? Mtu.of(mtu) : null,
+                    ibv_qp_attr.qkey(a), ibv_qp_attr.rq_psn(a), ibv_qp_attr.sq_psn(a), ibv_qp_attr.dest_qp_num(a),
+                    Access.fromMask(ibv_qp_attr.qp_access_flags(a)),
+                    new QpCapabilities(ibv_qp_cap.max_send_wr(cap), ibv_qp_cap.max_recv_wr(cap),
+                            ibv_qp_cap.max_send_sge(cap), ibv_qp_cap.max_recv_sge(cap), ibv_qp_cap.max_inline_data(cap)),
+                    Byte.toUnsignedInt(ibv_qp_attr.port_num(a)), Short.toUnsignedInt(ibv_qp_attr.pkey_index(a)),
+                    Byte.toUnsignedInt(ibv_qp_attr.max_rd_atomic(a)), Byte.toUnsignedInt(ibv_qp_attr.max_dest_rd_atomic(a)),
+                    Byte.toUnsignedInt(ibv_qp_attr.min_rnr_timer(a)), Byte.toUnsignedInt(ibv_qp_attr.timeout(a)),
+                    Byte.toUnsignedInt(ibv_qp_attr.retry_cnt(a)), Byte.toUnsignedInt(ibv_qp_attr.rnr_retry(a)));
+        } catch (Throwable t) {
+            throw Native.unexpected("ibv_query_qp", t);
+        }
+    }
+
+    /**
+     * Posts a chain of send requests ({@code ibv_post_send} through {@code ops.post_send}) with
+     * one doorbell.
+     *
+     * <p><b>Errors</b>: {@link IllegalStateException} when this QP is closed or not yet in RTS
+     * (RESET, INIT, RTR), or when a request names a closed memory region, a region whose memory
+     * was freed, or a closed address handle; {@link IllegalArgumentException} when a region
+     * belongs to another protection domain, the opcode does not suit the QP type, a UD request
+     * has no address handle, an RDMA/atomic request has no remote address, an atomic request is
+     * not one 8-byte buffer with an 8-byte aligned remote address, or inline data exceed
+     * {@code maxInline}; {@link VerbsException} with the provider's errno (ENOMEM: send queue
+     * full, EINVAL), naming the first request not posted.
+     */
+    public void postSend(SendRequest request) {
+        int rc = tryPostSend(request);
+        if (rc != 0) {
+            throw new VerbsException("ibv_post_send", rc, "on " + this + ", first request not posted: "
+                    + request.describeBad());
+        }
+    }
+
+    /**
+     * {@link #postSend} returning the provider's errno (0 when posted) instead of throwing
+     * {@link VerbsException}; the Java-side checks still throw.
+     */
+    public int tryPostSend(SendRequest request) {
+        if (life.isClosed()) {
+            throw Lifecycle.closedException(this);
+        }
+        QpState s = state;
+        if (s == QpState.RESET || s == QpState.INIT || s == QpState.RTR) {
+            throw new IllegalStateException("cannot post a send request to " + this + " in state " + s
+                    + ": sends need RTS (connect() or toRts() first)");
+        }
+        request.validate(this);
+        int rc;
+        try {
+            rc = (int) Ops.POST_SEND.invokeExact(postSendFn, qp, request.wr, request.badWr);
+        } catch (Throwable t) {
+            throw Native.unexpected("ibv_post_send", t);
+        }
+        return Math.abs(rc);
+    }
+
+    /**
+     * Posts a chain of receive requests ({@code ibv_post_recv} through {@code ops.post_recv}).
+     *
+     * <p><b>Errors</b>: {@link IllegalStateException} when this QP is closed, in RESET, or uses
+     * an SRQ, or a request names a closed region or freed memory; {@link IllegalArgumentException}
+     * for a region of another protection domain or more entries than {@code maxRecvSge};
+     * {@link VerbsException} with the provider's errno (ENOMEM: receive queue full).
+     */
+    public void postRecv(ReceiveRequest request) {
+        int rc = tryPostRecv(request);
+        if (rc != 0) {
+            throw new VerbsException("ibv_post_recv", rc, "on " + this + ", first request not posted: "
+                    + request.describeBad());
+        }
+    }
+
+    /** {@link #postRecv} returning the provider's errno (0 when posted) instead of throwing. */
+    public int tryPostRecv(ReceiveRequest request) {
+        if (life.isClosed()) {
+            throw Lifecycle.closedException(this);
+        }
+        if (state == QpState.RESET) {
+            throw new IllegalStateException("cannot post a receive request to " + this
+                    + " in state RESET: move it to INIT first");
+        }
+        if (srq != null) {
+            throw new IllegalStateException(this + " receives from " + srq + ": post receives there");
+        }
+        request.validate(pd, capabilities.maxRecvSge(), this);
+        int rc;
+        try {
+            rc = (int) Ops.POST_RECV.invokeExact(postRecvFn, qp, request.wr, request.badWr);
+        } catch (Throwable t) {
+            throw Native.unexpected("ibv_post_recv", t);
+        }
+        return Math.abs(rc);
+    }
+
+    /**
+     * Destroys the QP ({@code ibv_destroy_qp}). Idempotent.
+     *
+     * <p><b>Errors</b>: {@link VerbsException} with the provider's errno (the QP stays open).
+     */
+    @Override
+    public void close() {
+        if (!life.beginClose(this)) {
+            return;
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            int rc = (int) Lib.need(Lib.DESTROY_QP, "ibv_destroy_qp").invokeExact(errno, qp);
+            if (rc != 0) {
+                life.abortClose();
+                throw VerbsException.of("ibv_destroy_qp", Port.errnoOf(rc, errno));
+            }
+        } catch (Throwable t) {
+            throw Native.unexpected("ibv_destroy_qp", t);
+        }
+        pd.life.removeDependent(this);
+        sendCq.life.removeDependent(this);
+        recvCq.life.removeDependent(this);
+        if (srq != null) {
+            srq.life.removeDependent(this);
+        }
+    }
+
+    /** Whether {@link #close()} completed. */
+    public boolean isClosed() {
+        return life.isClosed();
+    }
+
+    @Override
+    public String toString() {
+        return "QueuePair[" + type + " 0x" + Integer.toHexString(qpNum) + "]";
+    }
+}

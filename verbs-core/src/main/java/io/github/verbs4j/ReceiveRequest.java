@@ -1,0 +1,169 @@
+package io.github.verbs4j;
+
+import io.github.verbs4j.ffi.ibv_recv_wr;
+import io.github.verbs4j.ffi.ibv_sge;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Objects;
+
+/**
+ * A reusable receive work request ({@code struct ibv_recv_wr} with its scatter/gather array, in
+ * one native segment), for {@link QueuePair#postRecv} and {@link SharedReceiveQueue#postRecv}.
+ * Setters write through to native memory; re-posting allocates nothing. Buffers are checked
+ * against their region when set; regions are checked (open, same protection domain, memory
+ * alive) when posted. Chains with {@link #next(ReceiveRequest)}.
+ *
+ * <p>The native memory is freed by the garbage collector once the request is unreachable. Not
+ * thread-safe.
+ */
+public final class ReceiveRequest {
+
+    /** Scatter/gather entries of {@link #create()}. */
+    public static final int DEFAULT_MAX_SGE = 4;
+
+    private static final long WR_SIZE = ibv_recv_wr.layout().byteSize();
+    private static final long SGE_SIZE = ibv_sge.layout().byteSize();
+    private static final long WR_ID = ibv_recv_wr.wr_id$offset();
+    private static final long NEXT = ibv_recv_wr.next$offset();
+    private static final long SG_LIST = ibv_recv_wr.sg_list$offset();
+    private static final long NUM_SGE = ibv_recv_wr.num_sge$offset();
+    private static final long SGE_ADDR = ibv_sge.addr$offset();
+    private static final long SGE_LENGTH = ibv_sge.length$offset();
+    private static final long SGE_LKEY = ibv_sge.lkey$offset();
+    private static final int MAX_CHAIN = 1 << 16;
+
+    final MemorySegment wr;
+    final MemorySegment badWr;
+    private final MemorySegment sges;
+    private final MemoryRegion[] regions;
+    private final int maxSge;
+    private int sgeCount;
+    private ReceiveRequest next;
+
+    private ReceiveRequest(int maxSge) {
+        if (maxSge < 1 || maxSge > 1024) {
+            throw new IllegalArgumentException("maxSge must be 1..1024, got " + maxSge);
+        }
+        this.maxSge = maxSge;
+        this.regions = new MemoryRegion[maxSge];
+        MemorySegment all = Arena.ofAuto().allocate(WR_SIZE + SGE_SIZE * maxSge + 8, 8);
+        this.wr = all.asSlice(0, WR_SIZE);
+        this.sges = all.asSlice(WR_SIZE, SGE_SIZE * maxSge);
+        this.badWr = all.asSlice(WR_SIZE + SGE_SIZE * maxSge, 8);
+        wr.set(ValueLayout.ADDRESS, SG_LIST, sges);
+    }
+
+    /** A request with room for {@value #DEFAULT_MAX_SGE} entries. */
+    public static ReceiveRequest create() {
+        return new ReceiveRequest(DEFAULT_MAX_SGE);
+    }
+
+    /** A request with room for {@code maxSge} entries. */
+    public static ReceiveRequest withMaxSge(int maxSge) {
+        return new ReceiveRequest(maxSge);
+    }
+
+    /** The id reported in the completion ({@code wr_id}). */
+    public ReceiveRequest id(long id) {
+        wr.set(ValueLayout.JAVA_LONG, WR_ID, id);
+        return this;
+    }
+
+    /** The id. */
+    public long id() {
+        return wr.get(ValueLayout.JAVA_LONG, WR_ID);
+    }
+
+    /** One buffer (replaces all entries); the region needs {@link Access#LOCAL_WRITE} or the device reports LOCAL_PROTECTION_ERROR. */
+    public ReceiveRequest local(MemoryRegion region, long offset, int length) {
+        sge(0, region, offset, length);
+        return sgeCount(1);
+    }
+
+    /** One buffer (replaces all entries). */
+    public ReceiveRequest local(MemoryRegion.Slice slice) {
+        return local(slice.region(), slice.offset(), slice.length());
+    }
+
+    /** Sets entry {@code index}; see {@link #sgeCount(int)}. */
+    public ReceiveRequest sge(int index, MemoryRegion region, long offset, int length) {
+        Objects.checkIndex(index, maxSge);
+        Objects.requireNonNull(region, "region");
+        region.checkRange(offset, Integer.toUnsignedLong(length));
+        long base = index * SGE_SIZE;
+        sges.set(ValueLayout.JAVA_LONG, base + SGE_ADDR, region.address + offset);
+        sges.set(ValueLayout.JAVA_INT, base + SGE_LENGTH, length);
+        sges.set(ValueLayout.JAVA_INT, base + SGE_LKEY, region.lkey);
+        regions[index] = region;
+        return this;
+    }
+
+    /** How many entries are used. */
+    public ReceiveRequest sgeCount(int count) {
+        if (count < 0 || count > maxSge) {
+            throw new IndexOutOfBoundsException("sge count " + count + " outside 0.." + maxSge);
+        }
+        for (int i = 0; i < count; i++) {
+            if (regions[i] == null) {
+                throw new IllegalStateException("scatter/gather entry " + i + " is not set");
+            }
+        }
+        this.sgeCount = count;
+        wr.set(ValueLayout.JAVA_INT, NUM_SGE, count);
+        return this;
+    }
+
+    /** Chains {@code next} after this request ({@code null} ends the chain). */
+    public ReceiveRequest next(ReceiveRequest next) {
+        if (next == this) {
+            throw new IllegalArgumentException("a request cannot follow itself");
+        }
+        this.next = next;
+        wr.set(ValueLayout.ADDRESS, NEXT, next == null ? MemorySegment.NULL : next.wr);
+        return this;
+    }
+
+    /** The next request in the chain, or {@code null}. */
+    public ReceiveRequest next() {
+        return next;
+    }
+
+    void validate(ProtectionDomain pd, int maxSgeAllowed, Object target) {
+        int chained = 0;
+        for (ReceiveRequest r = this; r != null; r = r.next) {
+            if (++chained > MAX_CHAIN) {
+                throw new IllegalArgumentException("the chain of receive requests is longer than " + MAX_CHAIN
+                        + " (a cycle?)");
+            }
+            if (r.sgeCount > maxSgeAllowed) {
+                throw new IllegalArgumentException("request " + r.id() + " has " + r.sgeCount
+                        + " scatter/gather entries, " + target + " takes " + maxSgeAllowed);
+            }
+            for (int i = 0; i < r.sgeCount; i++) {
+                MemoryRegion mr = r.regions[i];
+                mr.ensureUsable();
+                if (mr.pd != pd) {
+                    throw new IllegalArgumentException(mr + " (entry " + i + " of request " + r.id()
+                            + ") is registered in another protection domain than " + target);
+                }
+            }
+        }
+    }
+
+    String describeBad() {
+        MemorySegment bad = badWr.get(ValueLayout.ADDRESS, 0);
+        for (ReceiveRequest r = this; r != null; r = r.next) {
+            if (r.wr.address() == bad.address()) {
+                return r.toString();
+            }
+        }
+        return "unknown (bad_wr 0x" + Long.toHexString(bad.address()) + ")";
+    }
+
+    @Override
+    public String toString() {
+        return "ReceiveRequest[id " + id() + ", " + sgeCount + " SGE" + (sgeCount == 1 ? "" : "s") + "]";
+    }
+}

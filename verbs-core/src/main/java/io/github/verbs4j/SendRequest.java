@@ -1,0 +1,401 @@
+package io.github.verbs4j;
+
+import io.github.verbs4j.ffi.IbVerbs;
+import io.github.verbs4j.ffi.ibv_send_wr;
+import io.github.verbs4j.ffi.ibv_sge;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Objects;
+
+/**
+ * A reusable send work request ({@code struct ibv_send_wr} with its scatter/gather array, in one
+ * native segment). Setters write straight into the native struct and return {@code this}, so a
+ * request is set up once and re-posted with only {@link #id(long)} changing: no allocation per
+ * post.
+ *
+ * <pre>{@code
+ * SendRequest write = SendRequest.rdmaWrite().local(mr, 0, 4096).remote(peerBuffer).signaled(true);
+ * for (long i = 0; ; i++) qp.postSend(write.id(i));
+ * }</pre>
+ *
+ * <p>The request keeps references to the memory regions and address handle it names, and
+ * {@link QueuePair#postSend} checks them (open, same protection domain, memory alive) before
+ * the device sees the request. Ranges are checked when set. Requests chain with
+ * {@link #next(SendRequest)} and post with one call.
+ *
+ * <p>The native memory is freed by the garbage collector once the request is unreachable; the
+ * device copies a request when it is posted, so a request may be changed or dropped as soon as
+ * {@code postSend} returns. Not thread-safe: one thread sets and posts a given request.
+ */
+public final class SendRequest {
+
+    /** Scatter/gather entries of requests made by the factory methods. */
+    public static final int DEFAULT_MAX_SGE = 4;
+
+    private static final long WR_SIZE = ibv_send_wr.layout().byteSize();
+    private static final long SGE_SIZE = ibv_sge.layout().byteSize();
+    private static final long WR_ID = ibv_send_wr.wr_id$offset();
+    private static final long NEXT = ibv_send_wr.next$offset();
+    private static final long SG_LIST = ibv_send_wr.sg_list$offset();
+    private static final long NUM_SGE = ibv_send_wr.num_sge$offset();
+    private static final long OPCODE = ibv_send_wr.opcode$offset();
+    private static final long SEND_FLAGS = ibv_send_wr.send_flags$offset();
+    private static final long IMM_DATA = ibv_send_wr.imm_data$offset();
+    private static final long WR = ibv_send_wr.wr$offset();
+    private static final long RDMA_REMOTE_ADDR = WR + ibv_send_wr.wr.rdma$offset() + ibv_send_wr.wr.rdma.remote_addr$offset();
+    private static final long RDMA_RKEY = WR + ibv_send_wr.wr.rdma$offset() + ibv_send_wr.wr.rdma.rkey$offset();
+    private static final long ATOMIC_REMOTE_ADDR = WR + ibv_send_wr.wr.atomic$offset() + ibv_send_wr.wr.atomic.remote_addr$offset();
+    private static final long ATOMIC_COMPARE_ADD = WR + ibv_send_wr.wr.atomic$offset() + ibv_send_wr.wr.atomic.compare_add$offset();
+    private static final long ATOMIC_SWAP = WR + ibv_send_wr.wr.atomic$offset() + ibv_send_wr.wr.atomic.swap$offset();
+    private static final long ATOMIC_RKEY = WR + ibv_send_wr.wr.atomic$offset() + ibv_send_wr.wr.atomic.rkey$offset();
+    private static final long UD_AH = WR + ibv_send_wr.wr.ud$offset() + ibv_send_wr.wr.ud.ah$offset();
+    private static final long UD_REMOTE_QPN = WR + ibv_send_wr.wr.ud$offset() + ibv_send_wr.wr.ud.remote_qpn$offset();
+    private static final long UD_REMOTE_QKEY = WR + ibv_send_wr.wr.ud$offset() + ibv_send_wr.wr.ud.remote_qkey$offset();
+    private static final long SGE_ADDR = ibv_sge.addr$offset();
+    private static final long SGE_LENGTH = ibv_sge.length$offset();
+    private static final long SGE_LKEY = ibv_sge.lkey$offset();
+
+    private static final int FENCE = IbVerbs.IBV_SEND_FENCE();
+    private static final int SIGNALED = IbVerbs.IBV_SEND_SIGNALED();
+    private static final int SOLICITED = IbVerbs.IBV_SEND_SOLICITED();
+    private static final int INLINE = IbVerbs.IBV_SEND_INLINE();
+    /** Longest chain {@code postSend} accepts: longer ones are taken for a cycle. */
+    private static final int MAX_CHAIN = 1 << 16;
+
+    final MemorySegment wr;
+    final MemorySegment badWr;
+    private final MemorySegment sges;
+    private final MemoryRegion[] regions;
+    private final int maxSge;
+    private int sgeCount;
+    private SendOpcode opcode;
+    private int flags;
+    private long remoteAddress;
+    private int rkey;
+    private boolean remoteSet;
+    private long compareAdd;
+    private long swap;
+    private AddressHandle ah;
+    private int udQpn;
+    private int udQkey;
+    private SendRequest next;
+
+    private SendRequest(SendOpcode opcode, int maxSge) {
+        if (maxSge < 1 || maxSge > 1024) {
+            throw new IllegalArgumentException("maxSge must be 1..1024, got " + maxSge);
+        }
+        this.maxSge = maxSge;
+        this.regions = new MemoryRegion[maxSge];
+        MemorySegment all = Arena.ofAuto().allocate(WR_SIZE + SGE_SIZE * maxSge + 8, 8);
+        this.wr = all.asSlice(0, WR_SIZE);
+        this.sges = all.asSlice(WR_SIZE, SGE_SIZE * maxSge);
+        this.badWr = all.asSlice(WR_SIZE + SGE_SIZE * maxSge, 8);
+        wr.set(ValueLayout.ADDRESS, SG_LIST, sges);
+        opcode(opcode);
+    }
+
+    /** A request of {@code opcode} with room for {@code maxSge} scatter/gather entries. */
+    public static SendRequest of(SendOpcode opcode, int maxSge) {
+        return new SendRequest(Objects.requireNonNull(opcode, "opcode"), maxSge);
+    }
+
+    /** A SEND. */
+    public static SendRequest send() {
+        return new SendRequest(SendOpcode.SEND, DEFAULT_MAX_SGE);
+    }
+
+    /** A SEND with immediate data. */
+    public static SendRequest sendWithImm(int immediate) {
+        return new SendRequest(SendOpcode.SEND_WITH_IMM, DEFAULT_MAX_SGE).immediate(immediate);
+    }
+
+    /** An RDMA WRITE (set {@link #remote}). */
+    public static SendRequest rdmaWrite() {
+        return new SendRequest(SendOpcode.RDMA_WRITE, DEFAULT_MAX_SGE);
+    }
+
+    /** An RDMA WRITE with immediate data (set {@link #remote}). */
+    public static SendRequest rdmaWriteWithImm(int immediate) {
+        return new SendRequest(SendOpcode.RDMA_WRITE_WITH_IMM, DEFAULT_MAX_SGE).immediate(immediate);
+    }
+
+    /** An RDMA READ (set {@link #remote}; local buffers need {@link Access#LOCAL_WRITE}). */
+    public static SendRequest rdmaRead() {
+        return new SendRequest(SendOpcode.RDMA_READ, DEFAULT_MAX_SGE);
+    }
+
+    /** A 64-bit compare-and-swap: if remote == compare then remote = swap; the old value lands in the local buffer. */
+    public static SendRequest compareAndSwap(long compare, long swap) {
+        return new SendRequest(SendOpcode.ATOMIC_CMP_AND_SWP, 1).compareAdd(compare).swap(swap);
+    }
+
+    /** A 64-bit fetch-and-add: remote += add; the old value lands in the local buffer. */
+    public static SendRequest fetchAndAdd(long add) {
+        return new SendRequest(SendOpcode.ATOMIC_FETCH_AND_ADD, 1).compareAdd(add);
+    }
+
+    /** The id reported in this request's completion ({@code wr_id}). */
+    public SendRequest id(long id) {
+        wr.set(ValueLayout.JAVA_LONG, WR_ID, id);
+        return this;
+    }
+
+    /** The id. */
+    public long id() {
+        return wr.get(ValueLayout.JAVA_LONG, WR_ID);
+    }
+
+    /** Changes the operation. */
+    public SendRequest opcode(SendOpcode opcode) {
+        this.opcode = Objects.requireNonNull(opcode, "opcode");
+        wr.set(ValueLayout.JAVA_INT, OPCODE, opcode.value());
+        writeUnion();
+        return this;
+    }
+
+    /** The operation. */
+    public SendOpcode opcode() {
+        return opcode;
+    }
+
+    /** One local buffer: {@code length} bytes at {@code offset} in {@code region} (replaces all entries). */
+    public SendRequest local(MemoryRegion region, long offset, int length) {
+        sge(0, region, offset, length);
+        return sgeCount(1);
+    }
+
+    /** One local buffer (replaces all entries). */
+    public SendRequest local(MemoryRegion.Slice slice) {
+        return local(slice.region(), slice.offset(), slice.length());
+    }
+
+    /**
+     * Sets scatter/gather entry {@code index}; {@link #sgeCount(int)} says how many are used.
+     *
+     * @throws IndexOutOfBoundsException when the range is outside the region or the index beyond maxSge
+     */
+    public SendRequest sge(int index, MemoryRegion region, long offset, int length) {
+        Objects.checkIndex(index, maxSge);
+        Objects.requireNonNull(region, "region");
+        region.checkRange(offset, Integer.toUnsignedLong(length));
+        long base = index * SGE_SIZE;
+        sges.set(ValueLayout.JAVA_LONG, base + SGE_ADDR, region.address + offset);
+        sges.set(ValueLayout.JAVA_INT, base + SGE_LENGTH, length);
+        sges.set(ValueLayout.JAVA_INT, base + SGE_LKEY, region.lkey);
+        regions[index] = region;
+        return this;
+    }
+
+    /** How many scatter/gather entries are used (0 for a zero-length message). */
+    public SendRequest sgeCount(int count) {
+        if (count < 0 || count > maxSge) {
+            throw new IndexOutOfBoundsException("sge count " + count + " outside 0.." + maxSge);
+        }
+        for (int i = 0; i < count; i++) {
+            if (regions[i] == null) {
+                throw new IllegalStateException("scatter/gather entry " + i + " is not set");
+            }
+        }
+        this.sgeCount = count;
+        wr.set(ValueLayout.JAVA_INT, NUM_SGE, count);
+        return this;
+    }
+
+    /** The remote address and rkey of an RDMA or atomic operation. */
+    public SendRequest remote(long address, int rkey) {
+        this.remoteAddress = address;
+        this.rkey = rkey;
+        this.remoteSet = true;
+        writeUnion();
+        return this;
+    }
+
+    /** The start of a peer's buffer as the remote address. */
+    public SendRequest remote(RemoteBuffer buffer) {
+        return remote(buffer.address(), buffer.rkey());
+    }
+
+    /** {@code offset} bytes into a peer's buffer as the remote address. */
+    public SendRequest remote(RemoteBuffer buffer, long offset) {
+        if (offset < 0 || offset > buffer.length()) {
+            throw new IndexOutOfBoundsException("offset " + offset + " outside the remote buffer of " + buffer.length() + " bytes");
+        }
+        return remote(buffer.address() + offset, buffer.rkey());
+    }
+
+    /** The immediate data in host order (sent big-endian, as rdma-core's {@code htonl}). */
+    public SendRequest immediate(int value) {
+        wr.set(ValueLayout.JAVA_INT, IMM_DATA, Integer.reverseBytes(value));
+        return this;
+    }
+
+    /** The compare value (CAS) or the addend (FAA). */
+    public SendRequest compareAdd(long value) {
+        this.compareAdd = value;
+        writeUnion();
+        return this;
+    }
+
+    /** The swap value (CAS). */
+    public SendRequest swap(long value) {
+        this.swap = value;
+        writeUnion();
+        return this;
+    }
+
+    /** Addresses a UD send: the destination, its QP number and Q_Key. */
+    public SendRequest ud(AddressHandle ah, int remoteQpn, int remoteQkey) {
+        this.ah = Objects.requireNonNull(ah, "ah");
+        this.udQpn = remoteQpn;
+        this.udQkey = remoteQkey;
+        writeUnion();
+        return this;
+    }
+
+    /** Whether the request produces a completion ({@code IBV_SEND_SIGNALED}). */
+    public SendRequest signaled(boolean on) {
+        return flag(SIGNALED, on);
+    }
+
+    /** {@code signaled(true)}. */
+    public SendRequest signaled() {
+        return flag(SIGNALED, true);
+    }
+
+    /** Wake a peer waiting with {@code requestNotify(true)} ({@code IBV_SEND_SOLICITED}). */
+    public SendRequest solicited(boolean on) {
+        return flag(SOLICITED, on);
+    }
+
+    /** Wait for earlier READs/atomics before this one ({@code IBV_SEND_FENCE}). */
+    public SendRequest fence(boolean on) {
+        return flag(FENCE, on);
+    }
+
+    /** Copy the data into the request at post time ({@code IBV_SEND_INLINE}); up to the QP's maxInline. */
+    public SendRequest inline(boolean on) {
+        return flag(INLINE, on);
+    }
+
+    /** The {@code IBV_SEND_*} flags. */
+    public int flags() {
+        return flags;
+    }
+
+    /** Chains {@code next} after this request ({@code null} ends the chain). */
+    public SendRequest next(SendRequest next) {
+        if (next == this) {
+            throw new IllegalArgumentException("a request cannot follow itself");
+        }
+        this.next = next;
+        wr.set(ValueLayout.ADDRESS, NEXT, next == null ? MemorySegment.NULL : next.wr);
+        return this;
+    }
+
+    /** The next request in the chain, or {@code null}. */
+    public SendRequest next() {
+        return next;
+    }
+
+    private SendRequest flag(int bit, boolean on) {
+        flags = on ? flags | bit : flags & ~bit;
+        wr.set(ValueLayout.JAVA_INT, SEND_FLAGS, flags);
+        return this;
+    }
+
+    /** The {@code wr} union depends on the opcode: write the fields the opcode reads. */
+    private void writeUnion() {
+        if (opcode.isAtomic()) {
+            wr.set(ValueLayout.JAVA_LONG, ATOMIC_REMOTE_ADDR, remoteAddress);
+            wr.set(ValueLayout.JAVA_LONG, ATOMIC_COMPARE_ADD, compareAdd);
+            wr.set(ValueLayout.JAVA_LONG, ATOMIC_SWAP, swap);
+            wr.set(ValueLayout.JAVA_INT, ATOMIC_RKEY, rkey);
+        } else if (opcode.isRdma()) {
+            wr.set(ValueLayout.JAVA_LONG, RDMA_REMOTE_ADDR, remoteAddress);
+            wr.set(ValueLayout.JAVA_INT, RDMA_RKEY, rkey);
+        } else if (ah != null) {
+            wr.set(ValueLayout.ADDRESS, UD_AH, ah.ah);
+            wr.set(ValueLayout.JAVA_INT, UD_REMOTE_QPN, udQpn);
+            wr.set(ValueLayout.JAVA_INT, UD_REMOTE_QKEY, udQkey);
+        }
+    }
+
+    /** The Java-side checks of {@link QueuePair#postSend}, over the whole chain. Allocates nothing unless it throws. */
+    void validate(QueuePair qp) {
+        int chained = 0;
+        for (SendRequest r = this; r != null; r = r.next) {
+            if (++chained > MAX_CHAIN) {
+                throw new IllegalArgumentException("the chain of send requests is longer than " + MAX_CHAIN
+                        + " (a cycle?)");
+            }
+            r.validateOne(qp);
+        }
+    }
+
+    private void validateOne(QueuePair qp) {
+        QpType type = qp.type();
+        if (!opcode.allowedOn(type)) {
+            throw new IllegalArgumentException(opcode + " is not supported on " + type + " QPs (request " + id() + ")");
+        }
+        if (type == QpType.UD) {
+            if (ah == null) {
+                throw new IllegalArgumentException("a send on a UD QP needs ud(addressHandle, remoteQpn, qkey) (request "
+                        + id() + ")");
+            }
+            ah.life.ensureOpen(ah);
+            if (ah.pd != qp.pd) {
+                throw new IllegalArgumentException(ah + " belongs to another protection domain than " + qp);
+            }
+        }
+        if ((opcode.isRdma() || opcode.isAtomic()) && !remoteSet) {
+            throw new IllegalArgumentException(opcode + " needs remote(address, rkey) (request " + id() + ")");
+        }
+        if (sgeCount > qp.capabilities().maxSendSge()) {
+            throw new IllegalArgumentException("request " + id() + " has " + sgeCount + " scatter/gather entries, "
+                    + qp + " takes " + qp.capabilities().maxSendSge());
+        }
+        if (opcode.isAtomic()) {
+            if (sgeCount != 1 || sges.get(ValueLayout.JAVA_INT, SGE_LENGTH) != 8) {
+                throw new IllegalArgumentException(opcode + " needs exactly one local buffer of 8 bytes (request " + id() + ")");
+            }
+            if ((remoteAddress & 7) != 0) {
+                throw new IllegalArgumentException(opcode + " needs an 8-byte aligned remote address, got 0x"
+                        + Long.toHexString(remoteAddress));
+            }
+        }
+        long total = 0;
+        for (int i = 0; i < sgeCount; i++) {
+            MemoryRegion mr = regions[i];
+            mr.ensureUsable();
+            if (mr.pd != qp.pd) {
+                throw new IllegalArgumentException(mr + " (entry " + i + " of request " + id()
+                        + ") is registered in another protection domain than " + qp);
+            }
+            total += Integer.toUnsignedLong(sges.get(ValueLayout.JAVA_INT, i * SGE_SIZE + SGE_LENGTH));
+        }
+        if ((flags & INLINE) != 0 && total > qp.capabilities().maxInlineData()) {
+            throw new IllegalArgumentException("request " + id() + " inlines " + total + " bytes, " + qp
+                    + " takes at most " + qp.capabilities().maxInlineData());
+        }
+    }
+
+    /** Which request of the chain the provider's {@code bad_wr} names. */
+    String describeBad() {
+        MemorySegment bad = badWr.get(ValueLayout.ADDRESS, 0);
+        for (SendRequest r = this; r != null; r = r.next) {
+            if (r.wr.address() == bad.address()) {
+                return r.toString();
+            }
+        }
+        return "unknown (bad_wr 0x" + Long.toHexString(bad.address()) + ")";
+    }
+
+    @Override
+    public String toString() {
+        return "SendRequest[" + opcode + ", id " + id() + ", " + sgeCount + " SGE" + (sgeCount == 1 ? "" : "s")
+                + (remoteSet ? ", remote 0x" + Long.toHexString(remoteAddress) + " rkey 0x" + Integer.toHexString(rkey) : "")
+                + "]";
+    }
+}

@@ -1,0 +1,196 @@
+package io.github.verbs4j;
+
+import io.github.verbs4j.ffi.IbVerbs;
+import io.github.verbs4j.ffi.ibv_srq;
+import io.github.verbs4j.ffi.ibv_srq_attr;
+import io.github.verbs4j.ffi.ibv_srq_init_attr;
+import io.github.verbs4j.internal.Native;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * A shared receive queue ({@code struct ibv_srq}): receive requests that several queue pairs
+ * of one protection domain consume.
+ *
+ * <p><b>Hot path</b>: {@link #postRecv} calls {@code ops.post_srq_recv} (read once) through a
+ * critical downcall, after the same Java checks as {@link QueuePair#postRecv}; no allocation.
+ *
+ * <p><b>Lifecycle</b>: {@link #close()} ({@code ibv_destroy_srq}) refuses while queue pairs use
+ * the SRQ; idempotent; posting after close throws {@link IllegalStateException}.
+ *
+ * <p><b>Thread-safety</b>: as {@link QueuePair}.
+ */
+public final class SharedReceiveQueue implements AutoCloseable {
+
+    private static final int ATTR_MAX_WR = IbVerbs.IBV_SRQ_MAX_WR();
+    private static final int ATTR_LIMIT = IbVerbs.IBV_SRQ_LIMIT();
+
+    /**
+     * What {@code ibv_query_srq} reports.
+     *
+     * @param maxWr  capacity in receive requests
+     * @param maxSge entries per request
+     * @param limit  the low-water mark that raises {@link AsyncEventType#SRQ_LIMIT_REACHED} (0: disarmed)
+     */
+    public record Attributes(int maxWr, int maxSge, int limit) {
+    }
+
+    final ProtectionDomain pd;
+    final MemorySegment srq;
+    final Lifecycle life = new Lifecycle();
+    private final MemorySegment postFn;
+    private final int maxSge;
+
+    private SharedReceiveQueue(ProtectionDomain pd, MemorySegment srq, int maxSge) {
+        this.pd = pd;
+        this.srq = srq.reinterpret(ibv_srq.layout().byteSize());
+        this.maxSge = maxSge;
+        this.postFn = Ops.function(pd.context.ctx, Ops.POST_SRQ_RECV_OFFSET, "ibv_post_srq_recv");
+    }
+
+    static SharedReceiveQueue create(ProtectionDomain pd, int maxWr, int maxSge) {
+        if (maxWr < 1 || maxSge < 1) {
+            throw new IllegalArgumentException("an SRQ needs maxWr >= 1 and maxSge >= 1, got " + maxWr + " and " + maxSge);
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment init = arena.allocate(ibv_srq_init_attr.layout());
+            MemorySegment attr = ibv_srq_init_attr.attr(init);
+            ibv_srq_attr.max_wr(attr, maxWr);
+            ibv_srq_attr.max_sge(attr, maxSge);
+            MemorySegment srq = (MemorySegment) Lib.need(Lib.CREATE_SRQ, "ibv_create_srq").invokeExact(errno, pd.pd, init);
+            if (Lib.isNull(srq)) {
+                throw new VerbsException("ibv_create_srq", Native.errno(errno), maxWr + " requests of " + maxSge + " SGEs");
+            }
+            return new SharedReceiveQueue(pd, srq, ibv_srq_attr.max_sge(attr));
+        } catch (Throwable t) {
+            throw Native.unexpected("ibv_create_srq", t);
+        }
+    }
+
+    /** The protection domain. */
+    public ProtectionDomain protectionDomain() {
+        return pd;
+    }
+
+    /**
+     * Posts a chain of receive requests ({@code ibv_post_srq_recv} through {@code ops.post_srq_recv}).
+     *
+     * <p><b>Errors</b>: as {@link QueuePair#postRecv}; {@link VerbsException} (ENOMEM: full).
+     */
+    public void postRecv(ReceiveRequest request) {
+        int rc = tryPostRecv(request);
+        if (rc != 0) {
+            throw new VerbsException("ibv_post_srq_recv", rc, "on " + this + ", first request not posted: "
+                    + request.describeBad());
+        }
+    }
+
+    /** {@link #postRecv} returning the provider's errno (0 when posted) instead of throwing. */
+    public int tryPostRecv(ReceiveRequest request) {
+        if (life.isClosed()) {
+            throw Lifecycle.closedException(this);
+        }
+        request.validate(pd, maxSge, this);
+        int rc;
+        try {
+            rc = (int) Ops.POST_SRQ_RECV.invokeExact(postFn, srq, request.wr, request.badWr);
+        } catch (Throwable t) {
+            throw Native.unexpected("ibv_post_srq_recv", t);
+        }
+        return Math.abs(rc);
+    }
+
+    /**
+     * Arms the low-water mark ({@code ibv_modify_srq} with {@code IBV_SRQ_LIMIT}): when fewer
+     * than {@code limit} requests remain, the device raises {@link AsyncEventType#SRQ_LIMIT_REACHED}
+     * once.
+     *
+     * <p><b>Errors</b>: {@link VerbsException} (EINVAL when the limit exceeds the capacity).
+     */
+    public void limit(int limit) {
+        modify(0, limit, ATTR_LIMIT);
+    }
+
+    /**
+     * Grows the SRQ ({@code ibv_modify_srq} with {@code IBV_SRQ_MAX_WR}).
+     *
+     * <p><b>Errors</b>: {@link VerbsException} (EINVAL, EOPNOTSUPP without
+     * {@code IBV_DEVICE_SRQ_RESIZE}).
+     */
+    public void resize(int maxWr) {
+        modify(maxWr, 0, ATTR_MAX_WR);
+    }
+
+    private void modify(int maxWr, int limit, int mask) {
+        life.ensureOpen(this);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment attr = arena.allocate(ibv_srq_attr.layout());
+            ibv_srq_attr.max_wr(attr, maxWr);
+            ibv_srq_attr.srq_limit(attr, limit);
+            int rc = (int) Lib.need(Lib.MODIFY_SRQ, "ibv_modify_srq").invokeExact(errno, srq, attr, mask);
+            if (rc != 0) {
+                throw new VerbsException("ibv_modify_srq", Port.errnoOf(rc, errno),
+                        mask == ATTR_LIMIT ? "limit " + limit : "max_wr " + maxWr);
+            }
+        } catch (Throwable t) {
+            throw Native.unexpected("ibv_modify_srq", t);
+        }
+    }
+
+    /**
+     * Queries the SRQ ({@code ibv_query_srq}).
+     *
+     * <p><b>Errors</b>: {@link VerbsException} with the provider's errno.
+     */
+    public Attributes query() {
+        life.ensureOpen(this);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment attr = arena.allocate(ibv_srq_attr.layout());
+            int rc = (int) Lib.need(Lib.QUERY_SRQ, "ibv_query_srq").invokeExact(errno, srq, attr);
+            if (rc != 0) {
+                throw VerbsException.of("ibv_query_srq", Port.errnoOf(rc, errno));
+            }
+            return new Attributes(ibv_srq_attr.max_wr(attr), ibv_srq_attr.max_sge(attr), ibv_srq_attr.srq_limit(attr));
+        } catch (Throwable t) {
+            throw Native.unexpected("ibv_query_srq", t);
+        }
+    }
+
+    /**
+     * Destroys the SRQ ({@code ibv_destroy_srq}). Idempotent.
+     *
+     * <p><b>Errors</b>: {@link IllegalStateException} naming queue pairs still using it;
+     * {@link VerbsException} (EBUSY).
+     */
+    @Override
+    public void close() {
+        if (!life.beginClose(this)) {
+            return;
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            int rc = (int) Lib.need(Lib.DESTROY_SRQ, "ibv_destroy_srq").invokeExact(errno, srq);
+            if (rc != 0) {
+                life.abortClose();
+                throw VerbsException.of("ibv_destroy_srq", Port.errnoOf(rc, errno));
+            }
+        } catch (Throwable t) {
+            throw Native.unexpected("ibv_destroy_srq", t);
+        }
+        pd.life.removeDependent(this);
+    }
+
+    /** Whether {@link #close()} completed. */
+    public boolean isClosed() {
+        return life.isClosed();
+    }
+
+    @Override
+    public String toString() {
+        return "SharedReceiveQueue[0x" + Long.toHexString(srq.address()) + "]";
+    }
+}
