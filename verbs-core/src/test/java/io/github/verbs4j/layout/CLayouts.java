@@ -10,9 +10,11 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Pattern;
@@ -149,7 +151,7 @@ public final class CLayouts {
      *         probe misbehaves
      */
     public Map<Query, Answer> measure(Collection<Query> queries) {
-        List<Query> list = List.copyOf(new java.util.LinkedHashSet<>(queries));
+        List<Query> list = List.copyOf(new LinkedHashSet<>(queries));
         if (list.isEmpty()) {
             return Map.of();
         }
@@ -275,7 +277,7 @@ public final class CLayouts {
         }
         try {
             p.getOutputStream().close();
-            var err = new java.util.concurrent.CompletableFuture<String>();
+            var err = new CompletableFuture<String>();
             Thread drain = Thread.ofVirtual().start(() -> {
                 try {
                     err.complete(new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8));

@@ -4,6 +4,7 @@ import java.lang.foreign.GroupLayout;
 import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.PaddingLayout;
 import java.lang.foreign.SequenceLayout;
+import java.lang.foreign.UnionLayout;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -129,7 +130,7 @@ public final class LayoutComparison {
 
     private static void walk(String type, GroupLayout group, String prefix, long base, List<Expectation> out) {
         long offset = base;
-        boolean union = group instanceof java.lang.foreign.UnionLayout;
+        boolean union = group instanceof UnionLayout;
         for (MemoryLayout element : group.memberLayouts()) {
             long at = union ? base : offset;
             if (!union) {
