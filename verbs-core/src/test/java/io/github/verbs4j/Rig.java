@@ -1,0 +1,133 @@
+package io.github.verbs4j;
+
+import java.time.Duration;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+/**
+ * Two queue pairs of one type on one device, connected to each other, each with its own
+ * completion queue and a 64 KiB memory region: the fixture most data-path tests share.
+ */
+final class Rig implements AutoCloseable {
+
+    static final int SIZE = 64 * 1024;
+
+    final Context ctx;
+    final ProtectionDomain pd;
+    final CompletionQueue cqA;
+    final CompletionQueue cqB;
+    final QueuePair a;
+    final QueuePair b;
+    final MemoryRegion mrA;
+    final MemoryRegion mrB;
+    final Completions wcs = new Completions(16);
+
+    private Rig(Context ctx, ProtectionDomain pd, CompletionQueue cqA, CompletionQueue cqB, QueuePair a, QueuePair b,
+                MemoryRegion mrA, MemoryRegion mrB) {
+        this.ctx = ctx;
+        this.pd = pd;
+        this.cqA = cqA;
+        this.cqB = cqB;
+        this.a = a;
+        this.b = b;
+        this.mrA = mrA;
+        this.mrB = mrB;
+    }
+
+    static Context open() {
+        assertTrue(Verbs.isAvailable(), () -> "RDMA (softrdma) is not available: " + Verbs.unavailabilityCause());
+        return Verbs.openFirst();
+    }
+
+    /** RC pair, both regions with every right, connected with the default options. */
+    static Rig rc() {
+        return create(QpType.RC, new ConnectOptions(), Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ,
+                Access.REMOTE_ATOMIC);
+    }
+
+    static Rig create(QpType type, ConnectOptions options, Access... access) {
+        Context ctx = open();
+        ProtectionDomain pd = null;
+        CompletionQueue cqA = null;
+        CompletionQueue cqB = null;
+        QueuePair a = null;
+        QueuePair b = null;
+        MemoryRegion mrA = null;
+        MemoryRegion mrB = null;
+        try {
+            pd = ctx.allocatePd();
+            cqA = ctx.createCq(64);
+            cqB = ctx.createCq(64);
+            a = pd.queuePair(type).cq(cqA).maxSendWr(32).maxRecvWr(32).maxSendSge(4).maxRecvSge(4).maxInline(64).build();
+            b = pd.queuePair(type).cq(cqB).maxSendWr(32).maxRecvWr(32).maxSendSge(4).maxRecvSge(4).maxInline(64).build();
+            mrA = pd.allocate(SIZE, access);
+            mrB = pd.allocate(SIZE, access);
+            if (type == QpType.UD) {
+                a.activate(options);
+                b.activate(options);
+            } else {
+                Endpoint ea = a.endpoint();
+                Endpoint eb = b.endpoint();
+                a.connect(eb, options);
+                b.connect(ea, options);
+            }
+            return new Rig(ctx, pd, cqA, cqB, a, b, mrA, mrB);
+        } catch (RuntimeException | Error e) {
+            closeQuietly(mrB, mrA, b, a, cqB, cqA, pd, ctx);
+            throw e;
+        }
+    }
+
+    /** Waits up to 5 s for one completion on {@code cq} and returns it (a view valid until the next poll). */
+    Completion next(CompletionQueue cq) {
+        return next(cq, Duration.ofSeconds(5));
+    }
+
+    Completion next(CompletionQueue cq, Duration timeout) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (System.nanoTime() < deadline) {
+            if (cq.poll(one) == 1) {
+                return one.get(0);
+            }
+            Thread.onSpinWait();
+        }
+        fail("no completion on " + cq + " within " + timeout);
+        return null;
+    }
+
+    private final Completions one = new Completions(1);
+
+    /** Waits for one successful completion and returns it. */
+    Completion ok(CompletionQueue cq) {
+        Completion wc = next(cq);
+        if (!wc.ok()) {
+            throw wc.error();
+        }
+        return wc;
+    }
+
+    static void closeQuietly(AutoCloseable... all) {
+        for (AutoCloseable c : all) {
+            if (c != null) {
+                try {
+                    c.close();
+                } catch (Exception ignored) {
+                    // best effort in the failure path of a fixture
+                }
+            }
+        }
+    }
+
+    @Override
+    public void close() {
+        mrB.close();
+        mrA.close();
+        b.close();
+        a.close();
+        cqB.close();
+        cqA.close();
+        pd.close();
+        ctx.close();
+    }
+}
