@@ -1,0 +1,907 @@
+/*
+ * Tests of softrdma's librdmacm. Each test forks its peers before they touch
+ * rdma_cm (the library's thread does not survive fork), so server and client
+ * are real separate processes talking over TCP on 127.0.0.1.
+ * Run with LD_LIBRARY_PATH pointing at softrdma's lib directory.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <rdma/rdma_cma.h>
+#include <rdma/rsocket.h>
+#include <infiniband/verbs.h>
+
+#define MSG_LEN 32
+#define EV_TIMEOUT_MS 8000
+
+static const char *g_test;
+
+static void say(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fprintf(stderr, "  [%s pid %d] ", g_test, getpid());
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+}
+
+#define CHECK(cond, ...) do { if (!(cond)) { say(__VA_ARGS__); return 1; } } while (0)
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+/* Wait for the next event on ch and require its type (and the id it is for). */
+static struct rdma_cm_event *expect(struct rdma_event_channel *ch, enum rdma_cm_event_type type,
+				    struct rdma_cm_id *id, int timeout_ms)
+{
+	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+	struct rdma_cm_event *ev;
+
+	if (poll(&p, 1, timeout_ms) != 1) {
+		say("no event within %d ms, wanted %s", timeout_ms, rdma_event_str(type));
+		return NULL;
+	}
+	if (rdma_get_cm_event(ch, &ev)) {
+		say("rdma_get_cm_event: %s", strerror(errno));
+		return NULL;
+	}
+	if (ev->event != type || (id && ev->id != id)) {
+		say("got %s status %d (id %p), wanted %s (id %p)", rdma_event_str(ev->event),
+		    ev->status, (void *)ev->id, rdma_event_str(type), (void *)id);
+		rdma_ack_cm_event(ev);
+		return NULL;
+	}
+	return ev;
+}
+
+static int ack_expect(struct rdma_event_channel *ch, enum rdma_cm_event_type type, struct rdma_cm_id *id)
+{
+	struct rdma_cm_event *ev = expect(ch, type, id, EV_TIMEOUT_MS);
+
+	if (!ev)
+		return 1;
+	rdma_ack_cm_event(ev);
+	return 0;
+}
+
+static void loopback(struct sockaddr_in *sin, uint16_t port)
+{
+	memset(sin, 0, sizeof(*sin));
+	sin->sin_family = AF_INET;
+	sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sin->sin_port = htons(port);
+}
+
+static int listen_on(struct rdma_event_channel *ch, struct rdma_cm_id **l, enum rdma_port_space ps, int wfd)
+{
+	struct sockaddr_in sin;
+	uint16_t port;
+
+	loopback(&sin, 0);
+	CHECK(!rdma_create_id(ch, l, NULL, ps), "rdma_create_id: %s", strerror(errno));
+	CHECK(!rdma_bind_addr(*l, (struct sockaddr *)&sin), "rdma_bind_addr: %s", strerror(errno));
+	CHECK(!rdma_listen(*l, 4), "rdma_listen: %s", strerror(errno));
+	port = ntohs(rdma_get_src_port(*l));
+	CHECK(port != 0, "listener has no port");
+	CHECK(write(wfd, &port, sizeof(port)) == sizeof(port), "cannot pass the port");
+	return 0;
+}
+
+static int resolve(struct rdma_event_channel *ch, struct rdma_cm_id **id, enum rdma_port_space ps, uint16_t port)
+{
+	struct sockaddr_in dst;
+
+	loopback(&dst, port);
+	CHECK(!rdma_create_id(ch, id, NULL, ps), "rdma_create_id: %s", strerror(errno));
+	CHECK(!rdma_resolve_addr(*id, NULL, (struct sockaddr *)&dst, 2000), "rdma_resolve_addr: %s", strerror(errno));
+	if (ack_expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED, *id))
+		return 1;
+	CHECK((*id)->verbs != NULL, "resolved id has no device");
+	CHECK((*id)->port_num == 1, "resolved id port %d", (*id)->port_num);
+	CHECK(!rdma_resolve_route(*id, 2000), "rdma_resolve_route: %s", strerror(errno));
+	if (ack_expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, *id))
+		return 1;
+	CHECK((*id)->route.num_paths == 1 && (*id)->route.path_rec, "no path record");
+	CHECK(ntohs(rdma_get_dst_port(*id)) == port, "dst port %d", ntohs(rdma_get_dst_port(*id)));
+	return 0;
+}
+
+struct res {
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	char buf[4096];
+};
+
+static int make_qp(struct rdma_cm_id *id, struct res *r, enum ibv_qp_type qpt)
+{
+	struct ibv_qp_init_attr attr;
+
+	r->pd = ibv_alloc_pd(id->verbs);
+	CHECK(r->pd, "ibv_alloc_pd: %s", strerror(errno));
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_type = qpt;
+	attr.cap.max_send_wr = 8;
+	attr.cap.max_recv_wr = 8;
+	attr.cap.max_send_sge = 1;
+	attr.cap.max_recv_sge = 1;
+	attr.sq_sig_all = 1;
+	CHECK(!rdma_create_qp(id, r->pd, &attr), "rdma_create_qp: %s", strerror(errno));
+	CHECK(id->qp && id->send_cq && id->recv_cq, "rdma_create_qp left no QP/CQs");
+	r->mr = ibv_reg_mr(r->pd, r->buf, sizeof(r->buf),
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
+	CHECK(r->mr, "ibv_reg_mr: %s", strerror(errno));
+	return 0;
+}
+
+static void free_res(struct rdma_cm_id *id, struct res *r)
+{
+	if (id && id->qp)
+		rdma_destroy_qp(id);
+	if (r->mr)
+		ibv_dereg_mr(r->mr);
+	if (r->pd)
+		ibv_dealloc_pd(r->pd);
+}
+
+static enum ibv_qp_state qp_state(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+
+	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &ia))
+		return (enum ibv_qp_state)-1;
+	return a.qp_state;
+}
+
+static int post_recv(struct rdma_cm_id *id, struct res *r, size_t off, size_t len)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)r->buf + off, .length = len, .lkey = r->mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	CHECK(!ibv_post_recv(id->qp, &wr, &bad), "ibv_post_recv failed");
+	return 0;
+}
+
+static int post_send(struct rdma_cm_id *id, struct res *r, size_t off, size_t len,
+		     struct ibv_ah *ah, uint32_t qpn, uint32_t qkey)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)r->buf + off, .length = len, .lkey = r->mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 2, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+	if (ah) {
+		wr.wr.ud.ah = ah;
+		wr.wr.ud.remote_qpn = qpn;
+		wr.wr.ud.remote_qkey = qkey;
+	}
+	CHECK(!ibv_post_send(id->qp, &wr, &bad), "ibv_post_send failed");
+	return 0;
+}
+
+static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	long long end = now_ms() + EV_TIMEOUT_MS;
+
+	while (now_ms() < end) {
+		int n = ibv_poll_cq(cq, 1, wc);
+
+		CHECK(n >= 0, "ibv_poll_cq failed");
+		if (n == 1) {
+			CHECK(wc->status == IBV_WC_SUCCESS, "completion status %s", ibv_wc_status_str(wc->status));
+			return 0;
+		}
+		usleep(100);
+	}
+	say("no completion within %d ms", EV_TIMEOUT_MS);
+	return 1;
+}
+
+static void pattern(char *p, int seed)
+{
+	for (int i = 0; i < MSG_LEN; i++)
+		p[i] = (char)(seed + i * 7);
+}
+
+static int zero_after(const void *p, size_t from, size_t to)
+{
+	for (size_t i = from; i < to; i++)
+		if (((const uint8_t *)p)[i])
+			return 0;
+	return 1;
+}
+
+/* ------------------------------------------------------------- test bodies */
+
+static int accept_one(struct rdma_event_channel *ch, struct rdma_cm_id *l, struct rdma_cm_id **child,
+		      struct res *r, int check_req)
+{
+	struct rdma_cm_event *ev = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, NULL, EV_TIMEOUT_MS);
+	struct rdma_conn_param cp;
+	char want[MSG_LEN];
+
+	if (!ev)
+		return 1;
+	*child = ev->id;
+	CHECK(ev->listen_id == l && ev->id != l, "CONNECT_REQUEST ids: listen %p id %p", (void *)ev->listen_id,
+	      (void *)ev->id);
+	CHECK((*child)->verbs && (*child)->port_num == 1, "child has no device");
+	if (check_req) {
+		CHECK(ev->param.conn.private_data_len == 56, "REQ private data len %d",
+		      ev->param.conn.private_data_len);
+		CHECK(!memcmp(ev->param.conn.private_data, "hello-req", 10) &&
+		      zero_after(ev->param.conn.private_data, 10, 56), "REQ private data differs");
+		CHECK(ev->param.conn.responder_resources == 1 && ev->param.conn.initiator_depth == 1,
+		      "REQ rd atomic %d/%d", ev->param.conn.responder_resources, ev->param.conn.initiator_depth);
+		CHECK(ev->param.conn.qp_num != 0, "REQ carries no QPN");
+	}
+	rdma_ack_cm_event(ev);
+	if (make_qp(*child, r, IBV_QPT_RC))
+		return 1;
+	CHECK(qp_state((*child)->qp) == IBV_QPS_INIT, "new QP not in INIT");
+	if (post_recv(*child, r, 0, MSG_LEN))
+		return 1;
+	memset(&cp, 0, sizeof(cp));
+	cp.private_data = "hello-rep";
+	cp.private_data_len = 10;
+	cp.responder_resources = 1;
+	cp.initiator_depth = 1;
+	cp.rnr_retry_count = 7;
+	CHECK(!rdma_accept(*child, &cp), "rdma_accept: %s", strerror(errno));
+	CHECK(qp_state((*child)->qp) == IBV_QPS_RTS, "accepted QP not in RTS");
+	if (ack_expect(ch, RDMA_CM_EVENT_ESTABLISHED, *child))
+		return 1;
+	(void)want;
+	return 0;
+}
+
+static int connect_one(struct rdma_event_channel *ch, struct rdma_cm_id **id, struct res *r, uint16_t port)
+{
+	struct rdma_conn_param cp;
+	struct rdma_cm_event *ev;
+
+	if (resolve(ch, id, RDMA_PS_TCP, port) || make_qp(*id, r, IBV_QPT_RC))
+		return 1;
+	CHECK(qp_state((*id)->qp) == IBV_QPS_INIT, "new QP not in INIT");
+	if (post_recv(*id, r, 0, MSG_LEN))
+		return 1;
+	memset(&cp, 0, sizeof(cp));
+	cp.private_data = "hello-req";
+	cp.private_data_len = 10;
+	cp.responder_resources = 1;
+	cp.initiator_depth = 1;
+	cp.retry_count = 7;
+	cp.rnr_retry_count = 7;
+	CHECK(!rdma_connect(*id, &cp), "rdma_connect: %s", strerror(errno));
+	ev = expect(ch, RDMA_CM_EVENT_ESTABLISHED, *id, EV_TIMEOUT_MS);
+	if (!ev)
+		return 1;
+	CHECK(ev->param.conn.private_data_len == 196, "REP private data len %d", ev->param.conn.private_data_len);
+	CHECK(!memcmp(ev->param.conn.private_data, "hello-rep", 10) &&
+	      zero_after(ev->param.conn.private_data, 10, 196), "REP private data differs");
+	rdma_ack_cm_event(ev);
+	CHECK(qp_state((*id)->qp) == IBV_QPS_RTS, "connected QP not in RTS");
+	return 0;
+}
+
+static int exchange_server(int wfd)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *l, *child;
+	struct res r = { 0 };
+	struct ibv_wc wc;
+	char want[MSG_LEN];
+
+	CHECK(ch, "rdma_create_event_channel: %s", strerror(errno));
+	if (listen_on(ch, &l, RDMA_PS_TCP, wfd) || accept_one(ch, l, &child, &r, 1))
+		return 1;
+	if (poll_one(child->recv_cq, &wc))
+		return 1;
+	pattern(want, 11);
+	CHECK(wc.byte_len == MSG_LEN && !memcmp(r.buf, want, MSG_LEN), "server received wrong bytes");
+	pattern(r.buf + 1024, 99);
+	if (post_send(child, &r, 1024, MSG_LEN, NULL, 0, 0) || poll_one(child->send_cq, &wc))
+		return 1;
+	if (ack_expect(ch, RDMA_CM_EVENT_DISCONNECTED, child))
+		return 1;
+	CHECK(!rdma_disconnect(child), "rdma_disconnect after DISCONNECTED: %s", strerror(errno));
+	CHECK(qp_state(child->qp) == IBV_QPS_ERR, "QP not in ERR after disconnect");
+	free_res(child, &r);
+	CHECK(!rdma_destroy_id(child) && !rdma_destroy_id(l), "rdma_destroy_id: %s", strerror(errno));
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
+
+static int exchange_client(uint16_t port)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *id;
+	struct res r = { 0 };
+	struct ibv_wc wc;
+	char want[MSG_LEN];
+
+	CHECK(ch, "rdma_create_event_channel: %s", strerror(errno));
+	if (connect_one(ch, &id, &r, port))
+		return 1;
+	pattern(r.buf + 1024, 11);
+	if (post_send(id, &r, 1024, MSG_LEN, NULL, 0, 0) || poll_one(id->send_cq, &wc))
+		return 1;
+	if (poll_one(id->recv_cq, &wc))
+		return 1;
+	pattern(want, 99);
+	CHECK(wc.byte_len == MSG_LEN && !memcmp(r.buf, want, MSG_LEN), "client received wrong bytes");
+	CHECK(!rdma_disconnect(id), "rdma_disconnect: %s", strerror(errno));
+	CHECK(qp_state(id->qp) == IBV_QPS_ERR, "QP not in ERR after rdma_disconnect");
+	if (ack_expect(ch, RDMA_CM_EVENT_DISCONNECTED, id))
+		return 1;
+	free_res(id, &r);
+	CHECK(!rdma_destroy_id(id), "rdma_destroy_id: %s", strerror(errno));
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
+
+static int reject_server(int wfd)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *l;
+	struct rdma_cm_event *ev;
+
+	CHECK(ch, "rdma_create_event_channel: %s", strerror(errno));
+	if (listen_on(ch, &l, RDMA_PS_TCP, wfd))
+		return 1;
+	ev = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, NULL, EV_TIMEOUT_MS);
+	if (!ev)
+		return 1;
+	CHECK(!rdma_reject(ev->id, "no-thanks", 10), "rdma_reject: %s", strerror(errno));
+	CHECK(rdma_accept(ev->id, NULL) == -1 && errno == EINVAL, "accept after reject was not EINVAL");
+	CHECK(!rdma_destroy_id(ev->id), "destroy child: %s", strerror(errno));
+	rdma_ack_cm_event(ev);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
+
+static int reject_client(uint16_t port)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *id;
+	struct rdma_conn_param cp;
+	struct rdma_cm_event *ev;
+
+	CHECK(ch, "rdma_create_event_channel: %s", strerror(errno));
+	if (resolve(ch, &id, RDMA_PS_TCP, port))
+		return 1;
+	memset(&cp, 0, sizeof(cp));
+	cp.qp_num = 0x123;	/* no QP on the id: the request names one */
+	cp.private_data = "hello-req";
+	cp.private_data_len = 10;
+	CHECK(!rdma_connect(id, &cp), "rdma_connect: %s", strerror(errno));
+	ev = expect(ch, RDMA_CM_EVENT_REJECTED, id, EV_TIMEOUT_MS);
+	if (!ev)
+		return 1;
+	CHECK(ev->status == 28, "REJECTED status %d, want 28 (consumer defined)", ev->status);
+	CHECK(ev->param.conn.private_data_len == 148, "REJ private data len %d", ev->param.conn.private_data_len);
+	CHECK(!memcmp(ev->param.conn.private_data, "no-thanks", 10) &&
+	      zero_after(ev->param.conn.private_data, 10, 148), "REJ private data differs");
+	rdma_ack_cm_event(ev);
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
+
+static uint16_t unused_port(void)
+{
+	struct sockaddr_in sin;
+	socklen_t l = sizeof(sin);
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	uint16_t port;
+
+	loopback(&sin, 0);
+	if (bind(s, (struct sockaddr *)&sin, sizeof(sin)) || getsockname(s, (struct sockaddr *)&sin, &l))
+		port = 1;
+	else
+		port = ntohs(sin.sin_port);
+	close(s);
+	return port;
+}
+
+/* A live host without a listener answers like the kernel's CM: REJ "invalid service ID". */
+static int no_listener_client(uint16_t unused)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *id;
+	struct rdma_cm_event *ev;
+	struct rdma_conn_param cp = { .qp_num = 1, .retry_count = 7 };
+	long long t0;
+
+	CHECK(ch, "rdma_create_event_channel: %s", strerror(errno));
+	if (resolve(ch, &id, RDMA_PS_TCP, unused_port()))
+		return 1;
+	t0 = now_ms();
+	CHECK(!rdma_connect(id, &cp), "rdma_connect: %s", strerror(errno));
+	ev = expect(ch, RDMA_CM_EVENT_REJECTED, id, 3000);
+	if (!ev)
+		return 1;
+	CHECK(ev->status == 8, "REJECTED status %d, want 8 (invalid service ID)", ev->status);
+	CHECK(now_ms() - t0 < 3000, "took %lld ms", now_ms() - t0);
+	rdma_ack_cm_event(ev);
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
+
+/* A peer that accepts the TCP connection but never answers: UNREACHABLE after the CM timeout. */
+static int silent_server(int wfd)
+{
+	struct sockaddr_in sin;
+	socklen_t l = sizeof(sin);
+	int s = socket(AF_INET, SOCK_STREAM, 0), c;
+	uint16_t port;
+	char buf[512];
+
+	loopback(&sin, 0);
+	CHECK(!bind(s, (struct sockaddr *)&sin, sizeof(sin)) && !listen(s, 1) &&
+	      !getsockname(s, (struct sockaddr *)&sin, &l), "plain TCP listener: %s", strerror(errno));
+	port = ntohs(sin.sin_port);
+	CHECK(write(wfd, &port, sizeof(port)) == sizeof(port), "cannot pass the port");
+	c = accept(s, NULL, NULL);
+	CHECK(c >= 0, "accept: %s", strerror(errno));
+	while (read(c, buf, sizeof(buf)) > 0)
+		;
+	close(c);
+	close(s);
+	return 0;
+}
+
+static int silent_client(uint16_t port)
+{
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+	struct rdma_cm_event *ev;
+	struct rdma_conn_param cp = { .qp_num = 1, .retry_count = 7 };
+	long long t0, dt;
+
+	setenv("SOFTRDMA_CM_TIMEOUT_MS", "1500", 1);
+	ch = rdma_create_event_channel();
+	CHECK(ch, "rdma_create_event_channel: %s", strerror(errno));
+	if (resolve(ch, &id, RDMA_PS_TCP, port))
+		return 1;
+	t0 = now_ms();
+	CHECK(!rdma_connect(id, &cp), "rdma_connect: %s", strerror(errno));
+	ev = expect(ch, RDMA_CM_EVENT_UNREACHABLE, id, 5000);
+	if (!ev)
+		return 1;
+	dt = now_ms() - t0;
+	CHECK(ev->status == -ETIMEDOUT, "UNREACHABLE status %d, want %d", ev->status, -ETIMEDOUT);
+	CHECK(dt >= 1400 && dt < 4000, "UNREACHABLE after %lld ms, want ~1500", dt);
+	rdma_ack_cm_event(ev);
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
+
+/* The server survives a client that dies once connected, and one that dies before being accepted. */
+static int survive_server(int wfd)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *l, *child;
+	struct rdma_cm_event *ev;
+	struct res r = { 0 };
+	long long t0;
+
+	CHECK(ch, "rdma_create_event_channel: %s", strerror(errno));
+	if (listen_on(ch, &l, RDMA_PS_TCP, wfd))
+		return 1;
+	/* client 1: connects, then dies without disconnecting */
+	if (accept_one(ch, l, &child, &r, 1))
+		return 1;
+	t0 = now_ms();
+	if (ack_expect(ch, RDMA_CM_EVENT_DISCONNECTED, child))
+		return 1;
+	say("DISCONNECTED %lld ms after ESTABLISHED", now_ms() - t0);
+	free_res(child, &r);
+	rdma_destroy_id(child);
+	/* client 2: sends its request and dies before we accept */
+	ev = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, NULL, EV_TIMEOUT_MS);
+	if (!ev)
+		return 1;
+	child = ev->id;
+	rdma_ack_cm_event(ev);
+	usleep(500 * 1000);
+	memset(&r, 0, sizeof(r));
+	if (make_qp(child, &r, IBV_QPT_RC))
+		return 1;
+	CHECK(!rdma_accept(child, NULL), "rdma_accept of a vanished requester: %s", strerror(errno));
+	ev = expect(ch, RDMA_CM_EVENT_UNREACHABLE, child, EV_TIMEOUT_MS);
+	if (!ev)
+		return 1;
+	CHECK(ev->status == -ETIMEDOUT, "UNREACHABLE status %d", ev->status);
+	rdma_ack_cm_event(ev);
+	free_res(child, &r);
+	rdma_destroy_id(child);
+	/* client 3: a normal connection still works */
+	memset(&r, 0, sizeof(r));
+	if (accept_one(ch, l, &child, &r, 1))
+		return 1;
+	if (ack_expect(ch, RDMA_CM_EVENT_DISCONNECTED, child))
+		return 1;
+	free_res(child, &r);
+	rdma_destroy_id(child);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
+
+static int survive_client_dies_connected(uint16_t port)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *id;
+	struct res r = { 0 };
+
+	CHECK(ch, "rdma_create_event_channel: %s", strerror(errno));
+	if (connect_one(ch, &id, &r, port))
+		return 1;
+	_exit(0);	/* no disconnect, no cleanup: the process just goes away */
+}
+
+static int survive_client_dies_early(uint16_t port)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *id;
+	struct rdma_conn_param cp;
+
+	CHECK(ch, "rdma_create_event_channel: %s", strerror(errno));
+	if (resolve(ch, &id, RDMA_PS_TCP, port))
+		return 1;
+	memset(&cp, 0, sizeof(cp));
+	cp.qp_num = 0x42;
+	cp.private_data = "hello-req";
+	cp.private_data_len = 10;
+	cp.responder_resources = 1;
+	cp.initiator_depth = 1;
+	CHECK(!rdma_connect(id, &cp), "rdma_connect: %s", strerror(errno));
+	usleep(100 * 1000);
+	_exit(0);
+}
+
+static int survive_client_normal(uint16_t port)
+{
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+	struct res r = { 0 };
+
+	/* let the server see the previous client's UNREACHABLE first: it expects events in order */
+	usleep(1500 * 1000);
+	ch = rdma_create_event_channel();
+	CHECK(ch, "rdma_create_event_channel: %s", strerror(errno));
+	if (connect_one(ch, &id, &r, port))
+		return 1;
+	CHECK(!rdma_disconnect(id), "rdma_disconnect: %s", strerror(errno));
+	if (ack_expect(ch, RDMA_CM_EVENT_DISCONNECTED, id))
+		return 1;
+	free_res(id, &r);
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
+
+/* UD: the SIDR-like exchange gives the client the server's QPN and Q_Key, and they work. */
+static int ud_server(int wfd)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *l, *child;
+	struct rdma_cm_event *ev;
+	struct res r = { 0 };
+	struct ibv_wc wc;
+	char want[MSG_LEN];
+
+	CHECK(ch, "rdma_create_event_channel: %s", strerror(errno));
+	if (listen_on(ch, &l, RDMA_PS_UDP, wfd))
+		return 1;
+	ev = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, NULL, EV_TIMEOUT_MS);
+	if (!ev)
+		return 1;
+	child = ev->id;
+	CHECK(ev->param.ud.private_data_len == 180, "SIDR REQ private data len %d", ev->param.ud.private_data_len);
+	CHECK(!memcmp(ev->param.ud.private_data, "ud-hello", 9), "SIDR REQ private data differs");
+	rdma_ack_cm_event(ev);
+	CHECK(child->qp_type == IBV_QPT_UD, "UD child qp_type %d", child->qp_type);
+	if (make_qp(child, &r, IBV_QPT_UD))
+		return 1;
+	CHECK(qp_state(child->qp) == IBV_QPS_RTS, "UD QP not moved to RTS by rdma_create_qp");
+	if (post_recv(child, &r, 0, 40 + MSG_LEN))
+		return 1;
+	CHECK(!rdma_accept(child, NULL), "rdma_accept: %s", strerror(errno));
+	if (poll_one(child->recv_cq, &wc))
+		return 1;
+	pattern(want, 5);
+	CHECK(wc.byte_len == 40 + MSG_LEN && !memcmp(r.buf + 40, want, MSG_LEN), "UD server received wrong bytes");
+	free_res(child, &r);
+	rdma_destroy_id(child);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
+
+static int ud_client(uint16_t port)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *id;
+	struct rdma_cm_event *ev;
+	struct rdma_conn_param cp;
+	struct res r = { 0 };
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+	uint32_t qpn, qkey;
+
+	CHECK(ch, "rdma_create_event_channel: %s", strerror(errno));
+	if (resolve(ch, &id, RDMA_PS_UDP, port) || make_qp(id, &r, IBV_QPT_UD))
+		return 1;
+	memset(&cp, 0, sizeof(cp));
+	cp.private_data = "ud-hello";
+	cp.private_data_len = 9;
+	CHECK(!rdma_connect(id, &cp), "rdma_connect: %s", strerror(errno));
+	ev = expect(ch, RDMA_CM_EVENT_ESTABLISHED, id, EV_TIMEOUT_MS);
+	if (!ev)
+		return 1;
+	qpn = ev->param.ud.qp_num;
+	qkey = ev->param.ud.qkey;
+	CHECK(qpn != 0 && qkey == RDMA_UDP_QKEY, "UD peer qpn %u qkey %#x", qpn, qkey);
+	CHECK(ev->param.ud.ah_attr.is_global && ev->param.ud.ah_attr.port_num == 1, "UD ah_attr incomplete");
+	ah = ibv_create_ah(r.pd, &ev->param.ud.ah_attr);
+	CHECK(ah, "ibv_create_ah from the event: %s", strerror(errno));
+	rdma_ack_cm_event(ev);
+	pattern(r.buf + 1024, 5);
+	if (post_send(id, &r, 1024, MSG_LEN, ah, qpn, qkey) || poll_one(id->send_cq, &wc))
+		return 1;
+	ibv_destroy_ah(ah);
+	free_res(id, &r);
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
+
+/* Event channel: the fd is pollable, non-blocking gets say EAGAIN, unacked events hold destroy. */
+static int channel_semantics(uint16_t unused)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *id;
+	struct rdma_cm_event *ev;
+	struct sockaddr_in dst;
+	struct pollfd p;
+	int fl;
+
+	CHECK(ch, "rdma_create_event_channel: %s", strerror(errno));
+	fl = fcntl(ch->fd, F_GETFL);
+	CHECK(fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK) == 0, "fcntl");
+	CHECK(rdma_get_cm_event(ch, &ev) == -1 && errno == EAGAIN, "empty non-blocking channel did not give EAGAIN");
+	p.fd = ch->fd;
+	p.events = POLLIN;
+	CHECK(poll(&p, 1, 0) == 0, "empty channel polls readable");
+	CHECK(!rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), "rdma_create_id");
+	loopback(&dst, 4791);
+	CHECK(!rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 1000), "rdma_resolve_addr");
+	CHECK(poll(&p, 1, 2000) == 1 && (p.revents & POLLIN), "channel with an event does not poll readable");
+	CHECK(!rdma_get_cm_event(ch, &ev) && ev->event == RDMA_CM_EVENT_ADDR_RESOLVED && ev->id == id,
+	      "ADDR_RESOLVED not delivered");
+	CHECK(poll(&p, 1, 0) == 0, "drained channel still polls readable");
+	CHECK(rdma_resolve_addr(id, NULL, NULL, 1000) == -1 && errno == EINVAL, "NULL dst not EINVAL");
+	CHECK(rdma_connect(id, NULL) == -1 && errno == EINVAL, "connect before route not EINVAL");
+	rdma_ack_cm_event(ev);
+	CHECK(!strcmp(rdma_event_str(RDMA_CM_EVENT_REJECTED), "RDMA_CM_EVENT_REJECTED"), "rdma_event_str");
+	CHECK(rsocket(AF_INET, SOCK_STREAM, 0) == -1 && errno == ENOSYS, "rsocket not ENOSYS");
+	CHECK(rdma_join_multicast(id, (struct sockaddr *)&dst, NULL) == -1 && errno == ENOSYS,
+	      "rdma_join_multicast not ENOSYS");
+	CHECK(!rdma_destroy_id(id), "rdma_destroy_id");
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
+
+/* Synchronous endpoints: rdma_getaddrinfo, rdma_create_ep, rdma_get_request. */
+static int ep_server(int wfd)
+{
+	struct rdma_addrinfo hints = { .ai_flags = RAI_PASSIVE, .ai_port_space = RDMA_PS_TCP }, *res;
+	struct ibv_qp_init_attr attr = { .cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
+						  .max_recv_sge = 1 }, .qp_type = IBV_QPT_RC, .sq_sig_all = 1 };
+	struct rdma_cm_id *l, *id;
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+	char buf[MSG_LEN], want[MSG_LEN];
+	uint16_t port;
+
+	CHECK(!rdma_getaddrinfo("127.0.0.1", "0", &hints, &res), "rdma_getaddrinfo passive");
+	CHECK(res->ai_src_addr && !res->ai_dst_addr, "passive addrinfo has no source");
+	CHECK(!rdma_create_ep(&l, res, NULL, &attr), "rdma_create_ep passive: %s", strerror(errno));
+	rdma_freeaddrinfo(res);
+	CHECK(!rdma_listen(l, 1), "rdma_listen: %s", strerror(errno));
+	port = ntohs(rdma_get_src_port(l));
+	CHECK(write(wfd, &port, sizeof(port)) == sizeof(port), "cannot pass the port");
+	CHECK(!rdma_get_request(l, &id), "rdma_get_request: %s", strerror(errno));
+	CHECK(id->qp && id->event && id->event->event == RDMA_CM_EVENT_CONNECT_REQUEST, "request without QP/event");
+	mr = ibv_reg_mr(id->pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	CHECK(mr, "ibv_reg_mr: %s", strerror(errno));
+	{
+		struct ibv_sge sge = { (uintptr_t)buf, MSG_LEN, mr->lkey };
+		struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 }, *bad;
+
+		CHECK(!ibv_post_recv(id->qp, &wr, &bad), "post_recv");
+	}
+	CHECK(!rdma_accept(id, NULL), "synchronous rdma_accept: %s", strerror(errno));
+	{
+		long long end = now_ms() + EV_TIMEOUT_MS;
+		int n = 0;
+
+		while (n == 0 && now_ms() < end)
+			n = ibv_poll_cq(id->recv_cq, 1, &wc);
+		CHECK(n == 1 && wc.status == IBV_WC_SUCCESS, "ep server receive failed");
+	}
+	pattern(want, 3);
+	CHECK(!memcmp(buf, want, MSG_LEN), "ep server received wrong bytes");
+	CHECK(!rdma_disconnect(id), "rdma_disconnect: %s", strerror(errno));
+	ibv_dereg_mr(mr);
+	rdma_destroy_ep(id);
+	rdma_destroy_ep(l);
+	return 0;
+}
+
+static int ep_client(uint16_t port)
+{
+	struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP }, *res;
+	struct ibv_qp_init_attr attr = { .cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
+						  .max_recv_sge = 1 }, .qp_type = IBV_QPT_RC, .sq_sig_all = 1 };
+	struct rdma_cm_id *id;
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+	char buf[MSG_LEN], svc[8];
+
+	snprintf(svc, sizeof(svc), "%u", port);
+	CHECK(!rdma_getaddrinfo("localhost", svc, &hints, &res), "rdma_getaddrinfo active");
+	CHECK(res->ai_dst_addr && res->ai_family == AF_INET, "active addrinfo has no IPv4 destination");
+	CHECK(!rdma_create_ep(&id, res, NULL, &attr), "rdma_create_ep active: %s", strerror(errno));
+	rdma_freeaddrinfo(res);
+	CHECK(id->qp && id->verbs, "active endpoint without QP");
+	CHECK(!rdma_connect(id, NULL), "synchronous rdma_connect: %s", strerror(errno));
+	pattern(buf, 3);
+	mr = ibv_reg_mr(id->pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	CHECK(mr, "ibv_reg_mr: %s", strerror(errno));
+	{
+		struct ibv_sge sge = { (uintptr_t)buf, MSG_LEN, mr->lkey };
+		struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+					  .send_flags = IBV_SEND_SIGNALED }, *bad;
+		long long end = now_ms() + EV_TIMEOUT_MS;
+		int n = 0;
+
+		CHECK(!ibv_post_send(id->qp, &wr, &bad), "post_send");
+		while (n == 0 && now_ms() < end)
+			n = ibv_poll_cq(id->send_cq, 1, &wc);
+		CHECK(n == 1 && wc.status == IBV_WC_SUCCESS, "ep client send failed");
+	}
+	/* wait for the server's disconnect on the synchronous id's own channel */
+	{
+		struct rdma_cm_event *ev = expect(id->channel, RDMA_CM_EVENT_DISCONNECTED, id, EV_TIMEOUT_MS);
+
+		if (!ev)
+			return 1;
+		rdma_ack_cm_event(ev);
+	}
+	ibv_dereg_mr(mr);
+	rdma_destroy_ep(id);
+	return 0;
+}
+
+/* --------------------------------------------------------------- harness */
+
+typedef int (*server_fn)(int wfd);
+typedef int (*client_fn)(uint16_t port);
+
+static int wait_child(pid_t pid, const char *role)
+{
+	int st;
+
+	if (waitpid(pid, &st, 0) != pid)
+		return 1;
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		return 0;
+	if (WIFSIGNALED(st))
+		say("%s killed by signal %d", role, WTERMSIG(st));
+	else
+		say("%s exited %d", role, WEXITSTATUS(st));
+	return 1;
+}
+
+static pid_t spawn_client(client_fn fn, uint16_t port)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		alarm(30);
+		_exit(fn(port));
+	}
+	return pid;
+}
+
+/* A server and a sequence of clients, each client run to its end in turn. */
+static int run(const char *name, server_fn server, client_fn *clients, int nclients)
+{
+	int p[2], bad = 0;
+	pid_t spid = -1;
+	uint16_t port = 0;
+
+	g_test = name;
+	if (server) {
+		if (pipe(p))
+			return 1;
+		spid = fork();
+		if (spid == 0) {
+			close(p[0]);
+			alarm(40);
+			_exit(server(p[1]));
+		}
+		close(p[1]);
+		if (read(p[0], &port, sizeof(port)) != sizeof(port)) {
+			say("server did not publish its port");
+			bad = 1;
+		}
+		close(p[0]);
+	}
+	for (int i = 0; !bad && i < nclients; i++)
+		bad |= wait_child(spawn_client(clients[i], port), "client");
+	if (server) {
+		if (bad)
+			kill(spid, SIGKILL);
+		bad |= wait_child(spid, "server");
+	}
+	printf("%s %s\n", bad ? "FAIL" : "PASS", name);
+	fflush(stdout);
+	return bad;
+}
+
+int main(void)
+{
+	int passed = 0, failed = 0;
+	client_fn exchange[] = { exchange_client };
+	client_fn reject[] = { reject_client };
+	client_fn nolisten[] = { no_listener_client };
+	client_fn silent[] = { silent_client };
+	client_fn survive[] = { survive_client_dies_connected, survive_client_dies_early, survive_client_normal };
+	client_fn ud[] = { ud_client };
+	client_fn chan[] = { channel_semantics };
+	client_fn ep[] = { ep_client };
+	struct { const char *name; server_fn s; client_fn *c; int n; } tests[] = {
+		{ "rc-connect-exchange-disconnect", exchange_server, exchange, 1 },
+		{ "reject-with-private-data", reject_server, reject, 1 },
+		{ "connect-no-listener-rejected-invalid-service", NULL, nolisten, 1 },
+		{ "connect-silent-peer-unreachable-timeout", silent_server, silent, 1 },
+		{ "server-survives-dying-clients", survive_server, survive, 3 },
+		{ "ud-sidr-exchange-and-send", ud_server, ud, 1 },
+		{ "event-channel-semantics-and-enosys", NULL, chan, 1 },
+		{ "sync-endpoints-create-ep-get-request", ep_server, ep, 1 },
+	};
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+		if (run(tests[i].name, tests[i].s, tests[i].c, tests[i].n))
+			failed++;
+		else
+			passed++;
+	}
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
