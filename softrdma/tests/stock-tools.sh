@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Runs the unmodified Debian RDMA tools against softrdma's libibverbs.so.1.
+# SOFTRDMA_LIB: directory holding libibverbs.so.1 (default: target/lib next to this script).
+# Prints one line per tool run and finally "N passed, N failed"; exits non-zero on any failure.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+lib=${SOFTRDMA_LIB:-$here/../target/lib}
+if [ ! -e "$lib/libibverbs.so.1" ]; then
+	echo "stock-tools: $lib/libibverbs.so.1 not built" >&2
+	exit 1
+fi
+export LD_LIBRARY_PATH=$lib
+logdir=$(mktemp -d /tmp/softrdma-stock.XXXXXX)
+pass=0
+fail=0
+port=$((20000 + RANDOM % 20000))
+N=${STOCK_ITERS:-50}
+
+missing() { command -v "$1" >/dev/null 2>&1 || { echo "SKIP-AS-FAIL $1 (not installed)"; fail=$((fail + 1)); return 0; }; return 1; }
+
+report() { # name status log
+	if [ "$2" = 0 ]; then
+		echo "PASS $1"
+		pass=$((pass + 1))
+	else
+		echo "FAIL $1 (see $3)"
+		fail=$((fail + 1))
+	fi
+}
+
+single() { # name cmd...
+	local name=$1; shift
+	missing "$1" && return
+	local log=$logdir/$(echo "$name" | tr ' /' '__').log
+	timeout 30 "$@" >"$log" 2>&1
+	local rc=$?
+	# the tools must actually see the device
+	if [ $rc = 0 ] && ! grep -q softrdma "$log"; then rc=99; fi
+	report "$name" $rc "$log"
+}
+
+pair() { # name tool args... : server then client on 127.0.0.1
+	local name=$1 tool=$2; shift 2
+	missing "$tool" && return
+	port=$((port + 1))
+	local log=$logdir/$(echo "$name" | tr ' /' '__')
+	local pflag=-p
+	timeout 120 "$tool" "$@" $pflag $port >"$log.server" 2>&1 &
+	local spid=$!
+	local rc=1
+	for _ in 1 2 3 4 5 6 7 8 9 10; do
+		sleep 0.3
+		timeout 120 "$tool" "$@" $pflag $port 127.0.0.1 >"$log.client" 2>&1
+		rc=$?
+		# retry only while the server is not listening yet
+		if [ $rc = 0 ] || ! grep -qiE "connect|Couldn't" "$log.client"; then break; fi
+	done
+	wait $spid
+	local src=$?
+	[ $rc = 0 ] && [ $src = 0 ] && report "$name" 0 "$log" || report "$name" 1 "$log.{server,client} (client $rc, server $src)"
+}
+
+single "ibv_devices" ibv_devices
+single "ibv_devinfo -v" ibv_devinfo -v
+pair "ibv_rc_pingpong -g 1" ibv_rc_pingpong -g 1 -n 200
+pair "ibv_rc_pingpong -g 1 -e" ibv_rc_pingpong -g 1 -n 200 -e
+pair "ibv_ud_pingpong -g 1" ibv_ud_pingpong -g 1 -n 200 -s 1024
+for t in ib_send_lat ib_write_lat ib_read_lat ib_send_bw ib_write_bw ib_read_bw; do
+	pair "$t -a" "$t" -d softrdma0 -x 1 -a -n $N
+done
+pair "ib_atomic_lat" ib_atomic_lat -d softrdma0 -x 1 -n $N
+pair "ib_atomic_bw" ib_atomic_bw -d softrdma0 -x 1 -n $N
+for t in ib_send_lat ib_read_lat ib_send_bw ib_read_bw; do
+	pair "$t -a -e" "$t" -d softrdma0 -x 1 -a -n $N -e
+done
+pair "ib_atomic_lat -e" ib_atomic_lat -d softrdma0 -x 1 -n $N -e
+pair "ib_atomic_bw -e" ib_atomic_bw -d softrdma0 -x 1 -n $N -e
+echo "$pass passed, $fail failed"
+[ $fail = 0 ]
