@@ -1321,6 +1321,12 @@ static void responder_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8
 	}
 	int qacc = qp->attr.qp_access_flags;
 	uint32_t advance = 1;
+	/* a receive completion is written only after the ACK is on the wire, as hardware
+	 * acknowledges on placement: the application can never answer before the ACK */
+	bool pend = false;
+	struct srd_rwqe pend_rw = { 0 };
+	enum ibv_wc_opcode pend_op = IBV_WC_RECV;
+	uint32_t pend_len = 0;
 	srd_mr_rdlock();
 	switch (h->op) {
 	case OP_SEND: {
@@ -1368,9 +1374,10 @@ static void responder_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8
 			seg_copy_in(rseg, qp->cur_rwqe.num_sge, qp->recv_off, payload, h->len);
 		qp->recv_off += h->len;
 		if (h->flags & F_LAST) {
-			recv_complete(qp, &qp->cur_rwqe, IBV_WC_SUCCESS, IBV_WC_RECV, qp->recv_off,
-				      (h->flags & F_IMM) != 0, h->imm, h->sqpn, false,
-				      (h->flags & F_SOLICITED) != 0);
+			pend = true;
+			pend_rw = qp->cur_rwqe;
+			pend_op = IBV_WC_RECV;
+			pend_len = qp->recv_off;
 			qp->recv_in_progress = false;
 		}
 		break;
@@ -1410,8 +1417,10 @@ static void responder_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8
 			}
 			if (h->len)
 				memcpy(t, payload, h->len);
-			recv_complete(qp, &rw, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, h->total, true, h->imm,
-				      h->sqpn, false, (h->flags & F_SOLICITED) != 0);
+			pend = true;
+			pend_rw = rw;
+			pend_op = IBV_WC_RECV_RDMA_WITH_IMM;
+			pend_len = h->total;
 			break;
 		}
 		if (h->len)
@@ -1474,6 +1483,9 @@ static void responder_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8
 	qp->nak_sent = false;
 	if (rc && (h->op == OP_SEND || h->op == OP_WRITE) && (h->flags & (F_LAST | F_ACKREQ)))
 		send_ack(qp, &qp->peer, h->sqpn, h->psn, SYN_ACK, 0);
+	if (pend)
+		recv_complete(qp, &pend_rw, IBV_WC_SUCCESS, pend_op, pend_len, (h->flags & F_IMM) != 0,
+			      h->imm, h->sqpn, false, (h->flags & F_SOLICITED) != 0);
 	pthread_mutex_unlock(&qp->resp_lock);
 	return;
 access_err:
