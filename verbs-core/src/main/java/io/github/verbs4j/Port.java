@@ -51,21 +51,28 @@ public final class Port {
     }
 
     /**
-     * The GID at {@code index} ({@code ibv_query_gid}).
+     * The GID at {@code index}; an empty entry reads as {@link Gid#ZERO} (as {@code ibv_query_gid}
+     * reports it). Uses {@code ibv_query_gid_ex} when exported, because it returns its errno
+     * (the 4-argument {@code ibv_query_gid} returns -1 without a reliable errno), else
+     * {@code ibv_query_gid}.
      *
-     * <p><b>Errors</b>: {@link VerbsException} (EINVAL for an index beyond the table, ENODATA on
-     * some providers for an empty entry); {@link IllegalStateException} when the context is closed.
+     * <p><b>Errors</b>: {@link VerbsException} (EINVAL for an index beyond the table or a port the
+     * device lacks); {@link IllegalStateException} when the context is closed.
      */
     public Gid gid(int index) {
         context.life.ensureOpen(context);
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
-            MemorySegment gid = arena.allocate(16, 8);
-            int rc = (int) Lib.need(Lib.QUERY_GID, "ibv_query_gid").invokeExact(errno, context.ctx, (byte) number, index, gid);
-            if (rc != 0) {
-                throw new VerbsException("ibv_query_gid", errnoOf(rc, errno), "port " + number + " index " + index);
+        if (Lib.QUERY_GID_EX != null) {
+            try {
+                return gidEntry(index).gid();
+            } catch (VerbsException e) {
+                if (e.errno() == Errno.ENODATA) {
+                    return Gid.ZERO;
+                }
+                throw e;
             }
-            return Gid.of(gid.toArray(ValueLayout.JAVA_BYTE));
+        }
+        try {
+            return legacyGid(index);
         } catch (Throwable t) {
             throw Native.unexpected("ibv_query_gid", t);
         }
@@ -92,7 +99,7 @@ public final class Port {
                 Gid gid = Gid.of(ibv_gid_entry.gid(entry).toArray(ValueLayout.JAVA_BYTE));
                 return new GidEntry(index, gid, GidType.of(ibv_gid_entry.gid_type(entry)));
             }
-            Gid gid = gid(index);
+            Gid gid = legacyGid(index);
             GidType type = null;
             if (Lib.QUERY_GID_TYPE != null) {
                 MemorySegment t = arena.allocate(ValueLayout.JAVA_INT);
@@ -107,6 +114,18 @@ public final class Port {
             return new GidEntry(index, gid, type);
         } catch (Throwable t) {
             throw Native.unexpected("ibv_query_gid_ex", t);
+        }
+    }
+
+    private Gid legacyGid(int index) throws Throwable {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment gid = arena.allocate(16, 8);
+            int rc = (int) Lib.need(Lib.QUERY_GID, "ibv_query_gid").invokeExact(errno, context.ctx, (byte) number, index, gid);
+            if (rc != 0) {
+                throw new VerbsException("ibv_query_gid", errnoOf(rc, errno), "port " + number + " index " + index);
+            }
+            return Gid.of(gid.toArray(ValueLayout.JAVA_BYTE));
         }
     }
 

@@ -1,0 +1,154 @@
+package io.github.verbs4j;
+
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Completion channels, notification, CQ resize, and asynchronous events. */
+class EventsTest {
+
+    @Test
+    void channelWakesOnCompletionAndTimesOutOtherwise() {
+        try (Context ctx = Rig.open(); ProtectionDomain pd = ctx.allocatePd();
+             CompletionChannel ch = ctx.createCompletionChannel();
+             CompletionQueue cqA = ctx.createCq(16, ch, 0); CompletionQueue cqB = ctx.createCq(16);
+             MemoryRegion mr = pd.allocate(4096)) {
+            assertTrue(ch.fd() >= 0);
+            assertSame(ch, cqA.channel());
+            QueuePair a = pd.queuePair(QpType.RC).cq(cqA).build();
+            QueuePair b = pd.queuePair(QpType.RC).cq(cqB).build();
+            try {
+                a.connect(b.endpoint());
+                b.connect(a.endpoint());
+                cqA.requestNotify(false);
+                long t0 = System.nanoTime();
+                assertNull(ch.await(Duration.ofMillis(100)), "no completion, no event");
+                assertTrue(System.nanoTime() - t0 >= 90_000_000L, "await waited for its timeout");
+
+                b.postRecv(ReceiveRequest.create().local(mr, 0, 64));
+                a.postSend(SendRequest.send().id(3).local(mr, 0, 8).signaled());
+                assertSame(cqA, ch.await(Duration.ofSeconds(5)));
+                assertEquals(1, cqA.unacknowledgedEvents(), "acknowledged in batches, later");
+                Completions wcs = cqA.completions(4);
+                assertEquals(1, cqA.poll(wcs));
+                assertEquals(3, wcs.get(0).wrId());
+                // not re-armed: a second completion raises no event
+                b.postRecv(ReceiveRequest.create().local(mr, 0, 64));
+                a.postSend(SendRequest.send().id(4).local(mr, 0, 8).signaled());
+                assertNull(ch.await(Duration.ofMillis(100)));
+                assertEquals(1, pollUntil(cqA, wcs));
+            } finally {
+                b.close();
+                a.close();
+            }
+            // closing the CQ acknowledges its pending event first (destroy would otherwise wait forever on rdma-core)
+            cqA.close();
+            assertEquals(0, cqA.unacknowledgedEvents());
+        }
+    }
+
+    @Test
+    void solicitedOnlyNotificationIgnoresUnsolicitedMessages() {
+        try (Context ctx = Rig.open(); ProtectionDomain pd = ctx.allocatePd();
+             CompletionChannel ch = ctx.createCompletionChannel();
+             CompletionQueue cqA = ctx.createCq(16); CompletionQueue cqB = ctx.createCq(16, ch, 0);
+             MemoryRegion mr = pd.allocate(4096)) {
+            QueuePair a = pd.queuePair(QpType.RC).cq(cqA).build();
+            QueuePair b = pd.queuePair(QpType.RC).cq(cqB).build();
+            try {
+                a.connect(b.endpoint());
+                b.connect(a.endpoint());
+                ReceiveRequest r = ReceiveRequest.create().local(mr, 0, 64);
+                b.postRecv(r.id(1));
+                b.postRecv(r.id(2));
+                cqB.requestNotify(true);
+                a.postSend(SendRequest.send().id(1).local(mr, 1024, 8));
+                assertNull(ch.await(Duration.ofMillis(150)), "an unsolicited message does not wake a solicited-only waiter");
+                a.postSend(SendRequest.send().id(2).local(mr, 1024, 8).solicited(true));
+                assertSame(cqB, ch.await(Duration.ofSeconds(5)));
+                Completions wcs = cqB.completions(4);
+                int n = 0;
+                long deadline = System.nanoTime() + 5_000_000_000L;
+                while (n < 2 && System.nanoTime() < deadline) {
+                    n += cqB.poll(wcs);
+                }
+                assertEquals(2, n);
+            } finally {
+                b.close();
+                a.close();
+            }
+        }
+    }
+
+    private static int pollUntil(CompletionQueue cq, Completions wcs) {
+        long deadline = System.nanoTime() + 5_000_000_000L;
+        int n;
+        while ((n = cq.poll(wcs)) == 0 && System.nanoTime() < deadline) {
+            Thread.onSpinWait();
+        }
+        return n;
+    }
+
+    @Test
+    void resizeGrowsTheQueue() {
+        try (Context ctx = Rig.open(); CompletionQueue cq = ctx.createCq(8)) {
+            assertTrue(cq.capacity() >= 8);
+            cq.resize(300);
+            assertTrue(cq.capacity() >= 300, "capacity " + cq.capacity());
+            assertThrows(IllegalArgumentException.class, () -> cq.resize(0));
+        }
+    }
+
+    @Test
+    void srqLimitRaisesAnAsyncEvent() {
+        try (Context ctx = Rig.open(); ProtectionDomain pd = ctx.allocatePd(); CompletionQueue cq = ctx.createCq(16);
+             SharedReceiveQueue srq = pd.createSrq(8, 1); MemoryRegion mr = pd.allocate(4096)) {
+            assertNull(ctx.pollAsyncEvent(Duration.ZERO), "no event yet");
+            QueuePair a = pd.queuePair(QpType.RC).cq(cq).build();
+            QueuePair b = pd.queuePair(QpType.RC).cq(cq).srq(srq).build();
+            try {
+                a.connect(b.endpoint());
+                b.connect(a.endpoint());
+                ReceiveRequest r = ReceiveRequest.create().local(mr, 0, 64);
+                srq.postRecv(r.id(1));
+                srq.postRecv(r.id(2));
+                srq.limit(2);
+                a.postSend(SendRequest.send().local(mr, 100, 8));
+                AsyncEvent e = ctx.pollAsyncEvent(Duration.ofSeconds(5));
+                assertNotNull(e, "SRQ_LIMIT_REACHED expected");
+                assertEquals(AsyncEventType.SRQ_LIMIT_REACHED, e.type());
+                assertEquals(-1, e.qpNumber());
+                assertEquals(0, srq.query().limit(), "the limit is one-shot: disarmed after firing");
+            } finally {
+                b.close();
+                a.close();
+            }
+        }
+    }
+
+    @Test
+    void listenerReceivesQpEventsWithTheQpNumber() throws Exception {
+        BlockingQueue<AsyncEvent> events = new ArrayBlockingQueue<>(16);
+        try (Rig rig = Rig.create(QpType.RC, new ConnectOptions(), Access.LOCAL_WRITE)) {
+            rig.ctx.onAsyncEvent(events::add);
+            assertThrows(IllegalStateException.class, () -> rig.ctx.onAsyncEvent(e -> { }));
+            // a WRITE into memory without REMOTE_WRITE: the responder reports an access error on its QP
+            rig.a.postSend(SendRequest.rdmaWrite().local(rig.mrA, 0, 8).remote(rig.mrB.remote()).signaled());
+            assertEquals(WcStatus.REMOTE_ACCESS_ERROR, rig.next(rig.cqA).status());
+            AsyncEvent e = events.poll(5, TimeUnit.SECONDS);
+            assertNotNull(e, "an async event for the responder QP");
+            assertTrue(e.type().isQpEvent(), e::toString);
+            assertEquals(rig.b.qpNumber(), e.qpNumber());
+        }
+    }
+}
