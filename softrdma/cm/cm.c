@@ -2307,6 +2307,10 @@ CM_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res,
 	if (rdma_create_id(NULL, &cid, NULL, res->ai_port_space ? res->ai_port_space : RDMA_PS_TCP))
 		return -1;
 	idp = (struct cm_id *)cid;
+	/* the QP type comes from the address info, as in librdmacm */
+	if (qp_init_attr)
+		qp_init_attr->qp_type = res->ai_qp_type ? res->ai_qp_type :
+			(is_ud(idp) ? IBV_QPT_UD : IBV_QPT_RC);
 	if (res->ai_flags & RAI_PASSIVE) {
 		if (!res->ai_src_addr || rdma_bind_addr(cid, res->ai_src_addr))
 			goto fail;
