@@ -377,6 +377,23 @@ public final class QueuePair implements AutoCloseable {
         state = to;
     }
 
+    /** {@link #init(ConnectOptions)} with {@link ConnectOptions#defaults()}. */
+    public void init() {
+        init(ConnectOptions.defaults());
+    }
+
+    /**
+     * RESET to INIT with the port, P_Key index and access (RC/UC) or Q_Key (UD) of
+     * {@code options}: receives can then be posted before {@link #connect} (which continues
+     * from INIT), so the first message from the peer finds one.
+     *
+     * <p><b>Errors</b>: as {@link #toInit}.
+     */
+    public void init(ConnectOptions options) {
+        QpAttr attr = new QpAttr().port(options.port).pkeyIndex(options.pkeyIndex);
+        toInit(type == QpType.UD ? attr.qkey(options.qkey) : attr.access(options.access));
+    }
+
     /** {@link #connect(Endpoint, ConnectOptions)} with {@link ConnectOptions#defaults()}. */
     public void connect(Endpoint remote) {
         connect(remote, ConnectOptions.defaults());
@@ -398,7 +415,7 @@ public final class QueuePair implements AutoCloseable {
             throw new IllegalStateException("connect needs " + this + " in RESET or INIT, it is in " + state);
         }
         if (state == QpState.RESET) {
-            toInit(new QpAttr().port(options.port).pkeyIndex(options.pkeyIndex).access(options.access));
+            init(options);
         }
         Mtu mtu = options.mtu != null ? options.mtu : pd.context.queryPort(options.port).activeMtu();
         int gidIndex = options.gidIndex >= 0 ? options.gidIndex : Math.max(0, advertisedGidIndex);
@@ -423,16 +440,19 @@ public final class QueuePair implements AutoCloseable {
     }
 
     /**
-     * Brings a UD QP to RTS: INIT (port, P_Key index, Q_Key), RTR, RTS (its initial PSN).
+     * Brings a UD QP to RTS: INIT (port, P_Key index, Q_Key) unless already there, RTR, RTS
+     * (its initial PSN).
      *
-     * <p><b>Errors</b>: {@link IllegalStateException} for RC/UC QPs or a QP not in RESET;
+     * <p><b>Errors</b>: {@link IllegalStateException} for RC/UC QPs or a QP not in RESET or INIT;
      * {@link VerbsException} from {@code ibv_modify_qp}.
      */
     public void activate(ConnectOptions options) {
         if (type != QpType.UD) {
             throw new IllegalStateException("activate is for UD QPs; connect " + type + " QPs to an Endpoint");
         }
-        toInit(new QpAttr().port(options.port).pkeyIndex(options.pkeyIndex).qkey(options.qkey));
+        if (state == QpState.RESET) {
+            init(options);
+        }
         toRtr(new QpAttr());
         toRts(new QpAttr().sqPsn(initialPsn));
     }
