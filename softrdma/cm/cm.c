@@ -35,6 +35,7 @@ static int g_thread_started;
 static int g_wake[2] = { -1, -1 };
 static uint64_t g_gen;
 static int g_timeout_ms = 15000;
+static int g_refused_retry_ms = 1000;
 
 #define DEFAULT_ACK_TIMEOUT 14
 #define DEFAULT_HOP_LIMIT 64
@@ -280,8 +281,12 @@ static int start_thread(void)
 	if (g_thread_started)
 		return 0;
 	/* read when the first id or channel appears, so a test can set it late */
+	const char *rr = getenv("SOFTRDMA_CM_REFUSED_RETRY_MS");
+
 	if (tmo && atoi(tmo) > 0)
 		g_timeout_ms = atoi(tmo);
+	if (rr && atoi(rr) >= 0)
+		g_refused_retry_ms = atoi(rr);
 	if (pipe2(g_wake, O_NONBLOCK | O_CLOEXEC))
 		return -1;
 	sigfillset(&all);
@@ -562,6 +567,7 @@ static void close_sock(struct cm_id *idp)
 	idp->out_pending = 0;
 	idp->rlen = 0;
 	idp->deadline_ms = 0;
+	idp->retry_at = 0;
 }
 
 static int qp_type_of_ps(enum rdma_port_space ps, enum ibv_qp_type *qt)
@@ -1103,6 +1109,36 @@ static void peer_closed(struct cm_id *idp)
 	}
 }
 
+static void connect_done(struct cm_id *idp, int err);
+static int new_socket(struct cm_id *idp, int family);
+
+/* Connect the id's socket to its destination and send the queued REQ. */
+static void start_connect(struct cm_id *idp)
+{
+	struct sockaddr *src = &idp->id.route.addr.src_addr;
+	struct sockaddr *dst = &idp->id.route.addr.dst_addr;
+	int rc;
+
+	idp->retry_at = 0;
+	if (idp->sock < 0) {
+		idp->sock = new_socket(idp, dst->sa_family);
+		if (idp->sock < 0 || bind(idp->sock, src, sa_len(src))) {
+			connect_done(idp, errno);
+			return;
+		}
+	}
+	rc = connect(idp->sock, dst, sa_len(dst));
+	if (rc == 0) {
+		if (msg_send(idp, &idp->out))
+			peer_closed(idp);
+	} else if (errno == EINPROGRESS) {
+		idp->connect_pending = 1;
+		idp->out_pending = 1;
+	} else {
+		connect_done(idp, errno);
+	}
+}
+
 static void connect_done(struct cm_id *idp, int err)
 {
 	idp->connect_pending = 0;
@@ -1112,6 +1148,14 @@ static void connect_done(struct cm_id *idp, int err)
 			if (msg_send(idp, &idp->out))
 				peer_closed(idp);
 		}
+		return;
+	}
+	if (err == ECONNREFUSED && now_ms() < idp->refused_until) {
+		/* the listener may be moments away (a server re-listening on its
+		 * port): try again shortly, on a fresh socket with the same address */
+		close(idp->sock);
+		idp->sock = -1;
+		idp->retry_at = now_ms() + 20;
 		return;
 	}
 	if (err == ECONNREFUSED) {
@@ -1253,6 +1297,12 @@ static void *cm_thread(void *arg)
 				if (timeout < 0 || left < timeout)
 					timeout = left;
 			}
+			if (i->retry_at) {
+				int left = i->retry_at > now ? (int)(i->retry_at - now) : 0;
+
+				if (timeout < 0 || left < timeout)
+					timeout = left;
+			}
 			if (i->sock < 0 || !polled_state(i->state))
 				continue;
 			pfd[n].fd = i->sock;
@@ -1292,7 +1342,9 @@ static void *cm_thread(void *arg)
 		now = now_ms();
 		for (struct cm_id *i = g_ids, *next; i; i = next) {
 			next = i->next;
-			if (i->deadline_ms && i->deadline_ms <= now)
+			if (i->retry_at && i->retry_at <= now && i->state == ST_CONNECTING)
+				start_connect(i);
+			else if (i->deadline_ms && i->deadline_ms <= now)
 				handle_timeout(i);
 		}
 	}
@@ -1576,7 +1628,7 @@ CM_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *p)
 {
 	struct cm_id *idp = (struct cm_id *)id;
 	struct wire_msg *m = &idp->out;
-	int ud = is_ud(idp), rc;
+	int ud = is_ud(idp);
 
 	if (!id)
 		return fail(EINVAL);
@@ -1610,18 +1662,10 @@ CM_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *p)
 	}
 	m->qpn = htonl(id->qp ? id->qp->qp_num : (p ? p->qp_num : 0));
 	m->srq = id->qp ? id->qp->srq != NULL : (p ? p->srq : 0);
-	rc = connect(idp->sock, &idp->id.route.addr.dst_addr, sa_len(&idp->id.route.addr.dst_addr));
 	idp->state = ST_CONNECTING;
 	idp->deadline_ms = now_ms() + g_timeout_ms;
-	if (rc == 0) {
-		if (msg_send(idp, m))
-			peer_closed(idp);
-	} else if (errno == EINPROGRESS) {
-		idp->connect_pending = 1;
-		idp->out_pending = 1;
-	} else {
-		connect_done(idp, errno);
-	}
+	idp->refused_until = now_ms() + g_refused_retry_ms;
+	start_connect(idp);
 	wake_thread();
 	pthread_mutex_unlock(&g_lock);
 	if (idp->sync) {

@@ -109,6 +109,8 @@ struct cm_id {
 	int peer_gone;
 	struct cm_id *listener;	/* for ST_PENDING ids */
 	uint64_t deadline_ms;	/* 0: none */
+	uint64_t refused_until;	/* retry refused TCP connects until then */
+	uint64_t retry_at;	/* 0: no reconnect scheduled */
 	int reported, acked;	/* events handed out / acknowledged */
 	int events_queued;	/* events still in a channel queue */
 
