@@ -1,0 +1,92 @@
+package io.github.verbs4j;
+
+import org.junit.jupiter.api.Test;
+
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Steady-state posting and polling allocate nothing on the Java heap: measured with the
+ * thread's allocation counter around a loop of post_send + post_recv + poll_cq + req_notify_cq,
+ * after the JIT has compiled it.
+ */
+class HotPathAllocationTest {
+
+    /**
+     * {@code com.sun.management.ThreadMXBean.getCurrentThreadAllocatedBytes()}, reached by
+     * reflection because the tests compile inside the verbs4j module, which does not read
+     * java.management. Invoked with exact types: the measurement itself boxes nothing.
+     */
+    private static final Object THREADS;
+    private static final MethodHandle ALLOCATED_BYTES;
+
+    static {
+        try {
+            THREADS = Class.forName("java.lang.management.ManagementFactory").getMethod("getThreadMXBean").invoke(null);
+            ALLOCATED_BYTES = MethodHandles.publicLookup()
+                    .findVirtual(Class.forName("com.sun.management.ThreadMXBean"), "getCurrentThreadAllocatedBytes",
+                            MethodType.methodType(long.class))
+                    .asType(MethodType.methodType(long.class, Object.class));
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    private static long allocatedBytes() {
+        try {
+            return (long) ALLOCATED_BYTES.invokeExact(THREADS);
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+    }
+
+    @Test
+    void postAndPollAllocateNothing() {
+        try (Rig rig = Rig.rc()) {
+            SendRequest write = SendRequest.rdmaWrite().local(rig.mrA, 0, 64).remote(rig.mrB.remote()).signaled();
+            SendRequest send = SendRequest.send().local(rig.mrA, 64, 32).signaled();
+            ReceiveRequest recv = ReceiveRequest.create().local(rig.mrB, 1024, 64);
+            Completions wcs = rig.cqA.completions(16);
+            Completions rwcs = rig.cqB.completions(16);
+            long checksum = 0;
+            checksum += loop(rig, write, send, recv, wcs, rwcs, 30_000); // warm-up: let C2 compile the loop
+            long before = allocatedBytes();
+            checksum += loop(rig, write, send, recv, wcs, rwcs, 20_000);
+            long allocated = allocatedBytes() - before;
+            assertTrue(checksum > 0); // the loop's result is used
+            // under 1 KiB of slack for a stray safepoint/JIT artefact; one object per operation would be > 300 KB
+            assertTrue(allocated < 1024, "steady-state post/poll allocated " + allocated + " bytes over 20 000 iterations");
+        }
+    }
+
+    private static long loop(Rig rig, SendRequest write, SendRequest send, ReceiveRequest recv, Completions wcs,
+                             Completions rwcs, int iterations) {
+        long sum = 0;
+        for (int i = 0; i < iterations; i++) {
+            rig.b.postRecv(recv.id(i));
+            rig.a.postSend(write.id(i));
+            rig.a.postSend(send.id(i));
+            int done = 0;
+            while (done < 2) {
+                int n = rig.cqA.poll(wcs);
+                for (int k = 0; k < n; k++) {
+                    Completion wc = wcs.get(k);
+                    if (!wc.ok()) {
+                        throw wc.error();
+                    }
+                    sum += wc.wrId();
+                }
+                done += n;
+            }
+            while (rig.cqB.poll(rwcs) == 0) {
+                Thread.onSpinWait();
+            }
+            sum += rwcs.get(0).byteLength();
+            rig.cqB.requestNotify(false);
+        }
+        return sum;
+    }
+}
