@@ -270,6 +270,44 @@ static void wait_thread_pass(void)
 
 static void *cm_thread(void *arg);
 
+/*
+ * The CM thread does not survive fork(). The child forgets the parent's ids
+ * and devices (closing its copies of their sockets, so a parent's listener
+ * or connection does not outlive the parent in the child) and starts afresh.
+ */
+static void atfork_prepare(void)
+{
+	pthread_mutex_lock(&g_lock);
+}
+
+static void atfork_parent(void)
+{
+	pthread_mutex_unlock(&g_lock);
+}
+
+static void atfork_child(void)
+{
+	for (struct cm_id *i = g_ids; i; i = i->next)
+		if (i->sock >= 0)
+			close(i->sock);
+	g_ids = NULL;
+	if (g_wake[0] >= 0) {
+		close(g_wake[0]);
+		close(g_wake[1]);
+	}
+	g_wake[0] = g_wake[1] = -1;
+	g_thread_started = 0;
+	g_ndev = -1;
+	g_devs = NULL;
+	pthread_mutex_init(&g_lock, NULL);
+	pthread_cond_init(&g_cond, NULL);
+}
+
+__attribute__((constructor)) static void cm_register_atfork(void)
+{
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
 static int start_thread(void)
 {
 	pthread_t t;
@@ -366,7 +404,9 @@ CM_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 	pthread_mutex_unlock(&g_lock);
 }
 
-/* The channel fd is readable exactly while its queue is non-empty. */
+/* The channel's pipe holds one byte per queued event: the fd is readable
+ * exactly while events wait, and every new event is a new edge for
+ * edge-triggered pollers, as with the kernel's rdma_cm fd. */
 static void channel_push(struct cm_channel *ch, struct cm_event *e)
 {
 	char c = 'e';
@@ -377,8 +417,9 @@ static void channel_push(struct cm_channel *ch, struct cm_event *e)
 	else
 		ch->head = e;
 	ch->tail = e;
-	if (ch->queued++ == 0 && write(ch->wfd, &c, 1) != 1) {
-		/* cannot happen: the pipe holds at most one byte */
+	ch->queued++;
+	if (write(ch->wfd, &c, 1) != 1) {
+		/* cannot happen short of 64 KiB unread events */
 	}
 	e->owner->events_queued++;
 	pthread_cond_broadcast(&g_cond);
@@ -395,8 +436,9 @@ static void channel_unlink(struct cm_channel *ch, struct cm_event *e, struct cm_
 	if (ch->tail == e)
 		ch->tail = prev;
 	e->next = NULL;
-	if (--ch->queued == 0 && read(ch->ch.fd, &c, 1) != 1) {
-		/* cannot happen: the byte was written when the queue filled */
+	ch->queued--;
+	if (read(ch->ch.fd, &c, 1) != 1) {
+		/* cannot happen: each queued event wrote its byte */
 	}
 	e->owner->events_queued--;
 }

@@ -709,6 +709,45 @@ static int channel_semantics(uint16_t unused)
 	CHECK(rsocket(AF_INET, SOCK_STREAM, 0) == -1 && errno == ENOSYS, "rsocket not ENOSYS");
 	CHECK(rdma_join_multicast(id, (struct sockaddr *)&dst, NULL) == -1 && errno == ENOSYS,
 	      "rdma_join_multicast not ENOSYS");
+	{
+		/* two queued events: the fd stays readable until both are taken */
+		struct rdma_cm_id *id2;
+
+		CHECK(!rdma_create_id(ch, &id2, NULL, RDMA_PS_TCP), "rdma_create_id");
+		CHECK(!rdma_resolve_addr(id2, NULL, (struct sockaddr *)&dst, 1000), "resolve id2");
+		CHECK(!rdma_resolve_route(id, 1000), "resolve_route");
+		CHECK(poll(&p, 1, 2000) == 1, "two events: not readable");
+		CHECK(!rdma_get_cm_event(ch, &ev), "first of two events");
+		rdma_ack_cm_event(ev);
+		CHECK(poll(&p, 1, 0) == 1, "one event left: not readable");
+		CHECK(!rdma_get_cm_event(ch, &ev), "second of two events");
+		rdma_ack_cm_event(ev);
+		CHECK(poll(&p, 1, 0) == 0, "no event left: still readable");
+		/* an unretrieved event does not hold up destroy: it goes with the id */
+		CHECK(!rdma_resolve_route(id2, 1000), "resolve_route id2");
+		CHECK(!rdma_destroy_id(id2), "destroy with a queued event");
+		CHECK(poll(&p, 1, 0) == 0, "destroyed id's event still queued");
+	}
+	{
+		/* a child forked after the library started works on its own */
+		pid_t pid = fork();
+		int st;
+
+		if (pid == 0) {
+			struct rdma_event_channel *c2 = rdma_create_event_channel();
+			struct rdma_cm_id *i2;
+
+			alarm(10);
+			if (!c2 || rdma_create_id(c2, &i2, NULL, RDMA_PS_TCP) ||
+			    rdma_resolve_addr(i2, NULL, (struct sockaddr *)&dst, 1000) ||
+			    ack_expect(c2, RDMA_CM_EVENT_ADDR_RESOLVED, i2) || rdma_destroy_id(i2))
+				_exit(1);
+			rdma_destroy_event_channel(c2);
+			_exit(0);
+		}
+		CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		      "rdma_cm in a forked child failed");
+	}
 	CHECK(!rdma_destroy_id(id), "rdma_destroy_id");
 	rdma_destroy_event_channel(ch);
 	return 0;
