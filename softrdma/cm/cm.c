@@ -1100,6 +1100,13 @@ static void handle_msg(struct cm_id *idp, const struct wire_msg *m)
 			post_event(idp, RDMA_CM_EVENT_DISCONNECTED, 0);
 		}
 		return;
+	case ST_REQ_RCVD:
+		/* the requester gave up: accept will report it */
+		if (m->type == MSG_REJ) {
+			idp->peer_gone = 1;
+			close_sock(idp);
+		}
+		return;
 	case ST_ACCEPTED:
 		if (m->type == MSG_RTU) {
 			idp->state = ST_ESTABLISHED;
@@ -1915,12 +1922,14 @@ static void release_id_locked(struct cm_id *idp)
 {
 	switch (idp->state) {
 	case ST_ESTABLISHED:
-	case ST_RESP_WAIT:
 		/* like the kernel destroying a connected id: tell the peer */
 		send_simple(idp, MSG_DREQ, 0);
 		break;
+	case ST_CONNECTING:
+	case ST_RESP_WAIT:
 	case ST_REQ_RCVD:
 	case ST_ACCEPTED:
+		/* mid-handshake the kernel's ib_cm rejects with reason "timeout" */
 		send_simple(idp, MSG_REJ, REJ_TIMEOUT);
 		break;
 	default:
