@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <time.h>
 #include <signal.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -44,6 +45,17 @@ struct pkt_hdr {
 };
 #define PKT_MAGIC 0x53524431u /* "SRD1" */
 #define MAX_PKT (sizeof(struct pkt_hdr) + 4096)
+
+/* ---------------------------------------------------------------- statistics */
+
+static struct { unsigned long tx, rx, nak_seq, rnr, timeouts, dup_rx, eagain; } g_st;
+#define ST(x) __atomic_fetch_add(&g_st.x, 1, __ATOMIC_RELAXED)
+
+static void print_stats(void)
+{
+	fprintf(stderr, "softrdma[%d]: tx %lu rx %lu nak_seq %lu rnr %lu timeouts %lu dup_rx %lu eagain %lu\n",
+		(int)getpid(), g_st.tx, g_st.rx, g_st.nak_seq, g_st.rnr, g_st.timeouts, g_st.dup_rx, g_st.eagain);
+}
 
 /* ---------------------------------------------------------------- time */
 
@@ -185,6 +197,8 @@ static void agent_init(void)
 	srd_faults_enabled();
 	g_epfd = epoll_create1(EPOLL_CLOEXEC);
 	g_kickfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (getenv("SOFTRDMA_STATS"))
+		atexit(print_stats);
 	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = 0xffffffffu };
 	epoll_ctl(g_epfd, EPOLL_CTL_ADD, g_kickfd, &ev);
 	pthread_t t;
@@ -364,7 +378,9 @@ static void xmit(struct srd_qp *qp, const struct sockaddr_in6 *to, struct pkt_hd
 	struct iovec iov[2] = { { h, sizeof(*h) }, { (void *)payload, len } };
 	struct msghdr m = { .msg_name = (void *)to, .msg_namelen = sizeof(*to),
 			    .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
-	if (sendmsg(fd, &m, MSG_DONTWAIT) < 0) { /* as above: loss is handled by retransmission */ }
+	ST(tx);
+	if (sendmsg(fd, &m, MSG_DONTWAIT) < 0)
+		ST(eagain); /* as above: loss is handled by retransmission */
 }
 
 static void flush_delayed(uint64_t now)
@@ -1140,6 +1156,7 @@ static void requester_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8
 			go_back(qp, h->psn);
 			break;
 		case SYN_RNR:
+			ST(rnr);
 			ack_upto(qp, psn_add(h->psn, SRD_HDR_PSN_MASK));
 			if (qp->rnr_left == 0) {
 				requester_fail(qp, IBV_WC_RNR_RETRY_EXC_ERR);
@@ -1196,6 +1213,7 @@ static void requester_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8
 			break;
 		}
 		w->resp_pkt++;
+		qp->retry_left = qp->attr.retry_cnt; /* forward progress */
 		if (psn_diff(psn_add(h->psn, 1), qp->una_psn) > 0)
 			qp->una_psn = psn_add(h->psn, 1);
 		if (w->resp_pkt == w->npkts && qp->sq_tail == i) {
@@ -1292,6 +1310,7 @@ static void responder_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8
 		}
 	} else if (d > 0) {
 		if (!qp->nak_sent) {
+			ST(nak_seq);
 			qp->nak_sent = true;
 			send_ack(qp, &qp->peer, h->sqpn, qp->epsn, SYN_NAK_SEQ, 0);
 		}
@@ -1299,6 +1318,7 @@ static void responder_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8
 		return;
 	} else if (d < 0) {
 		/* duplicate */
+		ST(dup_rx);
 		if (h->op == OP_READ_REQ) {
 			answer_read(qp, h);
 		} else if (h->op == OP_CAS || h->op == OP_FAA) {
@@ -1506,6 +1526,7 @@ static void handle_packet(const uint8_t *buf, size_t n)
 	memcpy(&h, buf, sizeof(h));
 	if (h.magic != PKT_MAGIC)
 		return;
+	ST(rx);
 	if (h.op != OP_READ_REQ && h.len != n - sizeof(h))
 		return;
 	const uint8_t *payload = buf + sizeof(h);
@@ -1547,6 +1568,7 @@ static void run_timers_and_kicks(uint64_t now)
 					qp->rnr_wait = false;
 				} else if (qp->sq_tail != qp->sq_next_tx || qp->una_psn != qp->snd_psn ||
 					   (qp->peer_local && qp->sq_tail != qp->sq_head)) {
+					ST(timeouts);
 					if (qp->retry_left == 0) {
 						requester_fail(qp, IBV_WC_RETRY_EXC_ERR);
 					} else {
@@ -1570,6 +1592,7 @@ static void run_timers_and_kicks(uint64_t now)
 static void *agent_main(void *arg)
 {
 	(void)arg;
+
 	uint8_t *buf = malloc(65536);
 	struct epoll_event evs[16];
 	uint64_t last_scan = 0;

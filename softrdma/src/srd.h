@@ -82,6 +82,7 @@ struct srd_cq {
 	int head, count;  /* head = oldest */
 	int armed;        /* 0, 1 = any completion, 2 = solicited only */
 	bool overflow;
+	unsigned empty_polls;
 	pthread_mutex_t ev_lock;
 	pthread_cond_t ev_cond;
 	unsigned events, acked;

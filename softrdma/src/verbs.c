@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <sys/eventfd.h>
 #include <arpa/inet.h>
+#include <sched.h>
 
 static struct srd_context *ctx_of(struct ibv_context *c)
 {
@@ -400,8 +401,13 @@ int srd_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	if (n < 0)
 		return -1;
 	/* cheap unlocked peek keeps the empty spin from bouncing the lock */
-	if (!__atomic_load_n(&cq->count, __ATOMIC_ACQUIRE))
+	if (!__atomic_load_n(&cq->count, __ATOMIC_ACQUIRE)) {
+		/* The agent thread plays the NIC and needs a CPU to make progress; an
+		 * application spinning on an empty CQ hands its core over now and then. */
+		if ((++cq->empty_polls & 7) == 0)
+			sched_yield();
 		return 0;
+	}
 	pthread_mutex_lock(&cq->lock);
 	int k = 0;
 	while (k < n && cq->count) {
