@@ -55,11 +55,31 @@ public final class Context implements AutoCloseable {
     /** {@code verbs_context->query_port}, or {@code null} when the context has no extended ops. */
     private final MemorySegment queryPortEx;
     private volatile Thread asyncListener;
+    /** Opened by someone else (librdmacm): {@link #close()} leaves the device open. */
+    private final boolean borrowed;
 
-    private Context(MemorySegment ctx, Device device) {
+    private Context(MemorySegment ctx, Device device, boolean borrowed) {
         this.ctx = ctx;
         this.device = device;
         this.queryPortEx = extendedQueryPort(ctx);
+        this.borrowed = borrowed;
+    }
+
+    /**
+     * Wraps an {@code ibv_context} that another library opened and will close (librdmacm's
+     * {@code cm_id->verbs}). Closing the wrapper checks its children as usual but does not call
+     * {@code ibv_close_device}.
+     */
+    static Context borrow(MemorySegment context) {
+        MemorySegment ctx = context.reinterpret(ibv_context.layout().byteSize());
+        MemorySegment dev = ibv_context.device(ctx).reinterpret(ibv_device.layout().byteSize());
+        try {
+            String name = ((MemorySegment) DeviceListHandles.NAME.invokeExact(dev)).reinterpret(256).getString(0);
+            long guid = Long.reverseBytes((long) DeviceListHandles.GUID.invokeExact(dev));
+            return new Context(ctx, new Device(name, guid, ibv_device.node_type(dev), ibv_device.transport_type(dev)), true);
+        } catch (Throwable t) {
+            throw Native.unexpected("ibv_get_device_name", t);
+        }
     }
 
     /**
@@ -94,7 +114,7 @@ public final class Context implements AutoCloseable {
                         if (Lib.isNull(ctx)) {
                             throw new VerbsException("ibv_open_device", Native.errno(errno), "device " + name);
                         }
-                        return new Context(ctx.reinterpret(ibv_context.layout().byteSize()), device);
+                        return new Context(ctx.reinterpret(ibv_context.layout().byteSize()), device, false);
                     }
                     names.append(names.isEmpty() ? "" : ", ").append(devName);
                 }
@@ -423,6 +443,9 @@ public final class Context implements AutoCloseable {
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
+        }
+        if (borrowed) {
+            return;
         }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Native.errnoSegment(arena);

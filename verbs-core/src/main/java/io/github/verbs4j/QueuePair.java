@@ -53,8 +53,15 @@ public final class QueuePair implements AutoCloseable {
     private final int initialPsn;
     private volatile QpState state = QpState.RESET;
     private volatile int advertisedGidIndex = -1;
+    /** Destroys a QP another library created (librdmacm's {@code rdma_destroy_qp}); null: ibv_destroy_qp. */
+    private final Runnable destroyer;
 
     private QueuePair(Builder b, MemorySegment qp, QpCapabilities capabilities) {
+        this(b, qp, capabilities, null);
+    }
+
+    private QueuePair(Builder b, MemorySegment qp, QpCapabilities capabilities, Runnable destroyer) {
+        this.destroyer = destroyer;
         this.pd = b.pd;
         this.qp = qp.reinterpret(ibv_qp.layout().byteSize());
         this.type = b.type;
@@ -220,6 +227,29 @@ public final class QueuePair implements AutoCloseable {
                 throw Native.unexpected("ibv_create_qp", t);
             }
         }
+    }
+
+    /**
+     * Wraps an {@code ibv_qp} created by another library on {@code pd} with these queues (librdmacm's
+     * {@code rdma_create_qp}), tracked as being in {@code state}; {@link #close()} runs
+     * {@code destroyer} instead of {@code ibv_destroy_qp}.
+     */
+    static QueuePair adopt(ProtectionDomain pd, MemorySegment qp, QpType type, CompletionQueue sendCq,
+            CompletionQueue recvCq, QpCapabilities capabilities, QpState state, Runnable destroyer) {
+        Builder b = new Builder(pd, type).sendCq(sendCq).recvCq(recvCq);
+        QueuePair result = new QueuePair(b, qp, capabilities, Objects.requireNonNull(destroyer, "destroyer"));
+        result.state = state;
+        pd.life.addDependent(pd, result);
+        sendCq.life.addDependent(sendCq, result);
+        if (recvCq != sendCq) {
+            recvCq.life.addDependent(recvCq, result);
+        }
+        return result;
+    }
+
+    /** Records a transition another library made on this QP (librdmacm on connect and disconnect). */
+    void track(QpState newState) {
+        state = newState;
     }
 
     /** The QP number. */
@@ -585,21 +615,33 @@ public final class QueuePair implements AutoCloseable {
         if (!life.beginClose(this)) {
             return;
         }
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
-            int rc = (int) Lib.need(Lib.DESTROY_QP, "ibv_destroy_qp").invokeExact(errno, qp);
-            if (rc != 0) {
-                life.abortClose();
-                throw VerbsException.of("ibv_destroy_qp", Port.errnoOf(rc, errno));
+        try {
+            if (destroyer != null) {
+                destroyer.run();
+            } else {
+                destroyQp();
             }
-        } catch (Throwable t) {
-            throw Native.unexpected("ibv_destroy_qp", t);
+        } catch (RuntimeException | Error e) {
+            life.abortClose();
+            throw e;
         }
         pd.life.removeDependent(this);
         sendCq.life.removeDependent(this);
         recvCq.life.removeDependent(this);
         if (srq != null) {
             srq.life.removeDependent(this);
+        }
+    }
+
+    private void destroyQp() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            int rc = (int) Lib.need(Lib.DESTROY_QP, "ibv_destroy_qp").invokeExact(errno, qp);
+            if (rc != 0) {
+                throw VerbsException.of("ibv_destroy_qp", Port.errnoOf(rc, errno));
+            }
+        } catch (Throwable t) {
+            throw Native.unexpected("ibv_destroy_qp", t);
         }
     }
 

@@ -1,0 +1,50 @@
+package io.github.verbs4j;
+
+import io.github.verbs4j.internal.CoreAccess;
+
+import java.lang.foreign.MemorySegment;
+
+/** verbs-core's side of {@link CoreAccess}: reaches the package-private parts verbs-cm needs. */
+final class CoreAccessImpl extends CoreAccess {
+
+    static {
+        CoreAccess.install(new CoreAccessImpl());
+    }
+
+    private CoreAccessImpl() {
+    }
+
+    @Override
+    public Context borrowContext(MemorySegment ibvContext) {
+        return Context.borrow(ibvContext);
+    }
+
+    @Override
+    public MemorySegment handle(Context context) {
+        context.life.ensureOpen(context);
+        return context.ctx;
+    }
+
+    @Override
+    public MemorySegment handle(ProtectionDomain pd) {
+        pd.life.ensureOpen(pd);
+        return pd.pd;
+    }
+
+    @Override
+    public MemorySegment handle(CompletionQueue cq) {
+        cq.life.ensureOpen(cq);
+        return cq.cq;
+    }
+
+    @Override
+    public QueuePair adoptQueuePair(ProtectionDomain pd, MemorySegment qp, QpType type, CompletionQueue sendCq,
+            CompletionQueue recvCq, QpCapabilities capabilities, QpState state, Runnable destroyer) {
+        return QueuePair.adopt(pd, qp, type, sendCq, recvCq, capabilities, state, destroyer);
+    }
+
+    @Override
+    public void track(QueuePair qp, QpState state) {
+        qp.track(state);
+    }
+}

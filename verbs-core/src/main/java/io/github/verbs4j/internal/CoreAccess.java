@@ -1,0 +1,67 @@
+package io.github.verbs4j.internal;
+
+import io.github.verbs4j.CompletionQueue;
+import io.github.verbs4j.Context;
+import io.github.verbs4j.ProtectionDomain;
+import io.github.verbs4j.QpCapabilities;
+import io.github.verbs4j.QpState;
+import io.github.verbs4j.QpType;
+import io.github.verbs4j.QueuePair;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * What verbs-cm needs from verbs-core beyond its public API: librdmacm opens the device itself
+ * ({@code cm_id->verbs}) and creates queue pairs ({@code rdma_create_qp}), so verbs-cm wraps
+ * those native objects in verbs-core's owners and passes verbs-core's owners back as pointers.
+ * Visible only to io.github.verbs4j.cm (qualified export); implemented in io.github.verbs4j.
+ */
+public abstract class CoreAccess {
+
+    private static volatile CoreAccess instance;
+
+    /** The implementation (loading the class that installs it on first use). */
+    public static CoreAccess get() {
+        CoreAccess access = instance;
+        if (access == null) {
+            try {
+                Class.forName("io.github.verbs4j.CoreAccessImpl", true, CoreAccess.class.getClassLoader());
+            } catch (ClassNotFoundException e) {
+                throw new IllegalStateException("verbs4j: io.github.verbs4j.CoreAccessImpl is missing", e);
+            }
+            access = instance;
+        }
+        return access;
+    }
+
+    /** Called once, by io.github.verbs4j.CoreAccessImpl's initializer. */
+    public static synchronized void install(CoreAccess access) {
+        if (instance != null) {
+            throw new IllegalStateException("CoreAccess is already installed");
+        }
+        instance = access;
+    }
+
+    /** A {@link Context} over an {@code ibv_context} someone else opened; its close leaves the device open. */
+    public abstract Context borrowContext(MemorySegment ibvContext);
+
+    /** The {@code ibv_context *} of an open context. */
+    public abstract MemorySegment handle(Context context);
+
+    /** The {@code ibv_pd *} of an open domain. */
+    public abstract MemorySegment handle(ProtectionDomain pd);
+
+    /** The {@code ibv_cq *} of an open queue. */
+    public abstract MemorySegment handle(CompletionQueue cq);
+
+    /**
+     * A {@link QueuePair} over an {@code ibv_qp} created by librdmacm on {@code pd} with these
+     * queues, in {@code state}; its close runs {@code destroyer} ({@code rdma_destroy_qp}).
+     */
+    public abstract QueuePair adoptQueuePair(ProtectionDomain pd, MemorySegment qp, QpType type,
+            CompletionQueue sendCq, CompletionQueue recvCq, QpCapabilities capabilities, QpState state,
+            Runnable destroyer);
+
+    /** Records a state change librdmacm made on the QP (RTS on connect, ERR on disconnect). */
+    public abstract void track(QueuePair qp, QpState state);
+}
