@@ -958,7 +958,7 @@ static void handle_req(struct cm_id *idp, const struct wire_msg *m)
 	}
 	memcpy(&idp->id.route.addr.src_storage, &local, ll);
 	memcpy(&idp->id.route.addr.dst_storage, &peer, pl);
-	idp->id.route.addr.addr.ibaddr.dgid = *(union ibv_gid *)m->gid;
+	memcpy(idp->id.route.addr.addr.ibaddr.dgid.raw, m->gid, 16);
 	fill_route(idp);
 	remote_from_msg(idp, m);
 	idp->responder_resources = clamp_u8(m->initiator_depth, idp->dev->attr.max_qp_rd_atom);
