@@ -108,6 +108,11 @@ perftest_client_check() {
 	grep -Eq '^ *2 +1000 ' "$2" || echo "no result line in the client output"
 }
 
+# bandwidth tests: a result row (bytes, iterations, numbers) from the client
+perftest_bw_check() {
+	grep -Eq '^ *65536 +[0-9]+ +[0-9.]+ +[0-9.]+' "$2" || echo "no bandwidth result in the client output"
+}
+
 complete_check() {
 	grep -q 'return status 0' "$1" && grep -q 'return status 0' "$2" || echo "tool did not report status 0"
 }
@@ -125,6 +130,11 @@ pair rping-self-managed-qp "rping -s -q -a 127.0.0.1 -p $(P) -v -V -C 5" \
 pair ib_send_lat-R "ib_send_lat -R -x 1 -p $(P)" "ib_send_lat -R -x 1 -p $(P) 127.0.0.1" perftest_check
 pair ib_write_lat-R "ib_write_lat -R -x 1 -p $(P)" "ib_write_lat -R -x 1 -p $(P) 127.0.0.1" perftest_check
 pair ib_read_lat-R "ib_read_lat -R -x 1 -p $(P)" "ib_read_lat -R -x 1 -p $(P) 127.0.0.1" perftest_client_check
+pair ib_send_lat-R-UD "ib_send_lat -R -x 1 -c UD -p $(P)" "ib_send_lat -R -x 1 -c UD -p $(P) 127.0.0.1" \
+	perftest_check
+pair ib_send_lat-R-events "ib_send_lat -R -x 1 -e -p $(P)" "ib_send_lat -R -x 1 -e -p $(P) 127.0.0.1" perftest_check
+pair ib_write_bw-R-4-qps "ib_write_bw -R -x 1 -q 4 -p $(P)" "ib_write_bw -R -x 1 -q 4 -p $(P) 127.0.0.1" \
+	perftest_bw_check
 pair ucmatose-4-connections "ucmatose -b 127.0.0.1 -p $(P) -c 4 -C 10" \
 	"ucmatose -s 127.0.0.1 -p $(P) -c 4 -C 10" complete_check
 # udaddy has no port option: it always uses 7174 (its -p is the port space)
