@@ -38,13 +38,13 @@ import java.util.function.Consumer;
 public final class Context implements AutoCloseable {
 
     /** {@code verbs_context} lies before {@code ibv_context}; its size in rdma-core 44. */
-    private static final long VERBS_CONTEXT_SIZE = 648;
+    static final long VERBS_CONTEXT_SIZE = 648;
     /** Offset of {@code ibv_context} inside {@code verbs_context}. */
-    private static final long CONTEXT_IN_VCTX = 320;
+    static final long CONTEXT_IN_VCTX = 320;
     /** Offset of {@code query_port} in {@code verbs_context} (its first member). */
-    private static final long VCTX_QUERY_PORT = 0;
+    static final long VCTX_QUERY_PORT = 0;
     /** Offset of {@code size_t sz} in {@code verbs_context} (just before {@code ibv_context}). */
-    private static final long VCTX_SZ = CONTEXT_IN_VCTX - 8;
+    static final long VCTX_SZ = CONTEXT_IN_VCTX - 8;
     /** {@code int (*query_port)(struct ibv_context *, uint8_t, struct ibv_port_attr *, size_t)}. */
     private static final MethodHandle QUERY_PORT_EX = Native.functionPointer(FunctionDescriptor.of(ValueLayout.JAVA_INT,
             ValueLayout.ADDRESS, ValueLayout.JAVA_BYTE, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG), false);
