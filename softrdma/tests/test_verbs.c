@@ -1,0 +1,715 @@
+/*
+ * softrdma behaviour tests: state machine, data path, error statuses, completion
+ * channels, SRQ limit, fault injection and cross-process transport.
+ * Runs against whichever libibverbs.so.1 LD_LIBRARY_PATH selects (softrdma in `make check`).
+ */
+#define _GNU_SOURCE
+#include <infiniband/verbs.h>
+#include <poll.h>
+#include <unistd.h>
+#include <sys/wait.h>
+#include <arpa/inet.h>
+#include <stdint.h>
+#include "testlib.h"
+
+#define BUF (2 << 20)
+
+struct env {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *cq;     /* send + recv for qa */
+	struct ibv_cq *cqb;    /* send + recv for qb */
+	struct ibv_qp *qa, *qb;
+	unsigned char *a, *b;
+	struct ibv_mr *ma, *mb;
+	union ibv_gid gid;
+};
+
+static struct ibv_context *open_dev(void)
+{
+	int n = 0;
+	struct ibv_device **l = ibv_get_device_list(&n);
+	if (!l || n < 1) {
+		fprintf(stderr, "no RDMA device\n");
+		exit(2);
+	}
+	struct ibv_context *c = ibv_open_device(l[0]);
+	ibv_free_device_list(l);
+	if (!c) {
+		fprintf(stderr, "cannot open device\n");
+		exit(2);
+	}
+	return c;
+}
+
+static struct ibv_qp *mkqp(struct env *e, struct ibv_cq *cq, enum ibv_qp_type t, struct ibv_srq *srq)
+{
+	struct ibv_qp_init_attr ia = { .send_cq = cq, .recv_cq = cq, .srq = srq, .qp_type = t,
+				       .cap = { .max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 4,
+						.max_recv_sge = 4, .max_inline_data = 64 } };
+	return ibv_create_qp(e->pd, &ia);
+}
+
+static int to_init(struct ibv_qp *q)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .pkey_index = 0, .qkey = 0x11111111,
+				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+						    IBV_ACCESS_REMOTE_ATOMIC };
+	int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+		   (q->qp_type == IBV_QPT_UD ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS);
+	return ibv_modify_qp(q, &a, mask);
+}
+
+static int to_rtr(struct ibv_qp *q, uint32_t dqpn, union ibv_gid *gid, uint8_t rnr_timer)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = dqpn,
+				 .rq_psn = 100, .max_dest_rd_atomic = 4, .min_rnr_timer = rnr_timer };
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = *gid;
+	a.ah_attr.grh.sgid_index = 1;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.port_num = 1;
+	if (q->qp_type == IBV_QPT_UD)
+		return ibv_modify_qp(q, &a, IBV_QP_STATE);
+	int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+	if (q->qp_type == IBV_QPT_RC)
+		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	return ibv_modify_qp(q, &a, mask);
+}
+
+static int to_rts(struct ibv_qp *q, uint8_t timeout, uint8_t retry, uint8_t rnr_retry)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTS, .sq_psn = 100, .timeout = timeout,
+				 .retry_cnt = retry, .rnr_retry = rnr_retry, .max_rd_atomic = 4 };
+	int mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+	if (q->qp_type == IBV_QPT_RC)
+		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+	return ibv_modify_qp(q, &a, mask);
+}
+
+static void connect_pair(struct env *e, enum ibv_qp_type t, uint8_t rnr_retry)
+{
+	to_init(e->qa);
+	to_init(e->qb);
+	to_rtr(e->qa, e->qb->qp_num, &e->gid, 1);
+	to_rtr(e->qb, e->qa->qp_num, &e->gid, 1);
+	to_rts(e->qa, 10, 3, rnr_retry);
+	to_rts(e->qb, 10, 3, rnr_retry);
+	(void)t;
+}
+
+static void env_up(struct env *e, enum ibv_qp_type t, uint8_t rnr_retry)
+{
+	memset(e, 0, sizeof(*e));
+	e->ctx = open_dev();
+	e->pd = ibv_alloc_pd(e->ctx);
+	e->ch = ibv_create_comp_channel(e->ctx);
+	e->cq = ibv_create_cq(e->ctx, 256, NULL, e->ch, 0);
+	e->cqb = ibv_create_cq(e->ctx, 256, NULL, e->ch, 0);
+	e->a = aligned_alloc(4096, BUF);
+	e->b = aligned_alloc(4096, BUF);
+	memset(e->a, 0, BUF);
+	memset(e->b, 0, BUF);
+	int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+		  IBV_ACCESS_REMOTE_ATOMIC;
+	e->ma = ibv_reg_mr(e->pd, e->a, BUF, acc);
+	e->mb = ibv_reg_mr(e->pd, e->b, BUF, acc);
+	ibv_query_gid(e->ctx, 1, 1, &e->gid);
+	e->qa = mkqp(e, e->cq, t, NULL);
+	e->qb = mkqp(e, e->cqb, t, NULL);
+	if (!e->pd || !e->cq || !e->cqb || !e->ma || !e->mb || !e->qa || !e->qb) {
+		fprintf(stderr, "setup failed: %s\n", strerror(errno));
+		exit(2);
+	}
+	connect_pair(e, t, rnr_retry);
+}
+
+static void env_down(struct env *e)
+{
+	ibv_destroy_qp(e->qa);
+	ibv_destroy_qp(e->qb);
+	ibv_dereg_mr(e->ma);
+	ibv_dereg_mr(e->mb);
+	ibv_destroy_cq(e->cq);
+	ibv_destroy_cq(e->cqb);
+	ibv_destroy_comp_channel(e->ch);
+	ibv_dealloc_pd(e->pd);
+	ibv_close_device(e->ctx);
+	free(e->a);
+	free(e->b);
+}
+
+/* Waits up to ~5 s for one completion. */
+static int wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	for (int i = 0; i < 500000; i++) {
+		int n = ibv_poll_cq(cq, 1, wc);
+		if (n)
+			return n;
+		usleep(10);
+	}
+	return 0;
+}
+
+static int post_recv(struct ibv_qp *q, void *addr, uint32_t len, uint32_t lkey, uint64_t id)
+{
+	struct ibv_sge s = { (uintptr_t)addr, len, lkey };
+	struct ibv_recv_wr w = { .wr_id = id, .sg_list = &s, .num_sge = 1 }, *bad;
+	return ibv_post_recv(q, &w, &bad);
+}
+
+static int post1(struct ibv_qp *q, enum ibv_wr_opcode op, void *addr, uint32_t len, uint32_t lkey,
+		 uint64_t raddr, uint32_t rkey, uint64_t id, unsigned flags)
+{
+	struct ibv_sge s = { (uintptr_t)addr, len, lkey };
+	struct ibv_send_wr w = { .wr_id = id, .sg_list = &s, .num_sge = 1, .opcode = op,
+				 .send_flags = flags | IBV_SEND_SIGNALED }, *bad;
+	w.wr.rdma.remote_addr = raddr;
+	w.wr.rdma.rkey = rkey;
+	w.imm_data = htonl(0xabcd1234);
+	return ibv_post_send(q, &w, &bad);
+}
+
+/* ---------------------------------------------------------------- data path */
+
+static void rc_data_ops(struct env *e, const char *tag)
+{
+	struct ibv_wc wc;
+	char what[128];
+	size_t sizes[] = { 1, 1000, 1024, 5000, 300000 };
+	for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		size_t n = sizes[i];
+		/* SEND / RECV */
+		t_fill(e->a, n, (unsigned)n);
+		memset(e->b, 0, n);
+		post_recv(e->qb, e->b, (uint32_t)n, e->mb->lkey, 7);
+		CHECK_EQ(post1(e->qa, IBV_WR_SEND, e->a, (uint32_t)n, e->ma->lkey, 0, 0, 1, 0), 0, "post send");
+		snprintf(what, sizeof(what), "%s send %zu status", tag, n);
+		CHECK(wait_wc(e->cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_SEND, "%s", what);
+		CHECK(wait_wc(e->cqb, &wc) && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV &&
+		      wc.byte_len == n && wc.wr_id == 7, "%s recv", what);
+		CHECK(t_checksum(e->a, n) == t_checksum(e->b, n), "%s send %zu checksum", tag, n);
+		/* RDMA WRITE */
+		t_fill(e->a, n, (unsigned)n + 1);
+		CHECK_EQ(post1(e->qa, IBV_WR_RDMA_WRITE, e->a, (uint32_t)n, e->ma->lkey, (uintptr_t)e->b + 4096,
+			       e->mb->rkey, 2, 0), 0, "post write");
+		CHECK(wait_wc(e->cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RDMA_WRITE,
+		      "%s write %zu", tag, n);
+		CHECK(t_checksum(e->a, n) == t_checksum(e->b + 4096, n), "%s write %zu checksum", tag, n);
+		/* RDMA READ */
+		t_fill(e->b + 8192, n, (unsigned)n + 2);
+		CHECK_EQ(post1(e->qa, IBV_WR_RDMA_READ, e->a + 8192, (uint32_t)n, e->ma->lkey,
+			       (uintptr_t)e->b + 8192, e->mb->rkey, 3, 0), 0, "post read");
+		CHECK(wait_wc(e->cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RDMA_READ &&
+		      wc.byte_len == n, "%s read %zu", tag, n);
+		CHECK(t_checksum(e->a + 8192, n) == t_checksum(e->b + 8192, n), "%s read %zu checksum", tag, n);
+	}
+	/* SEND_WITH_IMM and WRITE_WITH_IMM carry the immediate */
+	post_recv(e->qb, e->b, 64, e->mb->lkey, 8);
+	post1(e->qa, IBV_WR_SEND_WITH_IMM, e->a, 16, e->ma->lkey, 0, 0, 4, 0);
+	CHECK(wait_wc(e->cq, &wc) && wc.status == IBV_WC_SUCCESS, "%s send_imm", tag);
+	CHECK(wait_wc(e->cqb, &wc) && (wc.wc_flags & IBV_WC_WITH_IMM) && wc.imm_data == htonl(0xabcd1234),
+	      "%s send_imm immediate", tag);
+	post_recv(e->qb, e->b, 64, e->mb->lkey, 9);
+	post1(e->qa, IBV_WR_RDMA_WRITE_WITH_IMM, e->a, 100, e->ma->lkey, (uintptr_t)e->b + 65536, e->mb->rkey, 5, 0);
+	CHECK(wait_wc(e->cq, &wc) && wc.status == IBV_WC_SUCCESS, "%s write_imm", tag);
+	CHECK(wait_wc(e->cqb, &wc) && wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM && wc.byte_len == 100 &&
+	      wc.imm_data == htonl(0xabcd1234), "%s write_imm recv", tag);
+	CHECK(!memcmp(e->a, e->b + 65536, 100), "%s write_imm data", tag);
+	/* atomics on an aligned word */
+	uint64_t *target = (uint64_t *)(e->b + 128 * 1024);
+	*target = 40;
+	struct ibv_sge s = { (uintptr_t)e->a, 8, e->ma->lkey };
+	struct ibv_send_wr w = { .wr_id = 6, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+				 .send_flags = IBV_SEND_SIGNALED }, *bad;
+	w.wr.atomic.remote_addr = (uintptr_t)target;
+	w.wr.atomic.rkey = e->mb->rkey;
+	w.wr.atomic.compare_add = 2;
+	CHECK_EQ(ibv_post_send(e->qa, &w, &bad), 0, "post faa");
+	CHECK(wait_wc(e->cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_FETCH_ADD, "%s faa", tag);
+	CHECK(*(uint64_t *)e->a == 40 && *target == 42, "%s faa values %llu %llu", tag,
+	      (unsigned long long)*(uint64_t *)e->a, (unsigned long long)*target);
+	w.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+	w.wr.atomic.compare_add = 42;
+	w.wr.atomic.swap = 7;
+	CHECK_EQ(ibv_post_send(e->qa, &w, &bad), 0, "post cas");
+	CHECK(wait_wc(e->cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_COMP_SWAP, "%s cas", tag);
+	CHECK(*(uint64_t *)e->a == 42 && *target == 7, "%s cas values", tag);
+	/* SGE list gather + inline */
+	struct ibv_sge sg[3] = { { (uintptr_t)e->a, 10, e->ma->lkey }, { (uintptr_t)e->a + 100, 20, e->ma->lkey },
+				 { (uintptr_t)e->a + 200, 30, e->ma->lkey } };
+	t_fill(e->a, 256, 99);
+	post_recv(e->qb, e->b, 128, e->mb->lkey, 10);
+	struct ibv_send_wr g = { .wr_id = 11, .sg_list = sg, .num_sge = 3, .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE };
+	CHECK_EQ(ibv_post_send(e->qa, &g, &bad), 0, "post inline gather");
+	memset(e->a, 0, 256); /* inline data was captured at post time */
+	CHECK(wait_wc(e->cq, &wc) && wc.status == IBV_WC_SUCCESS, "%s inline", tag);
+	CHECK(wait_wc(e->cqb, &wc) && wc.byte_len == 60, "%s inline recv", tag);
+	unsigned char ref[256];
+	t_fill(ref, 256, 99);
+	CHECK(!memcmp(e->b, ref, 10) && !memcmp(e->b + 10, ref + 100, 20) && !memcmp(e->b + 30, ref + 200, 30),
+	      "%s gather order", tag);
+	/* unsignaled WRs produce no completion */
+	post_recv(e->qb, e->b, 64, e->mb->lkey, 12);
+	struct ibv_send_wr u = { .wr_id = 13, .sg_list = sg, .num_sge = 1, .opcode = IBV_WR_SEND };
+	CHECK_EQ(ibv_post_send(e->qa, &u, &bad), 0, "post unsignaled");
+	CHECK(wait_wc(e->cqb, &wc) && wc.wr_id == 12, "%s unsignaled delivered", tag);
+	usleep(20000);
+	CHECK_EQ(ibv_poll_cq(e->cq, 1, &wc), 0, "unsignaled send has no completion");
+}
+
+/* ---------------------------------------------------------------- errors */
+
+static void test_errors(void)
+{
+	struct env e;
+	struct ibv_wc wc;
+	struct ibv_send_wr *bad;
+
+	/* bad rkey -> REM_ACCESS_ERR, requester and responder QPs to ERR, later WRs flushed */
+	env_up(&e, IBV_QPT_RC, 7);
+	post1(e.qa, IBV_WR_RDMA_WRITE, e.a, 64, e.ma->lkey, (uintptr_t)e.b, e.mb->rkey ^ 0x100, 1, 0);
+	post1(e.qa, IBV_WR_RDMA_WRITE, e.a, 64, e.ma->lkey, (uintptr_t)e.b, e.mb->rkey, 2, 0);
+	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_REM_ACCESS_ERR && wc.wr_id == 1, "bad rkey status %d", wc.status);
+	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_WR_FLUSH_ERR && wc.wr_id == 2, "flush after error %d", wc.status);
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+	usleep(20000);
+	ibv_query_qp(e.qa, &qa, IBV_QP_STATE, &qi);
+	CHECK_EQ(qa.qp_state, IBV_QPS_ERR, "requester state after REM_ACCESS_ERR");
+	ibv_query_qp(e.qb, &qa, IBV_QP_STATE, &qi);
+	CHECK_EQ(qa.qp_state, IBV_QPS_ERR, "responder state after access violation");
+	env_down(&e);
+
+	/* out of MR bounds remote write and read */
+	env_up(&e, IBV_QPT_RC, 7);
+	post1(e.qa, IBV_WR_RDMA_READ, e.a, 64, e.ma->lkey, (uintptr_t)e.b + BUF - 32, e.mb->rkey, 1, 0);
+	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_REM_ACCESS_ERR, "read past MR end %d", wc.status);
+	env_down(&e);
+
+	/* MR without remote write permission */
+	env_up(&e, IBV_QPT_RC, 7);
+	struct ibv_mr *ro = ibv_reg_mr(e.pd, e.b + BUF / 2, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+	post1(e.qa, IBV_WR_RDMA_WRITE, e.a, 64, e.ma->lkey, (uintptr_t)e.b + BUF / 2, ro->rkey, 1, 0);
+	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_REM_ACCESS_ERR, "write to read-only MR %d", wc.status);
+	ibv_dereg_mr(ro);
+	env_down(&e);
+
+	/* bad lkey and local buffer outside its MR -> LOC_PROT_ERR */
+	env_up(&e, IBV_QPT_RC, 7);
+	post1(e.qa, IBV_WR_SEND, e.a, 64, e.ma->lkey + 0x1000, 0, 0, 1, 0);
+	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_LOC_PROT_ERR, "bad lkey %d", wc.status);
+	env_down(&e);
+	env_up(&e, IBV_QPT_RC, 7);
+	post1(e.qa, IBV_WR_RDMA_WRITE, e.a + BUF - 10, 64, e.ma->lkey, (uintptr_t)e.b, e.mb->rkey, 1, 0);
+	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_LOC_PROT_ERR, "local buffer past MR %d", wc.status);
+	env_down(&e);
+
+	/* receive buffer too small -> LOC_LEN_ERR at responder, REM_INV_REQ_ERR at requester */
+	env_up(&e, IBV_QPT_RC, 7);
+	post_recv(e.qb, e.b, 16, e.mb->lkey, 1);
+	post1(e.qa, IBV_WR_SEND, e.a, 64, e.ma->lkey, 0, 0, 2, 0);
+	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_REM_INV_REQ_ERR, "short recv requester %d", wc.status);
+	CHECK(wait_wc(e.cqb, &wc) && wc.status == IBV_WC_LOC_LEN_ERR, "short recv responder %d", wc.status);
+	env_down(&e);
+
+	/* no receive and rnr_retry 0 -> RNR_RETRY_EXC_ERR */
+	env_up(&e, IBV_QPT_RC, 0);
+	post1(e.qa, IBV_WR_SEND, e.a, 64, e.ma->lkey, 0, 0, 1, 0);
+	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_RNR_RETRY_EXC_ERR, "rnr exhausted %d", wc.status);
+	env_down(&e);
+
+	/* RNR with retries: the receive posted later is used */
+	env_up(&e, IBV_QPT_RC, 7);
+	post1(e.qa, IBV_WR_SEND, e.a, 64, e.ma->lkey, 0, 0, 1, 0);
+	usleep(5000);
+	CHECK_EQ(ibv_poll_cq(e.cq, 1, &wc), 0, "send waits while receiver not ready");
+	post_recv(e.qb, e.b, 64, e.mb->lkey, 2);
+	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_SUCCESS, "send after RNR %d", wc.status);
+	env_down(&e);
+
+	/* peer gone -> RETRY_EXC_ERR after timeout/retry_cnt */
+	env_up(&e, IBV_QPT_RC, 7);
+	ibv_destroy_qp(e.qb);
+	e.qb = mkqp(&e, e.cqb, IBV_QPT_RC, NULL); /* keep env_down happy */
+	post1(e.qa, IBV_WR_SEND, e.a, 64, e.ma->lkey, 0, 0, 1, 0);
+	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_RETRY_EXC_ERR, "peer gone %d", wc.status);
+	env_down(&e);
+
+	/* post-time errors: too many SGEs, queue full, wrong state */
+	env_up(&e, IBV_QPT_RC, 7);
+	struct ibv_sge sg[8];
+	for (int i = 0; i < 8; i++)
+		sg[i] = (struct ibv_sge){ (uintptr_t)e.a, 8, e.ma->lkey };
+	struct ibv_send_wr w = { .sg_list = sg, .num_sge = 5, .opcode = IBV_WR_SEND };
+	CHECK_EQ(ibv_post_send(e.qa, &w, &bad), EINVAL, "too many SGEs");
+	CHECK(bad == &w, "bad_wr points at the failing WR");
+	struct ibv_recv_wr rw = { .sg_list = sg, .num_sge = 5 }, *rbad;
+	CHECK_EQ(ibv_post_recv(e.qb, &rw, &rbad), EINVAL, "too many recv SGEs");
+	rw.num_sge = 1;
+	int rc = 0, k;
+	for (k = 0; k < 100 && !rc; k++)
+		rc = ibv_post_recv(e.qb, &rw, &rbad);
+	CHECK(rc == ENOMEM && k == 65, "recv queue overflow rc=%d after %d", rc, k);
+	env_down(&e);
+
+	env_up(&e, IBV_QPT_RC, 7);
+	struct ibv_qp *q = mkqp(&e, e.cq, IBV_QPT_RC, NULL);
+	w.num_sge = 1;
+	CHECK_EQ(ibv_post_send(q, &w, &bad), EINVAL, "send in RESET");
+	to_init(q);
+	CHECK_EQ(ibv_post_send(q, &w, &bad), EINVAL, "send in INIT");
+	/* moving to ERR flushes posted receives */
+	post_recv(q, e.a, 8, e.ma->lkey, 77);
+	struct ibv_qp_attr at = { .qp_state = IBV_QPS_ERR };
+	CHECK_EQ(ibv_modify_qp(q, &at, IBV_QP_STATE), 0, "to ERR");
+	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_WR_FLUSH_ERR && wc.wr_id == 77, "recv flushed %d", wc.status);
+	/* and WRs posted in ERR are flushed too */
+	w.wr_id = 78;
+	CHECK_EQ(ibv_post_send(q, &w, &bad), 0, "post in ERR accepted");
+	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_WR_FLUSH_ERR && wc.wr_id == 78, "send in ERR flushed");
+	ibv_destroy_qp(q);
+	env_down(&e);
+}
+
+/* ---------------------------------------------------------------- state machine */
+
+static void test_state_machine(void)
+{
+	struct env e;
+	env_up(&e, IBV_QPT_RC, 7);
+	union ibv_gid gid = e.gid;
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr qi;
+	enum ibv_qp_type types[] = { IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD };
+	for (int ti = 0; ti < 3; ti++) {
+		enum ibv_qp_type t = types[ti];
+		struct ibv_qp *q = mkqp(&e, e.cq, t, NULL);
+		memset(&a, 0, sizeof(a));
+		/* illegal from RESET */
+		a.qp_state = IBV_QPS_RTR;
+		CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE), EINVAL, "RESET->RTR");
+		a.qp_state = IBV_QPS_RTS;
+		CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE), EINVAL, "RESET->RTS");
+		a.qp_state = IBV_QPS_INIT;
+		CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE), EINVAL, "RESET->INIT without required attrs");
+		a.port_num = 1;
+		CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY |
+					   IBV_QP_ACCESS_FLAGS), EINVAL, "RESET->INIT with a foreign attr");
+		CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_SQ_PSN |
+					   (t == IBV_QPT_UD ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS)), EINVAL,
+			 "RESET->INIT with SQ_PSN");
+		a.port_num = 2;
+		CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					   (t == IBV_QPT_UD ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS)), EINVAL, "bad port");
+		CHECK_EQ(to_init(q), 0, "RESET->INIT");
+		CHECK_EQ(to_init(q), 0, "INIT->INIT");
+		a.qp_state = IBV_QPS_RTS;
+		CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE), EINVAL, "INIT->RTS");
+		if (t != IBV_QPT_UD) {
+			/* RoCE: no GRH -> EINVAL; missing required attrs -> EINVAL */
+			struct ibv_qp_attr r = { .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = 5,
+						 .max_dest_rd_atomic = 1 };
+			r.ah_attr.port_num = 1;
+			int m = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+				(t == IBV_QPT_RC ? IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER : 0);
+			CHECK_EQ(ibv_modify_qp(q, &r, m), EINVAL, "RTR without GRH");
+			r.ah_attr.is_global = 1;
+			r.ah_attr.grh.dgid = gid;
+			r.ah_attr.grh.sgid_index = 1;
+			CHECK_EQ(ibv_modify_qp(q, &r, m & ~IBV_QP_RQ_PSN), EINVAL, "RTR without RQ_PSN");
+			if (t == IBV_QPT_UC)
+				CHECK_EQ(ibv_modify_qp(q, &r, m | IBV_QP_MAX_DEST_RD_ATOMIC), EINVAL, "UC RTR with rd_atomic");
+			CHECK_EQ(ibv_modify_qp(q, &r, m), 0, "INIT->RTR");
+		} else {
+			CHECK_EQ(to_rtr(q, 0, &gid, 0), 0, "UD INIT->RTR");
+		}
+		ibv_query_qp(q, &a, IBV_QP_STATE, &qi);
+		CHECK_EQ(a.qp_state, IBV_QPS_RTR, "query RTR");
+		a.qp_state = IBV_QPS_RTS;
+		CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE), EINVAL, "RTR->RTS without SQ_PSN");
+		CHECK_EQ(to_rts(q, 14, 7, 7), 0, "RTR->RTS");
+		a.qp_state = IBV_QPS_RTR;
+		CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE), EINVAL, "RTS->RTR");
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_RTS;
+		CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE), 0, "RTS->RTS");
+		a.qp_state = IBV_QPS_SQD;
+		CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE), 0, "RTS->SQD");
+		ibv_query_qp(q, &a, IBV_QP_STATE, &qi);
+		CHECK_EQ(a.qp_state, IBV_QPS_SQD, "query SQD");
+		a.qp_state = IBV_QPS_INIT;
+		CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE), EINVAL, "SQD->INIT");
+		a.qp_state = IBV_QPS_RTS;
+		CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE), 0, "SQD->RTS");
+		a.qp_state = IBV_QPS_SQE;
+		CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE), EINVAL, "RTS->SQE by the user");
+		a.qp_state = IBV_QPS_ERR;
+		CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE), 0, "RTS->ERR");
+		a.qp_state = IBV_QPS_RTS;
+		CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE), EINVAL, "ERR->RTS");
+		a.qp_state = IBV_QPS_RESET;
+		CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE), 0, "ERR->RESET");
+		CHECK_EQ(to_init(q), 0, "RESET->INIT again");
+		a.qp_state = IBV_QPS_RESET;
+		CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE), 0, "INIT->RESET");
+		a.cur_qp_state = IBV_QPS_RTS;
+		a.qp_state = IBV_QPS_INIT;
+		CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_CUR_STATE), EINVAL, "wrong cur_qp_state");
+		ibv_destroy_qp(q);
+	}
+	env_down(&e);
+}
+
+/* ---------------------------------------------------------------- channels, SRQ, UD */
+
+static void test_channels_srq_ud(void)
+{
+	struct env e;
+	struct ibv_wc wc;
+	env_up(&e, IBV_QPT_RC, 7);
+	/* solicited-only arming ignores an unsolicited completion, fires on a solicited one */
+	CHECK_EQ(ibv_req_notify_cq(e.cqb, 1), 0, "arm solicited");
+	post_recv(e.qb, e.b, 64, e.mb->lkey, 1);
+	post_recv(e.qb, e.b, 64, e.mb->lkey, 2);
+	post1(e.qa, IBV_WR_SEND, e.a, 8, e.ma->lkey, 0, 0, 1, 0);
+	wait_wc(e.cq, &wc);
+	struct pollfd pfd = { .fd = e.ch->fd, .events = POLLIN };
+	CHECK_EQ(poll(&pfd, 1, 50), 0, "no event for an unsolicited completion");
+	post1(e.qa, IBV_WR_SEND, e.a, 8, e.ma->lkey, 0, 0, 2, IBV_SEND_SOLICITED);
+	wait_wc(e.cq, &wc);
+	CHECK_EQ(poll(&pfd, 1, 2000), 1, "event for a solicited completion");
+	struct ibv_cq *ecq;
+	void *ectx;
+	CHECK_EQ(ibv_get_cq_event(e.ch, &ecq, &ectx), 0, "get_cq_event");
+	CHECK(ecq == e.cqb, "event names the CQ");
+	ibv_ack_cq_events(ecq, 1);
+	CHECK_EQ(ibv_poll_cq(e.cqb, 2, (struct ibv_wc[2]){ 0 }), 2, "both receives completed");
+	env_down(&e);
+
+	/* SRQ limit event */
+	env_up(&e, IBV_QPT_RC, 7);
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 16, .max_sge = 1, .srq_limit = 2 } };
+	struct ibv_srq *srq = ibv_create_srq(e.pd, &sa);
+	CHECK(srq != NULL, "create srq");
+	struct ibv_qp *qs = mkqp(&e, e.cqb, IBV_QPT_RC, srq);
+	to_init(qs);
+	to_rtr(qs, e.qa->qp_num, &e.gid, 1);
+	to_rtr(e.qa, qs->qp_num, &e.gid, 1); /* re-pointing RTR is not allowed: use a fresh requester */
+	struct ibv_qp *qr = mkqp(&e, e.cq, IBV_QPT_RC, NULL);
+	to_init(qr);
+	to_rtr(qr, qs->qp_num, &e.gid, 1);
+	to_rts(qr, 10, 3, 7);
+	struct ibv_qp_attr fix = { .dest_qp_num = qr->qp_num };
+	(void)fix;
+	ibv_destroy_qp(qs);
+	qs = mkqp(&e, e.cqb, IBV_QPT_RC, srq);
+	to_init(qs);
+	to_rtr(qs, qr->qp_num, &e.gid, 1);
+	ibv_destroy_qp(qr);
+	qr = mkqp(&e, e.cq, IBV_QPT_RC, NULL);
+	to_init(qr);
+	to_rtr(qr, qs->qp_num, &e.gid, 1);
+	to_rts(qr, 10, 3, 7);
+	/* qs was connected to the destroyed QPN; reconnect it through RESET */
+	struct ibv_qp_attr rs = { .qp_state = IBV_QPS_RESET };
+	ibv_modify_qp(qs, &rs, IBV_QP_STATE);
+	to_init(qs);
+	to_rtr(qs, qr->qp_num, &e.gid, 1);
+	for (int i = 0; i < 4; i++) {
+		struct ibv_sge s = { (uintptr_t)e.b + i * 64, 64, e.mb->lkey };
+		struct ibv_recv_wr w = { .wr_id = 100 + i, .sg_list = &s, .num_sge = 1 }, *bad;
+		ibv_post_srq_recv(srq, &w, &bad);
+	}
+	for (int i = 0; i < 3; i++)
+		post1(qr, IBV_WR_SEND, e.a, 8, e.ma->lkey, 0, 0, i, 0);
+	int got = 0;
+	for (int i = 0; i < 3; i++)
+		got += wait_wc(e.cqb, &wc) && wc.status == IBV_WC_SUCCESS && wc.wr_id == (uint64_t)(100 + i);
+	CHECK_EQ(got, 3, "SRQ receives in order");
+	pfd.fd = e.ctx->async_fd;
+	CHECK_EQ(poll(&pfd, 1, 2000), 1, "async event pending");
+	struct ibv_async_event ev;
+	CHECK(ibv_get_async_event(e.ctx, &ev) == 0 && ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED &&
+	      ev.element.srq == srq, "SRQ limit event");
+	ibv_ack_async_event(&ev);
+	ibv_destroy_qp(qs);
+	ibv_destroy_qp(qr);
+	ibv_destroy_srq(srq);
+	env_down(&e);
+
+	/* UD: GRH area, src_qp, q_key check */
+	env_up(&e, IBV_QPT_UD, 7);
+	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1 };
+	aa.grh.dgid = e.gid;
+	aa.grh.sgid_index = 1;
+	struct ibv_ah *ah = ibv_create_ah(e.pd, &aa);
+	CHECK(ah != NULL, "create ah");
+	t_fill(e.a, 512, 5);
+	post_recv(e.qb, e.b, 1024, e.mb->lkey, 1);
+	struct ibv_sge s = { (uintptr_t)e.a, 512, e.ma->lkey };
+	struct ibv_send_wr w = { .wr_id = 1, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED }, *bad;
+	w.wr.ud.ah = ah;
+	w.wr.ud.remote_qpn = e.qb->qp_num;
+	w.wr.ud.remote_qkey = 0x11111111;
+	CHECK_EQ(ibv_post_send(e.qa, &w, &bad), 0, "ud post");
+	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_SUCCESS, "ud send");
+	CHECK(wait_wc(e.cqb, &wc) && wc.status == IBV_WC_SUCCESS && wc.byte_len == 512 + 40 &&
+	      (wc.wc_flags & IBV_WC_GRH) && wc.src_qp == e.qa->qp_num, "ud recv len %u", wc.byte_len);
+	CHECK(!memcmp(e.a, e.b + 40, 512), "ud payload after the GRH");
+	post_recv(e.qb, e.b, 1024, e.mb->lkey, 2);
+	w.wr.ud.remote_qkey = 0x2222;
+	ibv_post_send(e.qa, &w, &bad);
+	wait_wc(e.cq, &wc);
+	usleep(20000);
+	CHECK_EQ(ibv_poll_cq(e.cqb, 1, &wc), 0, "wrong q_key dropped");
+	ibv_destroy_ah(ah);
+	env_down(&e);
+}
+
+/* ---------------------------------------------------------------- faults and processes */
+
+static int child_faults(const char *spec)
+{
+	setenv("SOFTRDMA_FAULTS", spec, 1);
+	struct env e;
+	env_up(&e, IBV_QPT_RC, 7);
+	char tag[96];
+	snprintf(tag, sizeof(tag), "faults %s", spec);
+	rc_data_ops(&e, tag);
+	env_down(&e);
+	return t_fail;
+}
+
+/* Server and client in two processes exchange QPNs over a pipe, then move data. */
+static int cross_process(void)
+{
+	int p2c[2], c2p[2];
+	if (pipe(p2c) || pipe(c2p))
+		return 1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct env e;
+		memset(&e, 0, sizeof(e));
+		e.ctx = open_dev();
+		e.pd = ibv_alloc_pd(e.ctx);
+		e.cqb = ibv_create_cq(e.ctx, 64, NULL, NULL, 0);
+		e.b = aligned_alloc(4096, BUF);
+		e.mb = ibv_reg_mr(e.pd, e.b, BUF, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+		t_fill(e.b, BUF, 77);
+		ibv_query_gid(e.ctx, 1, 1, &e.gid);
+		e.qb = mkqp(&e, e.cqb, IBV_QPT_RC, NULL);
+		uint32_t info[2] = { e.qb->qp_num, e.mb->rkey }, peer;
+		uint64_t addr = (uintptr_t)e.b;
+		if (write(c2p[1], info, 8) != 8 || write(c2p[1], &addr, 8) != 8 || read(p2c[0], &peer, 4) != 4)
+			_exit(3);
+		to_init(e.qb);
+		to_rtr(e.qb, peer, &e.gid, 1);
+		to_rts(e.qb, 14, 7, 7);
+		post_recv(e.qb, e.b, 300000, e.mb->lkey, 1);
+		char go = 1;
+		if (write(c2p[1], &go, 1) != 1)
+			_exit(3);
+		struct ibv_wc wc;
+		int ok = wait_wc(e.cqb, &wc) && wc.status == IBV_WC_SUCCESS && wc.byte_len == 300000;
+		unsigned long sum = t_checksum(e.b, 300000);
+		if (write(c2p[1], &sum, sizeof(sum)) != sizeof(sum))
+			_exit(3);
+		/* stay alive (without any verb call) while the peer writes and reads our memory */
+		if (read(p2c[0], &go, 1) != 1)
+			_exit(3);
+		_exit(ok ? 0 : 4);
+	}
+	struct env e;
+	memset(&e, 0, sizeof(e));
+	e.ctx = open_dev();
+	e.pd = ibv_alloc_pd(e.ctx);
+	e.cq = ibv_create_cq(e.ctx, 64, NULL, NULL, 0);
+	e.a = aligned_alloc(4096, BUF);
+	e.ma = ibv_reg_mr(e.pd, e.a, BUF, IBV_ACCESS_LOCAL_WRITE);
+	ibv_query_gid(e.ctx, 1, 1, &e.gid);
+	e.qa = mkqp(&e, e.cq, IBV_QPT_RC, NULL);
+	uint32_t info[2];
+	uint64_t raddr;
+	char go;
+	if (read(c2p[0], info, 8) != 8 || read(c2p[0], &raddr, 8) != 8 || write(p2c[1], &e.qa->qp_num, 4) != 4)
+		return 1;
+	to_init(e.qa);
+	to_rtr(e.qa, info[0], &e.gid, 1);
+	to_rts(e.qa, 14, 7, 7);
+	if (read(c2p[0], &go, 1) != 1)
+		return 1;
+	struct ibv_wc wc;
+	t_fill(e.a, 300000, 3);
+	post1(e.qa, IBV_WR_SEND, e.a, 300000, e.ma->lkey, 0, 0, 1, 0);
+	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_SUCCESS, "cross-process send %d", wc.status);
+	unsigned long sum;
+	CHECK(read(c2p[0], &sum, sizeof(sum)) == sizeof(sum) && sum == t_checksum(e.a, 300000),
+	      "cross-process send checksum");
+	/* read the peer's memory: its agent answers while the peer blocks in read(2) */
+	unsigned char ref[65536];
+	t_fill(ref, sizeof(ref), 0);
+	memcpy(ref, ref, 0);
+	post1(e.qa, IBV_WR_RDMA_READ, e.a, 65536, e.ma->lkey, raddr + 400000, info[1], 2, 0);
+	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_SUCCESS, "cross-process read %d", wc.status);
+	/* the peer filled its whole buffer from seed 77: recompute that slice */
+	unsigned char *full = malloc(BUF);
+	t_fill(full, BUF, 77);
+	CHECK(!memcmp(e.a, full + 400000, 65536), "cross-process read data");
+	t_fill(e.a, 100000, 9);
+	post1(e.qa, IBV_WR_RDMA_WRITE, e.a, 100000, e.ma->lkey, raddr + 1000000, info[1], 3, 0);
+	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_SUCCESS, "cross-process write %d", wc.status);
+	post1(e.qa, IBV_WR_RDMA_READ, e.a + 200000, 100000, e.ma->lkey, raddr + 1000000, info[1], 4, 0);
+	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_SUCCESS, "cross-process read back %d", wc.status);
+	CHECK(!memcmp(e.a, e.a + 200000, 100000), "cross-process write then read back");
+	free(full);
+	go = 1;
+	if (write(p2c[1], &go, 1) != 1)
+		return 1;
+	int st;
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "peer process status %d", st);
+	/* peer gone: the next send must end in RETRY_EXC_ERR */
+	post1(e.qa, IBV_WR_SEND, e.a, 64, e.ma->lkey, 0, 0, 5, 0);
+	CHECK(wait_wc(e.cq, &wc) && (wc.status == IBV_WC_RETRY_EXC_ERR), "send to a dead process %d", wc.status);
+	return 0;
+}
+
+int main(void)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* fault-injection modes run in children before this process touches the library */
+	const char *modes[] = { "seed=1,drop=0.05", "seed=2,dup=0.05", "seed=3,reorder=0.05",
+				"seed=4,delay=0.05:1ms", "seed=5,drop=0.03,dup=0.03,reorder=0.03,delay=0.03:1ms" };
+	for (unsigned i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		pid_t pid = fork();
+		if (pid == 0)
+			_exit(child_faults(modes[i]) ? 1 : 0);
+		int st;
+		waitpid(pid, &st, 0);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "data integrity under %s (status %d)", modes[i], st);
+	}
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(cross_process() || t_fail ? 1 : 0);
+	int st;
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "cross-process tests (status %d)", st);
+
+	struct env e;
+	env_up(&e, IBV_QPT_RC, 7);
+	struct ibv_port_attr pa;
+	CHECK(ibv_query_port(e.ctx, 1, &pa) == 0 && pa.state == IBV_PORT_ACTIVE &&
+	      pa.link_layer == IBV_LINK_LAYER_ETHERNET, "port active, Ethernet");
+	CHECK(e.gid.raw[10] == 0xff && e.gid.raw[11] == 0xff, "GID 1 is IPv4-mapped");
+	rc_data_ops(&e, "in-process RC");
+	env_down(&e);
+	test_state_machine();
+	test_errors();
+	test_channels_srq_ud();
+	return t_report();
+}
