@@ -1,0 +1,140 @@
+package io.github.verbs4j.jmh;
+
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OperationsPerInvocation;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.State;
+
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * verbs4j's hot path against the same verbs called from C, on the same provider (softrdma, where
+ * two QPs of one process complete inside {@code post_send}: no syscall, no thread hop), so the
+ * difference within a pair is the per-verb overhead of Java over C.
+ *
+ * <p>Every pair is {@code <name>Java} and {@code <name>C}: JMH runs benchmarks in name order, so
+ * twins run one after the other, under the same conditions. A Java benchmark does its sequence
+ * once per invocation; a C benchmark makes one downcall into a loop of {@value #C_ITERATIONS}
+ * sequences, and {@link OperationsPerInvocation} divides by the loop count (the one downcall
+ * then costs under 0.1 ns per operation). Times are per operation: per sequence, or per WRITE
+ * for the chains of 16.
+ */
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@Fork(value = 1, jvmArgsAppend = "--enable-native-access=ALL-UNNAMED")
+public class JavaVsC {
+
+    static final int C_ITERATIONS = 1024;
+    static final int NOP_ITERATIONS = 1 << 16;
+
+    // ---- SEND + RECV ping: post_recv on B, post_send signaled on A, poll both CQs
+
+    @Benchmark
+    public long sendRecvJava(JavaRig rig) {
+        return rig.sendRecv();
+    }
+
+    @Benchmark
+    @OperationsPerInvocation(C_ITERATIONS)
+    public long sendRecvC(CRig rig) {
+        return rig.run("bl_send_recv", Baseline.SEND_RECV, C_ITERATIONS);
+    }
+
+    // ---- RDMA WRITE of 64 bytes, signaled, poll
+
+    @Benchmark
+    public long writeJava(JavaRig rig) {
+        return rig.write();
+    }
+
+    @Benchmark
+    @OperationsPerInvocation(C_ITERATIONS)
+    public long writeC(CRig rig) {
+        return rig.run("bl_write", Baseline.WRITE, C_ITERATIONS);
+    }
+
+    // ---- 16 chained RDMA WRITEs per post_send, last one signaled, one poll: time per WRITE
+
+    @Benchmark
+    @OperationsPerInvocation(JavaRig.CHAIN)
+    public long chain16WriteJava(JavaRig rig) {
+        return rig.chain16Write();
+    }
+
+    @Benchmark
+    @OperationsPerInvocation(C_ITERATIONS * JavaRig.CHAIN)
+    public long chain16WriteC(CRig rig) {
+        return rig.run("bl_write_chain16", Baseline.WRITE_CHAIN16, C_ITERATIONS);
+    }
+
+    // ---- RDMA READ of 64 bytes, signaled, poll
+
+    @Benchmark
+    public long readJava(JavaRig rig) {
+        return rig.read();
+    }
+
+    @Benchmark
+    @OperationsPerInvocation(C_ITERATIONS)
+    public long readC(CRig rig) {
+        return rig.run("bl_read", Baseline.READ, C_ITERATIONS);
+    }
+
+    // ---- 64-bit FETCH_AND_ADD, signaled, poll
+
+    @Benchmark
+    public long fetchAddJava(JavaRig rig) {
+        return rig.fetchAdd();
+    }
+
+    @Benchmark
+    @OperationsPerInvocation(C_ITERATIONS)
+    public long fetchAddC(CRig rig) {
+        return rig.run("bl_fetch_add", Baseline.FETCH_ADD, C_ITERATIONS);
+    }
+
+    // ---- poll_cq (up to 16) on an empty CQ
+
+    @Benchmark
+    public int pollEmptyJava(JavaRig rig) {
+        return rig.pollEmpty();
+    }
+
+    @Benchmark
+    @OperationsPerInvocation(C_ITERATIONS)
+    public long pollEmptyC(CRig rig) {
+        return rig.run("bl_poll_empty", Baseline.POLL_EMPTY, C_ITERATIONS);
+    }
+
+    // ---- the floor: a no-op function shaped like ops.post_send (bl_nop)
+
+    /** Through a critical downcall handle, as verbs4j's hot path calls the provider. */
+    @Benchmark
+    public int nopJavaCritical(NopArgument arg) throws Throwable {
+        return (int) Baseline.NOP_CRITICAL.invokeExact(arg.segment, arg.segment, arg.segment);
+    }
+
+    /** Through a plain downcall handle: the thread goes to native and back, as for calls that may block. */
+    @Benchmark
+    public int nopJavaPlain(NopArgument arg) throws Throwable {
+        return (int) Baseline.NOP_PLAIN.invokeExact(arg.segment, arg.segment, arg.segment);
+    }
+
+    /** From a C loop through a function pointer. */
+    @Benchmark
+    @OperationsPerInvocation(NOP_ITERATIONS)
+    public long nopC(NopArgument arg) throws Throwable {
+        return (long) Baseline.NOP_LOOP.invokeExact(arg.segment, (long) NOP_ITERATIONS);
+    }
+
+    /** An argument the no-op ignores; non-NULL so that nothing special-cases NULL. */
+    @State(Scope.Thread)
+    public static class NopArgument {
+        final MemorySegment segment = MemorySegment.ofAddress(0x1000);
+    }
+}
