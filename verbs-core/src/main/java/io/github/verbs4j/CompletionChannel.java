@@ -68,11 +68,11 @@ public final class CompletionChannel implements AutoCloseable {
      * {@code ibv_get_cq_event}). The caller re-arms with {@link CompletionQueue#requestNotify}
      * and polls the queue.
      *
-     * @param timeout how long to wait; {@code null} or negative waits forever
-     * @return the completion queue that fired, or {@code null} when none did in time
-     *
      * <p><b>Errors</b>: {@link VerbsException} from {@code poll} or {@code ibv_get_cq_event};
      * {@link IllegalStateException} after close.
+     *
+     * @param timeout how long to wait; {@code null} or negative waits forever
+     * @return the completion queue that fired, or {@code null} when none did in time
      */
     public CompletionQueue await(Duration timeout) {
         life.ensureOpen(this);

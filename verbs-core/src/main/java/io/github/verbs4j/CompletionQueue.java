@@ -71,10 +71,10 @@ public final class CompletionQueue implements AutoCloseable {
      * Takes up to {@code batch.capacity()} completions ({@code ibv_poll_cq}, through
      * {@code ops.poll_cq}).
      *
-     * @return how many were taken (0 when the queue is empty); also {@code batch.count()}
-     *
      * <p><b>Errors</b>: {@link VerbsException} when the provider reports a failure (negative
      * return); {@link IllegalStateException} after close.
+     *
+     * @return how many were taken (0 when the queue is empty); also {@code batch.count()}
      */
     public int poll(Completions batch) {
         if (life.isClosed()) {

@@ -46,11 +46,13 @@ public final class ConnectOptions {
         return new ConnectOptions();
     }
 
+    /** The local port (default 1). */
     public ConnectOptions port(int port) {
         this.port = port;
         return this;
     }
 
+    /** The P_Key index (default 0). */
     public ConnectOptions pkeyIndex(int index) {
         this.pkeyIndex = index;
         return this;
@@ -74,11 +76,13 @@ public final class ConnectOptions {
         return this;
     }
 
+    /** The ACK timeout code, 0-31: 4.096 us * 2^code (default 14, about 67 ms; RC). */
     public ConnectOptions timeout(int code) {
         this.timeout = code;
         return this;
     }
 
+    /** Transport retries, 0-7 (default 7; RC). */
     public ConnectOptions retryCount(int n) {
         this.retryCount = n;
         return this;
@@ -90,16 +94,19 @@ public final class ConnectOptions {
         return this;
     }
 
+    /** The RNR NAK timer code this QP asks senders to wait, 0-31 (default 12, 0.64 ms; RC). */
     public ConnectOptions minRnrTimer(int code) {
         this.minRnrTimer = code;
         return this;
     }
 
+    /** Outgoing RDMA READs/atomics in flight (default 1; RC). */
     public ConnectOptions maxRdAtomic(int n) {
         this.maxRdAtomic = n;
         return this;
     }
 
+    /** Incoming RDMA READs/atomics in flight this QP serves (default 1; RC). */
     public ConnectOptions maxDestRdAtomic(int n) {
         this.maxDestRdAtomic = n;
         return this;
@@ -111,6 +118,7 @@ public final class ConnectOptions {
         return this;
     }
 
+    /** The service level of the path, 0-15 (default 0). */
     public ConnectOptions serviceLevel(int sl) {
         this.serviceLevel = sl;
         return this;

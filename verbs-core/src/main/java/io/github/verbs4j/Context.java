@@ -307,13 +307,13 @@ public final class Context implements AutoCloseable {
     /**
      * Creates a completion queue ({@code ibv_create_cq}).
      *
-     * @param entries       minimum number of entries (the device may round up)
-     * @param channel       the channel that receives its completion events, or {@code null}
-     * @param vector        the completion vector, 0..{@link #completionVectorCount()}-1
-     *
      * <p><b>Errors</b>: {@link IllegalArgumentException} for {@code entries < 1} or a channel of
      * another context; {@link VerbsException} (EINVAL: more entries than {@code max_cqe}, ENOMEM);
      * {@link IllegalStateException} when this context or the channel is closed.
+     *
+     * @param entries       minimum number of entries (the device may round up)
+     * @param channel       the channel that receives its completion events, or {@code null}
+     * @param vector        the completion vector, 0..{@link #completionVectorCount()}-1
      */
     public CompletionQueue createCq(int entries, CompletionChannel channel, int vector) {
         life.ensureOpen(this);
@@ -355,10 +355,10 @@ public final class Context implements AutoCloseable {
      * Reads one asynchronous event ({@code ibv_get_async_event}), waiting at most
      * {@code timeout}; the event is acknowledged ({@code ibv_ack_async_event}) before this returns.
      *
-     * @return the event, or {@code null} when none arrived in time
-     *
      * <p><b>Errors</b>: {@link VerbsException} from {@code poll} or {@code ibv_get_async_event};
      * {@link IllegalStateException} after close.
+     *
+     * @return the event, or {@code null} when none arrived in time
      */
     public AsyncEvent pollAsyncEvent(Duration timeout) {
         life.ensureOpen(this);

@@ -25,6 +25,7 @@ public record Endpoint(int lid, int qpn, int psn, Gid gid) {
     /** The size of {@link #toBytes()}. */
     public static final int BYTES = 26;
 
+    /** Checks the ranges: LID 16 bits, QPN and PSN 24 bits. */
     public Endpoint {
         Objects.requireNonNull(gid, "gid");
         if (lid < 0 || lid > 0xffff) {

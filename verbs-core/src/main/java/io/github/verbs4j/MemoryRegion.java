@@ -33,6 +33,7 @@ public final class MemoryRegion implements AutoCloseable {
      * @param length the number of bytes
      */
     public record Slice(MemoryRegion region, long offset, int length) {
+        /** Checks that the part lies inside the region. */
         public Slice {
             Objects.requireNonNull(region, "region");
             region.checkRange(offset, length);

@@ -40,14 +40,14 @@ public final class ProtectionDomain implements AutoCloseable {
      * the segment; the caller must keep its arena open while the region is registered. Posting a
      * request that uses a region whose arena was closed throws instead of reaching the device.
      *
-     * @param segment a native segment
-     * @param access  the exact rights to grant; none given means local access only
-     *                ({@link Access#LOCAL_WRITE})
-     *
      * <p><b>Errors</b>: {@link IllegalArgumentException} for a heap segment, an empty segment,
      * or REMOTE_WRITE/REMOTE_ATOMIC without LOCAL_WRITE; {@link IllegalStateException} when the
      * segment's arena is closed or this domain is closed; {@link VerbsException} from the device
      * (EINVAL, ENOMEM, EFAULT for memory it cannot pin, EPERM when the locked-memory limit is hit).
+     *
+     * @param segment a native segment
+     * @param access  the exact rights to grant; none given means local access only
+     *                ({@link Access#LOCAL_WRITE})
      */
     public MemoryRegion register(MemorySegment segment, Access... access) {
         return register(segment, access.length == 0 ? EnumSet.of(Access.LOCAL_WRITE) : Access.setOf(access), null);
@@ -57,10 +57,10 @@ public final class ProtectionDomain implements AutoCloseable {
      * Allocates {@code size} bytes of page-aligned, zeroed native memory owned by the region and
      * registers it. The memory is freed when the region is closed.
      *
-     * @param access the exact rights; none given means {@link Access#LOCAL_WRITE} only
-     *
      * <p><b>Errors</b>: as {@link #register(MemorySegment, Access...)}; {@link OutOfMemoryError}
      * when the memory cannot be allocated.
+     *
+     * @param access the exact rights; none given means {@link Access#LOCAL_WRITE} only
      */
     public MemoryRegion allocate(long size, Access... access) {
         if (size <= 0) {
@@ -121,13 +121,13 @@ public final class ProtectionDomain implements AutoCloseable {
      * The region has no Java segment: it can be addressed remotely ({@link MemoryRegion#remote()})
      * and through its lkey, but not sliced for local work requests.
      *
+     * <p><b>Errors</b>: {@link VerbsException} (EOPNOTSUPP when the device cannot map dma-bufs,
+     * EBADF, EINVAL); {@link UnsupportedOperationException} when libibverbs predates IBVERBS_1.12.
+     *
      * @param offset byte offset into the dma-buf
      * @param length bytes to register
      * @param iova   the address peers use for the first byte
      * @param fd     the dma-buf file descriptor
-     *
-     * <p><b>Errors</b>: {@link VerbsException} (EOPNOTSUPP when the device cannot map dma-bufs,
-     * EBADF, EINVAL); {@link UnsupportedOperationException} when libibverbs predates IBVERBS_1.12.
      */
     public MemoryRegion registerDmabuf(long offset, long length, long iova, int fd, Access... access) {
         life.ensureOpen(this);
@@ -157,11 +157,11 @@ public final class ProtectionDomain implements AutoCloseable {
     /**
      * Creates a shared receive queue ({@code ibv_create_srq}).
      *
-     * @param maxWr  the number of receive requests it holds
-     * @param maxSge scatter entries per receive request
-     *
      * <p><b>Errors</b>: {@link VerbsException} (EINVAL beyond the device's max_srq_wr/max_srq_sge,
      * ENOMEM, EOPNOTSUPP without SRQ support).
+     *
+     * @param maxWr  the number of receive requests it holds
+     * @param maxSge scatter entries per receive request
      */
     public SharedReceiveQueue createSrq(int maxWr, int maxSge) {
         life.ensureOpen(this);

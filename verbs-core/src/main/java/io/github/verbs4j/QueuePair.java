@@ -121,21 +121,25 @@ public final class QueuePair implements AutoCloseable {
             return this;
         }
 
+        /** Send requests the QP holds at once (default 16). */
         public Builder maxSendWr(int n) {
             this.maxSendWr = positive("maxSendWr", n);
             return this;
         }
 
+        /** Receive requests the QP holds at once (default 16; ignored with an SRQ). */
         public Builder maxRecvWr(int n) {
             this.maxRecvWr = positive("maxRecvWr", n);
             return this;
         }
 
+        /** Scatter/gather entries per send request (default 1). */
         public Builder maxSendSge(int n) {
             this.maxSendSge = positive("maxSendSge", n);
             return this;
         }
 
+        /** Scatter/gather entries per receive request (default 1; ignored with an SRQ). */
         public Builder maxRecvSge(int n) {
             this.maxRecvSge = positive("maxRecvSge", n);
             return this;

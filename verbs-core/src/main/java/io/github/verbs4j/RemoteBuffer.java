@@ -17,6 +17,7 @@ public record RemoteBuffer(long address, long length, int rkey) {
     /** The size of {@link #toBytes()}. */
     public static final int BYTES = 20;
 
+    /** Checks that the length is not negative. */
     public RemoteBuffer {
         if (length < 0) {
             throw new IllegalArgumentException("negative length: " + length);
