@@ -93,6 +93,8 @@ public final class Context implements AutoCloseable {
      */
     static Context open(String name) {
         Objects.requireNonNull(name, "name");
+        // the loading failure, rethrown on every call (not a NoClassDefFoundError of a holder class)
+        io.github.verbs4j.internal.NativeLibraries.verbs();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Native.errnoSegment(arena);
             MemorySegment count = arena.allocate(ValueLayout.JAVA_INT);
