@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""Turns a JMH JSON result of the JavaVsC suite into the report's table and charts.
+
+    python3 jmh/report.py <result.json> <chart folder>
+
+Prints a Markdown table (Java vs C: ns/op with JMH's 99.9% error, Java - C, ratio, B/op) and
+writes it next to the JSON (<result>.md); draws two SVG charts into the chart folder:
+java-vs-c.svg (each pair side by side) and ffm-floor.svg (a no-op native call three ways).
+Standard library only: the SVG is written by hand, so nothing needs installing.
+"""
+
+import json
+import math
+import os
+import sys
+from html import escape
+
+PREFIX = "io.github.verbs4j.jmh.JavaVsC."
+
+# (benchmark stem, label): <stem>Java is paired with <stem>C
+PAIRS = [
+    ("sendRecv", "SEND + RECV ping (post_recv, post_send, poll both CQs)"),
+    ("write", "RDMA WRITE 64 B, signaled, poll"),
+    ("chain16Write", "16 chained WRITEs per post_send (per WRITE)"),
+    ("read", "RDMA READ 64 B, signaled, poll"),
+    ("fetchAdd", "FETCH_AND_ADD 8 B, signaled, poll"),
+    ("pollEmpty", "poll_cq (16) on an empty CQ"),
+]
+FLOOR = [
+    ("nopC", "C, through a function pointer"),
+    ("nopJavaCritical", "Java, critical downcall"),
+    ("nopJavaPlain", "Java, plain downcall"),
+]
+
+JAVA_COLOUR = "#e76f24"
+C_COLOUR = "#2a6fbb"
+
+
+def number(value):
+    """JMH writes "NaN" (a string) for the error of fewer than 2 iterations."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return 0.0
+    return 0.0 if v != v else v
+
+
+def load(path):
+    with open(path) as f:
+        data = json.load(f)
+    results = {}
+    for entry in data:
+        name = entry["benchmark"]
+        if not name.startswith(PREFIX):
+            continue
+        primary = entry["primaryMetric"]
+        if primary["scoreUnit"] != "ns/op":
+            raise SystemExit(f"{name}: expected ns/op, got {primary['scoreUnit']}")
+        norm = entry.get("secondaryMetrics", {}).get("gc.alloc.rate.norm")
+        results[name[len(PREFIX):]] = {
+            "score": number(primary["score"]),
+            "error": number(primary["scoreError"]),
+            "bytes": None if norm is None else number(norm["score"]),
+        }
+    return results
+
+
+def fmt_ns(r):
+    return f"{r['score']:.1f} ± {r['error']:.1f}"
+
+
+def fmt_bytes(r):
+    if r["bytes"] is None:
+        return "n/a (run with -prof gc)"
+    return f"{r['bytes']:.3f}"
+
+
+def table(results):
+    lines = [
+        "| operation | Java ns/op | C ns/op | Java − C ns | Java / C | Java B/op | C B/op |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for stem, label in PAIRS:
+        j, c = results.get(stem + "Java"), results.get(stem + "C")
+        if not j or not c:
+            continue
+        lines.append(f"| {label} | {fmt_ns(j)} | {fmt_ns(c)} | {j['score'] - c['score']:.1f} | "
+                     f"{j['score'] / c['score']:.2f} | {fmt_bytes(j)} | {fmt_bytes(c)} |")
+    lines.append("")
+    lines.append("| no-op native call (`bl_nop`, shaped like `ops.post_send`) | ns/call | B/op |")
+    lines.append("|---|---:|---:|")
+    for stem, label in FLOOR:
+        r = results.get(stem)
+        if r:
+            lines.append(f"| {label} | {fmt_ns(r)} | {fmt_bytes(r)} |")
+    return "\n".join(lines) + "\n"
+
+
+def nice_step(raw):
+    """The smallest of 1, 2, 2.5, 5 x 10^n that is at least raw."""
+    power = 10 ** math.floor(math.log10(raw)) if raw > 0 else 1
+    for m in (1, 2, 2.5, 5, 10):
+        if m * power >= raw:
+            return m * power
+    return 10 * power
+
+
+def bars_svg(title, rows, series, unit, note):
+    """rows: [(label, [value per series], [error per series])]; series: [(name, colour)]."""
+    width, left, right, top = 900, 330, 90, 60
+    bar, gap = 16, 14
+    group = bar * len(series) + gap
+    height = top + group * len(rows) + 60
+    vmax = max(v + e for _, values, errors in rows for v, e in zip(values, errors)) or 1.0
+    step = nice_step(vmax / 5)
+    vmax = step * -(-vmax // step)
+    plot = width - left - right
+
+    def x(v):
+        return left + plot * v / vmax
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',
+           f'<rect width="{width}" height="{height}" fill="white"/>',
+           f'<text x="{width / 2}" y="22" text-anchor="middle" font-size="15" font-weight="bold">{escape(title)}</text>']
+    # legend
+    lx = left
+    for name, colour in series:
+        out.append(f'<rect x="{lx}" y="34" width="12" height="12" fill="{colour}"/>')
+        out.append(f'<text x="{lx + 16}" y="44">{escape(name)}</text>')
+        lx += 40 + 7 * len(name)
+    # grid
+    steps = round(vmax / step)
+    for i in range(steps + 1):
+        v = step * i
+        gx = x(v)
+        out.append(f'<line x1="{gx:.1f}" y1="{top - 4}" x2="{gx:.1f}" y2="{height - 40}" stroke="#ddd"/>')
+        out.append(f'<text x="{gx:.1f}" y="{height - 26}" text-anchor="middle" fill="#555">{v:g}</text>')
+    out.append(f'<text x="{left + plot / 2}" y="{height - 8}" text-anchor="middle" fill="#555">{escape(unit)}</text>')
+    for i, (label, values, errors) in enumerate(rows):
+        y0 = top + i * group
+        out.append(f'<text x="{left - 8}" y="{y0 + bar * len(series) / 2 + 4}" text-anchor="end">{escape(label)}</text>')
+        for k, ((name, colour), v, e) in enumerate(zip(series, values, errors)):
+            y = y0 + k * bar
+            out.append(f'<rect x="{left}" y="{y}" width="{max(x(v) - left, 1):.1f}" height="{bar - 2}" fill="{colour}">'
+                       f'<title>{escape(name)}: {v:.1f} ± {e:.1f} {escape(unit)}</title></rect>')
+            if e > 0:
+                out.append(f'<line x1="{x(max(v - e, 0)):.1f}" y1="{y + bar / 2 - 1}" x2="{x(v + e):.1f}" '
+                           f'y2="{y + bar / 2 - 1}" stroke="black"/>')
+            out.append(f'<text x="{x(v + e) + 4:.1f}" y="{y + bar - 5}" fill="#222">{v:.1f}</text>')
+    out.append(f'<text x="{width - 6}" y="{height - 8}" text-anchor="end" fill="#777" font-size="10">{escape(note)}</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def main(argv):
+    if len(argv) != 3:
+        raise SystemExit(__doc__)
+    path, folder = argv[1], argv[2]
+    results = load(path)
+    if not results:
+        raise SystemExit(f"{path}: no {PREFIX}* results")
+    note = "source: " + os.path.basename(path) + " (scripts/benchmarks)"
+    md = table(results)
+    with open(os.path.splitext(path)[0] + ".md", "w") as f:
+        f.write(md)
+    print(md)
+    os.makedirs(folder, exist_ok=True)
+    rows = []
+    for stem, label in PAIRS:
+        j, c = results.get(stem + "Java"), results.get(stem + "C")
+        if j and c:
+            rows.append((label, [j["score"], c["score"]], [j["error"], c["error"]]))
+    if rows:
+        with open(os.path.join(folder, "java-vs-c.svg"), "w") as f:
+            f.write(bars_svg("verbs4j vs C on softrdma, per operation (lower is better)", rows,
+                             [("Java (verbs4j)", JAVA_COLOUR), ("C (libibverbs)", C_COLOUR)], "ns/op", note))
+    floor = [(label, [results[stem]["score"]], [results[stem]["error"]]) for stem, label in FLOOR if stem in results]
+    if floor:
+        with open(os.path.join(folder, "ffm-floor.svg"), "w") as f:
+            f.write(bars_svg("One no-op native call (lower is better)", floor, [("ns per call", "#6a4c93")],
+                             "ns/call", note))
+    print(f"charts: {folder}/java-vs-c.svg {folder}/ffm-floor.svg; table: {os.path.splitext(path)[0]}.md")
+
+
+if __name__ == "__main__":
+    main(sys.argv)
