@@ -183,6 +183,27 @@ class MisuseTest {
     }
 
     @Test
+    void aRegionKeepsAnAutomaticArenasMemoryAlive() {
+        try (Rig rig = Rig.rc()) {
+            // the only reference to this memory is the region's: without it the GC could free it
+            MemoryRegion mr = rig.pd.register(Arena.ofAuto().allocate(4096, 4096), Access.LOCAL_WRITE);
+            try {
+                for (int i = 0; i < 5; i++) {
+                    System.gc();
+                    byte[] garbage = new byte[1 << 20];
+                    garbage[i] = 1;
+                }
+                mr.segment().setString(0, "still here");
+                rig.a.postSend(SendRequest.rdmaWrite().id(1).local(mr, 0, 11).remote(rig.mrB.remote()).signaled());
+                rig.ok(rig.cqA);
+                assertEquals("still here", rig.mrB.segment().getString(0));
+            } finally {
+                mr.close();
+            }
+        }
+    }
+
+    @Test
     void registrationArgumentsAreChecked() {
         try (Context ctx = Rig.open(); ProtectionDomain pd = ctx.allocatePd(); Arena arena = Arena.ofConfined()) {
             assertThrows(IllegalArgumentException.class, () -> pd.register(MemorySegment.ofArray(new byte[64])));
