@@ -1,0 +1,510 @@
+package io.github.verbs4j.cm;
+
+import io.github.verbs4j.CompletionQueue;
+import io.github.verbs4j.Context;
+import io.github.verbs4j.ProtectionDomain;
+import io.github.verbs4j.QpCapabilities;
+import io.github.verbs4j.QpState;
+import io.github.verbs4j.QueuePair;
+import io.github.verbs4j.VerbsException;
+import io.github.verbs4j.cm.ffi.rdma_addr;
+import io.github.verbs4j.cm.ffi.rdma_cm_id;
+import io.github.verbs4j.cm.ffi.rdma_conn_param;
+import io.github.verbs4j.cm.ffi.rdma_route;
+import io.github.verbs4j.internal.Errno;
+import io.github.verbs4j.internal.Native;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.EnumSet;
+import java.util.Objects;
+import java.util.Set;
+
+/**
+ * A connection-manager id ({@code struct rdma_cm_id}): rdma_cm's socket. An active id resolves
+ * an address and a route, then connects; a passive id binds and listens, and each connection
+ * request hands over a new id (the {@link CmEventType#CONNECT_REQUEST} event's {@link CmEvent#id()})
+ * to accept or reject.
+ *
+ * <p><b>Blocking with timeouts</b>: {@link #resolveAddress}, {@link #resolveRoute},
+ * {@link #connect}, {@link #accept}, {@link #getRequest} and {@link #awaitEvent} issue the
+ * rdma_* call and wait on the id's {@link EventChannel} for the event that ends the step, never
+ * longer than their timeout: an error event (ADDR_ERROR, ROUTE_ERROR, REJECTED, UNREACHABLE,
+ * CONNECT_ERROR) throws {@link CmEventException} carrying the event (status, private data);
+ * no event in time throws {@link VerbsException} with {@code ETIMEDOUT} naming the verb.
+ *
+ * <p><b>Queue pair</b>: {@link #createQueuePair} ({@code rdma_create_qp}) makes a verbs-core
+ * {@link QueuePair} on the device the id is bound to ({@link #context()}), with verbs-core's
+ * protection domain and completion queues; rdma_cm moves it through its states while
+ * connecting. The id owns it: {@link #close()} destroys it first if it is still open.
+ *
+ * <p><b>Lifecycle</b>: {@link #close()} ({@code rdma_destroy_id}) is idempotent; any other
+ * method after close throws {@link IllegalStateException}.
+ *
+ * <p><b>Thread-safety</b>: calls on one id must not run concurrently; different ids may be used
+ * from different threads.
+ */
+public final class CmId implements AutoCloseable {
+
+    private static final long ID_SIZE = rdma_cm_id.layout().byteSize();
+    private static final long SRC_ADDR = rdma_cm_id.route$offset() + rdma_route.addr$offset() + rdma_addr.src_addr$offset();
+    private static final long DST_ADDR = rdma_cm_id.route$offset() + rdma_route.addr$offset() + rdma_addr.dst_addr$offset();
+
+    private final MemorySegment id;
+    private final PortSpace portSpace;
+    private volatile EventChannel channel;
+    private volatile QueuePair qp;
+    private volatile boolean closed;
+    private volatile boolean disconnected;
+    private volatile boolean disconnectedEvent;
+
+    CmId(EventChannel channel, MemorySegment id, PortSpace portSpace) {
+        this.channel = channel;
+        this.id = id.reinterpret(ID_SIZE);
+        this.portSpace = portSpace;
+    }
+
+    long address() {
+        return id.address();
+    }
+
+    /** The port space this id was created in. */
+    public PortSpace portSpace() {
+        return portSpace;
+    }
+
+    /** The channel this id's events arrive on. */
+    public EventChannel channel() {
+        return channel;
+    }
+
+    /**
+     * The device this id is bound to ({@code id->verbs}), as a verbs-core {@link Context} shared by
+     * every id on that device; {@code null} before the id is bound to a device (an unbound
+     * listener, an active id before {@link #resolveAddress}). librdmacm opened the device and
+     * keeps it open: closing this context releases nothing.
+     */
+    public Context context() {
+        ensureOpen();
+        return Cm.context(rdma_cm_id.verbs(id));
+    }
+
+    /** The port number of the device this id is bound to (0 when unbound). */
+    public int portNumber() {
+        ensureOpen();
+        return Byte.toUnsignedInt(rdma_cm_id.port_num(id));
+    }
+
+    /** The local address ({@code rdma_get_local_addr}), or {@code null} before one is known. */
+    public InetSocketAddress localAddress() {
+        ensureOpen();
+        return Cm.fromSockaddr(id.asSlice(SRC_ADDR, Cm.SOCKADDR_STORAGE));
+    }
+
+    /** The peer's address ({@code rdma_get_peer_addr}), or {@code null} before one is known. */
+    public InetSocketAddress remoteAddress() {
+        ensureOpen();
+        return Cm.fromSockaddr(id.asSlice(DST_ADDR, Cm.SOCKADDR_STORAGE));
+    }
+
+    /** The queue pair made by {@link #createQueuePair}, or {@code null}. */
+    public QueuePair queuePair() {
+        return qp;
+    }
+
+    /** Whether a DISCONNECTED event arrived for this id, or {@link #disconnect()} was called. */
+    public boolean isDisconnected() {
+        return disconnected;
+    }
+
+    /** Whether a DISCONNECTED event for this id was read from its channel. */
+    boolean hasDisconnectedEvent() {
+        return disconnectedEvent;
+    }
+
+    /**
+     * Binds to a local address and port ({@code rdma_bind_addr}); port 0 picks one, the wildcard
+     * address listens on every device.
+     *
+     * <p><b>Errors</b>: {@link VerbsException} (EADDRINUSE, EADDRNOTAVAIL for an address of no
+     * RDMA device, EINVAL when already bound).
+     */
+    public void bind(InetSocketAddress address) {
+        Objects.requireNonNull(address, "address");
+        ensureOpen();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            int rc = (int) Cm.BIND_ADDR.invokeExact(errno, id, Cm.sockaddr(arena, address));
+            Cm.check(rc, errno, "rdma_bind_addr", address);
+        } catch (Throwable t) {
+            throw Native.unexpected("rdma_bind_addr", t);
+        }
+    }
+
+    /**
+     * Listens for connection requests ({@code rdma_listen}); they arrive as CONNECT_REQUEST
+     * events ({@link #getRequest}).
+     *
+     * <p><b>Errors</b>: {@link VerbsException} (EINVAL when not bound, EADDRINUSE).
+     */
+    public void listen(int backlog) {
+        if (backlog < 0) {
+            throw new IllegalArgumentException("backlog must not be negative, got " + backlog);
+        }
+        ensureOpen();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            int rc = (int) Cm.LISTEN.invokeExact(errno, id, backlog);
+            Cm.check(rc, errno, "rdma_listen", this);
+        } catch (Throwable t) {
+            throw Native.unexpected("rdma_listen", t);
+        }
+    }
+
+    /**
+     * Resolves {@code destination} to a device and port ({@code rdma_resolve_addr}) and waits for
+     * ADDR_RESOLVED. The id is then bound to a device ({@link #context()}).
+     *
+     * @param source      the local address to use, or {@code null} for the routing's choice
+     * @param destination the peer's IP address and rdma_cm port
+     * @param timeout     how long resolution and the wait may take together
+     *
+     * <p><b>Errors</b>: {@link CmEventException} on ADDR_ERROR (its errno: ENODEV, ENETUNREACH...);
+     * {@link VerbsException} from {@code rdma_resolve_addr}, or ETIMEDOUT when no event came in time.
+     */
+    public CmEvent resolveAddress(InetSocketAddress source, InetSocketAddress destination, Duration timeout) {
+        Objects.requireNonNull(destination, "destination");
+        long deadline = deadline(timeout);
+        ensureOpen();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment src = source == null ? MemorySegment.NULL : Cm.sockaddr(arena, source);
+            int rc = (int) Cm.RESOLVE_ADDR.invokeExact(errno, id, src, Cm.sockaddr(arena, destination), clampMillis(timeout));
+            Cm.check(rc, errno, "rdma_resolve_addr", destination);
+        } catch (Throwable t) {
+            throw Native.unexpected("rdma_resolve_addr", t);
+        }
+        return expect("rdma_resolve_addr", deadline, timeout, EnumSet.of(CmEventType.ADDR_RESOLVED),
+                EnumSet.of(CmEventType.ADDR_ERROR), "resolving " + destination);
+    }
+
+    /**
+     * Resolves the route to the peer ({@code rdma_resolve_route}) and waits for ROUTE_RESOLVED.
+     *
+     * <p><b>Errors</b>: {@link CmEventException} on ROUTE_ERROR; {@link VerbsException} from
+     * {@code rdma_resolve_route} (EINVAL before the address is resolved) or ETIMEDOUT.
+     */
+    public CmEvent resolveRoute(Duration timeout) {
+        long deadline = deadline(timeout);
+        ensureOpen();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            int rc = (int) Cm.RESOLVE_ROUTE.invokeExact(errno, id, clampMillis(timeout));
+            Cm.check(rc, errno, "rdma_resolve_route", this);
+        } catch (Throwable t) {
+            throw Native.unexpected("rdma_resolve_route", t);
+        }
+        return expect("rdma_resolve_route", deadline, timeout, EnumSet.of(CmEventType.ROUTE_RESOLVED),
+                EnumSet.of(CmEventType.ROUTE_ERROR), null);
+    }
+
+    /**
+     * Creates the id's queue pair ({@code rdma_create_qp}) on {@code pd} with the given
+     * completion queues: RC for {@link PortSpace#TCP}, UD for {@link PortSpace#UDP}. librdmacm
+     * moves an RC QP to INIT (receives may be posted at once) and a UD QP to RTS.
+     *
+     * <p><b>Errors</b>: {@link IllegalArgumentException} when the domain or a queue belongs to
+     * another device than {@link #context()}; {@link IllegalStateException} before the id is bound
+     * to a device, when it already has a queue pair, or after close; {@link VerbsException}
+     * (EINVAL for sizes beyond the device's, ENOMEM).
+     */
+    public QueuePair createQueuePair(ProtectionDomain pd, CompletionQueue sendCq, CompletionQueue recvCq, QpInit init) {
+        Objects.requireNonNull(pd, "pd");
+        Objects.requireNonNull(sendCq, "sendCq");
+        Objects.requireNonNull(recvCq, "recvCq");
+        Objects.requireNonNull(init, "init");
+        Context context = context();
+        if (context == null) {
+            throw new IllegalStateException(this + " is not bound to a device yet: resolve an address first, "
+                    + "or take the id from a connection request");
+        }
+        if (qp != null && !qp.isClosed()) {
+            throw new IllegalStateException(this + " already has " + qp);
+        }
+        if (pd.context() != context) {
+            throw new IllegalArgumentException(pd + " belongs to another device than " + this + " (" + context + ")");
+        }
+        var core = Cm.core();
+        MemorySegment pdPtr = core.handle(pd);
+        MemorySegment sendPtr = core.handle(sendCq);
+        MemorySegment recvPtr = core.handle(recvCq);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment attr = arena.allocate(Cm.QP_INIT_ATTR_SIZE, 8);
+            attr.set(ValueLayout.ADDRESS, Cm.QIA_SEND_CQ, sendPtr);
+            attr.set(ValueLayout.ADDRESS, Cm.QIA_RECV_CQ, recvPtr);
+            attr.set(ValueLayout.JAVA_INT, Cm.QIA_CAP, init.maxSendWr());
+            attr.set(ValueLayout.JAVA_INT, Cm.QIA_CAP + 4, init.maxRecvWr());
+            attr.set(ValueLayout.JAVA_INT, Cm.QIA_CAP + 8, init.maxSendSge());
+            attr.set(ValueLayout.JAVA_INT, Cm.QIA_CAP + 12, init.maxRecvSge());
+            attr.set(ValueLayout.JAVA_INT, Cm.QIA_CAP + 16, init.maxInlineData());
+            attr.set(ValueLayout.JAVA_INT, Cm.QIA_QP_TYPE, portSpace.qpType().value());
+            attr.set(ValueLayout.JAVA_INT, Cm.QIA_SQ_SIG_ALL, init.signalAll() ? 1 : 0);
+            int rc = (int) Cm.CREATE_QP.invokeExact(errno, id, pdPtr, attr);
+            Cm.check(rc, errno, "rdma_create_qp", this + " with " + init);
+            QpCapabilities granted = new QpCapabilities(attr.get(ValueLayout.JAVA_INT, Cm.QIA_CAP),
+                    attr.get(ValueLayout.JAVA_INT, Cm.QIA_CAP + 4), attr.get(ValueLayout.JAVA_INT, Cm.QIA_CAP + 8),
+                    attr.get(ValueLayout.JAVA_INT, Cm.QIA_CAP + 12), attr.get(ValueLayout.JAVA_INT, Cm.QIA_CAP + 16));
+            MemorySegment qpPtr = rdma_cm_id.qp(id);
+            QpState state = portSpace == PortSpace.UDP ? QpState.RTS : QpState.INIT;
+            QueuePair created = core.adoptQueuePair(pd, qpPtr, portSpace.qpType(), sendCq, recvCq, granted, state,
+                    this::destroyQp);
+            qp = created;
+            return created;
+        } catch (Throwable t) {
+            throw Native.unexpected("rdma_create_qp", t);
+        }
+    }
+
+    private void destroyQp() {
+        try {
+            Cm.DESTROY_QP.invokeExact(Native.errnoSegment(Arena.ofAuto()), id);
+        } catch (Throwable t) {
+            throw Native.unexpected("rdma_destroy_qp", t);
+        }
+    }
+
+    /**
+     * Connects ({@code rdma_connect}) after {@link #resolveRoute}, and waits for ESTABLISHED:
+     * the queue pair (if any) is then in RTS. For a UDP id this is the SIDR exchange: the
+     * ESTABLISHED event carries the peer's QP number and Q_Key.
+     *
+     * @return the ESTABLISHED event, with the private data of the peer's accept
+     *
+     * <p><b>Errors</b>: {@link CmEventException} on REJECTED (the event has the reason and the
+     * peer's private data), UNREACHABLE (no answer within the CM's timeout) and CONNECT_ERROR;
+     * {@link VerbsException} from {@code rdma_connect} (EINVAL for private data longer than 56
+     * bytes, or before the route is resolved) or ETIMEDOUT when {@code timeout} passed first
+     * (close the id then: the attempt is abandoned).
+     */
+    public CmEvent connect(ConnectParameters parameters, Duration timeout) {
+        Objects.requireNonNull(parameters, "parameters");
+        long deadline = deadline(timeout);
+        ensureOpen();
+        call("rdma_connect", Cm.CONNECT, parameters);
+        return expect("rdma_connect", deadline, timeout, EnumSet.of(CmEventType.ESTABLISHED),
+                EnumSet.of(CmEventType.REJECTED, CmEventType.UNREACHABLE, CmEventType.CONNECT_ERROR,
+                        CmEventType.CONNECT_RESPONSE, CmEventType.DISCONNECTED, CmEventType.DEVICE_REMOVAL),
+                remoteAddress() == null ? null : "connecting to " + remoteAddress());
+    }
+
+    /**
+     * Accepts the connection request this id came from ({@code rdma_accept}). For a TCP id it waits
+     * for ESTABLISHED (the peer's RTU) and returns that event; a UDP id gets no ESTABLISHED (the
+     * SIDR reply is all there is) and this returns {@code null} at once.
+     *
+     * <p><b>Errors</b>: {@link CmEventException} on UNREACHABLE (the peer vanished), CONNECT_ERROR
+     * or DISCONNECTED before ESTABLISHED; {@link VerbsException} from {@code rdma_accept}
+     * (EINVAL: private data longer than 196 bytes, an id that is not a request) or ETIMEDOUT.
+     */
+    public CmEvent accept(ConnectParameters parameters, Duration timeout) {
+        Objects.requireNonNull(parameters, "parameters");
+        long deadline = deadline(timeout);
+        ensureOpen();
+        call("rdma_accept", Cm.ACCEPT, parameters);
+        if (portSpace == PortSpace.UDP) {
+            return null;
+        }
+        return expect("rdma_accept", deadline, timeout, EnumSet.of(CmEventType.ESTABLISHED),
+                EnumSet.of(CmEventType.UNREACHABLE, CmEventType.CONNECT_ERROR, CmEventType.REJECTED,
+                        CmEventType.DISCONNECTED, CmEventType.DEVICE_REMOVAL), null);
+    }
+
+    private void call(String verb, java.lang.invoke.MethodHandle handle, ConnectParameters p) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment cp = arena.allocate(rdma_conn_param.layout());
+            byte[] data = p.privateData();
+            rdma_conn_param.private_data(cp, Cm.bytes(arena, data));
+            rdma_conn_param.private_data_len(cp, (byte) data.length);
+            rdma_conn_param.responder_resources(cp, (byte) p.responderResources());
+            rdma_conn_param.initiator_depth(cp, (byte) p.initiatorDepth());
+            rdma_conn_param.retry_count(cp, (byte) p.retryCount());
+            rdma_conn_param.rnr_retry_count(cp, (byte) p.rnrRetryCount());
+            int rc = (int) handle.invokeExact(errno, id, cp);
+            Cm.check(rc, errno, verb, this + " with " + p);
+        } catch (Throwable t) {
+            throw Native.unexpected(verb, t);
+        }
+    }
+
+    /**
+     * Rejects the connection request this id came from ({@code rdma_reject}); the peer gets
+     * REJECTED with status {@link CmEvent#REJECT_CONSUMER} and {@code privateData} (at most 148
+     * bytes arrive). Close the id afterwards.
+     *
+     * <p><b>Errors</b>: {@link VerbsException} (EINVAL: too much private data, not a request).
+     */
+    public void reject(byte[] privateData) {
+        ensureOpen();
+        byte[] data = privateData == null ? new byte[0] : privateData;
+        if (data.length > 255) {
+            throw new IllegalArgumentException("rdma_reject takes at most 255 bytes of private data, got " + data.length);
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            int rc = (int) Cm.REJECT.invokeExact(errno, id, Cm.bytes(arena, data), (byte) data.length);
+            Cm.check(rc, errno, "rdma_reject", this);
+        } catch (Throwable t) {
+            throw Native.unexpected("rdma_reject", t);
+        }
+    }
+
+    /**
+     * Disconnects ({@code rdma_disconnect}): the queue pair goes to ERR (posted requests flush)
+     * and the peer gets DISCONNECTED. Does not wait for this side's DISCONNECTED event
+     * ({@link #awaitEvent}).
+     *
+     * <p><b>Errors</b>: {@link VerbsException} (EINVAL when not connected).
+     */
+    public void disconnect() {
+        ensureOpen();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            int rc = (int) Cm.DISCONNECT.invokeExact(errno, id);
+            Cm.check(rc, errno, "rdma_disconnect", this);
+        } catch (Throwable t) {
+            throw Native.unexpected("rdma_disconnect", t);
+        }
+        disconnected = true;
+        QueuePair q = qp;
+        if (q != null && !q.isClosed()) {
+            Cm.core().track(q, QpState.ERR);
+        }
+    }
+
+    /**
+     * On a listening id: the next connection request, or {@code null} when none came within
+     * {@code timeout}. The returned event's {@link CmEvent#id()} is a new id that the caller owns.
+     */
+    public CmEvent getRequest(Duration timeout) {
+        long deadline = deadline(timeout);
+        ensureOpen();
+        return channel.await(e -> e.type() == CmEventType.CONNECT_REQUEST && e.listenId() == this, deadline);
+    }
+
+    /** The next event of this id, or {@code null} when none came within {@code timeout}. */
+    public CmEvent awaitEvent(Duration timeout) {
+        long deadline = deadline(timeout);
+        ensureOpen();
+        return channel.await(e -> e.id() == this && e.type() != CmEventType.CONNECT_REQUEST, deadline);
+    }
+
+    /**
+     * Moves this id, and the events kept for it, to another channel ({@code rdma_migrate_id}).
+     *
+     * <p><b>Errors</b>: {@link VerbsException} from {@code rdma_migrate_id}.
+     */
+    public void migrate(EventChannel target) {
+        Objects.requireNonNull(target, "target");
+        ensureOpen();
+        target.ensureOpen();
+        EventChannel from = channel;
+        if (from == target) {
+            return;
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            int rc = (int) Cm.MIGRATE_ID.invokeExact(errno, id, target.channel);
+            Cm.check(rc, errno, "rdma_migrate_id", this + " to " + target);
+        } catch (Throwable t) {
+            throw Native.unexpected("rdma_migrate_id", t);
+        }
+        target.moveIn(this, from.moveOut(this));
+        channel = target;
+    }
+
+    /** Called by the channel for each event of this id, before anyone sees it. */
+    void observe(CmEvent event) {
+        switch (event.type()) {
+            case ESTABLISHED -> {
+                QueuePair q = qp;
+                if (q != null && !q.isClosed() && portSpace == PortSpace.TCP) {
+                    Cm.core().track(q, QpState.RTS);
+                }
+            }
+            case DISCONNECTED -> {
+                disconnected = true;
+                disconnectedEvent = true;
+            }
+            default -> {
+            }
+        }
+    }
+
+    private CmEvent expect(String verb, long deadline, Duration timeout, Set<CmEventType> success,
+            Set<CmEventType> failure, String detail) {
+        CmEvent e = channel.await(ev -> ev.id() == this && ev.type() != CmEventType.CONNECT_REQUEST, deadline);
+        if (e == null) {
+            throw new VerbsException(verb, Errno.ETIMEDOUT, "no " + success + " event within " + timeout.toMillis()
+                    + " ms" + (detail == null ? "" : " (" + detail + ")"));
+        }
+        if (success.contains(e.type())) {
+            return e;
+        }
+        throw new CmEventException(verb, e, failure.contains(e.type()) ? detail : "expected " + success);
+    }
+
+    private static long deadline(Duration timeout) {
+        return System.nanoTime() + Cm.timeoutMillis(timeout) * 1_000_000L;
+    }
+
+    private static int clampMillis(Duration timeout) {
+        return (int) Math.max(1, Math.min(Integer.MAX_VALUE, Cm.timeoutMillis(timeout)));
+    }
+
+    private void ensureOpen() {
+        if (closed) {
+            throw new IllegalStateException(this + " is closed");
+        }
+    }
+
+    /**
+     * Destroys the queue pair if it is still open ({@code rdma_destroy_qp}), then the id
+     * ({@code rdma_destroy_id}); a connected id disconnects its peer. Idempotent.
+     *
+     * <p><b>Errors</b>: {@link VerbsException} from {@code rdma_destroy_id} (the id stays open).
+     */
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        QueuePair q = qp;
+        if (q != null) {
+            q.close();
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            int rc = (int) Cm.DESTROY_ID.invokeExact(errno, id);
+            Cm.check(rc, errno, "rdma_destroy_id", this);
+        } catch (Throwable t) {
+            throw Native.unexpected("rdma_destroy_id", t);
+        }
+        closed = true;
+        channel.forget(this);
+    }
+
+    /** Whether {@link #close()} completed. */
+    public boolean isClosed() {
+        return closed;
+    }
+
+    @Override
+    public String toString() {
+        return "CmId[" + portSpace + " 0x" + Long.toHexString(id.address()) + "]";
+    }
+}

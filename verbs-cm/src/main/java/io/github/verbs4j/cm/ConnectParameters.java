@@ -1,0 +1,74 @@
+package io.github.verbs4j.cm;
+
+import java.util.Arrays;
+import java.util.Objects;
+
+/**
+ * The parameters of {@code rdma_connect} and {@code rdma_accept} ({@code struct rdma_conn_param}).
+ *
+ * @param responderResources incoming RDMA READs/atomics this side serves at once (0..255;
+ *                           {@link #MAX} lets librdmacm use the device maximum)
+ * @param initiatorDepth     outstanding RDMA READs/atomics this side issues (0..255, or {@link #MAX})
+ * @param retryCount         transport retries (0..7; ignored on accept)
+ * @param rnrRetryCount      receiver-not-ready retries (0..7, 7 = forever)
+ * @param privateData        bytes for the peer (REQ at most 56, REP 196); never null
+ */
+public record ConnectParameters(int responderResources, int initiatorDepth, int retryCount, int rnrRetryCount,
+        byte[] privateData) {
+
+    /** {@code RDMA_MAX_RESP_RES}/{@code RDMA_MAX_INIT_DEPTH}: the device's maximum. */
+    public static final int MAX = 0xff;
+
+    public ConnectParameters {
+        range("responderResources", responderResources, 255);
+        range("initiatorDepth", initiatorDepth, 255);
+        range("retryCount", retryCount, 7);
+        range("rnrRetryCount", rnrRetryCount, 7);
+        privateData = privateData == null ? new byte[0] : privateData.clone();
+        if (privateData.length > 255) {
+            throw new IllegalArgumentException("private data holds at most 255 bytes (rdma_conn_param's "
+                    + "private_data_len is 8 bits), got " + privateData.length);
+        }
+    }
+
+    private static void range(String name, int value, int max) {
+        if (value < 0 || value > max) {
+            throw new IllegalArgumentException(name + " must be within 0.." + max + ", got " + value);
+        }
+    }
+
+    /** One READ each way, 7 retries, RNR retry forever, no private data (rping's choice). */
+    public static ConnectParameters defaults() {
+        return new ConnectParameters(1, 1, 7, 7, new byte[0]);
+    }
+
+    /** These parameters with {@code data} as private data. */
+    public ConnectParameters withPrivateData(byte[] data) {
+        return new ConnectParameters(responderResources, initiatorDepth, retryCount, rnrRetryCount, data);
+    }
+
+    /** A copy of the private data. */
+    @Override
+    public byte[] privateData() {
+        return privateData.clone();
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof ConnectParameters p && p.responderResources == responderResources
+                && p.initiatorDepth == initiatorDepth && p.retryCount == retryCount
+                && p.rnrRetryCount == rnrRetryCount && Arrays.equals(p.privateData, privateData);
+    }
+
+    @Override
+    public int hashCode() {
+        return Objects.hash(responderResources, initiatorDepth, retryCount, rnrRetryCount, Arrays.hashCode(privateData));
+    }
+
+    @Override
+    public String toString() {
+        return "ConnectParameters[responderResources=" + responderResources + ", initiatorDepth=" + initiatorDepth
+                + ", retryCount=" + retryCount + ", rnrRetryCount=" + rnrRetryCount + ", privateData="
+                + privateData.length + " bytes]";
+    }
+}

@@ -1,0 +1,312 @@
+package io.github.verbs4j.cm;
+
+import io.github.verbs4j.VerbsException;
+import io.github.verbs4j.cm.ffi.rdma_cm_event;
+import io.github.verbs4j.cm.ffi.rdma_conn_param;
+import io.github.verbs4j.cm.ffi.rdma_ud_param;
+import io.github.verbs4j.internal.Native;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Predicate;
+
+/**
+ * An event channel ({@code struct rdma_event_channel}): where the events of its {@link CmId}s
+ * arrive.
+ *
+ * <pre>{@code
+ * try (EventChannel channel = EventChannel.create();
+ *      CmId id = channel.createId(PortSpace.TCP)) {
+ *     id.resolveAddress(null, new InetSocketAddress("10.0.0.2", 7174), Duration.ofSeconds(2));
+ *     ...
+ * }
+ * }</pre>
+ *
+ * <p><b>Events</b>: {@link #next(Duration)} waits with {@code poll(2)} on the channel's
+ * {@link #fd()}, then calls {@code rdma_get_cm_event}, copies everything out of the native event
+ * (private data included) and acknowledges it ({@code rdma_ack_cm_event}) before returning: an
+ * event can never be left unacknowledged. The blocking methods of {@link CmId} (resolve,
+ * connect, accept...) read this channel too; events they are not waiting for are kept, in order,
+ * for later {@code next} calls and other waits.
+ *
+ * <p><b>Lifecycle</b>: {@link #close()} ({@code rdma_destroy_event_channel}) refuses while ids
+ * of this channel are open, naming them (connection requests that nobody took are closed, which
+ * rejects those peers); it is idempotent. Use after close throws {@link IllegalStateException}.
+ *
+ * <p><b>Thread-safety</b>: thread-safe; one thread waits at a time (the others wait for the
+ * lock, within their own timeouts).
+ */
+public final class EventChannel implements AutoCloseable {
+
+    final MemorySegment channel;
+    private final int fd;
+    private final Map<Long, CmId> ids = new ConcurrentHashMap<>();
+    private final ArrayDeque<CmEvent> backlog = new ArrayDeque<>();
+    private final ReentrantLock lock = new ReentrantLock();
+    private volatile boolean closed;
+
+    private EventChannel(MemorySegment channel) {
+        this.channel = channel.reinterpret(16);
+        this.fd = this.channel.get(ValueLayout.JAVA_INT, 0);
+    }
+
+    /**
+     * Creates a channel ({@code rdma_create_event_channel}).
+     *
+     * <p><b>Errors</b>: {@link VerbsException} (ENODEV or ENOENT without an rdma_cm: no kernel
+     * support and no softrdma; EMFILE); {@link UnsatisfiedLinkError} when librdmacm cannot be loaded.
+     */
+    public static EventChannel create() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment ch = (MemorySegment) Cm.CREATE_EVENT_CHANNEL.invokeExact(errno);
+            if (Cm.isNull(ch)) {
+                throw VerbsException.of("rdma_create_event_channel", Native.errno(errno));
+            }
+            return new EventChannel(ch);
+        } catch (Throwable t) {
+            throw Native.unexpected("rdma_create_event_channel", t);
+        }
+    }
+
+    /** The file descriptor: readable while events are queued (for selectors and poll loops). */
+    public int fd() {
+        ensureOpen();
+        return fd;
+    }
+
+    /**
+     * Creates an id in {@code space} whose events arrive here ({@code rdma_create_id}).
+     *
+     * <p><b>Errors</b>: {@link VerbsException} (ENOMEM); {@link IllegalStateException} after close.
+     */
+    public CmId createId(PortSpace space) {
+        Objects.requireNonNull(space, "space");
+        ensureOpen();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
+            int rc = (int) Cm.CREATE_ID.invokeExact(errno, channel, out, MemorySegment.NULL, space.value());
+            Cm.check(rc, errno, "rdma_create_id", space);
+            CmId id = new CmId(this, out.get(ValueLayout.ADDRESS, 0), space);
+            ids.put(id.address(), id);
+            return id;
+        } catch (Throwable t) {
+            throw Native.unexpected("rdma_create_id", t);
+        }
+    }
+
+    /**
+     * The next event of any id of this channel, or {@code null} when none arrived within
+     * {@code timeout}. The event is already acknowledged.
+     *
+     * <p><b>Errors</b>: {@link VerbsException} from {@code poll} or {@code rdma_get_cm_event};
+     * {@link IllegalStateException} after close.
+     */
+    public CmEvent next(Duration timeout) {
+        return await(e -> true, System.nanoTime() + Cm.timeoutMillis(timeout) * 1_000_000L);
+    }
+
+    /**
+     * The first event (kept or new) that {@code wanted} accepts, before {@code deadline}
+     * (System.nanoTime); events it does not want are kept for later, in order. {@code null} on timeout.
+     */
+    CmEvent await(Predicate<CmEvent> wanted, long deadline) {
+        ensureOpen();
+        try {
+            if (!lock.tryLock(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
+                return null;
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while waiting for an event of " + this, e);
+        }
+        try {
+            for (Iterator<CmEvent> it = backlog.iterator(); it.hasNext(); ) {
+                CmEvent e = it.next();
+                if (wanted.test(e)) {
+                    it.remove();
+                    return e;
+                }
+            }
+            while (true) {
+                ensureOpen();
+                long left = deadline - System.nanoTime();
+                if (!Cm.awaitReadable(fd, Math.max(0, (left + 999_999) / 1_000_000))) {
+                    return null;
+                }
+                CmEvent e = read();
+                if (e == null) {
+                    continue;
+                }
+                if (wanted.test(e)) {
+                    return e;
+                }
+                backlog.addLast(e);
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** {@code rdma_get_cm_event}, copy, {@code rdma_ack_cm_event}; {@code null} for an event of an id no longer here. */
+    private CmEvent read() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
+            int rc = (int) Cm.GET_CM_EVENT.invokeExact(errno, channel, out);
+            Cm.check(rc, errno, "rdma_get_cm_event", this);
+            MemorySegment ev = out.get(ValueLayout.ADDRESS, 0).reinterpret(rdma_cm_event.layout().byteSize());
+            CmEvent event;
+            try {
+                event = decode(ev);
+            } finally {
+                int ack = (int) Cm.ACK_CM_EVENT.invokeExact(errno, ev);
+                Cm.check(ack, errno, "rdma_ack_cm_event", this);
+            }
+            if (event != null) {
+                event.id().observe(event);
+            }
+            return event;
+        } catch (Throwable t) {
+            throw Native.unexpected("rdma_get_cm_event", t);
+        }
+    }
+
+    private CmEvent decode(MemorySegment ev) {
+        CmEventType type = CmEventType.of(rdma_cm_event.event(ev));
+        int status = rdma_cm_event.status(ev);
+        MemorySegment idPtr = rdma_cm_event.id(ev);
+        CmId listenId = null;
+        CmId id;
+        if (type == CmEventType.CONNECT_REQUEST) {
+            listenId = ids.get(rdma_cm_event.listen_id(ev).address());
+            if (listenId == null) {
+                return null;
+            }
+            // handed over: the caller accepts, rejects or closes it
+            id = new CmId(this, idPtr, listenId.portSpace());
+            ids.put(id.address(), id);
+        } else {
+            id = ids.get(idPtr.address());
+            if (id == null) {
+                return null;
+            }
+        }
+        MemorySegment param = rdma_cm_event.param(ev);
+        ConnectParameters parameters;
+        int qpNum;
+        int qkey = 0;
+        if (id.portSpace() == PortSpace.UDP) {
+            byte[] data = Cm.copy(rdma_ud_param.private_data(param), Byte.toUnsignedInt(rdma_ud_param.private_data_len(param)));
+            parameters = new ConnectParameters(0, 0, 0, 0, data);
+            qpNum = rdma_ud_param.qp_num(param);
+            qkey = rdma_ud_param.qkey(param);
+        } else {
+            byte[] data = Cm.copy(rdma_conn_param.private_data(param), Byte.toUnsignedInt(rdma_conn_param.private_data_len(param)));
+            parameters = new ConnectParameters(Byte.toUnsignedInt(rdma_conn_param.responder_resources(param)),
+                    Byte.toUnsignedInt(rdma_conn_param.initiator_depth(param)),
+                    Math.min(7, Byte.toUnsignedInt(rdma_conn_param.retry_count(param))),
+                    Math.min(7, Byte.toUnsignedInt(rdma_conn_param.rnr_retry_count(param))), data);
+            qpNum = rdma_conn_param.qp_num(param);
+        }
+        return new CmEvent(type, status, id, listenId, parameters, qpNum, qkey);
+    }
+
+    void moveIn(CmId id, List<CmEvent> events) {
+        ids.put(id.address(), id);
+        lock.lock();
+        try {
+            backlog.addAll(events);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Takes {@code id} off this channel with the events kept for it (rdma_migrate_id). */
+    List<CmEvent> moveOut(CmId id) {
+        ids.remove(id.address());
+        List<CmEvent> moved = new ArrayList<>();
+        lock.lock();
+        try {
+            for (Iterator<CmEvent> it = backlog.iterator(); it.hasNext(); ) {
+                CmEvent e = it.next();
+                if (e.id() == id) {
+                    moved.add(e);
+                    it.remove();
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+        return moved;
+    }
+
+    void forget(CmId id) {
+        ids.remove(id.address());
+    }
+
+    void ensureOpen() {
+        if (closed) {
+            throw new IllegalStateException(this + " is closed");
+        }
+    }
+
+    /**
+     * Destroys the channel ({@code rdma_destroy_event_channel}). Connection requests kept for
+     * later and never taken are closed first (their peers see a rejection). Idempotent.
+     *
+     * <p><b>Errors</b>: {@link IllegalStateException} naming the ids still open (the channel stays open).
+     */
+    @Override
+    public void close() {
+        lock.lock();
+        try {
+            if (closed) {
+                return;
+            }
+            for (CmEvent e : backlog) {
+                if (e.type() == CmEventType.CONNECT_REQUEST) {
+                    e.id().close();
+                }
+            }
+            backlog.clear();
+            if (!ids.isEmpty()) {
+                List<String> names = new ArrayList<>();
+                for (CmId id : ids.values()) {
+                    names.add(id.toString());
+                }
+                names.sort(null);
+                throw new IllegalStateException("cannot close " + this + ": " + names.size() + " id(s) still open: "
+                        + String.join(", ", names) + "; close them first");
+            }
+            closed = true;
+            Cm.DESTROY_EVENT_CHANNEL.invokeExact(Native.errnoSegment(Arena.ofAuto()), channel);
+        } catch (Throwable t) {
+            throw Native.unexpected("rdma_destroy_event_channel", t);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Whether {@link #close()} completed. */
+    public boolean isClosed() {
+        return closed;
+    }
+
+    @Override
+    public String toString() {
+        return "EventChannel[fd " + fd + "]";
+    }
+}

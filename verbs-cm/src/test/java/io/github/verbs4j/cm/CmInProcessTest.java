@@ -1,0 +1,200 @@
+package io.github.verbs4j.cm;
+
+import io.github.verbs4j.QpState;
+import io.github.verbs4j.RemoteBuffer;
+import io.github.verbs4j.VerbsException;
+import org.junit.jupiter.api.Test;
+
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Both ends in this JVM (softrdma's CM runs over loopback TCP between ids of one process too). */
+class CmInProcessTest {
+
+    static final InetAddress LOOPBACK = InetAddress.getLoopbackAddress();
+    static final Duration T = Duration.ofSeconds(10);
+
+    static int freePort() throws Exception {
+        try (ServerSocket s = new ServerSocket(0, 1, LOOPBACK)) {
+            return s.getLocalPort();
+        }
+    }
+
+    @Test
+    void everyEventTypeMapsToItsOwnValue() {
+        Set<Integer> values = new HashSet<>();
+        for (CmEventType t : CmEventType.values()) {
+            assertTrue(values.add(t.value()), "duplicate value " + t.value());
+            assertEquals(t, CmEventType.of(t.value()));
+        }
+        assertEquals(16, values.size());
+        assertEquals(4, CmEventType.CONNECT_REQUEST.value());
+        assertEquals(15, CmEventType.TIMEWAIT_EXIT.value());
+        assertThrows(IllegalArgumentException.class, () -> CmEventType.of(16));
+    }
+
+    @Test
+    void connectAcceptExchangeDisconnect() throws Exception {
+        try (RdmaServer server = RdmaServer.listen(new InetSocketAddress(LOOPBACK, 0),
+                EndpointOptions.defaults().withPrivateData("from-server".getBytes(StandardCharsets.US_ASCII)), 4)) {
+            int port = server.localAddress().getPort();
+            assertTrue(port > 0);
+            CompletableFuture<RdmaConnection> accepted = CompletableFuture.supplyAsync(() -> server.accept(T));
+            try (RdmaConnection client = new RdmaClient(EndpointOptions.defaults()
+                    .withPrivateData("from-client".getBytes(StandardCharsets.US_ASCII))).connect("127.0.0.1", port, T);
+                 RdmaConnection serverSide = accepted.get(20, TimeUnit.SECONDS)) {
+                assertEquals(QpState.RTS, client.queuePair().trackedState());
+                assertEquals(QpState.RTS, client.queuePair().state());
+                assertEquals(QpState.RTS, serverSide.queuePair().state());
+                assertEquals("from-client", new String(serverSide.peerPrivateData(), 0, 11, StandardCharsets.US_ASCII));
+                assertEquals("from-server", new String(client.peerPrivateData(), 0, 11, StandardCharsets.US_ASCII));
+                assertEquals(port, client.remoteAddress().getPort());
+
+                byte[] hello = "hello over rdma_cm".getBytes(StandardCharsets.US_ASCII);
+                client.send(hello, T);
+                assertArrayEquals(hello, serverSide.receive(T));
+                byte[] big = new byte[4096];
+                Arrays.fill(big, (byte) 0x5a);
+                serverSide.send(big, T);
+                assertArrayEquals(big, client.receive(T));
+
+                // one-sided: client writes into the server's RDMA buffer, then reads it back
+                RemoteBuffer remote = serverSide.remote();
+                for (int i = 0; i < 1000; i++) {
+                    client.rdmaBuffer().segment().set(java.lang.foreign.ValueLayout.JAVA_BYTE, i, (byte) (i * 31));
+                }
+                client.write(0, remote, 1000, T);
+                for (int i = 0; i < 1000; i++) {
+                    assertEquals((byte) (i * 31), serverSide.rdmaBuffer().segment().get(java.lang.foreign.ValueLayout.JAVA_BYTE, i));
+                }
+                client.read(2000, remote.slice(0, 1000), 1000, T);
+                assertArrayEquals(client.rdmaBuffer().segment().asSlice(0, 1000).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE),
+                        client.rdmaBuffer().segment().asSlice(2000, 1000).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE));
+
+                client.disconnect();
+                assertTrue(serverSide.awaitDisconnect(T));
+                assertTrue(client.awaitDisconnect(T));
+                assertEquals(QpState.ERR, client.queuePair().state());
+            }
+        }
+    }
+
+    @Test
+    void rejectCarriesPrivateData() throws Exception {
+        byte[] reason = "go away: server full".getBytes(StandardCharsets.US_ASCII);
+        try (RdmaServer server = RdmaServer.listen(new InetSocketAddress(LOOPBACK, 0))) {
+            int port = server.localAddress().getPort();
+            CompletableFuture<byte[]> rejected = CompletableFuture.supplyAsync(() -> {
+                ConnectionRequest request = server.nextRequest(T);
+                byte[] asked = request.privateData();
+                request.reject(reason);
+                return asked;
+            });
+            CmEventException e = assertThrows(CmEventException.class, () -> new RdmaClient(EndpointOptions.defaults()
+                    .withPrivateData(new byte[] {1, 2, 3})).connect("127.0.0.1", port, T));
+            assertEquals(CmEventType.REJECTED, e.event().type());
+            assertEquals(CmEvent.REJECT_CONSUMER, e.event().status());
+            assertEquals("rdma_connect", e.verb());
+            byte[] got = e.event().privateData();
+            assertTrue(got.length >= reason.length, "private data of " + got.length + " bytes");
+            assertArrayEquals(reason, Arrays.copyOf(got, reason.length));
+            for (int i = reason.length; i < got.length; i++) {
+                assertEquals(0, got[i], "padding byte " + i);
+            }
+            byte[] asked = rejected.get(20, TimeUnit.SECONDS);
+            assertArrayEquals(new byte[] {1, 2, 3}, Arrays.copyOf(asked, 3));
+        }
+    }
+
+    @Test
+    void connectToAPortNobodyListensOnFailsWithinItsTimeout() throws Exception {
+        int port = freePort();
+        long start = System.nanoTime();
+        CmEventException e = assertThrows(CmEventException.class,
+                () -> new RdmaClient().connect("127.0.0.1", port, Duration.ofSeconds(10)));
+        long ms = (System.nanoTime() - start) / 1_000_000;
+        // the answer (not the timeout) ended it: a REJ "invalid service ID", as the kernel's CM sends
+        assertEquals(CmEventType.REJECTED, e.event().type(), e.getMessage());
+        assertEquals(CmEvent.REJECT_INVALID_SERVICE_ID, e.event().status());
+        assertTrue(ms < 10_000, "took " + ms + " ms");
+    }
+
+    @Test
+    void connectToAPeerThatNeverAnswersTimesOut() throws Exception {
+        // a TCP listener that accepts and stays silent: the CM request is never answered
+        try (ServerSocket silent = new ServerSocket(0, 50, LOOPBACK)) {
+            CompletableFuture<Socket> held = CompletableFuture.supplyAsync(() -> {
+                try {
+                    return silent.accept();
+                } catch (Exception e) {
+                    return null;
+                }
+            });
+            long start = System.nanoTime();
+            VerbsException e = assertThrows(VerbsException.class,
+                    () -> new RdmaClient().connect("127.0.0.1", silent.getLocalPort(), Duration.ofMillis(1500)));
+            long ms = (System.nanoTime() - start) / 1_000_000;
+            assertEquals("ETIMEDOUT", e.errnoName(), e.getMessage());
+            assertEquals("rdma_connect", e.verb());
+            assertTrue(ms >= 1400 && ms < 4000, "took " + ms + " ms");
+            Socket s = held.get(5, TimeUnit.SECONDS);
+            if (s != null) {
+                s.close();
+            }
+        }
+    }
+
+    @Test
+    void lowLevelIdsEventsAndLifecycle() throws Exception {
+        try (EventChannel channel = EventChannel.create()) {
+            assertTrue(channel.fd() >= 0);
+            assertNull(channel.next(Duration.ofMillis(50)));
+            CmId listener = channel.createId(PortSpace.TCP);
+            listener.bind(new InetSocketAddress(LOOPBACK, 0));
+            assertNotNull(listener.context(), "bound to a loopback address: the first device");
+            listener.listen(1);
+            IllegalStateException busy = assertThrows(IllegalStateException.class, channel::close);
+            assertTrue(busy.getMessage().contains(listener.toString()), busy.getMessage());
+            VerbsException inUse = assertThrows(VerbsException.class, () -> {
+                try (EventChannel other = EventChannel.create(); CmId second = other.createId(PortSpace.TCP)) {
+                    second.bind(listener.localAddress());
+                }
+            });
+            assertEquals("rdma_bind_addr", inUse.verb());
+            assertEquals("EADDRINUSE", inUse.errnoName());
+
+            CmId active = channel.createId(PortSpace.TCP);
+            assertNull(active.context());
+            try (var pd = listener.context().allocatePd(); var cq = listener.context().createCq(4)) {
+                IllegalStateException unbound = assertThrows(IllegalStateException.class,
+                        () -> active.createQueuePair(pd, cq, cq, QpInit.defaults()));
+                assertTrue(unbound.getMessage().contains("not bound to a device"), unbound.getMessage());
+            }
+            assertThrows(IllegalArgumentException.class, () -> new QpInit(0, 1, 1, 1, 0, false));
+            assertThrows(IllegalArgumentException.class, () -> new ConnectParameters(1, 1, 8, 7, null));
+            active.close();
+            active.close();
+            assertTrue(active.isClosed());
+            assertThrows(IllegalStateException.class, () -> active.listen(1));
+            listener.close();
+            assertFalse(channel.isClosed());
+        }
+    }
+}

@@ -1,0 +1,157 @@
+package io.github.verbs4j.cm;
+
+import io.github.verbs4j.QpState;
+import io.github.verbs4j.RemoteBuffer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.lang.foreign.ValueLayout;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The server in this JVM, each client a separate JVM ({@link CmPeer}), over softrdma's rdma_cm. */
+class TwoProcessCmTest {
+
+    static final Duration T = Duration.ofSeconds(20);
+    private final List<Process> peers = new ArrayList<>();
+
+    /** A peer JVM with this JVM's class path and library choice. */
+    private Peer start(String mode, int port) throws Exception {
+        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path")));
+        for (String p : new String[] {"verbs4j.libibverbs", "verbs4j.librdmacm"}) {
+            if (System.getProperty(p) != null) {
+                cmd.add("-D" + p + "=" + System.getProperty(p));
+            }
+        }
+        cmd.addAll(List.of(CmPeer.class.getName(), mode, Integer.toString(port)));
+        Process process = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        peers.add(process);
+        return new Peer(process);
+    }
+
+    record Peer(Process process, BufferedReader in, PrintStream out) {
+        Peer(Process process) {
+            this(process, new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8)),
+                    new PrintStream(process.getOutputStream(), true, StandardCharsets.UTF_8));
+        }
+
+        String expect(String prefix) throws Exception {
+            CompletableFuture<String> line = CompletableFuture.supplyAsync(() -> {
+                try {
+                    return in.readLine();
+                } catch (Exception e) {
+                    return "read failed: " + e;
+                }
+            });
+            String got = line.get(30, TimeUnit.SECONDS);
+            if (got == null || !got.startsWith(prefix)) {
+                throw new AssertionError("expected '" + prefix + "...' from the peer, got " + got);
+            }
+            return got.substring(prefix.length()).trim();
+        }
+    }
+
+    @AfterEach
+    void killPeers() throws Exception {
+        for (Process p : peers) {
+            p.destroyForcibly();
+            p.waitFor(10, TimeUnit.SECONDS);
+        }
+    }
+
+    private static RdmaServer listen() {
+        return RdmaServer.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0),
+                EndpointOptions.defaults().withPrivateData("server-hello".getBytes(StandardCharsets.US_ASCII)), 8);
+    }
+
+    @Test
+    void connectAcceptExchangeAndDisconnectBetweenTwoJvms() throws Exception {
+        HexFormat hex = HexFormat.of();
+        try (RdmaServer server = listen()) {
+            Peer peer = start("exchange", server.localAddress().getPort());
+            try (RdmaConnection c = server.accept(T)) {
+                assertEquals("peer-hello", new String(c.peerPrivateData(), 0, 10, StandardCharsets.US_ASCII));
+                byte[] serverData = hex.parseHex(peer.expect("CONNECTED "));
+                assertArrayEquals("server-hello".getBytes(StandardCharsets.US_ASCII), Arrays.copyOf(serverData, 12));
+                assertEquals(QpState.RTS, c.queuePair().state());
+
+                byte[] message = new byte[777];
+                for (int i = 0; i < message.length; i++) {
+                    message[i] = (byte) (i ^ 0x3c);
+                }
+                c.send(message, T);
+                assertArrayEquals(message, hex.parseHex(peer.expect("GOT ")));
+                byte[] back = c.receive(T);
+                for (int i = 0; i < message.length; i++) {
+                    assertEquals(message[message.length - 1 - i], back[i], "reversed byte " + i);
+                }
+                RemoteBuffer target = c.remote().slice(1024, CmPeer.WRITE_LENGTH);
+                c.send(target.toBytes(), T);
+                assertArrayEquals("written".getBytes(StandardCharsets.US_ASCII), c.receive(T));
+                for (int i = 0; i < CmPeer.WRITE_LENGTH; i++) {
+                    assertEquals(CmPeer.pattern(i), c.rdmaBuffer().segment().get(ValueLayout.JAVA_BYTE, 1024 + i), "byte " + i);
+                }
+                assertEquals(0, c.rdmaBuffer().segment().get(ValueLayout.JAVA_BYTE, 1023), "before the written range");
+                c.disconnect();
+                assertTrue(c.awaitDisconnect(T));
+                peer.expect("DISCONNECTED");
+            }
+            assertTrue(peer.process().waitFor(30, TimeUnit.SECONDS));
+            assertEquals(0, peer.process().exitValue());
+        }
+    }
+
+    @Test
+    void serverSurvivesClientsKilledMidConnectionAndAcceptsTheNext() throws Exception {
+        try (RdmaServer server = listen()) {
+            int port = server.localAddress().getPort();
+
+            // 1. killed after its request arrived, before the server accepted it
+            Peer early = start("hang", port);
+            ConnectionRequest request = server.nextRequest(T);
+            early.process().destroyForcibly();
+            assertTrue(early.process().waitFor(10, TimeUnit.SECONDS));
+            CmEventException gone = assertThrows(CmEventException.class, () -> request.accept(T));
+            assertEquals(CmEventType.UNREACHABLE, gone.event().type(), gone.getMessage());
+
+            // 2. killed once connected: the server's connection sees DISCONNECTED
+            Peer connected = start("hang", port);
+            try (RdmaConnection c = server.accept(T)) {
+                connected.expect("CONNECTED ");
+                connected.process().destroyForcibly();
+                assertTrue(connected.process().waitFor(10, TimeUnit.SECONDS));
+                assertTrue(c.awaitDisconnect(T), "no DISCONNECTED after the client process died");
+            }
+
+            // 3. the next client is served normally
+            Peer next = start("exchange", port);
+            try (RdmaConnection c = server.accept(T)) {
+                next.expect("CONNECTED ");
+                byte[] message = "still serving".getBytes(StandardCharsets.US_ASCII);
+                c.send(message, T);
+                assertArrayEquals(message, HexFormat.of().parseHex(next.expect("GOT ")));
+                byte[] back = c.receive(T);
+                assertEquals('g', back[0]);
+                assertEquals('s', back[back.length - 1]);
+            }
+        }
+    }
+}
