@@ -8,7 +8,8 @@ import java.util.Objects;
  * the remote {@link Endpoint} says. Defaults:
  * <ul>
  *   <li>port 1, P_Key index 0;</li>
- *   <li>GID index: the one the QP's last {@link QueuePair#endpoint(int, int)} advertised, else 0;</li>
+ *   <li>GID index: the one the QP's last {@link QueuePair#endpoint(int, int)} advertised, else
+ *       the first local GID of the remote GID's family (IPv4-mapped or IPv6; RoCE v2 preferred);</li>
  *   <li>path MTU: the port's active MTU;</li>
  *   <li>QP access: REMOTE_WRITE, REMOTE_READ and REMOTE_ATOMIC (each memory region still
  *       guards its own memory with its own rights);</li>

@@ -452,7 +452,8 @@ public final class QueuePair implements AutoCloseable {
             init(options);
         }
         Mtu mtu = options.mtu != null ? options.mtu : pd.context.queryPort(options.port).activeMtu();
-        int gidIndex = options.gidIndex >= 0 ? options.gidIndex : Math.max(0, advertisedGidIndex);
+        int gidIndex = options.gidIndex >= 0 ? options.gidIndex
+                : advertisedGidIndex >= 0 ? advertisedGidIndex : sourceGidIndexFor(options.port, remote.gid());
         AddressVector av = AddressVector.to(remote).port(options.port).sgidIndex(gidIndex)
                 .serviceLevel(options.serviceLevel);
         QpAttr rtr = new QpAttr().addressVector(av).pathMtu(mtu).destQpNum(remote.qpn()).rqPsn(remote.psn());
@@ -466,6 +467,31 @@ public final class QueuePair implements AutoCloseable {
                     .maxRdAtomic(options.maxRdAtomic);
         }
         toRts(rts);
+    }
+
+    /**
+     * The local GID to send from when neither the options nor {@link #endpoint} said: on a port
+     * without GRH needs, 0; else the first entry of the remote GID's family (IPv4-mapped or
+     * IPv6), RoCE v2 preferred, because devices refuse a path whose source and destination
+     * differ in family (rxe: EINVAL at RTR); 0 when none matches.
+     */
+    private int sourceGidIndexFor(int port, Gid remote) {
+        Port p = pd.context.port(port);
+        if (!p.query().needsGrh() && remote.isZero()) {
+            return 0;
+        }
+        int fallback = -1;
+        for (GidEntry e : p.gids()) {
+            if (e.gid().isIpv4Mapped() == remote.isIpv4Mapped()) {
+                if (e.type() == GidType.ROCE_V2 || e.type() == null) {
+                    return e.index();
+                }
+                if (fallback < 0) {
+                    fallback = e.index();
+                }
+            }
+        }
+        return Math.max(0, fallback);
     }
 
     /** {@link #activate(ConnectOptions)} with {@link ConnectOptions#defaults()}. */

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /** Error completions provoked on purpose, their statuses asserted by name. */
 class ErrorCompletionTest {
@@ -79,8 +80,18 @@ class ErrorCompletionTest {
                 assertEquals(id, wc.wrId());
                 assertEquals(rig.b.qpNumber(), wc.qpNumber());
             }
-            // requests posted in ERR are flushed too
-            rig.b.postRecv(r.id(3));
+        }
+    }
+
+    @Test
+    void receivesPostedInErrorAreFlushed() {
+        // The IB spec flushes requests posted to a QP in ERR; kernel rxe (6.1) leaves a receive
+        // posted from user space in its queue until the responder next runs, so this is checked
+        // on softrdma only.
+        assumeTrue(Rig.onSoftrdma(), "kernel rxe does not flush receives posted in ERR at once");
+        try (Rig rig = Rig.rc()) {
+            rig.b.toError();
+            rig.b.postRecv(ReceiveRequest.create().id(3).local(rig.mrB, 0, 64));
             Completion wc = rig.next(rig.cqB);
             assertEquals(WcStatus.WR_FLUSH_ERROR, wc.status());
             assertEquals(3, wc.wrId());

@@ -35,6 +35,12 @@ final class Rig implements AutoCloseable {
         this.mrB = mrB;
     }
 
+    /** Whether the tests run on softrdma (rather than the system's rdma-core, e.g. kernel rxe). */
+    static boolean onSoftrdma() {
+        return io.github.verbs4j.internal.NativeLibraries.verbsPath().map(p -> p.toString().contains("softrdma"))
+                .orElse(false);
+    }
+
     static Context open() {
         assertTrue(Verbs.isAvailable(), () -> "RDMA (softrdma) is not available: " + Verbs.unavailabilityCause());
         return Verbs.openFirst();
