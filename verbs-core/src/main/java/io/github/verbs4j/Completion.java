@@ -5,6 +5,7 @@ import io.github.verbs4j.ffi.IbVerbs;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
 
 /**
  * One work completion ({@code struct ibv_wc}), read in place: a flyweight over one slot of a
@@ -27,6 +28,8 @@ public final class Completion {
     private static final long PKEY_INDEX = ibv_wc.pkey_index$offset();
     private static final long SLID = ibv_wc.slid$offset();
     private static final long SL = ibv_wc.sl$offset();
+    /** {@code __be32 imm_data}: read big-endian, it is the host-order value ({@code ntohl}). */
+    private static final ValueLayout.OfInt NETWORK_INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
     private static final int FLAG_GRH = IbVerbs.IBV_WC_GRH();
     private static final int FLAG_WITH_IMM = IbVerbs.IBV_WC_WITH_IMM();
 
@@ -83,7 +86,7 @@ public final class Completion {
      * ways, so the value a sender set with {@link SendRequest#immediate(int)} reads back equal).
      */
     public int immediate() {
-        return Integer.reverseBytes(array.get(ValueLayout.JAVA_INT, base + IMM_DATA));
+        return array.get(NETWORK_INT, base + IMM_DATA);
     }
 
     /** The local QP number. */

@@ -13,6 +13,7 @@ import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
+import java.nio.ByteOrder;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.function.Consumer;
@@ -75,7 +76,7 @@ public final class Context implements AutoCloseable {
         MemorySegment dev = ibv_context.device(ctx).reinterpret(ibv_device.layout().byteSize());
         try {
             String name = ((MemorySegment) DeviceListHandles.NAME.invokeExact(dev)).reinterpret(256).getString(0);
-            long guid = Long.reverseBytes((long) DeviceListHandles.GUID.invokeExact(dev));
+            long guid = fromBigEndian((long) DeviceListHandles.GUID.invokeExact(dev));
             return new Context(ctx, new Device(name, guid, ibv_device.node_type(dev), ibv_device.transport_type(dev)), true);
         } catch (Throwable t) {
             throw Native.unexpected("ibv_get_device_name", t);
@@ -110,7 +111,7 @@ public final class Context implements AutoCloseable {
                     MemorySegment dev = devices.getAtIndex(ValueLayout.ADDRESS, i).reinterpret(ibv_device.layout().byteSize());
                     String devName = ((MemorySegment) DeviceListHandles.NAME.invokeExact(dev)).reinterpret(256).getString(0);
                     if (devName.equals(name)) {
-                        long guid = Long.reverseBytes((long) DeviceListHandles.GUID.invokeExact(dev));
+                        long guid = fromBigEndian((long) DeviceListHandles.GUID.invokeExact(dev));
                         Device device = new Device(devName, guid, ibv_device.node_type(dev), ibv_device.transport_type(dev));
                         MemorySegment ctx = (MemorySegment) Lib.need(Lib.OPEN_DEVICE, "ibv_open_device").invokeExact(errno, dev);
                         if (Lib.isNull(ctx)) {
@@ -128,6 +129,11 @@ public final class Context implements AutoCloseable {
         } catch (Throwable t) {
             throw Native.unexpected("ibv_open_device", t);
         }
+    }
+
+    /** A {@code __be64} read as a native long, in host order ({@code be64toh}). */
+    static long fromBigEndian(long value) {
+        return ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN ? Long.reverseBytes(value) : value;
     }
 
     private static MemorySegment extendedQueryPort(MemorySegment ctx) {
@@ -184,8 +190,8 @@ public final class Context implements AutoCloseable {
             }
             return new DeviceAttributes(
                     ibv_device_attr.fw_ver(a).getString(0),
-                    Long.reverseBytes(ibv_device_attr.node_guid(a)),
-                    Long.reverseBytes(ibv_device_attr.sys_image_guid(a)),
+                    fromBigEndian(ibv_device_attr.node_guid(a)),
+                    fromBigEndian(ibv_device_attr.sys_image_guid(a)),
                     ibv_device_attr.max_mr_size(a), ibv_device_attr.page_size_cap(a),
                     ibv_device_attr.vendor_id(a), ibv_device_attr.vendor_part_id(a), ibv_device_attr.hw_ver(a),
                     ibv_device_attr.max_qp(a), ibv_device_attr.max_qp_wr(a), ibv_device_attr.device_cap_flags(a),

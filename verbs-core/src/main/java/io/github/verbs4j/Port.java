@@ -8,6 +8,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
+import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -189,7 +190,7 @@ public final class Port {
             if (rc != 0) {
                 throw new VerbsException("ibv_query_pkey", errnoOf(rc, errno), "port " + number + " index " + index);
             }
-            return Short.toUnsignedInt(Short.reverseBytes(pkey.get(ValueLayout.JAVA_SHORT, 0)));
+            return Short.toUnsignedInt(pkey.get(ValueLayout.JAVA_SHORT.withOrder(ByteOrder.BIG_ENDIAN), 0)); // __be16
         } catch (Throwable t) {
             throw Native.unexpected("ibv_query_pkey", t);
         }

@@ -7,6 +7,7 @@ import io.github.verbs4j.ffi.ibv_sge;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
 import java.util.Objects;
 
 /**
@@ -57,6 +58,8 @@ public final class SendRequest {
     private static final long SGE_LENGTH = ibv_sge.length$offset();
     private static final long SGE_LKEY = ibv_sge.lkey$offset();
 
+    /** {@code __be32 imm_data}: written big-endian ({@code htonl}). */
+    private static final ValueLayout.OfInt NETWORK_INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
     private static final int FENCE = IbVerbs.IBV_SEND_FENCE();
     private static final int SIGNALED = IbVerbs.IBV_SEND_SIGNALED();
     private static final int SOLICITED = IbVerbs.IBV_SEND_SOLICITED();
@@ -227,7 +230,7 @@ public final class SendRequest {
 
     /** The immediate data in host order (sent big-endian, as rdma-core's {@code htonl}). */
     public SendRequest immediate(int value) {
-        wr.set(ValueLayout.JAVA_INT, IMM_DATA, Integer.reverseBytes(value));
+        wr.set(NETWORK_INT, IMM_DATA, value);
         return this;
     }
 

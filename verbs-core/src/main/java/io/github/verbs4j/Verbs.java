@@ -125,7 +125,7 @@ public final class Verbs {
 
     private static Device describe(MemorySegment dev) throws Throwable {
         MemorySegment name = (MemorySegment) DeviceList.NAME.invokeExact(dev);
-        long guid = Long.reverseBytes((long) DeviceList.GUID.invokeExact(dev));
+        long guid = Context.fromBigEndian((long) DeviceList.GUID.invokeExact(dev));
         return new Device(name.reinterpret(256).getString(0), guid,
                 ibv_device.node_type(dev), ibv_device.transport_type(dev));
     }
