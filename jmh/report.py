@@ -3,7 +3,8 @@
 
     python3 jmh/report.py <result.json> <chart folder>
 
-Prints a Markdown table (Java vs C: ns/op with JMH's 99.9% error, Java - C, ratio, B/op) and
+Prints a Markdown table (verbs4j, raw FFM where measured, and C: ns/op with JMH's 99.9% error;
+verbs4j - C, ratio, B/op) and
 writes it next to the JSON (<result>.md); draws two SVG charts into the chart folder:
 java-vs-c.svg (each pair side by side) and ffm-floor.svg (a no-op native call three ways).
 Standard library only: the SVG is written by hand, so nothing needs installing.
@@ -34,6 +35,7 @@ FLOOR = [
 
 JAVA_COLOUR = "#e76f24"
 C_COLOUR = "#2a6fbb"
+RAW_COLOUR = "#f2b134"
 
 
 def number(value):
@@ -77,15 +79,15 @@ def fmt_bytes(r):
 
 def table(results):
     lines = [
-        "| operation | Java ns/op | C ns/op | Java − C ns | Java / C | Java B/op | C B/op |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| operation | verbs4j ns/op | raw FFM ns/op | C ns/op | verbs4j − C ns | verbs4j / C | verbs4j B/op | C B/op |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for stem, label in PAIRS:
-        j, c = results.get(stem + "Java"), results.get(stem + "C")
+        j, c, raw = results.get(stem + "Java"), results.get(stem + "C"), results.get(stem + "JavaRawFfm")
         if not j or not c:
             continue
-        lines.append(f"| {label} | {fmt_ns(j)} | {fmt_ns(c)} | {j['score'] - c['score']:.1f} | "
-                     f"{j['score'] / c['score']:.2f} | {fmt_bytes(j)} | {fmt_bytes(c)} |")
+        lines.append(f"| {label} | {fmt_ns(j)} | {fmt_ns(raw) if raw else '—'} | {fmt_ns(c)} | "
+                     f"{j['score'] - c['score']:.1f} | {j['score'] / c['score']:.2f} | {fmt_bytes(j)} | {fmt_bytes(c)} |")
     lines.append("")
     lines.append("| no-op native call (`bl_nop`, shaped like `ops.post_send`) | ns/call | B/op |")
     lines.append("|---|---:|---:|")
@@ -111,7 +113,8 @@ def bars_svg(title, rows, series, unit, note):
     bar, gap = 16, 14
     group = bar * len(series) + gap
     height = top + group * len(rows) + 60
-    vmax = max(v + e for _, values, errors in rows for v, e in zip(values, errors)) or 1.0
+    # the scale follows the scores; error bars longer than the plot are clipped at its edge
+    vmax = 1.1 * max(v for _, values, _ in rows for v in values if v is not None) or 1.0
     step = nice_step(vmax / 5)
     vmax = step * -(-vmax // step)
     plot = width - left - right
@@ -142,12 +145,15 @@ def bars_svg(title, rows, series, unit, note):
         out.append(f'<text x="{left - 8}" y="{y0 + bar * len(series) / 2 + 4}" text-anchor="end">{escape(label)}</text>')
         for k, ((name, colour), v, e) in enumerate(zip(series, values, errors)):
             y = y0 + k * bar
+            if v is None:
+                continue
             out.append(f'<rect x="{left}" y="{y}" width="{max(x(v) - left, 1):.1f}" height="{bar - 2}" fill="{colour}">'
                        f'<title>{escape(name)}: {v:.1f} ± {e:.1f} {escape(unit)}</title></rect>')
             if e > 0:
-                out.append(f'<line x1="{x(max(v - e, 0)):.1f}" y1="{y + bar / 2 - 1}" x2="{x(v + e):.1f}" '
-                           f'y2="{y + bar / 2 - 1}" stroke="black"/>')
-            out.append(f'<text x="{x(v + e) + 4:.1f}" y="{y + bar - 5}" fill="#222">{v:.1f}</text>')
+                out.append(f'<line x1="{x(max(v - e, 0)):.1f}" y1="{y + bar / 2 - 1}" x2="{x(min(v + e, vmax)):.1f}" '
+                           f'y2="{y + bar / 2 - 1}" stroke="#333" stroke-width="0.8"/>')
+            out.append(f'<text x="{x(v) + 4:.1f}" y="{y + bar - 5}" fill="#111" stroke="white" stroke-width="3" '
+                       f'paint-order="stroke">{v:.1f}</text>')
     out.append(f'<text x="{width - 6}" y="{height - 8}" text-anchor="end" fill="#777" font-size="10">{escape(note)}</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
@@ -169,12 +175,15 @@ def main(argv):
     rows = []
     for stem, label in PAIRS:
         j, c = results.get(stem + "Java"), results.get(stem + "C")
+        raw = results.get(stem + "JavaRawFfm")
         if j and c:
-            rows.append((label, [j["score"], c["score"]], [j["error"], c["error"]]))
+            rows.append((label, [j["score"], raw["score"] if raw else None, c["score"]],
+                         [j["error"], raw["error"] if raw else 0.0, c["error"]]))
     if rows:
         with open(os.path.join(folder, "java-vs-c.svg"), "w") as f:
             f.write(bars_svg("verbs4j vs C on softrdma, per operation (lower is better)", rows,
-                             [("Java (verbs4j)", JAVA_COLOUR), ("C (libibverbs)", C_COLOUR)], "ns/op", note))
+                             [("Java, verbs4j", JAVA_COLOUR), ("Java, raw FFM downcalls", RAW_COLOUR),
+                              ("C, libibverbs", C_COLOUR)], "ns/op", note))
     floor = [(label, [results[stem]["score"]], [results[stem]["error"]]) for stem, label in FLOOR if stem in results]
     if floor:
         with open(os.path.join(folder, "ffm-floor.svg"), "w") as f:

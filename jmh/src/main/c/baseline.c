@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stddef.h>
 #include <infiniband/verbs.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -368,4 +369,68 @@ BL_EXPORT int64_t bl_nop_loop(void *arg, int64_t iterations)
 	for (int64_t i = 0; i < iterations; i++)
 		sum += fn(arg, arg, NULL) + 1;
 	return sum;
+}
+
+/*
+ * For the raw-FFM benchmarks: the rig's objects and provider entry points, so Java can call
+ * ops.post_send/ops.poll_cq itself with no verbs4j code in between.
+ */
+BL_EXPORT struct ibv_qp *bl_qp_a(struct bl_rig *r)
+{
+	return r->a;
+}
+
+BL_EXPORT struct ibv_cq *bl_cq_a(struct bl_rig *r)
+{
+	return r->cq_a;
+}
+
+BL_EXPORT void *bl_post_send_fn(struct bl_rig *r)
+{
+	return (void *)r->a->context->ops.post_send;
+}
+
+BL_EXPORT void *bl_poll_cq_fn(struct bl_rig *r)
+{
+	return (void *)r->cq_a->context->ops.poll_cq;
+}
+
+/* Fills wr and sge (caller's memory) with the request bl_write posts. */
+BL_EXPORT void bl_prepare_write(struct bl_rig *r, struct ibv_send_wr *wr, struct ibv_sge *sge)
+{
+	sge_of(sge, r->mr_a, 0, BL_MSG);
+	memset(wr, 0, sizeof(*wr));
+	wr->sg_list = sge;
+	wr->num_sge = 1;
+	wr->opcode = IBV_WR_RDMA_WRITE;
+	wr->send_flags = IBV_SEND_SIGNALED;
+	wr->wr.rdma.remote_addr = (uintptr_t)r->mr_b->addr + 4096;
+	wr->wr.rdma.rkey = r->mr_b->rkey;
+}
+
+/*
+ * The sizes and offsets the raw-FFM benchmarks need, from the compiler rather than written
+ * twice: 0 sizeof(ibv_send_wr), 1 sizeof(ibv_sge), 2 sizeof(ibv_wc), 3 offsetof(ibv_send_wr,
+ * wr_id), 4 offsetof(ibv_wc, wr_id), 5 offsetof(ibv_wc, status), 6 offsetof(ibv_wc, byte_len).
+ */
+BL_EXPORT int bl_layout(int which)
+{
+	switch (which) {
+	case 0:
+		return (int)sizeof(struct ibv_send_wr);
+	case 1:
+		return (int)sizeof(struct ibv_sge);
+	case 2:
+		return (int)sizeof(struct ibv_wc);
+	case 3:
+		return (int)offsetof(struct ibv_send_wr, wr_id);
+	case 4:
+		return (int)offsetof(struct ibv_wc, wr_id);
+	case 5:
+		return (int)offsetof(struct ibv_wc, status);
+	case 6:
+		return (int)offsetof(struct ibv_wc, byte_len);
+	default:
+		return -1;
+	}
 }

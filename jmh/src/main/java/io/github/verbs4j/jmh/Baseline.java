@@ -60,6 +60,17 @@ final class Baseline {
     static final MethodHandle NOP_CRITICAL = handle("bl_nop", NOP, Linker.Option.critical(false));
     static final MethodHandle NOP_PLAIN = handle("bl_nop", NOP);
 
+    // the raw-FFM benchmarks' accessors (see RawRig)
+    static final MethodHandle QP_A = handle("bl_qp_a", FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.ADDRESS));
+    static final MethodHandle CQ_A = handle("bl_cq_a", FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.ADDRESS));
+    static final MethodHandle POST_SEND_FN = handle("bl_post_send_fn",
+            FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.ADDRESS));
+    static final MethodHandle POLL_CQ_FN = handle("bl_poll_cq_fn",
+            FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.ADDRESS));
+    static final MethodHandle PREPARE_WRITE = handle("bl_prepare_write",
+            FunctionDescriptor.ofVoid(ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.ADDRESS));
+    static final MethodHandle LAYOUT = handle("bl_layout", FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
+
     private Baseline() {
     }
 

@@ -22,7 +22,8 @@ import java.util.concurrent.TimeUnit;
  * once per invocation; a C benchmark makes one downcall into a loop of {@value #C_ITERATIONS}
  * sequences, and {@link OperationsPerInvocation} divides by the loop count (the one downcall
  * then costs under 0.1 ns per operation). Times are per operation: per sequence, or per WRITE
- * for the chains of 16.
+ * for the chains of 16. {@code writeJavaRawFfm} and {@code pollEmptyJavaRawFfm} ({@link RawRig})
+ * split the Java-C difference into FFM's share and verbs4j's own.
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
@@ -56,6 +57,12 @@ public class JavaVsC {
     @OperationsPerInvocation(C_ITERATIONS)
     public long writeC(CRig rig) {
         return rig.run("bl_write", Baseline.WRITE, C_ITERATIONS);
+    }
+
+    /** The same WRITE + poll from Java with no verbs4j code: raw critical downcalls to the provider. */
+    @Benchmark
+    public long writeJavaRawFfm(RawRig rig) throws Throwable {
+        return rig.write();
     }
 
     // ---- 16 chained RDMA WRITEs per post_send, last one signaled, one poll: time per WRITE
@@ -109,6 +116,12 @@ public class JavaVsC {
     @OperationsPerInvocation(C_ITERATIONS)
     public long pollEmptyC(CRig rig) {
         return rig.run("bl_poll_empty", Baseline.POLL_EMPTY, C_ITERATIONS);
+    }
+
+    /** The same poll from Java with no verbs4j code. */
+    @Benchmark
+    public int pollEmptyJavaRawFfm(RawRig rig) throws Throwable {
+        return rig.pollEmpty();
     }
 
     // ---- the floor: a no-op function shaped like ops.post_send (bl_nop)
