@@ -360,6 +360,12 @@ static struct cm_channel *channel_new(void)
 	return ch;
 }
 
+/*
+ * A thread blocked in rdma_get_cm_event on a channel being destroyed stays
+ * blocked, as a read() of the kernel's rdma_cm fd would (rping's CM thread
+ * is still waiting when its main thread tears down and returns). The
+ * structure is then kept, so the sleeper never touches freed memory.
+ */
 static void channel_free(struct cm_channel *ch)
 {
 	struct cm_event *e = ch->head, *n;
@@ -368,8 +374,14 @@ static void channel_free(struct cm_channel *ch)
 		n = e->next;
 		free(e);
 	}
+	ch->head = ch->tail = NULL;
+	ch->queued = 0;
 	close(ch->ch.fd);
 	close(ch->wfd);
+	if (ch->waiters) {
+		ch->closed = 1;
+		return;
+	}
 	free(ch);
 }
 
@@ -494,29 +506,48 @@ static void event_pdata_only(struct cm_event *e, const struct wire_msg *m, int s
 	e->ev.param.conn.private_data_len = size;
 }
 
+static void get_event_cleanup(void *arg)
+{
+	struct cm_channel *ch = arg;
+
+	ch->waiters--;
+	pthread_mutex_unlock(&g_lock);
+}
+
 CM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
 {
 	struct cm_channel *ch = (struct cm_channel *)channel;
-	struct cm_event *e;
+	struct cm_event *e = NULL;
+	volatile int rc = 0;	/* survives the cleanup handler's setjmp */
 
 	if (!channel || !event)
 		return fail(EINVAL);
 	pthread_mutex_lock(&g_lock);
+	ch->waiters++;
+	/* blocking here is a cancellation point, like the read() it stands for */
+	pthread_cleanup_push(get_event_cleanup, ch);
 	while (!ch->head) {
-		int fl = fcntl(ch->ch.fd, F_GETFL);
+		int fl;
 
+		if (ch->closed) {
+			pthread_cond_wait(&g_cond, &g_lock);
+			continue;
+		}
+		fl = fcntl(ch->ch.fd, F_GETFL);
 		if (fl >= 0 && (fl & O_NONBLOCK)) {
-			pthread_mutex_unlock(&g_lock);
-			return fail(EAGAIN);
+			rc = EAGAIN;
+			break;
 		}
 		pthread_cond_wait(&g_cond, &g_lock);
 	}
-	e = ch->head;
-	channel_unlink(ch, e, NULL);
-	e->owner->reported++;
-	*event = &e->ev;
-	pthread_mutex_unlock(&g_lock);
-	return 0;
+	if (!rc) {
+		e = ch->head;
+		channel_unlink(ch, e, NULL);
+		e->owner->reported++;
+		*event = &e->ev;
+	}
+	pthread_cleanup_pop(1);
+	return rc ? fail(rc) : 0;
 }
 
 CM_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)

@@ -152,6 +152,8 @@ struct cm_channel {
 	struct cm_event *head, *tail;
 	int queued;
 	int private_to_id;		/* sync id's own channel */
+	int waiters;			/* threads blocked in rdma_get_cm_event */
+	int closed;			/* destroyed while a thread still waited */
 };
 
 #endif

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -678,6 +679,14 @@ static int ud_client(uint16_t port)
 	return 0;
 }
 
+static void *blocked_get(void *arg)
+{
+	struct rdma_cm_event *ev;
+
+	rdma_get_cm_event(arg, &ev);
+	return NULL;
+}
+
 /* Event channel: the fd is pollable, non-blocking gets say EAGAIN, unacked events hold destroy. */
 static int channel_semantics(uint16_t unused)
 {
@@ -747,6 +756,28 @@ static int channel_semantics(uint16_t unused)
 		}
 		CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
 		      "rdma_cm in a forked child failed");
+	}
+	{
+		/* a blocked rdma_get_cm_event can be cancelled, like a read() */
+		struct rdma_event_channel *c3 = rdma_create_event_channel();
+		pthread_t t;
+		void *ret;
+
+		CHECK(c3 && !pthread_create(&t, NULL, blocked_get, c3), "thread");
+		usleep(100 * 1000);
+		CHECK(!pthread_cancel(t) && !pthread_join(t, &ret) && ret == PTHREAD_CANCELED,
+		      "blocked rdma_get_cm_event was not cancelled");
+		rdma_destroy_event_channel(c3);
+		/* destroying a channel a thread waits on leaves that thread blocked, unharmed */
+		c3 = rdma_create_event_channel();
+		CHECK(c3 && !pthread_create(&t, NULL, blocked_get, c3), "thread");
+		usleep(100 * 1000);
+		rdma_destroy_event_channel(c3);
+		CHECK(!rdma_resolve_route(id, 1000), "resolve_route after channel teardown");
+		CHECK(!rdma_get_cm_event(ch, &ev), "event after channel teardown");
+		rdma_ack_cm_event(ev);
+		usleep(100 * 1000);
+		CHECK(pthread_tryjoin_np(t, &ret) == EBUSY, "waiter on a destroyed channel returned");
 	}
 	CHECK(!rdma_destroy_id(id), "rdma_destroy_id");
 	rdma_destroy_event_channel(ch);

@@ -24,9 +24,22 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 passed=0
 failed=0
-# ports of our own so parallel runs of other suites (perftest's 18515) do not collide
-# (below the ephemeral range, which starts at 32768)
-port=$((10000 + $$ % 20000))
+# A random port per tool, below the ephemeral range (32768+), not perftest's
+# default 18515 and not in use, so concurrent suites rarely collide.
+next_port() {
+	local p
+	for _ in $(seq 200); do
+		p=$((10000 + RANDOM % 20000))
+		[ "$p" = 18515 ] && continue
+		if command -v ss >/dev/null && ss -tanH "( sport = :$p or dport = :$p )" 2>/dev/null | grep -q .; then
+			continue
+		fi
+		port=$p
+		return
+	done
+}
+RANDOM=$$
+next_port
 TMO=${STOCK_CM_TIMEOUT:-90}
 
 wait_listening() {
@@ -81,7 +94,7 @@ pair() {
 		done
 		failed=$((failed + 1))
 	fi
-	port=$((port + 1))
+	next_port
 }
 
 # rping -V verifies every buffer itself; -v prints each ping so we can count them.
