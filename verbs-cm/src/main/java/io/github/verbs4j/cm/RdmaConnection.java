@@ -34,7 +34,8 @@ import java.util.concurrent.locks.LockSupport;
  * <p>Messages: {@link #send(byte[], Duration)} and {@link #receive(Duration)}. One-sided:
  * {@link #write} and {@link #read} between this side's RDMA buffer and a peer's
  * {@link RemoteBuffer}. Every wait has a timeout; failed completions throw
- * {@code WorkCompletionException} with their status.
+ * {@code WorkCompletionException} with their status; a wait during which the connection goes
+ * away (DISCONNECTED) throws {@link PeerDisconnectedException} at once.
  *
  * <p><b>Lifecycle</b>: {@link #close()} disconnects (if still connected) and releases the queue
  * pair, buffers, queue, domain, id and channel, in that order, also after errors. Idempotent.
@@ -66,6 +67,7 @@ public final class RdmaConnection implements AutoCloseable {
     private long rdmaPosted;
     private volatile byte[] peerPrivateData = new byte[0];
     private boolean closed;
+    private int idlePolls;
 
     /**
      * Allocates the resources on {@code id}'s device and creates the QP; on failure releases what
@@ -286,7 +288,17 @@ public final class RdmaConnection implements AutoCloseable {
             }
         }
         if (n > 0) {
+            idlePolls = 0;
             return;
+        }
+        // a peer that is gone sends nothing more: look at the CM events now and then (a poll(2)
+        // each time), so that waits end with the DISCONNECTED rather than at their timeout
+        if (++idlePolls % 64 == 0) {
+            id.awaitEvent(Duration.ZERO);
+            if (id.hasDisconnectedEvent()) {
+                throw new PeerDisconnectedException("ibv_poll_cq", "the connection was disconnected while waiting for "
+                        + what + " on " + this);
+            }
         }
         if (System.nanoTime() - deadline >= 0) {
             throw new VerbsException("ibv_poll_cq", Errno.ETIMEDOUT, "no " + what + " within " + timeout.toMillis() + " ms on " + this);

@@ -1,0 +1,17 @@
+package io.github.verbs4j.cm;
+
+import io.github.verbs4j.VerbsException;
+import io.github.verbs4j.internal.Errno;
+
+/**
+ * An {@link RdmaConnection} wait ended because the connection is gone: a DISCONNECTED event
+ * arrived (the peer disconnected, closed its connection or its process died). errno ECONNRESET.
+ */
+public final class PeerDisconnectedException extends VerbsException {
+
+    private static final long serialVersionUID = 1L;
+
+    PeerDisconnectedException(String verb, String detail) {
+        super(verb, Errno.ECONNRESET, detail);
+    }
+}

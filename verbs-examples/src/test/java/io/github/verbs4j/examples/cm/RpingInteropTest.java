@@ -1,0 +1,192 @@
+package io.github.verbs4j.examples.cm;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import picocli.CommandLine;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * verbs4j's rping against rdma-core's unmodified {@code rping} (Debian's rdmacm-utils), both
+ * directions, over softrdma (surefire puts softrdma first in LD_LIBRARY_PATH, so the stock tool
+ * loads softrdma's librdmacm.so.1 and libibverbs.so.1).
+ */
+class RpingInteropTest {
+
+    static final int COUNT = 10;
+    private final List<Process> started = new ArrayList<>();
+
+    @AfterEach
+    void stopStockTools() throws Exception {
+        for (Process p : started) {
+            p.destroyForcibly();
+            p.waitFor(10, TimeUnit.SECONDS);
+        }
+    }
+
+    record Run(int exitCode, String out, String err) {
+    }
+
+    static Run verbs4jRping(String... args) {
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        CommandLine cli = new CommandLine(new RpingCommand());
+        cli.setOut(new PrintWriter(out, true));
+        cli.setErr(new PrintWriter(err, true));
+        cli.setExecutionExceptionHandler((e, c, p) -> {
+            c.getErr().println("failed: " + e);
+            return 1;
+        });
+        int code = cli.execute(args);
+        return new Run(code, out.toString(), err.toString());
+    }
+
+    static Path stockRping() {
+        for (String dir : System.getenv().getOrDefault("PATH", "/usr/bin:/bin").split(":")) {
+            Path p = Path.of(dir, "rping");
+            if (Files.isExecutable(p)) {
+                return p;
+            }
+        }
+        throw new AssertionError("rdma-core's rping is not installed (Debian/Ubuntu: apt-get install rdmacm-utils)");
+    }
+
+    private Process startStock(Path log, String... args) throws IOException {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(stockRping().toString());
+        cmd.addAll(List.of(args));
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        started.add(p);
+        return p;
+    }
+
+    static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            return s.getLocalPort();
+        }
+    }
+
+    /** Waits until something listens on TCP {@code port} (softrdma's rdma_cm listeners do). */
+    static void awaitListening(int port, Process owner) throws Exception {
+        String hexPort = String.format(Locale.ROOT, ":%04X ", port);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (System.nanoTime() < deadline) {
+            for (String table : new String[] {"/proc/net/tcp", "/proc/net/tcp6"}) {
+                Path p = Path.of(table);
+                if (Files.exists(p)) {
+                    for (String line : Files.readAllLines(p)) {
+                        String[] f = line.trim().split("\\s+");
+                        if (f.length > 3 && f[1].endsWith(hexPort.trim()) && f[3].equals("0A")) {
+                            return;
+                        }
+                    }
+                }
+            }
+            if (owner != null && !owner.isAlive()) {
+                throw new AssertionError("the server exited with " + owner.exitValue() + " before listening");
+            }
+            Thread.sleep(20);
+        }
+        throw new AssertionError("nothing listens on port " + port + " after 20 s");
+    }
+
+    /** The lines rping -v prints for pings 0..count-1 with size 64 (its pattern, computed here independently). */
+    static List<String> expectedPingData(int count, int size) {
+        List<String> lines = new ArrayList<>();
+        int start = 'A';
+        for (int ping = 0; ping < count; ping++) {
+            StringBuilder b = new StringBuilder("rdma-ping-" + ping + ": ");
+            char c = (char) start;
+            while (b.length() < size - 1) {
+                b.append(c);
+                c = c == 'z' ? 'A' : (char) (c + 1);
+            }
+            lines.add(b.toString());
+            start = start == 'z' ? 'A' : start + 1;
+        }
+        return lines;
+    }
+
+    static List<String> linesWith(String text, String prefix) {
+        List<String> found = new ArrayList<>();
+        for (String line : text.split("\n")) {
+            if (line.startsWith(prefix)) {
+                found.add(line.substring(prefix.length()));
+            }
+        }
+        return found;
+    }
+
+    @Test
+    void thePingPatternMatchesRpings() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment buffer = arena.allocate(64);
+            RpingCommand.fillPing(buffer, 3, 'D');
+            byte[] expected = (expectedPingData(4, 64).get(3) + "\0").getBytes(StandardCharsets.US_ASCII);
+            assertArrayEquals(expected, buffer.toArray(ValueLayout.JAVA_BYTE));
+            // wrap-around from 'z' to 'A'
+            RpingCommand.fillPing(buffer, 57, 'z');
+            assertEquals("rdma-ping-57: zABC", RpingCommand.cString(buffer).substring(0, 18));
+        }
+        byte[] info = RpingCommand.info(0x0102030405060708L, 0x0a0b0c0d, 64);
+        assertArrayEquals(new byte[] {1, 2, 3, 4, 5, 6, 7, 8, 0x0a, 0x0b, 0x0c, 0x0d, 0, 0, 0, 64}, info);
+        assertEquals(new io.github.verbs4j.RemoteBuffer(0x0102030405060708L, 64, 0x0a0b0c0d), RpingCommand.parseInfo(info));
+    }
+
+    @Test
+    void stockServerWithVerbs4jClient() throws Exception {
+        int port = freePort();
+        Path log = Files.createTempFile("rping-server", ".log");
+        Process server = startStock(log, "-s", "-a", "127.0.0.1", "-p", Integer.toString(port), "-v", "-V",
+                "-C", Integer.toString(COUNT));
+        awaitListening(port, server);
+        Run client = verbs4jRping("-c", "-a", "127.0.0.1", "-p", Integer.toString(port), "-v", "-V",
+                "-C", Integer.toString(COUNT));
+        assertEquals(0, client.exitCode(), client.err());
+        assertEquals(expectedPingData(COUNT, 64), linesWith(client.out(), "ping data: "));
+        assertTrue(server.waitFor(20, TimeUnit.SECONDS), "stock rping -s did not exit");
+        String serverLog = Files.readString(log);
+        assertEquals(0, server.exitValue(), serverLog);
+        assertEquals(expectedPingData(COUNT, 64), linesWith(serverLog, "server ping data: "), serverLog);
+        Files.deleteIfExists(log);
+    }
+
+    @Test
+    void verbs4jServerWithStockClient() throws Exception {
+        int port = freePort();
+        int size = 100;
+        CompletableFuture<Run> server = CompletableFuture.supplyAsync(() -> verbs4jRping("-s", "-a", "127.0.0.1",
+                "-p", Integer.toString(port), "-v", "-V", "-S", Integer.toString(size), "-t", "30"));
+        awaitListening(port, null);
+        Path log = Files.createTempFile("rping-client", ".log");
+        Process client = startStock(log, "-c", "-a", "127.0.0.1", "-p", Integer.toString(port), "-v", "-V",
+                "-S", Integer.toString(size), "-C", Integer.toString(COUNT));
+        assertTrue(client.waitFor(60, TimeUnit.SECONDS), "stock rping -c did not exit");
+        String clientLog = Files.readString(log);
+        assertEquals(0, client.exitValue(), clientLog);
+        assertEquals(expectedPingData(COUNT, size), linesWith(clientLog, "ping data: "), clientLog);
+        Run s = server.get(30, TimeUnit.SECONDS);
+        assertEquals(0, s.exitCode(), s.err());
+        assertEquals(expectedPingData(COUNT, size), linesWith(s.out(), "server ping data: "));
+        Files.deleteIfExists(log);
+    }
+}
