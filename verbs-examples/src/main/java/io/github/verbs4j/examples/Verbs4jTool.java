@@ -21,7 +21,7 @@ import java.io.PrintWriter;
  */
 @Command(name = "verbs4j", mixinStandardHelpOptions = true, version = "verbs4j 0.1.0",
         description = "RDMA verbs from Java: device listing and tests on libibverbs/librdmacm.",
-        subcommands = {DevicesCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {DevicesCommand.class, io.github.verbs4j.examples.cm.RpingCommand.class, CommandLine.HelpCommand.class})
 public final class Verbs4jTool implements Runnable {
 
     /** RDMA failure: unavailable, no devices, a verb failed. */
