@@ -875,7 +875,10 @@ static void send_pkt(struct srd_qp *qp, struct srd_swqe *w, uint32_t k, const st
 	*sent = 1;
 	switch (w->opcode) {
 	case IBV_WR_RDMA_READ: {
-		uint32_t n = w->npkts - k < READ_CHUNK ? w->npkts - k : READ_CHUNK;
+		/* chunks sit at fixed multiples of READ_CHUNK inside the message */
+		uint32_t n = READ_CHUNK - k % READ_CHUNK;
+		if (n > w->npkts - k)
+			n = w->npkts - k;
 		h.op = OP_READ_REQ;
 		h.va = w->remote_addr + (uint64_t)k * mtu;
 		uint64_t end = (uint64_t)(k + n) * mtu;
@@ -1090,8 +1093,10 @@ static void go_back(struct srd_qp *qp, uint32_t psn)
 		int32_t d = psn_diff(psn, w->first_psn);
 		if (d < (int32_t)w->npkts) {
 			uint32_t k = d > 0 ? (uint32_t)d : 0;
-			if (w->opcode == IBV_WR_RDMA_READ && k < w->resp_pkt)
-				k = w->resp_pkt;
+			if (w->opcode == IBV_WR_RDMA_READ)
+				/* re-request the whole chunk holding the first missing response: the
+				 * responder knows chunks only by their first PSN */
+				k = w->resp_pkt - w->resp_pkt % READ_CHUNK;
 			if (is_rd(w) && w->opcode != IBV_WR_RDMA_READ)
 				k = 0;
 			w->tx_pkt = k;
@@ -1103,7 +1108,7 @@ static void go_back(struct srd_qp *qp, uint32_t psn)
 					break;
 				x->tx_pkt = 0;
 				if (x->opcode == IBV_WR_RDMA_READ)
-					x->tx_pkt = x->resp_pkt;
+					x->tx_pkt = x->resp_pkt - x->resp_pkt % READ_CHUNK;
 			}
 			return;
 		}
@@ -1124,8 +1129,21 @@ static void ack_upto(struct srd_qp *qp, uint32_t psn)
 		sq_complete_tail(qp, IBV_WC_SUCCESS);
 		progress = true;
 	}
-	if (psn_diff(psn_add(psn, 1), qp->una_psn) > 0) {
-		qp->una_psn = psn_add(psn, 1);
+	/* never move past responses of a READ/atomic that have not arrived */
+	uint32_t lim = psn_add(psn, 1);
+	for (unsigned i = qp->sq_tail; i != qp->sq_head; i++) {
+		struct srd_swqe *w = &qp->sq[i % (unsigned)qp->sq_cap];
+		if (!w->psn_assigned)
+			break;
+		if (is_rd(w) && w->resp_pkt < w->npkts) {
+			uint32_t got = psn_add(w->first_psn, w->resp_pkt);
+			if (psn_diff(lim, got) > 0)
+				lim = got;
+			break;
+		}
+	}
+	if (psn_diff(lim, qp->una_psn) > 0) {
+		qp->una_psn = lim;
 		progress = true;
 	}
 	if (progress) {
@@ -1569,6 +1587,13 @@ static void run_timers_and_kicks(uint64_t now)
 				} else if (qp->sq_tail != qp->sq_next_tx || qp->una_psn != qp->snd_psn ||
 					   (qp->peer_local && qp->sq_tail != qp->sq_head)) {
 					ST(timeouts);
+					if (getenv("SOFTRDMA_DEBUG")) {
+						struct srd_swqe *w = &qp->sq[qp->sq_tail % (unsigned)qp->sq_cap];
+						fprintf(stderr, "softrdma: timeout qp %06x una %06x snd %06x tail %u next %u head %u "
+							"op %d first %06x npk %u tx %u resp %u retry %d\n", qp->ibqp.qp_num,
+							qp->una_psn, qp->snd_psn, qp->sq_tail, qp->sq_next_tx, qp->sq_head,
+							w->opcode, w->first_psn, w->npkts, w->tx_pkt, w->resp_pkt, qp->retry_left);
+					}
 					if (qp->retry_left == 0) {
 						requester_fail(qp, IBV_WC_RETRY_EXC_ERR);
 					} else {
