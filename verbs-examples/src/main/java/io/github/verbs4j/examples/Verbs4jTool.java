@@ -1,10 +1,12 @@
 package io.github.verbs4j.examples;
 
 import io.github.verbs4j.VerbsException;
+import io.github.verbs4j.WorkCompletionException;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
 import java.io.PrintWriter;
+import java.io.UncheckedIOException;
 
 /**
  * The {@code verbs4j} command-line tool: rdma-core's diagnostic and test programs, written
@@ -21,7 +23,13 @@ import java.io.PrintWriter;
  */
 @Command(name = "verbs4j", mixinStandardHelpOptions = true, version = "verbs4j 0.1.0",
         description = "RDMA verbs from Java: device listing and tests on libibverbs/librdmacm.",
-        subcommands = {DevicesCommand.class, io.github.verbs4j.examples.cm.RpingCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {
+                DevicesCommand.class,
+                RcPingPongCommand.class,
+                UdPingPongCommand.class,
+                io.github.verbs4j.examples.cm.RpingCommand.class,
+                CommandLine.HelpCommand.class,
+        })
 public final class Verbs4jTool implements Runnable {
 
     /** RDMA failure: unavailable, no devices, a verb failed. */
@@ -47,7 +55,8 @@ public final class Verbs4jTool implements Runnable {
         cli.setOut(out);
         cli.setErr(err);
         cli.setExecutionExceptionHandler((e, commandLine, parseResult) -> {
-            if (e instanceof Verbs4jFailure || e instanceof VerbsException || e instanceof UnsupportedOperationException) {
+            if (e instanceof Verbs4jFailure || e instanceof VerbsException || e instanceof WorkCompletionException
+                    || e instanceof UnsupportedOperationException || e instanceof UncheckedIOException) {
                 commandLine.getErr().println("verbs4j: " + withoutPrefix(e.getMessage()));
                 commandLine.getErr().flush();
                 return EXIT_RDMA_FAILURE;

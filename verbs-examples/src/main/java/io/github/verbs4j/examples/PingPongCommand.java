@@ -1,0 +1,324 @@
+package io.github.verbs4j.examples;
+
+import io.github.verbs4j.Access;
+import io.github.verbs4j.CompletionChannel;
+import io.github.verbs4j.CompletionQueue;
+import io.github.verbs4j.Completion;
+import io.github.verbs4j.Completions;
+import io.github.verbs4j.ConnectOptions;
+import io.github.verbs4j.Context;
+import io.github.verbs4j.Endpoint;
+import io.github.verbs4j.Gid;
+import io.github.verbs4j.LinkLayer;
+import io.github.verbs4j.MemoryRegion;
+import io.github.verbs4j.PortAttributes;
+import io.github.verbs4j.ProtectionDomain;
+import io.github.verbs4j.QpType;
+import io.github.verbs4j.QueuePair;
+import io.github.verbs4j.ReceiveRequest;
+import io.github.verbs4j.SendRequest;
+import picocli.CommandLine;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+import java.io.PrintWriter;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.ServerSocket;
+import java.util.ArrayDeque;
+import java.util.Deque;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+
+/**
+ * What {@code rc-pingpong} and {@code ud-pingpong} share: rdma-core's ping-pong, rebuilt on the
+ * verbs4j API. Both sides post {@code -r} receives, the client sends first, and each side sends
+ * its next message once its previous send completed and the peer's message arrived, {@code -n}
+ * times. One buffer serves both directions, filled with {@code 0x7b}; with {@code -c} the client
+ * writes 0 at the start of each page before the first send and the server checks the received
+ * buffer (rdma-core checks just those page-start bytes; verbs4j also checks that the rest is
+ * still the {@code 0x7b} fill, which the stock client sends too, and exits 1 on a mismatch where
+ * the stock tool only prints the "invalid data" line).
+ */
+abstract class PingPongCommand implements Callable<Integer> {
+
+    static final long RECV_WRID = 1;
+    static final long SEND_WRID = 2;
+    static final byte FILL = 0x7b;
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    @Parameters(arity = "0..1", paramLabel = "<host>",
+            description = "Connect to the server at <host>; without it, start a server and wait for a connection.")
+    String host;
+
+    @Option(names = {"-p", "--port"}, paramLabel = "<port>", defaultValue = "18515",
+            description = "Listen on/connect to TCP port <port> (default ${DEFAULT-VALUE}).")
+    int port;
+
+    @Option(names = {"-d", "--ib-dev"}, paramLabel = "<dev>", description = "Use RDMA device <dev> (default: the first device found).")
+    String device;
+
+    @Option(names = {"-i", "--ib-port"}, paramLabel = "<port>", defaultValue = "1", description = "Use port <port> of the device (default ${DEFAULT-VALUE}).")
+    int ibPort;
+
+    @Option(names = {"-r", "--rx-depth"}, paramLabel = "<dep>", defaultValue = "500",
+            description = "Number of receives to post at a time (default ${DEFAULT-VALUE}).")
+    int rxDepth;
+
+    @Option(names = {"-n", "--iters"}, paramLabel = "<iters>", defaultValue = "1000", description = "Number of exchanges (default ${DEFAULT-VALUE}).")
+    int iters;
+
+    @Option(names = {"-l", "--sl"}, paramLabel = "<sl>", defaultValue = "0", description = "Service level (default ${DEFAULT-VALUE}).")
+    int sl;
+
+    @Option(names = {"-e", "--events"}, description = "Sleep on CQ events (default: poll).")
+    boolean events;
+
+    @Option(names = {"-g", "--gid-idx"}, paramLabel = "<gid index>", defaultValue = "-1",
+            description = "Local port GID index (RoCE needs one: 1 on softrdma and rxe, ::ffff:IPv4).")
+    int gidIndex;
+
+    @Option(names = {"-c", "--chk"}, description = "Validate the received buffer (server side).")
+    boolean check;
+
+    @Option(names = "--progress", description = "Show progress on stderr even when it is not a terminal.")
+    boolean progress;
+
+    private final Deque<AutoCloseable> resources = new ArrayDeque<>();
+    PrintWriter out;
+    int size;
+
+    abstract QpType qpType();
+
+    abstract int defaultSize();
+
+    /** {@code -s} as given, or null. */
+    abstract Integer sizeOption();
+
+    /** Where sends start in the buffer. */
+    abstract int sendOffset();
+
+    /** The buffer's size (and each receive's length). */
+    abstract int bufferBytes();
+
+    /** The separator before "GID" in the local-address line (the stock UD tool prints ':'). */
+    abstract String localGidSeparator();
+
+    /** Checks and options after the port is known (e.g. UD's size limit). */
+    abstract void checkPort(PortAttributes port);
+
+    abstract ConnectOptions connectOptions();
+
+    /** Readies the QP for {@code remote} and sets up {@code send} to reach it. */
+    abstract void connect(QueuePair qp, Endpoint remote, ProtectionDomain pd, SendRequest send);
+
+    <T extends AutoCloseable> T own(T resource) {
+        resources.push(resource);
+        return resource;
+    }
+
+    void validate() {
+        CommandLine cl = spec.commandLine();
+        if (port < 0 || port > 65535) {
+            throw new CommandLine.ParameterException(cl, "-p: a TCP port is 0..65535, not " + port);
+        }
+        if (ibPort < 1) {
+            throw new CommandLine.ParameterException(cl, "-i: ports are numbered from 1, not " + ibPort);
+        }
+        Integer s = sizeOption();
+        size = s == null ? defaultSize() : s;
+        if (size < 1) {
+            throw new CommandLine.ParameterException(cl, "-s: the message size must be at least 1 byte, not " + size);
+        }
+        if (rxDepth < 1) {
+            throw new CommandLine.ParameterException(cl, "-r: the receive depth must be at least 1, not " + rxDepth);
+        }
+        if (iters < 1) {
+            throw new CommandLine.ParameterException(cl, "-n: at least 1 iteration, not " + iters);
+        }
+        if (sl < 0 || sl > 15) {
+            throw new CommandLine.ParameterException(cl, "-l: a service level is 0..15, not " + sl);
+        }
+    }
+
+    @Override
+    public Integer call() {
+        validate();
+        out = spec.commandLine().getOut();
+        try {
+            return run();
+        } finally {
+            closeAll();
+        }
+    }
+
+    private void closeAll() {
+        RuntimeException first = null;
+        while (!resources.isEmpty()) {
+            try {
+                resources.pop().close();
+            } catch (RuntimeException e) {
+                if (first == null) {
+                    first = e;
+                }
+            } catch (Exception e) {
+                if (first == null) {
+                    first = new RuntimeException(e);
+                }
+            }
+        }
+        if (first != null) {
+            throw first;
+        }
+    }
+
+    private int run() {
+        Context ctx = own(DeviceChoice.open(device));
+        PortAttributes portAttributes = ctx.port(ibPort).query();
+        checkPort(portAttributes);
+        CompletionChannel channel = events ? own(ctx.createCompletionChannel()) : null;
+        ProtectionDomain pd = own(ctx.allocatePd());
+        MemoryRegion mr = own(pd.allocate(bufferBytes(), Access.LOCAL_WRITE));
+        MemorySegment buf = mr.segment();
+        buf.fill(FILL);
+        CompletionQueue cq = own(channel == null ? ctx.createCq(rxDepth + 1) : ctx.createCq(rxDepth + 1, channel, 0));
+        QueuePair qp = own(pd.queuePair(qpType()).cq(cq).maxSendWr(1).maxRecvWr(rxDepth)
+                .maxSendSge(1).maxRecvSge(1).build());
+        qp.init(connectOptions());
+
+        ReceiveRequest recv = ReceiveRequest.create().id(RECV_WRID).local(mr, 0, bufferBytes());
+        int routs = postReceives(qp, recv, rxDepth);
+        if (channel != null) {
+            cq.requestNotify(false);
+        }
+
+        int lid = portAttributes.lid();
+        if (portAttributes.linkLayer() != LinkLayer.ETHERNET && lid == 0) {
+            throw new Verbs4jTool.Verbs4jFailure("couldn't get local LID (port " + ibPort + " has LID 0: no subnet manager?)");
+        }
+        Gid gid = gidIndex >= 0 ? ctx.port(ibPort).gid(gidIndex) : Gid.ZERO;
+        if (gidIndex < 0 && portAttributes.needsGrh()) {
+            // the stock tool goes on and fails at RTR; say what is missing instead
+            throw new Verbs4jTool.Verbs4jFailure("port " + ibPort + " of " + ctx.device().name()
+                    + " is RoCE (link layer Ethernet): choose a GID with -g (e.g. -g 1 for ::ffff:IPv4)");
+        }
+        Endpoint local = new Endpoint(lid, qp.qpNumber(), qp.initialPsn(), gid);
+        SendRequest send = SendRequest.send().id(SEND_WRID).local(mr, sendOffset(), size).signaled();
+
+        Endpoint remote;
+        if (host == null) {
+            // bound before the address line appears, so a client started on seeing it finds the port open
+            ServerSocket listener = PingPongWire.listen(port);
+            printAddress("  local address:  ", local, localGidSeparator());
+            remote = PingPongWire.serve(listener, local, r -> connect(qp, r, pd, send));
+        } else {
+            printAddress("  local address:  ", local, localGidSeparator());
+            remote = PingPongWire.connect(host, port, local);
+        }
+        printAddress("  remote address: ", remote, ",");
+        if (host != null) {
+            connect(qp, remote, pd, send);
+        }
+
+        int pending = (int) RECV_WRID;
+        if (host != null) {
+            if (check) {
+                for (int i = 0; i < size; i += DeviceChoice.pageSize()) {
+                    // rdma-core writes i / page_size % sizeof(char), which is 0 for every page
+                    buf.set(ValueLayout.JAVA_BYTE, sendOffset() + i, (byte) 0);
+                }
+            }
+            qp.postSend(send);
+            pending |= (int) SEND_WRID;
+        }
+
+        Progress meter = new Progress(progress, spec.name(), iters);
+        Completions wcs = cq.completions(2);
+        long start = System.nanoTime();
+        meter.start();
+        int rcnt = 0;
+        int scnt = 0;
+        while (rcnt < iters || scnt < iters) {
+            if (channel != null) {
+                channel.await(null);
+                cq.requestNotify(false);
+            }
+            int ne;
+            do {
+                ne = cq.poll(wcs);
+            } while (channel == null && ne < 1);
+            for (int k = 0; k < ne; k++) {
+                Completion wc = wcs.get(k);
+                if (!wc.ok()) {
+                    throw new Verbs4jTool.Verbs4jFailure(String.format("failed status %s (%d) for wr_id %d",
+                            wc.status(), wc.statusValue(), wc.wrId()));
+                }
+                long id = wc.wrId();
+                if (id == SEND_WRID) {
+                    ++scnt;
+                } else if (id == RECV_WRID) {
+                    if (--routs <= 1) {
+                        routs += postReceives(qp, recv, rxDepth - routs);
+                    }
+                    ++rcnt;
+                    meter.tick(rcnt);
+                } else {
+                    throw new Verbs4jTool.Verbs4jFailure("completion for unknown wr_id " + id);
+                }
+                pending &= ~(int) id;
+                if (scnt < iters && pending == 0) {
+                    qp.postSend(send);
+                    pending = (int) (RECV_WRID | SEND_WRID);
+                }
+            }
+        }
+        long end = System.nanoTime();
+        meter.finish();
+
+        double usec = (end - start) / 1000.0;
+        long bytes = (long) size * iters * 2;
+        out.printf(Locale.ROOT, "%d bytes in %.2f seconds = %.2f Mbit/sec%n", bytes, usec / 1e6, bytes * 8. / usec);
+        out.printf(Locale.ROOT, "%d iters in %.2f seconds = %.2f usec/iter%n", iters, usec / 1e6, usec / iters);
+        out.flush();
+
+        if (host == null && check) {
+            return validateReceived(buf) ? 0 : Verbs4jTool.EXIT_RDMA_FAILURE;
+        }
+        return 0;
+    }
+
+    /** The server's {@code -c}: page starts 0 (what rdma-core checks), every other byte the fill. */
+    private boolean validateReceived(MemorySegment buf) {
+        int page = DeviceChoice.pageSize();
+        boolean ok = true;
+        for (int p = 0; p * (long) page < size; p++) {
+            int from = p * page;
+            int to = (int) Math.min(size, (long) from + page);
+            boolean pageOk = buf.get(ValueLayout.JAVA_BYTE, sendOffset() + from) == 0;
+            for (int i = from + 1; pageOk && i < to; i++) {
+                pageOk = buf.get(ValueLayout.JAVA_BYTE, sendOffset() + i) == FILL;
+            }
+            if (!pageOk) {
+                out.printf("invalid data in page %d%n", p);
+                ok = false;
+            }
+        }
+        out.flush();
+        return ok;
+    }
+
+    private static int postReceives(QueuePair qp, ReceiveRequest recv, int n) {
+        for (int i = 0; i < n; i++) {
+            qp.postRecv(recv);
+        }
+        return n;
+    }
+
+    private void printAddress(String prefix, Endpoint e, String gidSeparator) {
+        out.printf("%sLID 0x%04x, QPN 0x%06x, PSN 0x%06x%s GID %s%n", prefix, e.lid(), e.qpn(), e.psn(), gidSeparator,
+                Ipv6Text.format(e.gid().bytes()));
+        out.flush();
+    }
+}

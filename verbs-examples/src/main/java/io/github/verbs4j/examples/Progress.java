@@ -1,0 +1,58 @@
+package io.github.verbs4j.examples;
+
+import java.io.PrintStream;
+
+/**
+ * A one-line progress indication on stderr for runs longer than a couple of seconds: shown only
+ * when stderr is a terminal or {@code --progress} asks for it, so that logs and pipes stay clean.
+ * {@link #tick(long)} is cheap (a counter test) and allocation-free until a line is due.
+ */
+final class Progress {
+
+    private static final long FIRST_AFTER_NANOS = 2_000_000_000L;
+    private static final long EVERY_NANOS = 500_000_000L;
+
+    private final boolean enabled;
+    private final String what;
+    private final long total;
+    private final PrintStream err = System.err;
+    private long started;
+    private long nextAt;
+    private boolean shown;
+
+    Progress(boolean forced, String what, long total) {
+        this.enabled = forced || System.console() != null;
+        this.what = what;
+        this.total = total;
+    }
+
+    void start() {
+        started = System.nanoTime();
+        nextAt = started + FIRST_AFTER_NANOS;
+    }
+
+    /** Call with the number of units done; prints at most twice a second, after the first two seconds. */
+    void tick(long done) {
+        if (!enabled || (done & 0xff) != 0) {
+            return;
+        }
+        long now = System.nanoTime();
+        if (now < nextAt) {
+            return;
+        }
+        nextAt = now + EVERY_NANOS;
+        shown = true;
+        err.printf("\r%s: %d/%d (%d%%), %.1f s", what, done, total, total == 0 ? 100 : done * 100 / total,
+                (now - started) / 1e9);
+        err.flush();
+    }
+
+    /** Ends the progress line, if one was shown. */
+    void finish() {
+        if (shown) {
+            err.println();
+            err.flush();
+            shown = false;
+        }
+    }
+}

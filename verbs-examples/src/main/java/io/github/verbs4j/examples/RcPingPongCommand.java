@@ -1,0 +1,98 @@
+package io.github.verbs4j.examples;
+
+import io.github.verbs4j.ConnectOptions;
+import io.github.verbs4j.Endpoint;
+import io.github.verbs4j.Mtu;
+import io.github.verbs4j.PortAttributes;
+import io.github.verbs4j.ProtectionDomain;
+import io.github.verbs4j.QpType;
+import io.github.verbs4j.QueuePair;
+import io.github.verbs4j.SendRequest;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code verbs4j rc-pingpong}: rdma-core's {@code ibv_rc_pingpong} (RC SENDs back and forth) with
+ * its flags, its TCP exchange and its output lines, so either side may be the stock tool.
+ */
+@Command(name = "rc-pingpong", mixinStandardHelpOptions = true, sortOptions = false,
+        description = {"Ping-pong over an RC queue pair (like ibv_rc_pingpong, and wire-compatible with it).",
+                "Server: verbs4j rc-pingpong -g 1    client: verbs4j rc-pingpong -g 1 <server host>"})
+final class RcPingPongCommand extends PingPongCommand {
+
+    @Option(names = {"-s", "--size"}, paramLabel = "<size>", description = "Size of the message to exchange (default 4096).")
+    Integer sizeOption;
+
+    @Option(names = {"-m", "--mtu"}, paramLabel = "<size>", defaultValue = "1024",
+            description = "Path MTU: 256, 512, 1024, 2048 or 4096 (default ${DEFAULT-VALUE}).")
+    int mtu;
+
+    @Option(names = {"-o", "--odp"}, description = "On-demand paging: not supported by verbs4j (refused with an error).")
+    boolean odp;
+
+    private Mtu pathMtu;
+
+    @Override
+    void validate() {
+        super.validate();
+        pathMtu = switch (mtu) {
+            case 256 -> Mtu.MTU_256;
+            case 512 -> Mtu.MTU_512;
+            case 1024 -> Mtu.MTU_1024;
+            case 2048 -> Mtu.MTU_2048;
+            case 4096 -> Mtu.MTU_4096;
+            default -> throw new CommandLine.ParameterException(spec.commandLine(),
+                    "-m: the path MTU is 256, 512, 1024, 2048 or 4096, not " + mtu);
+        };
+        if (odp) {
+            throw new Verbs4jTool.Verbs4jFailure("on-demand paging (-o) is not supported by verbs4j: memory regions are pinned");
+        }
+    }
+
+    @Override
+    QpType qpType() {
+        return QpType.RC;
+    }
+
+    @Override
+    int defaultSize() {
+        return 4096;
+    }
+
+    @Override
+    Integer sizeOption() {
+        return sizeOption;
+    }
+
+    @Override
+    int sendOffset() {
+        return 0;
+    }
+
+    @Override
+    int bufferBytes() {
+        return size;
+    }
+
+    @Override
+    String localGidSeparator() {
+        return ",";
+    }
+
+    @Override
+    void checkPort(PortAttributes port) {
+    }
+
+    @Override
+    ConnectOptions connectOptions() {
+        // as the stock tool: no remote access to the QP, RTR/RTS timers 12/14, retries 7
+        return ConnectOptions.defaults().port(ibPort).gidIndex(Math.max(0, gidIndex)).mtu(pathMtu)
+                .serviceLevel(sl).access();
+    }
+
+    @Override
+    void connect(QueuePair qp, Endpoint remote, ProtectionDomain pd, SendRequest send) {
+        qp.connect(remote, connectOptions());
+    }
+}
