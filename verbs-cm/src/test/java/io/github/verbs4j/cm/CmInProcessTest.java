@@ -3,6 +3,7 @@ package io.github.verbs4j.cm;
 import io.github.verbs4j.QpState;
 import io.github.verbs4j.RemoteBuffer;
 import io.github.verbs4j.VerbsException;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import java.net.InetAddress;
@@ -27,6 +28,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Both ends in this JVM (softrdma's CM runs over loopback TCP between ids of one process too). */
 class CmInProcessTest {
+
+    @BeforeAll
+    static void softrdmaCm() {
+        SoftrdmaCm.require();
+    }
 
     static final InetAddress LOOPBACK = InetAddress.getLoopbackAddress();
     static final Duration T = Duration.ofSeconds(10);
@@ -157,6 +163,51 @@ class CmInProcessTest {
             Socket s = held.get(5, TimeUnit.SECONDS);
             if (s != null) {
                 s.close();
+            }
+        }
+    }
+
+    @Test
+    void udpPortSpaceExchangesQpNumberAndQkey() throws Exception {
+        try (EventChannel serverChannel = EventChannel.create(); EventChannel clientChannel = EventChannel.create();
+             CmId listener = serverChannel.createId(PortSpace.UDP);
+             CmId client = clientChannel.createId(PortSpace.UDP)) {
+            listener.bind(new InetSocketAddress(LOOPBACK, 0));
+            listener.listen(2);
+            client.resolveAddress(null, new InetSocketAddress(LOOPBACK, listener.localAddress().getPort()), T);
+            client.resolveRoute(T);
+            var ctx = client.context();
+            try (var pd = ctx.allocatePd(); var cq = ctx.createCq(8)) {
+                var clientQp = client.createQueuePair(pd, cq, cq, QpInit.defaults());
+                assertEquals(io.github.verbs4j.QpType.UD, clientQp.type());
+                assertEquals(QpState.RTS, clientQp.state(), "rdma_create_qp moves UD QPs to RTS");
+                CompletableFuture<Integer> serverQpNum = CompletableFuture.supplyAsync(() -> {
+                    CmEvent request = listener.getRequest(T);
+                    assertEquals(CmEventType.CONNECT_REQUEST, request.type());
+                    assertArrayEquals("sidr".getBytes(StandardCharsets.US_ASCII), Arrays.copyOf(request.privateData(), 4));
+                    CmId child = request.id();
+                    assertEquals(PortSpace.UDP, child.portSpace());
+                    var sctx = child.context();
+                    var spd = sctx.allocatePd();
+                    var scq = sctx.createCq(8);
+                    var qp = child.createQueuePair(spd, scq, scq, QpInit.defaults());
+                    assertNull(child.accept(ConnectParameters.defaults().withPrivateData("ok".getBytes(StandardCharsets.US_ASCII)), T),
+                            "a UD accept has no ESTABLISHED");
+                    int qpn = qp.qpNumber();
+                    child.close();
+                    assertTrue(qp.isClosed(), "the id destroys its QP");
+                    scq.close();
+                    spd.close();
+                    return qpn;
+                });
+                CmEvent established = client.connect(ConnectParameters.defaults()
+                        .withPrivateData("sidr".getBytes(StandardCharsets.US_ASCII)), T);
+                assertEquals(CmEventType.ESTABLISHED, established.type());
+                assertEquals(serverQpNum.get(20, TimeUnit.SECONDS), established.remoteQpNum());
+                assertEquals(0x01234567, established.remoteQkey(), "RDMA_UDP_QKEY");
+                assertArrayEquals("ok".getBytes(StandardCharsets.US_ASCII), Arrays.copyOf(established.privateData(), 2));
+                client.close();
+                assertTrue(clientQp.isClosed());
             }
         }
     }

@@ -3,6 +3,7 @@ package io.github.verbs4j.cm;
 import io.github.verbs4j.QpState;
 import io.github.verbs4j.RemoteBuffer;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import java.io.BufferedReader;
@@ -28,6 +29,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The server in this JVM, each client a separate JVM ({@link CmPeer}), over softrdma's rdma_cm. */
 class TwoProcessCmTest {
+
+    @BeforeAll
+    static void softrdmaCm() {
+        SoftrdmaCm.require();
+    }
 
     static final Duration T = Duration.ofSeconds(20);
     private final List<Process> peers = new ArrayList<>();
@@ -149,9 +155,16 @@ class TwoProcessCmTest {
                 c.send(message, T);
                 assertArrayEquals(message, HexFormat.of().parseHex(next.expect("GOT ")));
                 byte[] back = c.receive(T);
-                assertEquals('g', back[0]);
-                assertEquals('s', back[back.length - 1]);
+                assertEquals("gnivres llits", new String(back, StandardCharsets.US_ASCII));
+                c.send(c.remote().slice(0, CmPeer.WRITE_LENGTH).toBytes(), T);
+                assertArrayEquals("written".getBytes(StandardCharsets.US_ASCII), c.receive(T));
+                assertEquals(CmPeer.pattern(CmPeer.WRITE_LENGTH - 1),
+                        c.rdmaBuffer().segment().get(ValueLayout.JAVA_BYTE, CmPeer.WRITE_LENGTH - 1));
+                c.disconnect();
+                next.expect("DISCONNECTED");
             }
+            assertTrue(next.process().waitFor(30, TimeUnit.SECONDS));
+            assertEquals(0, next.process().exitValue());
         }
     }
 }
