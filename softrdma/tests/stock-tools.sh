@@ -48,13 +48,13 @@ pair() { # name tool args... : server then client on 127.0.0.1
 	timeout 120 "$tool" "$@" $pflag $port >"$log.server" 2>&1 &
 	local spid=$!
 	local rc=1
-	for _ in 1 2 3 4 5 6 7 8 9 10; do
-		sleep 0.3
-		timeout 120 "$tool" "$@" $pflag $port 127.0.0.1 >"$log.client" 2>&1
-		rc=$?
-		# retry only while the server is not listening yet
-		if [ $rc = 0 ] || ! grep -qiE "connect|Couldn't" "$log.client"; then break; fi
+	# start the client once the server listens on its TCP port (tools take seconds to start)
+	for _ in $(seq 1 100); do
+		ss -ltn 2>/dev/null | grep -q ":$port " && break
+		sleep 0.1
 	done
+	timeout 120 "$tool" "$@" $pflag $port 127.0.0.1 >"$log.client" 2>&1
+	rc=$?
 	wait $spid
 	local src=$?
 	[ $rc = 0 ] && [ $src = 0 ] && report "$name" 0 "$log" || report "$name" 1 "$log.{server,client} (client $rc, server $src)"
