@@ -137,6 +137,38 @@ class RpingInteropTest {
     }
 
     @Test
+    void theToolHasRpingWithRpingsFlagsAndRejectsBadUsage() {
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        int code = io.github.verbs4j.examples.Verbs4jTool.execute(new PrintWriter(out, true), new PrintWriter(err, true),
+                "rping", "--help");
+        assertEquals(0, code, err.toString());
+        for (String flag : new String[] {"-s", "-c", "-a=addr", "-p=port", "-C=count", "-S=size", "-v", "-V", "-d"}) {
+            assertTrue(out.toString().contains(flag), flag + " missing from:\n" + out);
+        }
+        StringWriter err2 = new StringWriter();
+        assertEquals(2, io.github.verbs4j.examples.Verbs4jTool.execute(new PrintWriter(new StringWriter(), true),
+                new PrintWriter(err2, true), "rping", "-a", "127.0.0.1"));
+        assertTrue(err2.toString().contains("exactly one of -s (server) and -c (client)"), err2.toString());
+        StringWriter err3 = new StringWriter();
+        assertEquals(2, io.github.verbs4j.examples.Verbs4jTool.execute(new PrintWriter(new StringWriter(), true),
+                new PrintWriter(err3, true), "rping", "-c", "-a", "127.0.0.1", "-S", "25"));
+        assertTrue(err3.toString().contains("Invalid size 25 (valid range is 26 to 65535)"), err3.toString());
+    }
+
+    @Test
+    void theClientFailsInOneLineWhenNobodyListens() throws Exception {
+        int port = freePort();
+        StringWriter err = new StringWriter();
+        long start = System.nanoTime();
+        int code = io.github.verbs4j.examples.Verbs4jTool.execute(new PrintWriter(new StringWriter(), true),
+                new PrintWriter(err, true), "rping", "-c", "-a", "127.0.0.1", "-p", Integer.toString(port), "-t", "10");
+        assertEquals(1, code, err.toString());
+        assertTrue(err.toString().startsWith("verbs4j: rdma_connect failed: REJECTED (status 8)"), err.toString());
+        assertTrue(System.nanoTime() - start < TimeUnit.SECONDS.toNanos(10));
+    }
+
+    @Test
     void thePingPatternMatchesRpings() {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment buffer = arena.allocate(64);

@@ -1,0 +1,171 @@
+package io.github.verbs4j.examples;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.fail;
+
+/**
+ * A started process for the tool tests: the verbs4j tool in a fresh JVM (on the library the
+ * build selected) or a stock rdma-core tool (which finds softrdma through the LD_LIBRARY_PATH the
+ * build exports). Output goes to files, so a process never blocks on a full pipe.
+ */
+final class Proc implements AutoCloseable {
+
+    final List<String> command;
+    private final Process process;
+    private final Path out;
+    private final Path err;
+
+    private Proc(List<String> command) {
+        this.command = command;
+        try {
+            out = Files.createTempFile("verbs4j-test", ".out");
+            err = Files.createTempFile("verbs4j-test", ".err");
+            ProcessBuilder pb = new ProcessBuilder(command).redirectOutput(out.toFile()).redirectError(err.toFile());
+            process = pb.start();
+            process.getOutputStream().close();
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot start " + command, e);
+        }
+    }
+
+    /** The verbs4j tool in a new JVM. */
+    static Proc tool(String... args) {
+        List<String> command = new ArrayList<>();
+        command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        command.add("--enable-native-access=ALL-UNNAMED");
+        command.add("-XX:TieredStopAtLevel=1");
+        String lib = System.getProperty("verbs4j.libibverbs");
+        if (lib != null && !lib.isEmpty()) {
+            command.add("-Dverbs4j.libibverbs=" + lib);
+        }
+        command.add("-cp");
+        command.add(System.getProperty("java.class.path"));
+        command.add(Verbs4jTool.class.getName());
+        command.addAll(List.of(args));
+        return new Proc(command);
+    }
+
+    /** A stock tool (ibv_rc_pingpong, ...). */
+    static Proc stock(String... command) {
+        return new Proc(List.of(command));
+    }
+
+    /** Waits for exit; fails the test (and kills the process) after {@code seconds}. */
+    Proc await(int seconds) {
+        try {
+            if (!process.waitFor(seconds, TimeUnit.SECONDS)) {
+                process.destroyForcibly();
+                fail(String.join(" ", command) + " did not finish within " + seconds + " s; stdout:\n" + out() + "\nstderr:\n" + err());
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError(e);
+        }
+        return this;
+    }
+
+    int exitCode() {
+        return process.exitValue();
+    }
+
+    String out() {
+        return read(out);
+    }
+
+    String err() {
+        return read(err);
+    }
+
+    /** For assertion messages. */
+    String describe() {
+        return String.join(" ", command) + "\n--- stdout:\n" + out() + "--- stderr:\n" + err();
+    }
+
+    /** Asserts exit code 0 and no stack trace on stderr. */
+    Proc assertSuccess() {
+        if (exitCode() != 0) {
+            fail("exit code " + exitCode() + ": " + describe());
+        }
+        assertNoStackTrace();
+        return this;
+    }
+
+    void assertNoStackTrace() {
+        assertFalse(err().contains("\tat "), "a stack trace reached the user: " + describe());
+    }
+
+    private static String read(Path p) {
+        try {
+            return Files.readString(p, StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    @Override
+    public void close() {
+        if (process.isAlive()) {
+            process.destroyForcibly();
+        }
+        try {
+            Files.deleteIfExists(out);
+            Files.deleteIfExists(err);
+        } catch (IOException ignored) {
+            // temporary files; nothing to do
+        }
+    }
+
+    /** A TCP port that was free a moment ago. */
+    static int freePort() {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /**
+     * Waits until something listens on TCP {@code port} ({@code /proc/net/tcp[6]}, state 0A), so a
+     * client is started only once the server can accept it, without connecting to it first.
+     */
+    void awaitListening(int port, int seconds) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+        String needle = String.format(Locale.ROOT, ":%04X ", port);
+        while (System.nanoTime() < deadline) {
+            if (!process.isAlive()) {
+                fail("the server exited (" + process.exitValue() + ") before listening: " + describe());
+            }
+            for (String table : List.of("/proc/net/tcp", "/proc/net/tcp6")) {
+                try {
+                    for (String line : Files.readAllLines(Path.of(table))) {
+                        String[] f = line.trim().split("\\s+");
+                        if (f.length > 3 && (f[1] + " ").endsWith(needle) && f[3].equals("0A")) {
+                            return;
+                        }
+                    }
+                } catch (IOException ignored) {
+                    // no IPv6 table on this kernel: the other one tells
+                }
+            }
+            try {
+                Thread.sleep(20);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new AssertionError(e);
+            }
+        }
+        process.destroyForcibly();
+        fail("nothing listened on port " + port + " within " + seconds + " s: " + describe());
+    }
+}
