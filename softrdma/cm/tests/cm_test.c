@@ -876,6 +876,77 @@ static int ep_client(uint16_t port)
 	return 0;
 }
 
+/* Both ends in one process, on one event channel: what a single-JVM test does. */
+static int same_process(uint16_t unused)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *l, *a, *p = NULL;
+	struct rdma_cm_event *ev;
+	struct rdma_conn_param cp;
+	struct res ra = { 0 }, rp = { 0 };
+	struct sockaddr_in sin;
+	struct ibv_wc wc;
+	char want[MSG_LEN];
+	int est = 0, fds[2];
+
+	CHECK(ch, "rdma_create_event_channel: %s", strerror(errno));
+	CHECK(!pipe(fds), "pipe");
+	if (listen_on(ch, &l, RDMA_PS_TCP, fds[1]))
+		return 1;
+	loopback(&sin, ntohs(rdma_get_src_port(l)));
+	CHECK(!rdma_create_id(ch, &a, NULL, RDMA_PS_TCP), "rdma_create_id");
+	CHECK(!rdma_resolve_addr(a, NULL, (struct sockaddr *)&sin, 2000), "rdma_resolve_addr");
+	if (ack_expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED, a))
+		return 1;
+	CHECK(!rdma_resolve_route(a, 2000), "rdma_resolve_route");
+	if (ack_expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, a) || make_qp(a, &ra, IBV_QPT_RC) ||
+	    post_recv(a, &ra, 0, MSG_LEN))
+		return 1;
+	memset(&cp, 0, sizeof(cp));
+	cp.responder_resources = cp.initiator_depth = 1;
+	cp.retry_count = cp.rnr_retry_count = 7;
+	CHECK(!rdma_connect(a, &cp), "rdma_connect: %s", strerror(errno));
+	ev = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, NULL, EV_TIMEOUT_MS);
+	if (!ev)
+		return 1;
+	p = ev->id;
+	CHECK(ev->listen_id == l && ev->param.conn.qp_num == a->qp->qp_num, "request does not name the active QP");
+	rdma_ack_cm_event(ev);
+	if (make_qp(p, &rp, IBV_QPT_RC) || post_recv(p, &rp, 0, MSG_LEN))
+		return 1;
+	CHECK(!rdma_accept(p, NULL), "rdma_accept: %s", strerror(errno));
+	/* both ESTABLISHED events arrive, in either order */
+	while (est != 3) {
+		struct pollfd pf = { .fd = ch->fd, .events = POLLIN };
+
+		CHECK(poll(&pf, 1, EV_TIMEOUT_MS) == 1 && !rdma_get_cm_event(ch, &ev), "no ESTABLISHED");
+		CHECK(ev->event == RDMA_CM_EVENT_ESTABLISHED && (ev->id == a || ev->id == p),
+		      "unexpected %s", rdma_event_str(ev->event));
+		est |= ev->id == a ? 1 : 2;
+		rdma_ack_cm_event(ev);
+	}
+	pattern(ra.buf + 1024, 21);
+	if (post_send(a, &ra, 1024, MSG_LEN, NULL, 0, 0) || poll_one(a->send_cq, &wc) || poll_one(p->recv_cq, &wc))
+		return 1;
+	pattern(want, 21);
+	CHECK(!memcmp(rp.buf, want, MSG_LEN), "same-process receive differs");
+	CHECK(!rdma_disconnect(p), "rdma_disconnect: %s", strerror(errno));
+	est = 0;
+	while (est != 3) {
+		struct pollfd pf = { .fd = ch->fd, .events = POLLIN };
+
+		CHECK(poll(&pf, 1, EV_TIMEOUT_MS) == 1 && !rdma_get_cm_event(ch, &ev), "no DISCONNECTED");
+		CHECK(ev->event == RDMA_CM_EVENT_DISCONNECTED, "unexpected %s", rdma_event_str(ev->event));
+		est |= ev->id == a ? 1 : 2;
+		rdma_ack_cm_event(ev);
+	}
+	free_res(a, &ra);
+	free_res(p, &rp);
+	CHECK(!rdma_destroy_id(a) && !rdma_destroy_id(p) && !rdma_destroy_id(l), "destroy");
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
+
 /* --------------------------------------------------------------- harness */
 
 typedef int (*server_fn)(int wfd);
@@ -954,6 +1025,7 @@ int main(void)
 	client_fn ud[] = { ud_client };
 	client_fn chan[] = { channel_semantics };
 	client_fn ep[] = { ep_client };
+	client_fn same[] = { same_process };
 	struct { const char *name; server_fn s; client_fn *c; int n; } tests[] = {
 		{ "rc-connect-exchange-disconnect", exchange_server, exchange, 1 },
 		{ "reject-with-private-data", reject_server, reject, 1 },
@@ -963,6 +1035,7 @@ int main(void)
 		{ "ud-sidr-exchange-and-send", ud_server, ud, 1 },
 		{ "event-channel-semantics-and-enosys", NULL, chan, 1 },
 		{ "sync-endpoints-create-ep-get-request", ep_server, ep, 1 },
+		{ "both-ends-in-one-process", NULL, same, 1 },
 	};
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
