@@ -22,10 +22,14 @@ class PostContractTest {
             ReceiveRequest r = ReceiveRequest.create().local(mr, 0, 64);
             int capacity = qp.capabilities().maxRecvWr();
             assertTrue(capacity >= 4);
-            for (int i = 0; i < capacity; i++) {
-                assertEquals(0, qp.tryPostRecv(r.id(i)), "receive " + i + " of " + capacity);
+            // the device may hold more than it reported (rxe rounds its ring up): post until refused
+            int posted = 0;
+            int rc;
+            while ((rc = qp.tryPostRecv(r.id(posted))) == 0 && posted < 100_000) {
+                posted++;
             }
-            assertEquals(Errno.ENOMEM, qp.tryPostRecv(r.id(1000)));
+            assertEquals(Errno.ENOMEM, rc, "after " + posted + " receives");
+            assertTrue(posted >= capacity, "refused after " + posted + " receives, capacity " + capacity);
             VerbsException e = assertThrows(VerbsException.class, () -> qp.postRecv(r.id(1001)));
             assertEquals("ibv_post_recv", e.verb());
             assertEquals("ENOMEM", e.errnoName());
