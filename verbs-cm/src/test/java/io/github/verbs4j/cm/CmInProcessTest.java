@@ -143,6 +143,18 @@ class CmInProcessTest {
     }
 
     @Test
+    void connectToADeadAddressFailsWithinItsTimeout() {
+        // TEST-NET-1 (RFC 5737): nothing answers there; depending on the routes this ends in
+        // ADDR_ERROR, UNREACHABLE or the timeout, but never later than the timeout
+        Duration timeout = Duration.ofSeconds(2);
+        long start = System.nanoTime();
+        VerbsException e = assertThrows(VerbsException.class, () -> new RdmaClient().connect("192.0.2.1", 7174, timeout));
+        long ms = (System.nanoTime() - start) / 1_000_000;
+        assertTrue(ms < timeout.toMillis() + 1_000, "took " + ms + " ms: " + e.getMessage());
+        assertTrue(e instanceof CmEventException || e.errnoName().equals("ETIMEDOUT"), e.getMessage());
+    }
+
+    @Test
     void connectToAPeerThatNeverAnswersTimesOut() throws Exception {
         // a TCP listener that accepts and stays silent: the CM request is never answered
         try (ServerSocket silent = new ServerSocket(0, 50, LOOPBACK)) {

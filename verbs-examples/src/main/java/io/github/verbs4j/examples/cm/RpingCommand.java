@@ -37,7 +37,7 @@ import java.util.concurrent.Callable;
  * <p>The server serves one client and ends when it disconnects, like {@code rping -s} without
  * {@code -P}.
  */
-@Command(name = "rping", mixinStandardHelpOptions = true,
+@Command(name = "rping",
         description = "RDMA ping-pong over rdma_cm, compatible with rdma-core's rping (-s server, -c client).")
 public final class RpingCommand implements Callable<Integer> {
 
@@ -54,6 +54,10 @@ public final class RpingCommand implements Callable<Integer> {
 
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
+
+    // no mixinStandardHelpOptions: its -V (version) would take rping's -V (validate)
+    @Option(names = {"-h", "--help"}, usageHelp = true, description = "show this help and exit")
+    boolean help;
 
     @Option(names = "-s", description = "server side")
     boolean server;
