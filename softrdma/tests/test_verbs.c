@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include <infiniband/verbs.h>
 #include <poll.h>
+#include <fcntl.h>
 #include <unistd.h>
 #include <sys/wait.h>
 #include <arpa/inet.h>
@@ -539,6 +540,28 @@ static void test_channels_srq_ud(void)
 	ibv_destroy_qp(qs);
 	ibv_destroy_qp(qr);
 	ibv_destroy_srq(srq);
+	env_down(&e);
+
+	/* a non-blocking channel fd reports EAGAIN when no event is pending */
+	env_up(&e, IBV_QPT_UC, 7);
+	fcntl(e.ch->fd, F_SETFL, fcntl(e.ch->fd, F_GETFL) | O_NONBLOCK);
+	errno = 0;
+	CHECK(ibv_get_cq_event(e.ch, &ecq, &ectx) == -1 && errno == EAGAIN, "EAGAIN on non-blocking channel");
+	/* UC: send and write, no READ */
+	t_fill(e.a, 3000, 11);
+	post_recv(e.qb, e.b, 4096, e.mb->lkey, 1);
+	post1(e.qa, IBV_WR_SEND, e.a, 3000, e.ma->lkey, 0, 0, 1, 0);
+	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_SUCCESS, "uc send");
+	CHECK(wait_wc(e.cqb, &wc) && wc.status == IBV_WC_SUCCESS && wc.byte_len == 3000 &&
+	      !memcmp(e.a, e.b, 3000), "uc recv data");
+	post1(e.qa, IBV_WR_RDMA_WRITE, e.a, 3000, e.ma->lkey, (uintptr_t)e.b + 8192, e.mb->rkey, 2, 0);
+	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_SUCCESS && !memcmp(e.a, e.b + 8192, 3000), "uc write");
+	{
+		struct ibv_send_wr *bad;
+		struct ibv_sge s = { (uintptr_t)e.a, 8, e.ma->lkey };
+		struct ibv_send_wr r = { .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_RDMA_READ };
+		CHECK_EQ(ibv_post_send(e.qa, &r, &bad), EINVAL, "READ on UC");
+	}
 	env_down(&e);
 
 	/* UD: GRH area, src_qp, q_key check */
