@@ -27,6 +27,13 @@ import java.io.UncheckedIOException;
                 DevicesCommand.class,
                 RcPingPongCommand.class,
                 UdPingPongCommand.class,
+                PerfCommands.SendLat.class,
+                PerfCommands.WriteLat.class,
+                PerfCommands.ReadLat.class,
+                PerfCommands.AtomicLat.class,
+                PerfCommands.SendBw.class,
+                PerfCommands.WriteBw.class,
+                PerfCommands.ReadBw.class,
                 io.github.verbs4j.examples.cm.RpingCommand.class,
                 CommandLine.HelpCommand.class,
         })
