@@ -29,6 +29,15 @@ PAIRS = [
     ("fetchAdd", "FETCH_AND_ADD 8 B, signaled, poll"),
     ("pollEmpty", "poll_cq (16) on an empty CQ"),
 ]
+# the charts' row labels
+SHORT = {
+    "sendRecv": "SEND + RECV ping",
+    "write": "RDMA WRITE 64 B + poll",
+    "chain16Write": "16 chained WRITEs (per WRITE)",
+    "read": "RDMA READ 64 B + poll",
+    "fetchAdd": "FETCH_AND_ADD + poll",
+    "pollEmpty": "poll_cq on an empty CQ",
+}
 FLOOR = [
     ("nopC", "C, through a function pointer"),
     ("nopJavaCritical", "Java, critical downcall"),
@@ -131,7 +140,7 @@ def nice_step(raw):
 
 def bars_svg(title, rows, series, unit, note):
     """rows: [(label, [value per series], [error per series])]; series: [(name, colour)]."""
-    width, left, right, top = 900, 330, 90, 60
+    width, left, right, top = 900, 250, 70, 60
     bar, gap = 16, 14
     group = bar * len(series) + gap
     height = top + group * len(rows) + 60
@@ -202,7 +211,7 @@ def main(argv):
             j, c, raw = results.get(stem + "Java"), results.get(stem + "C"), results.get(stem + "JavaRawFfm")
             if j and c:
                 errors = [j["error"], raw["error"] if raw else 0.0, c["error"]] if key == "score" else [0.0, 0.0, 0.0]
-                rows.append((label, [j[key], raw[key] if raw else None, c[key]], errors))
+                rows.append((SHORT[stem], [j[key], raw[key] if raw else None, c[key]], errors))
         if rows:
             with open(os.path.join(folder, file), "w") as f:
                 f.write(bars_svg(title, rows, series, "ns/op", note))
