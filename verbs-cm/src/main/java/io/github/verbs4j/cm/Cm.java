@@ -99,7 +99,9 @@ final class Cm {
         if (verbs.equals(MemorySegment.NULL)) {
             return null;
         }
-        return CONTEXTS.computeIfAbsent(verbs.address(), a -> core().borrowContext(verbs));
+        // a caller may have closed the wrapper (it owns nothing natively): wrap the device again
+        return CONTEXTS.compute(verbs.address(), (a, known) -> known == null || known.isClosed()
+                ? core().borrowContext(verbs) : known);
     }
 
     static boolean isNull(MemorySegment s) {

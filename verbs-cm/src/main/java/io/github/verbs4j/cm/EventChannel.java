@@ -44,8 +44,9 @@ import java.util.function.Predicate;
  * of this channel are open, naming them (connection requests that nobody took are closed, which
  * rejects those peers); it is idempotent. Use after close throws {@link IllegalStateException}.
  *
- * <p><b>Thread-safety</b>: thread-safe; one thread waits at a time (the others wait for the
- * lock, within their own timeouts).
+ * <p><b>Thread-safety</b>: thread-safe. Several threads may wait on one channel for different
+ * ids (a server thread accepting while a client thread connects): they take turns polling, each
+ * for at most 20 ms, and each finds the events the others read for it.
  */
 public final class EventChannel implements AutoCloseable {
 
@@ -53,7 +54,10 @@ public final class EventChannel implements AutoCloseable {
     private final int fd;
     private final Map<Long, CmId> ids = new ConcurrentHashMap<>();
     private final ArrayDeque<CmEvent> backlog = new ArrayDeque<>();
-    private final ReentrantLock lock = new ReentrantLock();
+    /** Fair: waiters for different ids alternate. */
+    private final ReentrantLock lock = new ReentrantLock(true);
+    /** The longest single poll while holding the lock. */
+    private static final long SLICE_MILLIS = 20;
     private volatile boolean closed;
 
     private EventChannel(MemorySegment channel) {
@@ -124,39 +128,43 @@ public final class EventChannel implements AutoCloseable {
      */
     CmEvent await(Predicate<CmEvent> wanted, long deadline) {
         ensureOpen();
-        try {
-            if (!lock.tryLock(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
-                return null;
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted while waiting for an event of " + this, e);
-        }
-        try {
-            for (Iterator<CmEvent> it = backlog.iterator(); it.hasNext(); ) {
-                CmEvent e = it.next();
-                if (wanted.test(e)) {
-                    it.remove();
-                    return e;
-                }
-            }
-            while (true) {
-                ensureOpen();
-                long left = deadline - System.nanoTime();
-                if (!Cm.awaitReadable(fd, Math.max(0, (left + 999_999) / 1_000_000))) {
+        // The lock is held for one short poll at a time, so that threads waiting for different
+        // ids on one channel take turns: each sees the events the others read and kept for it.
+        while (true) {
+            try {
+                if (!lock.tryLock(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
                     return null;
                 }
-                CmEvent e = read();
-                if (e == null) {
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted while waiting for an event of " + this, e);
+            }
+            try {
+                ensureOpen();
+                for (Iterator<CmEvent> it = backlog.iterator(); it.hasNext(); ) {
+                    CmEvent e = it.next();
+                    if (wanted.test(e)) {
+                        it.remove();
+                        return e;
+                    }
+                }
+                long leftMillis = Math.max(0, (deadline - System.nanoTime() + 999_999) / 1_000_000);
+                if (Cm.awaitReadable(fd, Math.min(leftMillis, SLICE_MILLIS))) {
+                    CmEvent e = read();
+                    if (e != null) {
+                        if (wanted.test(e)) {
+                            return e;
+                        }
+                        backlog.addLast(e);
+                    }
                     continue;
                 }
-                if (wanted.test(e)) {
-                    return e;
-                }
-                backlog.addLast(e);
+            } finally {
+                lock.unlock();
             }
-        } finally {
-            lock.unlock();
+            if (System.nanoTime() - deadline >= 0) {
+                return null;
+            }
         }
     }
 

@@ -225,6 +225,51 @@ class CmInProcessTest {
     }
 
     @Test
+    void twoThreadsShareOneChannelAndNextDeliversTheRest() throws Exception {
+        try (EventChannel channel = EventChannel.create(); EventChannel other = EventChannel.create()) {
+            CmId listener = channel.createId(PortSpace.TCP);
+            listener.bind(new InetSocketAddress(LOOPBACK, 0));
+            listener.listen(1);
+            CmId client = channel.createId(PortSpace.TCP);
+            client.resolveAddress(null, listener.localAddress(), T);
+            client.resolveRoute(T);
+            var ctx = client.context();
+            try (var pd = ctx.allocatePd(); var cq = ctx.createCq(8)) {
+                client.createQueuePair(pd, cq, cq, QpInit.defaults());
+                // the server thread waits for the request on the same channel the client waits on
+                CompletableFuture<CmId> server = CompletableFuture.supplyAsync(() -> {
+                    CmEvent request = listener.getRequest(T);
+                    assertEquals(listener, request.listenId());
+                    CmId child = request.id();
+                    child.migrate(other);
+                    assertEquals(other, child.channel());
+                    child.createQueuePair(pd, cq, cq, QpInit.defaults());
+                    assertEquals(CmEventType.ESTABLISHED, child.accept(ConnectParameters.defaults(), T).type());
+                    return child;
+                });
+                assertEquals(CmEventType.ESTABLISHED, client.connect(ConnectParameters.defaults(), T).type());
+                CmId child = server.get(20, TimeUnit.SECONDS);
+                assertEquals(QpState.RTS, child.queuePair().state());
+
+                client.disconnect();
+                // raw events: the client's DISCONNECTED on this channel, the child's on the other
+                CmEvent mine = channel.next(T);
+                assertNotNull(mine);
+                assertEquals(CmEventType.DISCONNECTED, mine.type());
+                assertEquals(client, mine.id());
+                CmEvent theirs = other.next(T);
+                assertNotNull(theirs);
+                assertEquals(CmEventType.DISCONNECTED, theirs.type());
+                assertEquals(child, theirs.id());
+                assertNull(channel.next(Duration.ofMillis(100)));
+                child.close();
+                client.close();
+            }
+            listener.close();
+        }
+    }
+
+    @Test
     void lowLevelIdsEventsAndLifecycle() throws Exception {
         try (EventChannel channel = EventChannel.create()) {
             assertTrue(channel.fd() >= 0);
