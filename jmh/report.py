@@ -5,15 +5,16 @@
 
 Prints a Markdown table (verbs4j, raw FFM where measured, and C: ns/op with JMH's 99.9% error;
 verbs4j - C, ratio, B/op) and
-also the best (fastest) iteration of each, which on a shared machine is the least disturbed;
+also the median and best iteration of each, which a busy machine disturbs less than the mean;
 writes it next to the JSON (<result>.md); draws SVG charts into the chart folder:
-java-vs-c.svg (JMH scores), java-vs-c-best.svg (best iterations) and ffm-floor.svg (a no-op
-native call three ways).
+java-vs-c.svg (JMH scores), java-vs-c-median.svg (median iterations) and ffm-floor.svg (a
+no-op native call three ways).
 Standard library only: the SVG is written by hand, so nothing needs installing.
 """
 
 import json
 import math
+import statistics
 import os
 import sys
 from html import escape
@@ -67,6 +68,7 @@ def load(path):
         if not name.startswith(PREFIX):
             continue
         primary = entry["primaryMetric"]
+        iterations = [number(v) for fork in primary["rawData"] for v in fork]
         if primary["scoreUnit"] != "ns/op":
             raise SystemExit(f"{name}: expected ns/op, got {primary['scoreUnit']}")
         norm = entry.get("secondaryMetrics", {}).get("gc.alloc.rate.norm")
@@ -74,7 +76,9 @@ def load(path):
             "score": number(primary["score"]),
             "error": number(primary["scoreError"]),
             # the fastest measurement iteration: on a shared machine, the least disturbed one
-            "best": min(number(v) for fork in primary["rawData"] for v in fork),
+            "best": min(iterations),
+            # the median iteration: robust against the few iterations a busy machine disturbs
+            "median": statistics.median(iterations),
             "bytes": None if norm is None else number(norm["score"]),
         }
     return results
@@ -105,7 +109,7 @@ def table(results):
                      f"{j['score'] - c['score']:.1f} | {j['score'] / c['score']:.2f} | {fmt_bytes(j)} | {fmt_bytes(c)} |")
     lines += [
         "",
-        "Best iteration (the fastest measurement iteration of each benchmark):",
+        "Median iteration (best iteration in parentheses):",
         "",
         "| operation | verbs4j ns/op | raw FFM ns/op | C ns/op | verbs4j − C ns | verbs4j / C |",
         "|---|---:|---:|---:|---:|---:|",
@@ -114,18 +118,18 @@ def table(results):
         j, c, raw = results.get(stem + "Java"), results.get(stem + "C"), results.get(stem + "JavaRawFfm")
         if not j or not c:
             continue
-        raw_best = f"{raw['best']:.1f}" if raw else "—"
-        lines.append(f"| {label} | {j['best']:.1f} | {raw_best} | {c['best']:.1f} | "
-                     f"{j['best'] - c['best']:.1f} | {j['best'] / c['best']:.2f} |")
+        raw_text = f"{raw['median']:.1f} ({raw['best']:.1f})" if raw else "—"
+        lines.append(f"| {label} | {j['median']:.1f} ({j['best']:.1f}) | {raw_text} | {c['median']:.1f} ({c['best']:.1f}) | "
+                     f"{j['median'] - c['median']:.1f} | {j['median'] / c['median']:.2f} |")
     lines += [
         "",
-        "| no-op native call (`bl_nop`, shaped like `ops.post_send`) | ns/call (JMH score) | best iteration | B/op |",
+        "| no-op native call (`bl_nop`, shaped like `ops.post_send`) | ns/call (JMH score) | median (best) iteration | B/op |",
         "|---|---:|---:|---:|",
     ]
     for stem, label in FLOOR:
         r = results.get(stem)
         if r:
-            lines.append(f"| {label} | {fmt_ns(r)} | {r['best']:.1f} | {fmt_bytes(r)} |")
+            lines.append(f"| {label} | {fmt_ns(r)} | {r['median']:.1f} ({r['best']:.1f}) | {fmt_bytes(r)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -205,7 +209,7 @@ def main(argv):
     os.makedirs(folder, exist_ok=True)
     series = [("Java, verbs4j", JAVA_COLOUR), ("Java, raw FFM downcalls", RAW_COLOUR), ("C, libibverbs", C_COLOUR)]
     for key, file, title in (("score", "java-vs-c.svg", "verbs4j vs C on softrdma: JMH score per operation (lower is better)"),
-                             ("best", "java-vs-c-best.svg", "verbs4j vs C on softrdma: best iteration per operation (lower is better)")):
+                             ("median", "java-vs-c-median.svg", "verbs4j vs C on softrdma: median iteration per operation (lower is better)")):
         rows = []
         for stem, label in PAIRS:
             j, c, raw = results.get(stem + "Java"), results.get(stem + "C"), results.get(stem + "JavaRawFfm")
@@ -215,13 +219,13 @@ def main(argv):
         if rows:
             with open(os.path.join(folder, file), "w") as f:
                 f.write(bars_svg(title, rows, series, "ns/op", note))
-    floor = [(label, [results[stem]["score"], results[stem]["best"]], [results[stem]["error"], 0.0])
+    floor = [(label, [results[stem]["score"], results[stem]["median"]], [results[stem]["error"], 0.0])
              for stem, label in FLOOR if stem in results]
     if floor:
         with open(os.path.join(folder, "ffm-floor.svg"), "w") as f:
             f.write(bars_svg("One no-op native call (lower is better)", floor,
-                             [("JMH score", "#6a4c93"), ("best iteration", "#b39ddb")], "ns/call", note))
-    print(f"charts: {folder}/java-vs-c.svg, java-vs-c-best.svg, ffm-floor.svg; table: {os.path.splitext(path)[0]}.md")
+                             [("JMH score", "#6a4c93"), ("median iteration", "#b39ddb")], "ns/call", note))
+    print(f"charts: {folder}/java-vs-c.svg, java-vs-c-median.svg, ffm-floor.svg; table: {os.path.splitext(path)[0]}.md")
 
 
 if __name__ == "__main__":
