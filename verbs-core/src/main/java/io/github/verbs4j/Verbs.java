@@ -22,6 +22,9 @@ import java.util.List;
  *     System.err.println("no RDMA: " + Verbs.unavailabilityCause().getMessage());
  * }
  * for (Device d : Verbs.devices()) System.out.println(d.name());
+ * try (Context ctx = Verbs.open("softrdma0")) {      // or Verbs.openFirst(), device.open()
+ *     ...
+ * }
  * }</pre>
  *
  * <p>Which {@code libibverbs.so.1} is bound is chosen by the system property
