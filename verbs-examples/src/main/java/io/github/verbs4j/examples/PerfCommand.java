@@ -574,7 +574,7 @@ abstract class PerfCommand implements Callable<Integer> {
 
     /**
      * The client's bandwidth loop: up to {@value #TX_DEPTH} requests in flight. Returns
-     * {total nanos, best nanos per chunk, chunk size} for the average and the peak.
+     * {total nanos, nanos of the best stretch, messages in that stretch} for the average and the peak.
      */
     private long[] bandwidth(int s, int n) {
         SendRequest request = switch (kind()) {
@@ -587,7 +587,9 @@ abstract class PerfCommand implements Callable<Integer> {
         if (kind() != Kind.SEND_BW) {
             request.remote(remote.address(), remote.rkey());
         }
-        int chunk = Math.max(1, n / 16);
+        // the peak is the best stretch of at least one full window: shorter ones measure bursts of
+        // completions, not bandwidth; runs shorter than two windows report the average as the peak
+        int chunk = Math.max(TX_DEPTH, n / 16);
         long bestChunk = Long.MAX_VALUE;
         Progress meter = new Progress(progress, kind().command + " " + s + " B", n);
         int posted = 0;
@@ -618,7 +620,10 @@ abstract class PerfCommand implements Callable<Integer> {
         }
         long total = System.nanoTime() - start;
         meter.finish();
-        return new long[] {total, bestChunk == Long.MAX_VALUE ? total : Math.min(bestChunk, total * chunk / n), chunk};
+        if (bestChunk == Long.MAX_VALUE || bestChunk > total * chunk / n) {
+            return new long[] {total, total, n};
+        }
+        return new long[] {total, bestChunk, chunk};
     }
 
     // ---- output

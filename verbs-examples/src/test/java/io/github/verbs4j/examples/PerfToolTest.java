@@ -1,0 +1,258 @@
+package io.github.verbs4j.examples;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The perftest-style commands, server and client each in its own JVM: both exit 0 and the
+ * client's table parses with the sizes and iterations asked for, positive numbers, ordered
+ * percentiles, and bandwidth consistent with the message rate. No timing is asserted.
+ */
+class PerfToolTest {
+
+    private static final String GID_INDEX = "1";
+
+    private record Table(String header, List<double[]> rows) {
+    }
+
+    /** The rows after perftest's header line ("#bytes ..."), up to the closing separator. */
+    private static Table table(Proc client) {
+        List<String> lines = client.out().lines().toList();
+        int h = -1;
+        for (int i = 0; i < lines.size(); i++) {
+            if (lines.get(i).trim().startsWith("#bytes")) {
+                h = i;
+            }
+        }
+        assertTrue(h >= 0, "no table header: " + client.describe());
+        List<double[]> rows = new ArrayList<>();
+        for (int i = h + 1; i < lines.size() && !lines.get(i).startsWith("---"); i++) {
+            String[] f = lines.get(i).trim().split("\\s+");
+            double[] v = new double[f.length];
+            for (int k = 0; k < f.length; k++) {
+                v[k] = Double.parseDouble(f[k]);
+            }
+            rows.add(v);
+        }
+        assertTrue(lines.get(lines.size() - 1).startsWith("---"), client.describe());
+        return new Table(lines.get(h), rows);
+    }
+
+    private static void assertLatencyRow(double[] r, int size, int iters, String context) {
+        assertEquals(9, r.length, context);
+        assertEquals(size, (int) r[0], context);
+        assertEquals(iters, (int) r[1], context);
+        double min = r[2], max = r[3], typical = r[4], avg = r[5], stdev = r[6], p99 = r[7], p999 = r[8];
+        assertTrue(min > 0, context);
+        assertTrue(stdev >= 0, context);
+        assertTrue(min <= typical && typical <= max, context);
+        assertTrue(min <= avg && avg <= max, context);
+        assertTrue(typical <= p99 && p99 <= p999 && p999 <= max, context);
+    }
+
+    private static void assertBandwidthRow(double[] r, int size, int iters, String context) {
+        assertEquals(5, r.length, context);
+        assertEquals(size, (int) r[0], context);
+        assertEquals(iters, (int) r[1], context);
+        double peak = r[2], avg = r[3], mpps = r[4];
+        // tiny messages on softrdma print an average of 0.00 MiB/s; the message rate is always positive
+        assertTrue(avg >= 0 && mpps > 0, context);
+        assertTrue(peak >= avg, context);
+        // average MiB/s and Mpps describe the same run: avg = size * rate / 2^20, up to the printed rounding
+        double expected = size * mpps * 1e6 / (1 << 20);
+        assertTrue(Math.abs(avg - expected) <= size * 0.5 / (1 << 20) + 0.011, context + ": " + avg + " vs " + expected);
+    }
+
+    private static Proc[] runPair(String command, List<String> clientArgs) {
+        String port = Integer.toString(Proc.freePort());
+        Proc server = Proc.tool(command, "-x", GID_INDEX, "-p", port);
+        server.awaitListening(Integer.parseInt(port), 60);
+        List<String> a = new ArrayList<>(List.of(command, "-x", GID_INDEX, "-p", port));
+        a.addAll(clientArgs);
+        a.add("127.0.0.1");
+        Proc client = Proc.tool(a.toArray(String[]::new));
+        client.await(120);
+        server.await(30);
+        return new Proc[] {server, client};
+    }
+
+    @ParameterizedTest(name = "{0} {1}")
+    @CsvSource(delimiter = '|', value = {
+            "send-lat   | -s 64 -n 300",
+            "write-lat  | -s 4096 -n 300",
+            "read-lat   | -s 1 -n 300",
+            "atomic-lat | -n 300",
+            "send-lat   | -s 8 -n 100 -e",
+            "send-bw    | -s 4096 -n 400",
+            "write-bw   | -s 65536 -n 300",
+            "read-bw    | -s 1024 -n 300 -e",
+    })
+    void clientAndServerAgreeAndTheNumbersAreSane(String command, String flags) {
+        List<String> args = List.of(flags.trim().split(" "));
+        int size = args.contains("-s") ? Integer.parseInt(args.get(args.indexOf("-s") + 1)) : 8;
+        int iters = Integer.parseInt(args.get(args.indexOf("-n") + 1));
+        Proc[] pair = runPair(command, args);
+        try (Proc server = pair[0]; Proc client = pair[1]) {
+            client.assertSuccess();
+            server.assertSuccess();
+            Table t = table(client);
+            assertEquals(1, t.rows().size(), client.describe());
+            if (command.endsWith("-lat")) {
+                assertTrue(t.header().contains("t_typical[usec]") && t.header().contains("99.9% percentile[usec]"), t.header());
+                assertLatencyRow(t.rows().getFirst(), size, iters, client.describe());
+            } else {
+                assertTrue(t.header().contains("BW average[MiB/sec]") && t.header().contains("MsgRate[Mpps]"), t.header());
+                assertBandwidthRow(t.rows().getFirst(), size, iters, client.describe());
+            }
+            // both sides name each other's QP
+            assertTrue(server.out().contains(" remote address: "), server.describe());
+        }
+    }
+
+    @Test
+    void allSizesRunInOneConnection() {
+        Proc[] pair = runPair("write-bw", List.of("-a", "-n", "8"));
+        try (Proc server = pair[0]; Proc client = pair[1]) {
+            client.assertSuccess();
+            server.assertSuccess();
+            List<double[]> rows = table(client).rows();
+            assertEquals(23, rows.size(), client.describe());
+            for (int i = 0; i < rows.size(); i++) {
+                assertBandwidthRow(rows.get(i), 2 << i, 8, client.describe());
+            }
+        }
+    }
+
+    @Test
+    void aServerOfAnotherTestRefusesTheClient() {
+        String port = Integer.toString(Proc.freePort());
+        try (Proc server = Proc.tool("read-lat", "-x", GID_INDEX, "-p", port)) {
+            server.awaitListening(Integer.parseInt(port), 60);
+            try (Proc client = Proc.tool("write-bw", "-x", GID_INDEX, "-p", port, "-n", "10", "127.0.0.1")) {
+                client.await(60);
+                server.await(30);
+                assertEquals(1, client.exitCode(), client.describe());
+                assertEquals(1, server.exitCode(), server.describe());
+                assertEquals("verbs4j: the server refused: this server runs read-lat, the client asked for write-bw\n", client.err());
+                assertEquals("verbs4j: this server runs read-lat, the client asked for write-bw\n", server.err());
+            }
+        }
+    }
+
+    @Test
+    void theServerNamesAClientThatSpeaksAnotherProtocol() {
+        // rdma-core's ping-pong client opens with its 52-byte address message
+        String port = Integer.toString(Proc.freePort());
+        try (Proc server = Proc.tool("send-lat", "-x", GID_INDEX, "-p", port)) {
+            server.awaitListening(Integer.parseInt(port), 60);
+            try (Proc stock = Proc.stock("ibv_rc_pingpong", "-g", GID_INDEX, "-p", port, "-n", "1", "127.0.0.1")) {
+                server.await(60);
+                stock.await(60);
+                assertEquals(1, server.exitCode(), server.describe());
+                server.assertNoStackTrace();
+                assertTrue(server.err().matches("verbs4j: the client 127\\.0\\.0\\.1 speaks another protocol \\(it sent '0'"
+                        + ", not a verbs4j perf handshake\\)\n"), server.err());
+                assertTrue(stock.exitCode() != 0, stock.describe());
+            }
+        }
+    }
+
+    private record Run(int exitCode, String out, String err) {
+    }
+
+    private static Run inProcess(String... args) {
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        int code = Verbs4jTool.execute(new PrintWriter(out, true), new PrintWriter(err, true), args);
+        return new Run(code, out.toString(), err.toString());
+    }
+
+    /** A fake server that answers the client's first line with {@code answer}, then waits for it to hang up. */
+    private static Run clientAgainst(String answer) throws Exception {
+        try (ServerSocket fake = new ServerSocket(0)) {
+            CompletableFuture<String> heard = CompletableFuture.supplyAsync(() -> {
+                try (Socket s = fake.accept()) {
+                    InputStream in = s.getInputStream();
+                    StringBuilder line = new StringBuilder();
+                    int b;
+                    while ((b = in.read()) >= 0 && b != '\n') {
+                        line.append((char) b);
+                    }
+                    OutputStream out = s.getOutputStream();
+                    out.write(answer.getBytes(StandardCharsets.US_ASCII));
+                    out.flush();
+                    while (in.read() >= 0) {
+                        // until the client closes
+                    }
+                    return line.toString();
+                } catch (IOException e) {
+                    return "failed: " + e;
+                }
+            });
+            Run run = inProcess("send-lat", "-x", GID_INDEX, "-p", Integer.toString(fake.getLocalPort()), "-n", "5", "127.0.0.1");
+            String hello = heard.get(30, TimeUnit.SECONDS);
+            assertTrue(hello.startsWith("VERBS4J-PERF 1 HELLO send-lat 5 2 "), hello);
+            return run;
+        }
+    }
+
+    @Test
+    void theClientNamesAServerThatSpeaksAnotherProtocol() throws Exception {
+        Run run = clientAgainst("0000:000011:abcdef:00000000000000000000ffffc0000202\0");
+        assertEquals(1, run.exitCode(), run.err());
+        assertEquals("verbs4j: 127.0.0.1:" + run.err().replaceAll("(?s).*127\\.0\\.0\\.1:(\\d+).*", "$1")
+                + " speaks another protocol (it sent '0', not a verbs4j perf handshake)\n", run.err());
+    }
+
+    @Test
+    void theClientNamesAServerOfAnotherProtocolVersion() throws Exception {
+        Run run = clientAgainst("VERBS4J-PERF 2 OK whatever\n");
+        assertEquals(1, run.exitCode(), run.err());
+        assertTrue(run.err().matches("verbs4j: 127\\.0\\.0\\.1:\\d+ speaks verbs4j perf protocol version 2, this tool speaks"
+                + " version 1: use the same verbs4j on both sides\n"), run.err());
+    }
+
+    @Test
+    void badFlagsAreUsageErrors() {
+        Run both = inProcess("send-bw", "-a", "-s", "64", "localhost");
+        assertEquals(2, both.exitCode(), both.err());
+        assertTrue(both.err().contains("-a and -s exclude each other"), both.err());
+
+        Run events = inProcess("write-lat", "-e", "localhost");
+        assertEquals(2, events.exitCode(), events.err());
+        assertTrue(events.err().contains("write-lat spins on memory: -e does not apply"), events.err());
+
+        Run atomicSize = inProcess("atomic-lat", "-s", "16", "localhost");
+        assertEquals(2, atomicSize.exitCode(), atomicSize.err());
+        assertTrue(atomicSize.err().contains("atomics are 8 bytes"), atomicSize.err());
+
+        Run serverSize = inProcess("read-bw", "-s", "16");
+        assertEquals(2, serverSize.exitCode(), serverSize.err());
+        assertTrue(serverSize.err().contains("-s, -a and -n are client options"), serverSize.err());
+    }
+
+    @Test
+    void anUnreachableServerIsOneLineAndExit1() {
+        String port = Integer.toString(Proc.freePort());
+        Run run = inProcess("read-lat", "-x", GID_INDEX, "-p", port, "127.0.0.1");
+        assertEquals(1, run.exitCode(), run.err());
+        assertEquals("verbs4j: couldn't connect to 127.0.0.1:" + port + ": Connection refused\n", run.err());
+    }
+}
