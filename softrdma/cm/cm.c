@@ -952,8 +952,8 @@ static void handle_req(struct cm_id *idp, const struct wire_msg *m)
 	int ud = m->type == MSG_SIDR_REQ;
 	struct cm_event *e;
 
-	if (!l || !id_valid(l) || l->state != ST_LISTEN || !l->chan ||
-	    (ud != is_ud(l)) || m->qp_type != l->id.qp_type) {
+	if (!l || !id_valid(l) || l->state != ST_LISTEN || !l->chan || ud != is_ud(l) ||
+	    (ud ? m->qp_type != IBV_QPT_UD : m->qp_type != IBV_QPT_RC && m->qp_type != IBV_QPT_UC)) {
 		msg_init(idp, (struct wire_msg *)&idp->out, ud ? MSG_SIDR_REP : MSG_REJ);
 		idp->out.status = ud ? 1 /* SIDR unsupported */ : REJ_INVALID_SERVICE_ID;
 		msg_send(idp, &idp->out);
@@ -966,7 +966,7 @@ static void handle_req(struct cm_id *idp, const struct wire_msg *m)
 		return;
 	}
 	idp->id.ps = l->id.ps;
-	idp->id.qp_type = l->id.qp_type;
+	idp->id.qp_type = m->qp_type;	/* RC or UC as the requester's QP */
 	idp->id.context = l->id.context;
 	idp->qkey = l->qkey;
 	idp->tos = l->tos;
@@ -1982,21 +1982,29 @@ CM_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 		id->event = NULL;
 	}
 	pthread_mutex_lock(&g_lock);
-	purge_events(idp, &dead, &ndead);
 	while (idp->reported != idp->acked)
 		pthread_cond_wait(&g_cond, &g_lock);
+	/* once unlinked, the CM thread no longer finds the id to queue events
+	 * for it, so what is queued now is all there will be */
 	release_id_locked(idp);
+	purge_events(idp, &dead, &ndead);
 	for (int i = 0; i < ndead; i++)
 		release_id_locked(dead[i]);
 	if (idp->state == ST_LISTEN) {
 		for (struct cm_id *c = g_ids, *next; c; c = next) {
+			struct cm_id **nd;
+
 			next = c->next;
-			if (c->internal && c->listener == idp) {
-				id_unlink(c);
-				dead = realloc(dead, (ndead + 1) * sizeof(*dead));
-				if (dead)
-					dead[ndead++] = c;
+			if (!c->internal || c->listener != idp)
+				continue;
+			id_unlink(c);
+			nd = realloc(dead, (ndead + 1) * sizeof(*dead));
+			if (!nd) {
+				close_sock(c);	/* the thread no longer sees it; leak the id */
+				continue;
 			}
+			dead = nd;
+			dead[ndead++] = c;
 		}
 	}
 	wait_thread_pass();
