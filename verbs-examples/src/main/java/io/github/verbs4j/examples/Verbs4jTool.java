@@ -14,6 +14,12 @@ import java.io.UncheckedIOException;
  *
  * <pre>
  * verbs4j devices        list RDMA devices (like ibv_devices)
+ * verbs4j devinfo [-v]   device and port attributes (like ibv_devinfo)
+ * verbs4j gids           GID tables (like show_gids)
+ * verbs4j rc-pingpong    RC ping-pong, wire-compatible with ibv_rc_pingpong
+ * verbs4j ud-pingpong    UD ping-pong, wire-compatible with ibv_ud_pingpong
+ * verbs4j send-lat, write-lat, read-lat, atomic-lat, send-bw, write-bw, read-bw
+ *                        perftest-style latency and bandwidth tests (client/server)
  * </pre>
  *
  * <p>Exit codes: 0 success, 1 RDMA failure (unavailable, no devices, a verb failed; one line on
@@ -25,6 +31,8 @@ import java.io.UncheckedIOException;
         description = "RDMA verbs from Java: device listing and tests on libibverbs/librdmacm.",
         subcommands = {
                 DevicesCommand.class,
+                DevInfoCommand.class,
+                GidsCommand.class,
                 RcPingPongCommand.class,
                 UdPingPongCommand.class,
                 PerfCommands.SendLat.class,
