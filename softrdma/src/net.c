@@ -331,11 +331,77 @@ static struct srd_qp *lookup_qpn(uint32_t qpn)
 	return NULL;
 }
 
+/*
+ * Send batching: a burst of packets (a long message, a READ answer) leaves in
+ * sendmmsg calls of up to BATCH datagrams instead of one system call each.
+ */
+#define BATCH 32
+struct batch {
+	int depth, n, fd;
+	struct mmsghdr msgs[BATCH];
+	struct iovec iov[BATCH];
+	struct sockaddr_in6 to[BATCH];
+	uint8_t data[BATCH][MAX_PKT];
+};
+static __thread struct batch *tl_batch;
+
+static void batch_flush(struct batch *b)
+{
+	int off = 0;
+	while (off < b->n) {
+		int r = sendmmsg(b->fd, b->msgs + off, (unsigned)(b->n - off), MSG_DONTWAIT);
+		if (r <= 0) {
+			ST(eagain); /* the rest is lost; retransmission recovers */
+			break;
+		}
+		off += r;
+	}
+	b->n = 0;
+}
+
+static void batch_begin(void)
+{
+	if (!tl_batch) {
+		tl_batch = calloc(1, sizeof(*tl_batch));
+		if (!tl_batch)
+			return;
+	}
+	tl_batch->depth++;
+}
+
+static void batch_end(void)
+{
+	if (!tl_batch || !tl_batch->depth)
+		return;
+	if (--tl_batch->depth == 0 && tl_batch->n)
+		batch_flush(tl_batch);
+}
+
 static void xmit(struct srd_qp *qp, const struct sockaddr_in6 *to, struct pkt_hdr *h,
 		 const void *payload, size_t len)
 {
 	h->magic = PKT_MAGIC;
 	int fd = g_socks[qp->sock]->fd;
+	struct batch *b = tl_batch;
+	if (!g_f.on && b && b->depth) {
+		if (b->n && (b->fd != fd || b->n == BATCH))
+			batch_flush(b);
+		int i = b->n++;
+		b->fd = fd;
+		memcpy(b->data[i], h, sizeof(*h));
+		if (len)
+			memcpy(b->data[i] + sizeof(*h), payload, len);
+		b->to[i] = *to;
+		b->iov[i].iov_base = b->data[i];
+		b->iov[i].iov_len = sizeof(*h) + len;
+		memset(&b->msgs[i], 0, sizeof(b->msgs[i]));
+		b->msgs[i].msg_hdr.msg_name = &b->to[i];
+		b->msgs[i].msg_hdr.msg_namelen = sizeof(b->to[i]);
+		b->msgs[i].msg_hdr.msg_iov = &b->iov[i];
+		b->msgs[i].msg_hdr.msg_iovlen = 1;
+		ST(tx);
+		return;
+	}
 	if (g_f.on) {
 		pthread_mutex_lock(&g_f.lock);
 		double r = frand();
@@ -1062,6 +1128,7 @@ static void sq_progress(struct srd_qp *qp)
 		}
 		/* remote: stream packets while the window allows */
 		bool blocked = false;
+		batch_begin();
 		while (w->tx_pkt < w->npkts) {
 			if (type == IBV_QPT_RC &&
 			    psn_diff(psn_add(w->first_psn, w->tx_pkt), qp->una_psn) >= WINDOW) {
@@ -1072,6 +1139,7 @@ static void sq_progress(struct srd_qp *qp)
 			send_pkt(qp, w, w->tx_pkt, src, nsrc, &sent);
 			w->tx_pkt += sent;
 		}
+		batch_end();
 		srd_mr_unlock();
 		if (type == IBV_QPT_RC && !qp->timer_deadline_ns)
 			arm_timer(qp);
@@ -1287,6 +1355,7 @@ static void answer_read(struct srd_qp *qp, const struct pkt_hdr *r)
 		send_ack(qp, &qp->peer, r->sqpn, r->psn, SYN_NAK_ACCESS, 0);
 		return;
 	}
+	batch_begin();
 	for (uint32_t i = 0; i < n; i++) {
 		struct pkt_hdr h;
 		memset(&h, 0, sizeof(h));
@@ -1301,6 +1370,7 @@ static void answer_read(struct srd_qp *qp, const struct pkt_hdr *r)
 		h.flags = (i == 0 ? F_FIRST : 0) | (i + 1 == n ? F_LAST : 0);
 		xmit(qp, &qp->peer, &h, h.len ? src + off : NULL, h.len);
 	}
+	batch_end();
 	srd_mr_unlock();
 }
 
@@ -1521,6 +1591,8 @@ static void responder_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8
 	qp->nak_sent = false;
 	if (rc && (h->op == OP_SEND || h->op == OP_WRITE) && (h->flags & (F_LAST | F_ACKREQ)))
 		send_ack(qp, &qp->peer, h->sqpn, h->psn, SYN_ACK, 0);
+	if (pend && tl_batch && tl_batch->n)
+		batch_flush(tl_batch); /* the ACK leaves before the completion is visible */
 	if (pend)
 		recv_complete(qp, &pend_rw, IBV_WC_SUCCESS, pend_op, pend_len, (h->flags & F_IMM) != 0,
 			      h->imm, h->sqpn, false, (h->flags & F_SOLICITED) != 0);
@@ -1618,7 +1690,17 @@ static void *agent_main(void *arg)
 {
 	(void)arg;
 
-	uint8_t *buf = malloc(65536);
+	enum { RBATCH = 32 };
+	uint8_t *buf = malloc((size_t)RBATCH * MAX_PKT);
+	struct mmsghdr rmsgs[RBATCH];
+	struct iovec riov[RBATCH];
+	for (int j = 0; j < RBATCH; j++) {
+		riov[j].iov_base = buf + (size_t)j * MAX_PKT;
+		riov[j].iov_len = MAX_PKT;
+		memset(&rmsgs[j], 0, sizeof(rmsgs[j]));
+		rmsgs[j].msg_hdr.msg_iov = &riov[j];
+		rmsgs[j].msg_hdr.msg_iovlen = 1;
+	}
 	struct epoll_event evs[16];
 	uint64_t last_scan = 0;
 	for (;;) {
@@ -1633,19 +1715,26 @@ static void *agent_main(void *arg)
 				continue;
 			}
 			int fd = g_socks[evs[i].data.u32]->fd;
-			for (int k = 0; k < 256; k++) {
-				ssize_t r = recv(fd, buf, 65536, MSG_DONTWAIT);
-				if (r < 0)
+			batch_begin();
+			for (int k = 0; k < 16; k++) {
+				int r = recvmmsg(fd, rmsgs, RBATCH, MSG_DONTWAIT, NULL);
+				if (r <= 0)
 					break;
-				handle_packet(buf, (size_t)r);
+				for (int j = 0; j < r; j++)
+					handle_packet(buf + (size_t)j * MAX_PKT, rmsgs[j].msg_len);
+				if (r < RBATCH)
+					break;
 			}
+			batch_end();
 		}
 		uint64_t now = srd_now_ns();
 		if (g_delayed)
 			flush_delayed(now);
 		if (kicked || now - last_scan >= 1000000ull) {
 			last_scan = now;
+			batch_begin();
 			run_timers_and_kicks(now);
+			batch_end();
 		}
 	}
 	return NULL;
@@ -1758,7 +1847,9 @@ int srd_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 	}
 	if (rc)
 		*bad = wr;
+	batch_begin();
 	sq_progress(qp);
+	batch_end();
 	pthread_mutex_unlock(&qp->sq_lock);
 	return rc;
 }
