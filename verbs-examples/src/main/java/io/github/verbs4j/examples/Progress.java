@@ -9,7 +9,11 @@ import java.io.PrintStream;
  */
 final class Progress {
 
-    private static final long FIRST_AFTER_NANOS = 2_000_000_000L;
+    /**
+     * Runs shorter than this show nothing; {@code -Dverbs4j.progress.after.ms} changes it (the
+     * tests set 0 to see the line without a long run).
+     */
+    private static final long FIRST_AFTER_NANOS = Long.getLong("verbs4j.progress.after.ms", 2000) * 1_000_000L;
     private static final long EVERY_NANOS = 500_000_000L;
 
     private final boolean enabled;

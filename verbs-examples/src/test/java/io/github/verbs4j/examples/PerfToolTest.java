@@ -127,6 +127,25 @@ class PerfToolTest {
     }
 
     @Test
+    void progressGoesToStderrOnlyWhenAskedFor() {
+        // stderr is a file here, not a terminal: without --progress nothing; with it, the
+        // "<test> <size> B: done/total" line (shown from the start by the test-only threshold 0)
+        String port = Integer.toString(Proc.freePort());
+        try (Proc server = Proc.tool(List.of("-Dverbs4j.progress.after.ms=0"), "send-lat", "-x", GID_INDEX, "-p", port)) {
+            server.awaitListening(Integer.parseInt(port), 60);
+            try (Proc client = Proc.tool(List.of("-Dverbs4j.progress.after.ms=0"),
+                    "send-lat", "--progress", "-x", GID_INDEX, "-p", port, "-s", "64", "-n", "600", "127.0.0.1")) {
+                client.await(120).assertSuccess();
+                server.await(30).assertSuccess();
+                assertTrue(client.err().startsWith("\rsend-lat 64 B: 256/600 (42%), "), client.describe());
+                assertTrue(client.err().endsWith(" s\n"), client.describe());
+                assertEquals("", server.err(), server.describe());
+                assertEquals(1, table(client).rows().size(), client.describe());
+            }
+        }
+    }
+
+    @Test
     void allSizesRunInOneConnection() {
         Proc[] pair = runPair("write-bw", List.of("-a", "-n", "8"));
         try (Proc server = pair[0]; Proc client = pair[1]) {

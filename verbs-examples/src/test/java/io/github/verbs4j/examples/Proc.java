@@ -41,9 +41,15 @@ final class Proc implements AutoCloseable {
 
     /** The verbs4j tool in a new JVM. */
     static Proc tool(String... args) {
+        return tool(List.of(), args);
+    }
+
+    /** The verbs4j tool in a new JVM with extra JVM options. */
+    static Proc tool(List<String> jvmOptions, String... args) {
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         command.add("--enable-native-access=ALL-UNNAMED");
+        command.addAll(jvmOptions);
         command.add("-XX:TieredStopAtLevel=1");
         String lib = System.getProperty("verbs4j.libibverbs");
         if (lib != null && !lib.isEmpty()) {

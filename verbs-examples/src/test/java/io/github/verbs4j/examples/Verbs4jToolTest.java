@@ -5,10 +5,8 @@ import io.github.verbs4j.Verbs;
 import org.junit.jupiter.api.Test;
 import picocli.CommandLine;
 
-import java.io.File;
 import java.io.PrintWriter;
 import java.io.StringWriter;
-import java.net.URISyntaxException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -133,8 +131,9 @@ class Verbs4jToolTest {
         command.add("--enable-native-access=ALL-UNNAMED");
         command.addAll(jvmOptions);
         command.add("-cp");
-        command.add(String.join(File.pathSeparator,
-                location(Verbs4jTool.class), location(Verbs.class), location(CommandLine.class)));
+        // the test's own class path: every subcommand's classes (verbs-cm's for rping too) load
+        // when picocli builds the command tree
+        command.add(System.getProperty("java.class.path"));
         command.add(Verbs4jTool.class.getName());
         command.addAll(List.of(args));
         ProcessBuilder pb = new ProcessBuilder(command);
@@ -157,7 +156,4 @@ class Verbs4jToolTest {
         }
     }
 
-    private static String location(Class<?> c) throws URISyntaxException {
-        return Path.of(c.getProtectionDomain().getCodeSource().getLocation().toURI()).toString();
-    }
 }
