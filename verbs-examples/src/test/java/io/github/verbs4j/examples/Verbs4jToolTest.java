@@ -3,7 +3,6 @@ package io.github.verbs4j.examples;
 import io.github.verbs4j.Device;
 import io.github.verbs4j.Verbs;
 import org.junit.jupiter.api.Test;
-import picocli.CommandLine;
 
 import java.io.PrintWriter;
 import java.io.StringWriter;
