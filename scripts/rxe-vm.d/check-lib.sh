@@ -1,0 +1,137 @@
+# Shared by the checks that run inside an rxe-vm guest (stock-tools-check, interop-check):
+# server/client pairs under a time limit, PASS/FAIL lines, a count. Sourced, not run.
+# The caller sets `check_name` (the log folder's prefix) and `check_label` (its own name).
+
+[[ ${VERBS4J_IN_VM:-} == 1 ]] || { echo "$check_label: run this inside scripts/rxe-vm" >&2; exit 2; }
+dev=${VERBS4J_RXE_DEVICE:-rxe0}
+gid=${VERBS4J_GID_INDEX:?}
+addr=${VERBS4J_ADDR:?}
+peer=${VERBS4J_PEER:?}
+node=${VERBS4J_NODE:-1}
+nodes=${VERBS4J_NODES:-1}
+logs="${VERBS4J_RESULTS:-/tmp}/$check_name-node$node"
+mkdir -p "$logs"
+
+limit=60           # seconds per tool run; a healthy run takes 1-3 s here
+passed=0 failed=0
+failures=()
+
+# Roles: with one node this VM runs both ends; with two, node 1 serves and node 2 connects.
+serve=true connect=true
+if ((nodes == 2)); then
+  if ((node == 1)); then connect=false; else serve=false; fi
+fi
+
+record() {   # name ok(0/1) seconds detail
+  if (($2 == 0)); then
+    passed=$((passed + 1)); printf 'PASS %-22s %5.1f s\n' "$1" "$3"
+  else
+    failed=$((failed + 1)); failures+=("$1"); printf 'FAIL %-22s %5.1f s  %s\n' "$1" "$3" "$4"
+  fi
+}
+
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+
+show_tail() {   # file: the last lines of a failed tool's output, indented
+  [[ -s $1 ]] && tail -n 6 "$1" | sed 's/^/     | /'
+}
+
+# Waits (up to $limit s) until something listens on TCP port $1 locally, or the process $2 has ended.
+wait_listening() {
+  local deadline=$((SECONDS + limit))
+  while ((SECONDS < deadline)); do
+    [[ -n $(ss -Hltn "sport = :$1" 2>/dev/null) ]] && return 0
+    kill -0 "$2" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
+
+# Runs a client until it connects: the server may not be up yet (the other VM boots in parallel).
+run_client() {   # log local_server_pid|"" cmd...
+  local log=$1 local_server=$2 status deadline=$((SECONDS + limit))
+  shift 2
+  while true; do
+    timeout "$limit" "$@" > "$log" 2>&1
+    status=$?
+    ((status == 0)) && return 0
+    # Only a refused connection is worth another try; anything else is the verdict.
+    grep -Eqi "couldn't connect|connection refused|unable to connect|connect error|REJECTED|failed to connect" "$log" \
+      || return "$status"
+    # A server in this VM that has already given up will never accept.
+    [[ -n $local_server ]] && ! kill -0 "$local_server" 2>/dev/null && return "$status"
+    ((SECONDS < deadline)) || return "$status"
+    sleep 0.5
+  done
+}
+
+# pair NAME PORT CLIENT_REGEX SERVER_REGEX -- SERVER... -- CLIENT...
+# A pass needs both ends to exit 0 and each regex to match its end's output (an empty
+# SERVER_REGEX: the server prints nothing to check, its status alone counts).
+pair() {
+  local name=$1 port=$2 expect=$3 server_expect=$4
+  shift 5
+  local server=() client=()
+  while (($#)) && [[ $1 != -- ]]; do server+=("$1"); shift; done
+  shift
+  client=("$@")
+  local start server_pid= server_status=0 client_status=0 detail=
+  local slog="$logs/$name.server.log" clog="$logs/$name.client.log"
+  start=$(now)
+  rm -f "$slog" "$clog"
+  if $serve; then
+    timeout "$limit" "${server[@]}" > "$slog" 2>&1 &
+    server_pid=$!
+    # TCP-based tools (port > 0) can be waited for; rdma_cm listeners cannot, the client retries.
+    if $connect && ((port > 0)) && ! wait_listening "$port" "$server_pid"; then
+      detail="server never listened on port $port"
+    fi
+  fi
+  if $connect && [[ -z $detail ]]; then
+    run_client "$clog" "$server_pid" "${client[@]}"
+    client_status=$?
+  fi
+  if [[ -n $server_pid ]]; then
+    if [[ -n $detail ]]; then kill "$server_pid" 2>/dev/null; fi
+    wait "$server_pid"
+    server_status=$?
+  fi
+  if [[ -z $detail ]]; then
+    if ((server_status != 0)); then
+      detail="server exited with $server_status"
+    elif ((client_status != 0)); then
+      detail="client exited with $client_status"
+    elif $connect && ! grep -Eq "$expect" "$clog"; then
+      detail="client output lacks /$expect/"
+    elif $serve && [[ -n $server_expect ]] && ! grep -Eq "$server_expect" "$slog"; then
+      detail="server output lacks /$server_expect/"
+    fi
+  fi
+  if [[ -n $detail ]]; then
+    record "$name" 1 "$(since "$start")" "$detail"
+    $serve && show_tail "$slog"
+    $connect && show_tail "$clog"
+  else
+    record "$name" 0 "$(since "$start")" ""
+  fi
+}
+
+# single NAME EXPECT_REGEX CMD...: one command, its exit status and its output.
+single() {
+  local name=$1 expect=$2 start status detail=
+  shift 2
+  start=$(now)
+  timeout "$limit" "$@" > "$logs/$name.log" 2>&1
+  status=$?
+  if ((status != 0)); then detail="exited with $status"
+  elif ! grep -Eq "$expect" "$logs/$name.log"; then detail="output lacks /$expect/"
+  fi
+  record "$name" "$([[ -z $detail ]]; echo $?)" "$(since "$start")" "$detail"
+  [[ -n $detail ]] && show_tail "$logs/$name.log"
+}
+
+summary() {
+  echo "$check_label (node $node): $passed passed, $failed failed${failures:+ (${failures[*]})}"
+  ((failed == 0))
+}
