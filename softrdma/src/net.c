@@ -214,8 +214,40 @@ static void agent_init(void)
 	pthread_attr_destroy(&a);
 }
 
+/*
+ * A child of fork() has no agent thread and shares the parent's sockets; QPs do
+ * not survive fork (as with rdma-core), but the child may open devices afresh:
+ * forget the inherited transport so the first new QP starts everything again.
+ */
+static void atfork_child(void)
+{
+	for (int i = 0; i < g_nsocks; i++) {
+		close(g_socks[i]->fd);
+		free(g_socks[i]);
+		g_socks[i] = NULL;
+	}
+	g_nsocks = 0;
+	if (g_epfd >= 0)
+		close(g_epfd);
+	if (g_kickfd >= 0)
+		close(g_kickfd);
+	g_epfd = g_kickfd = -1;
+	g_delayed = NULL;
+	pthread_rwlock_init(&g_qpt, NULL);
+	pthread_mutex_init(&g_f.lock, NULL);
+	g_agent_once = (pthread_once_t)PTHREAD_ONCE_INIT;
+}
+
+static void atfork_register(void)
+{
+	pthread_atfork(NULL, NULL, atfork_child);
+}
+
+static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
+
 void srd_agent_start(void)
 {
+	pthread_once(&g_atfork_once, atfork_register);
 	pthread_once(&g_agent_once, agent_init);
 }
 

@@ -738,5 +738,16 @@ int main(void)
 	test_state_machine();
 	test_errors();
 	test_channels_srq_ud();
+	/* a process that used verbs forks: the child opens the device afresh and talks
+	 * to its own child across processes */
+	struct env keep;
+	env_up(&keep, IBV_QPT_RC, 7);
+	pid = fork();
+	if (pid == 0)
+		_exit(cross_process() || t_fail ? 1 : 0);
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "cross-process tests after fork of a verbs user (status %d)", st);
+	rc_data_ops(&keep, "parent after fork");
+	env_down(&keep);
 	return t_report();
 }
