@@ -50,19 +50,24 @@ public class RawRig {
     public void setUp() throws Throwable {
         rig = Baseline.open();
         arena = Arena.ofConfined();
-        qp = (MemorySegment) Baseline.QP_A.invokeExact(rig);
-        cq = (MemorySegment) Baseline.CQ_A.invokeExact(rig);
-        postSendFn = (MemorySegment) Baseline.POST_SEND_FN.invokeExact(rig);
-        pollCqFn = (MemorySegment) Baseline.POLL_CQ_FN.invokeExact(rig);
-        wr = arena.allocate(layout(0), 8);
-        MemorySegment sge = arena.allocate(layout(1), 8);
-        wc = arena.allocate(layout(2) * 16L, 8);
-        badWr = arena.allocate(ValueLayout.ADDRESS);
-        wrIdOffset = layout(3);
-        wcWrIdOffset = layout(4);
-        wcStatusOffset = layout(5);
-        wcByteLenOffset = layout(6);
-        Baseline.PREPARE_WRITE.invokeExact(rig, wr, sge);
+        try {
+            qp = (MemorySegment) Baseline.QP_A.invokeExact(rig);
+            cq = (MemorySegment) Baseline.CQ_A.invokeExact(rig);
+            postSendFn = (MemorySegment) Baseline.POST_SEND_FN.invokeExact(rig);
+            pollCqFn = (MemorySegment) Baseline.POLL_CQ_FN.invokeExact(rig);
+            wr = arena.allocate(layout(0), 8);
+            MemorySegment sge = arena.allocate(layout(1), 8);
+            wc = arena.allocate(layout(2) * 16L, 8);
+            badWr = arena.allocate(ValueLayout.ADDRESS);
+            wrIdOffset = layout(3);
+            wcWrIdOffset = layout(4);
+            wcStatusOffset = layout(5);
+            wcByteLenOffset = layout(6);
+            Baseline.PREPARE_WRITE.invokeExact(rig, wr, sge);
+        } catch (Throwable t) {
+            tearDown();
+            throw t;
+        }
     }
 
     private static int layout(int which) throws Throwable {
