@@ -1512,7 +1512,7 @@ static int bind_locked(struct cm_id *idp, const struct sockaddr *addr)
 		idp->dev = NULL;
 		idp->id.verbs = NULL;
 		idp->id.port_num = 0;
-		return fail(err == EACCES ? EACCES : err);
+		return fail(err);
 	}
 	idp->sock = s;
 	memset(&idp->id.route.addr.src_storage, 0, sizeof(idp->id.route.addr.src_storage));

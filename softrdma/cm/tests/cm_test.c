@@ -236,7 +236,6 @@ static int accept_one(struct rdma_event_channel *ch, struct rdma_cm_id *l, struc
 {
 	struct rdma_cm_event *ev = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, NULL, EV_TIMEOUT_MS);
 	struct rdma_conn_param cp;
-	char want[MSG_LEN];
 
 	if (!ev)
 		return 1;
@@ -269,7 +268,6 @@ static int accept_one(struct rdma_event_channel *ch, struct rdma_cm_id *l, struc
 	CHECK(qp_state((*child)->qp) == IBV_QPS_RTS, "accepted QP not in RTS");
 	if (ack_expect(ch, RDMA_CM_EVENT_ESTABLISHED, *child))
 		return 1;
-	(void)want;
 	return 0;
 }
 
