@@ -172,16 +172,16 @@ class RpingInteropTest {
     void thePingPatternMatchesRpings() {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment buffer = arena.allocate(64);
-            RpingCommand.fillPing(buffer, 3, 'D');
+            Rping.fillPing(buffer, 3, 'D');
             byte[] expected = (expectedPingData(4, 64).get(3) + "\0").getBytes(StandardCharsets.US_ASCII);
             assertArrayEquals(expected, buffer.toArray(ValueLayout.JAVA_BYTE));
             // wrap-around from 'z' to 'A'
-            RpingCommand.fillPing(buffer, 57, 'z');
-            assertEquals("rdma-ping-57: zABC", RpingCommand.cString(buffer).substring(0, 18));
+            Rping.fillPing(buffer, 57, 'z');
+            assertEquals("rdma-ping-57: zABC", Rping.cString(buffer).substring(0, 18));
         }
-        byte[] info = RpingCommand.info(0x0102030405060708L, 0x0a0b0c0d, 64);
+        byte[] info = Rping.info(0x0102030405060708L, 0x0a0b0c0d, 64);
         assertArrayEquals(new byte[] {1, 2, 3, 4, 5, 6, 7, 8, 0x0a, 0x0b, 0x0c, 0x0d, 0, 0, 0, 64}, info);
-        assertEquals(new io.github.verbs4j.RemoteBuffer(0x0102030405060708L, 64, 0x0a0b0c0d), RpingCommand.parseInfo(info));
+        assertEquals(new io.github.verbs4j.RemoteBuffer(0x0102030405060708L, 64, 0x0a0b0c0d), Rping.parseInfo(info));
     }
 
     @Test
