@@ -58,6 +58,7 @@ struct srd_async_node {
 
 struct srd_pd {
 	struct ibv_pd ibpd;
+	int refs; /* MRs, QPs, SRQs, AHs using it */
 };
 
 struct srd_mr {
@@ -83,6 +84,7 @@ struct srd_cq {
 	int armed;        /* 0, 1 = any completion, 2 = solicited only */
 	bool overflow;
 	unsigned empty_polls;
+	int refs; /* QPs using it */
 	pthread_mutex_t ev_lock;
 	pthread_cond_t ev_cond;
 	unsigned events, acked;
@@ -106,6 +108,7 @@ struct srd_srq {
 	struct ibv_srq ibsrq;
 	struct srd_rq rq;
 	unsigned limit;
+	int refs; /* QPs using it */
 };
 
 struct srd_ah {

@@ -29,9 +29,16 @@ SRD_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 	return &pd->ibpd;
 }
 
+#define PD_OF(p) container_of((p), struct srd_pd, ibpd)
+#define REF(x) __atomic_add_fetch(&(x)->refs, 1, __ATOMIC_ACQ_REL)
+#define UNREF(x) __atomic_sub_fetch(&(x)->refs, 1, __ATOMIC_ACQ_REL)
+
 SRD_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 {
-	free(container_of(pd, struct srd_pd, ibpd));
+	/* like the kernel: a PD still holding objects cannot go */
+	if (__atomic_load_n(&PD_OF(pd)->refs, __ATOMIC_ACQUIRE))
+		return EBUSY;
+	free(PD_OF(pd));
 	return 0;
 }
 
@@ -123,6 +130,7 @@ SRD_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t
 	mr->access = (int)access;
 	mr->live = true;
 	g_mrs[idx] = mr;
+	REF(PD_OF(pd));
 	pthread_rwlock_unlock(&g_mr_lock);
 	return &mr->ibmr;
 }
@@ -148,6 +156,7 @@ SRD_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 	if (idx < g_mr_cap && g_mrs[idx] == mr)
 		g_mrs[idx] = NULL;
 	pthread_rwlock_unlock(&g_mr_lock);
+	UNREF(PD_OF(ibmr->pd));
 	free(mr);
 	return 0;
 }
@@ -167,8 +176,11 @@ SRD_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, v
 		ibmr->length = length;
 		mr->iova = (uintptr_t)addr;
 	}
-	if (flags & IBV_REREG_MR_CHANGE_PD)
+	if (flags & IBV_REREG_MR_CHANGE_PD) {
+		UNREF(PD_OF(ibmr->pd));
+		REF(PD_OF(pd));
 		ibmr->pd = pd;
+	}
 	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
 		mr->access = access;
 	pthread_rwlock_unlock(&g_mr_lock);
@@ -339,6 +351,8 @@ SRD_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 SRD_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 {
 	struct srd_cq *cq = container_of(ibcq, struct srd_cq, ibcq);
+	if (__atomic_load_n(&cq->refs, __ATOMIC_ACQUIRE))
+		return EBUSY; /* QPs still complete into it */
 	if (ibcq->channel) {
 		struct srd_channel *ch = container_of(ibcq->channel, struct srd_channel, ibch);
 		/* drop undelivered events for this CQ, then wait for the acks of the delivered ones */
@@ -485,6 +499,7 @@ SRD_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init
 		return NULL;
 	}
 	srq->limit = attr->attr.srq_limit;
+	REF(PD_OF(pd));
 	srq->ibsrq.context = pd->context;
 	srq->ibsrq.srq_context = attr->srq_context;
 	srq->ibsrq.pd = pd;
@@ -547,6 +562,9 @@ SRD_EXPORT int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 SRD_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 {
 	struct srd_srq *srq = container_of(ibsrq, struct srd_srq, ibsrq);
+	if (__atomic_load_n(&srq->refs, __ATOMIC_ACQUIRE))
+		return EBUSY;
+	UNREF(PD_OF(ibsrq->pd));
 	rq_free(&srq->rq);
 	free(srq);
 	return 0;
@@ -610,11 +628,13 @@ SRD_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *a
 	ah->ibah.context = pd->context;
 	ah->ibah.pd = pd;
 	ah->attr = *attr;
+	REF(PD_OF(pd));
 	return &ah->ibah;
 }
 
 SRD_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
 {
+	UNREF(PD_OF(ah->pd));
 	free(container_of(ah, struct srd_ah, ibah));
 	return 0;
 }
@@ -741,6 +761,11 @@ SRD_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_at
 		return NULL;
 	}
 	init->cap = qp->cap;
+	REF(PD_OF(pd));
+	REF(container_of(init->send_cq, struct srd_cq, ibcq));
+	REF(container_of(init->recv_cq, struct srd_cq, ibcq));
+	if (qp->srq)
+		REF(qp->srq);
 	return &qp->ibqp;
 }
 
@@ -748,6 +773,11 @@ SRD_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 {
 	struct srd_qp *qp = qp_of(ibqp);
 	srd_net_free_qpn(qp); /* after this neither the agent nor peers can find it */
+	UNREF(PD_OF(ibqp->pd));
+	UNREF(container_of(ibqp->send_cq, struct srd_cq, ibcq));
+	UNREF(container_of(ibqp->recv_cq, struct srd_cq, ibcq));
+	if (qp->srq)
+		UNREF(qp->srq);
 	if (!qp->srq)
 		rq_free(&qp->rq);
 	free(qp->sq);

@@ -373,6 +373,9 @@ static void test_errors(void)
 	CHECK_EQ(ibv_post_send(q, &w, &bad), 0, "post in ERR accepted");
 	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_WR_FLUSH_ERR && wc.wr_id == 78, "send in ERR flushed");
 	ibv_destroy_qp(q);
+	/* objects in use cannot be destroyed */
+	CHECK_EQ(ibv_destroy_cq(e.cq), EBUSY, "destroy CQ used by a QP");
+	CHECK_EQ(ibv_dealloc_pd(e.pd), EBUSY, "dealloc PD holding MRs and QPs");
 	env_down(&e);
 }
 
