@@ -14,7 +14,7 @@ logdir=$(mktemp -d /tmp/softrdma-stock.XXXXXX)
 pass=0
 fail=0
 port=$((20000 + RANDOM % 20000))
-N=${STOCK_ITERS:-10}
+N=${STOCK_ITERS:-5}
 
 missing() { command -v "$1" >/dev/null 2>&1 || { echo "SKIP-AS-FAIL $1 (not installed)"; fail=$((fail + 1)); return 0; }; return 1; }
 
