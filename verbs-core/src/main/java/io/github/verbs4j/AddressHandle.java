@@ -44,6 +44,34 @@ public final class AddressHandle implements AutoCloseable {
         }
     }
 
+    static AddressHandle fromCompletion(ProtectionDomain pd, Completion wc, MemorySegment grh, int port) {
+        if (!wc.ok()) {
+            throw new IllegalArgumentException("cannot reply to a failed completion: " + wc);
+        }
+        if (!wc.hasGrh()) {
+            throw new IllegalArgumentException("the completion carries no GRH (IBV_WC_GRH): " + wc);
+        }
+        if (grh.byteSize() < GRH_BYTES) {
+            throw new IllegalArgumentException("the GRH is the first " + GRH_BYTES + " bytes of the receive buffer; got "
+                    + grh.byteSize() + " bytes");
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment ah = (MemorySegment) Lib.need(Lib.CREATE_AH_FROM_WC, "ibv_create_ah_from_wc")
+                    .invokeExact(errno, pd.pd, wc.slot(), grh, (byte) port);
+            if (Lib.isNull(ah)) {
+                throw new VerbsException("ibv_create_ah_from_wc", Native.errno(errno), "reply to QP 0x"
+                        + Integer.toHexString(wc.sourceQp()));
+            }
+            return new AddressHandle(pd, ah, "reply to QP 0x" + Integer.toHexString(wc.sourceQp()));
+        } catch (Throwable t) {
+            throw Native.unexpected("ibv_create_ah_from_wc", t);
+        }
+    }
+
+    /** Size of the global route header a UD receive starts with. */
+    static final int GRH_BYTES = 40;
+
     /** The protection domain the handle belongs to. */
     public ProtectionDomain protectionDomain() {
         return pd;

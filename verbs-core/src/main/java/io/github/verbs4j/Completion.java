@@ -124,6 +124,11 @@ public final class Completion {
         return Byte.toUnsignedInt(array.get(ValueLayout.JAVA_BYTE, base + SL));
     }
 
+    /** The native {@code struct ibv_wc} this view reads (control-path use only: it allocates). */
+    MemorySegment slot() {
+        return array.asSlice(base, ibv_wc.layout().byteSize());
+    }
+
     /** An exception describing this completion's failure (call only when {@link #ok()} is false). */
     public WorkCompletionException error() {
         return new WorkCompletionException(status(), wrId(), vendorError(), qpNumber(), ok() ? opcode() : WcOpcode.UNKNOWN);

@@ -66,6 +66,7 @@ final class Lib {
     static final MethodHandle DESTROY_QP = bind("ibv_destroy_qp", IbVerbs::ibv_destroy_qp$descriptor);
 
     static final MethodHandle CREATE_AH = bind("ibv_create_ah", IbVerbs::ibv_create_ah$descriptor);
+    static final MethodHandle CREATE_AH_FROM_WC = bind("ibv_create_ah_from_wc", IbVerbs::ibv_create_ah_from_wc$descriptor);
     static final MethodHandle DESTROY_AH = bind("ibv_destroy_ah", IbVerbs::ibv_destroy_ah$descriptor);
 
     /** libc {@code int poll(struct pollfd *fds, nfds_t nfds, int timeout)}: blocking, so never critical. */

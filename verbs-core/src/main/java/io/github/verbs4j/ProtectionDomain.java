@@ -184,6 +184,25 @@ public final class ProtectionDomain implements AutoCloseable {
     }
 
     /**
+     * Creates an address handle that replies to the sender of a UD receive
+     * ({@code ibv_create_ah_from_wc}): the path back is read from the completion and the GRH
+     * the receive buffer starts with (on RoCE v2 over IPv4, the IPv4 header in its last 20 bytes).
+     *
+     * <p><b>Errors</b>: {@link IllegalArgumentException} for a failed completion, one without a
+     * GRH, or a GRH segment shorter than 40 bytes; {@link VerbsException} (EINVAL, ENOMEM).
+     *
+     * @param wc   the receive's completion (read now; the batch may be polled again afterwards)
+     * @param grh  the first 40 bytes of the receive buffer
+     * @param port the local port the receive came in on
+     */
+    public AddressHandle createAhFromCompletion(Completion wc, MemorySegment grh, int port) {
+        life.ensureOpen(this);
+        AddressHandle ah = AddressHandle.fromCompletion(this, wc, grh, port);
+        life.addDependent(this, ah);
+        return ah;
+    }
+
+    /**
      * Deallocates the domain ({@code ibv_dealloc_pd}). Idempotent.
      *
      * <p><b>Errors</b>: {@link IllegalStateException} naming the regions, queue pairs, SRQs and

@@ -82,6 +82,36 @@ class TransportsTest {
     }
 
     @Test
+    void udReplyThroughAnAddressHandleMadeFromTheCompletion() {
+        try (Rig rig = Rig.create(QpType.UD, new ConnectOptions(), Access.LOCAL_WRITE)) {
+            Endpoint eb = rig.b.endpoint(1, 1);
+            try (AddressHandle toB = rig.pd.createAh(AddressVector.to(eb).port(1).sgidIndex(1))) {
+                rig.b.postRecv(ReceiveRequest.create().id(1).local(rig.mrB, 0, GRH_BYTES + 256));
+                rig.a.postRecv(ReceiveRequest.create().id(2).local(rig.mrA, 8192, GRH_BYTES + 256));
+                fill(rig.mrA, 0, 100);
+                rig.a.postSend(SendRequest.send().id(3).local(rig.mrA, 0, 100)
+                        .ud(toB, eb.qpn(), ConnectOptions.DEFAULT_QKEY).signaled());
+                rig.ok(rig.cqA);
+                Completion request = rig.ok(rig.cqB);
+                int sender = request.sourceQp();
+                assertEquals(rig.a.qpNumber(), sender);
+                // the server knows nothing about the client but this completion and its GRH
+                try (AddressHandle back = rig.pd.createAhFromCompletion(request, rig.mrB.segment().asSlice(0, GRH_BYTES), 1)) {
+                    byte[] reply = fill(rig.mrB, 4096, 64);
+                    rig.b.postSend(SendRequest.send().id(4).local(rig.mrB, 4096, 64)
+                            .ud(back, sender, ConnectOptions.DEFAULT_QKEY).signaled());
+                    assertEquals(4, rig.ok(rig.cqB).wrId());
+                    Completion got = rig.ok(rig.cqA);
+                    assertEquals(2, got.wrId());
+                    assertEquals(GRH_BYTES + 64, got.byteLength());
+                    assertEquals(rig.b.qpNumber(), got.sourceQp());
+                    assertArrayEquals(reply, read(rig.mrA, 8192 + GRH_BYTES, 64));
+                }
+            }
+        }
+    }
+
+    @Test
     void udWithAWrongQkeyIsDropped() {
         try (Rig rig = Rig.create(QpType.UD, new ConnectOptions(), Access.LOCAL_WRITE)) {
             Endpoint eb = rig.b.endpoint(1, 1);
