@@ -723,10 +723,21 @@ int main(void)
 		waitpid(pid, &st, 0);
 		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "data integrity under %s (status %d)", modes[i], st);
 	}
+	/* the error, channel, SRQ and UD tests once more through the packet path
+	 * (faults configured with all probabilities zero) */
 	pid_t pid = fork();
+	if (pid == 0) {
+		setenv("SOFTRDMA_FAULTS", "seed=9", 1);
+		test_errors();
+		test_channels_srq_ud();
+		_exit(t_fail ? 1 : 0);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "error statuses over the packet path (status %d)", st);
+	pid = fork();
 	if (pid == 0)
 		_exit(cross_process() || t_fail ? 1 : 0);
-	int st;
 	waitpid(pid, &st, 0);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "cross-process tests (status %d)", st);
 
