@@ -1,10 +1,12 @@
 package io.github.verbs4j.examples;
 
+import java.io.Console;
 import java.io.PrintStream;
 
 /**
  * A one-line progress indication on stderr for runs longer than a couple of seconds: shown only
- * when stderr is a terminal or {@code --progress} asks for it, so that logs and pipes stay clean.
+ * when the tool runs on a terminal (stdin and stdout, as {@link java.io.Console#isTerminal()} tells)
+ * or {@code --progress} asks for it, so that logs and pipes stay clean.
  * {@link #tick(long)} is cheap (a counter test) and allocation-free until a line is due.
  */
 final class Progress {
@@ -25,7 +27,9 @@ final class Progress {
     private boolean shown;
 
     Progress(boolean forced, String what, long total) {
-        this.enabled = forced || System.console() != null;
+        // Console.isTerminal: since JDK 22 System.console() may be non-null when redirected
+        Console console = System.console();
+        this.enabled = forced || (console != null && console.isTerminal());
         this.what = what;
         this.total = total;
     }
