@@ -43,6 +43,8 @@ pair() { # name tool args... : server then client on 127.0.0.1
 	local name=$1 tool=$2; shift 2
 	missing "$tool" && return
 	port=$((port + 1))
+	# skip ports another run (or anything else) already listens on
+	while ss -ltn 2>/dev/null | grep -q ":$port "; do port=$((port + 1)); done
 	local log=$logdir/$(echo "$name" | tr ' /' '__')
 	local pflag=-p
 	timeout 120 "$tool" "$@" $pflag $port >"$log.server" 2>&1 &
