@@ -1,0 +1,64 @@
+package io.github.verbs4j.examples;
+
+import org.junit.jupiter.api.Test;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+/**
+ * The README's main job, scripts/pingpong-demo, as a user runs it: the script starts a server
+ * and a client through scripts/verbs4j on softrdma and prints both results. The tool runs from
+ * this build's classes (VERBS4J_CLASSPATH) because the jar does not exist yet at test time.
+ */
+class PingPongDemoTest {
+
+    @Test
+    void theDemoRunsBothSidesAndPrintsBothResults() throws Exception {
+        Path top = Path.of(System.getProperty("user.dir")).toAbsolutePath().getParent();
+        Path demo = top.resolve("scripts/pingpong-demo");
+        assertTrue(Files.isExecutable(demo), demo + " is missing or not executable");
+
+        ProcessBuilder pb = new ProcessBuilder("bash", demo.toString(), "-s", "1024", "-n", "100", "-c")
+                .directory(top.toFile()).redirectErrorStream(true);
+        pb.environment().put("VERBS4J_CLASSPATH", System.getProperty("java.class.path"));
+        pb.environment().put("JAVA_HOME", System.getProperty("java.home"));
+        pb.environment().put("PINGPONG_DEMO_PORT", Integer.toString(Proc.freePort()));
+        Process p = pb.start();
+        p.getOutputStream().close();
+        byte[] bytes = p.getInputStream().readAllBytes();
+        if (!p.waitFor(120, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            fail("pingpong-demo did not finish");
+        }
+        String out = new String(bytes, StandardCharsets.UTF_8);
+        assertEquals(0, p.exitValue(), out);
+
+        int server = out.indexOf("--- server\n");
+        int client = out.indexOf("--- client\n");
+        assertTrue(server >= 0 && client > server, out);
+        String serverPart = out.substring(server, client);
+        String clientPart = out.substring(client);
+        for (String side : new String[] {serverPart, clientPart}) {
+            assertTrue(side.contains("204800 bytes in "), out);
+            assertTrue(side.contains("100 iters in "), out);
+            assertTrue(!side.contains("invalid data"), out);
+        }
+        // each side names the other's queue pair
+        assertEquals(qpn("local", serverPart), qpn("remote", clientPart), out);
+        assertEquals(qpn("local", clientPart), qpn("remote", serverPart), out);
+    }
+
+    private static String qpn(String which, String text) {
+        Matcher m = Pattern.compile("  " + which + " address: +LID 0x[0-9a-f]{4}, QPN (0x[0-9a-f]{6}),").matcher(text);
+        assertTrue(m.find(), which + " address missing:\n" + text);
+        return m.group(1);
+    }
+}
