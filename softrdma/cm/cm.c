@@ -35,7 +35,7 @@ static int g_thread_started;
 static int g_wake[2] = { -1, -1 };
 static uint64_t g_gen;
 static int g_timeout_ms = 15000;
-static int g_refused_retry_ms = 1000;
+static int g_refused_retry_ms = 3000;
 
 #define DEFAULT_ACK_TIMEOUT 14
 #define DEFAULT_HOP_LIMIT 64
