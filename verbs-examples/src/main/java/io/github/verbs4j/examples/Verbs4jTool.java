@@ -69,6 +69,19 @@ public final class Verbs4jTool implements Runnable {
         CommandLine cli = new CommandLine(new Verbs4jTool());
         cli.setOut(out);
         cli.setErr(err);
+        // usage errors in one line, naming the command and where its help is; exit 2
+        cli.setParameterExceptionHandler((e, arguments) -> {
+            CommandLine failed = e.getCommandLine();
+            String command = failed.getCommandSpec().qualifiedName();
+            StringBuilder line = new StringBuilder(command).append(": ").append(e.getMessage());
+            if (e instanceof CommandLine.UnmatchedArgumentException u && !u.getSuggestions().isEmpty()) {
+                line.append(" (did you mean ").append(String.join(" or ", u.getSuggestions())).append("?)");
+            }
+            line.append(" (see '").append(command).append(" --help')");
+            failed.getErr().println(line);
+            failed.getErr().flush();
+            return failed.getCommandSpec().exitCodeOnInvalidInput();
+        });
         cli.setExecutionExceptionHandler((e, commandLine, parseResult) -> {
             if (e instanceof Verbs4jFailure || e instanceof VerbsException || e instanceof WorkCompletionException
                     || e instanceof UnsupportedOperationException || e instanceof UncheckedIOException) {

@@ -95,6 +95,16 @@ class Verbs4jToolTest {
         Run badOption = runInProcess("devices", "--bogus");
         assertEquals(2, badOption.exitCode());
         assertTrue(badOption.err().contains("Unknown option: '--bogus'"), badOption.err());
+
+        // one line: the command, the complaint, where the help is
+        Run badValue = runInProcess("rc-pingpong", "-m", "7");
+        assertEquals(2, badValue.exitCode());
+        assertEquals("verbs4j rc-pingpong: -m: the path MTU is 256, 512, 1024, 2048 or 4096, not 7"
+                + " (see 'verbs4j rc-pingpong --help')\n", badValue.err());
+        Run typo = runInProcess("devinf");
+        assertEquals(2, typo.exitCode());
+        assertTrue(typo.err().startsWith("verbs4j: Unmatched argument at index 0: 'devinf' (did you mean "), typo.err());
+        assertEquals(1, typo.err().lines().count(), typo.err());
     }
 
     @Test
