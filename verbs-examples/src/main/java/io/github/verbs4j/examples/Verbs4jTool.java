@@ -69,6 +69,16 @@ public final class Verbs4jTool implements Runnable {
         CommandLine cli = new CommandLine(new Verbs4jTool());
         cli.setOut(out);
         cli.setErr(err);
+        // numbers as rdma-core's tools read them (strtoul base 0): 4096, 0x1000 and 010 (octal)
+        CommandLine.ITypeConverter<Integer> strtoulLike = text -> {
+            try {
+                return Integer.decode(text);
+            } catch (NumberFormatException e) {
+                throw new CommandLine.TypeConversionException("'" + text + "' is not an int");
+            }
+        };
+        cli.registerConverter(Integer.class, strtoulLike);
+        cli.registerConverter(Integer.TYPE, strtoulLike);
         // usage errors in one line, naming the command and where its help is; exit 2
         cli.setParameterExceptionHandler((e, arguments) -> {
             CommandLine failed = e.getCommandLine();

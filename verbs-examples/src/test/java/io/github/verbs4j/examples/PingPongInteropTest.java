@@ -158,6 +158,14 @@ class PingPongInteropTest {
         assertEquals(2, size.exitCode(), size.err());
         assertTrue(size.err().contains("-s: the message size must be at least 1 byte, not 0"), size.err());
 
+        // numbers as strtoul(..., 0) reads them, like the stock tools: hex and octal too
+        Run hex = inProcess("rc-pingpong", "-s", "0x0", "-g", GID_INDEX);
+        assertEquals(2, hex.exitCode(), hex.err());
+        assertTrue(hex.err().contains("-s: the message size must be at least 1 byte, not 0"), hex.err());
+        Run octal = inProcess("ud-pingpong", "-l", "020", "-g", GID_INDEX);
+        assertEquals(2, octal.exitCode(), octal.err());
+        assertTrue(octal.err().contains("-l: a service level is 0..15, not 16"), octal.err());
+
         Run notANumber = inProcess("rc-pingpong", "-n", "many");
         assertEquals(2, notANumber.exitCode(), notANumber.err());
         assertTrue(notANumber.err().contains("'many' is not an int"), notANumber.err());
