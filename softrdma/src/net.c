@@ -1531,7 +1531,6 @@ static void responder_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8
 			pthread_mutex_unlock(&qp->resp_lock);
 			return;
 		}
-		uint64_t base = h->va - (h->flags & F_FIRST ? 0 : 0);
 		uint8_t *t = NULL;
 		if (h->flags & F_FIRST) {
 			/* the whole message range is checked on its first packet */
@@ -1539,7 +1538,7 @@ static void responder_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8
 				goto access_err;
 		}
 		if (h->len) {
-			t = resolve_rkey(qp->ibqp.pd, h->rkey, base, h->len, IBV_ACCESS_REMOTE_WRITE);
+			t = resolve_rkey(qp->ibqp.pd, h->rkey, h->va, h->len, IBV_ACCESS_REMOTE_WRITE);
 			if (!t)
 				goto access_err;
 		}

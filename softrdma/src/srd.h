@@ -42,8 +42,6 @@ struct srd_device {
 	int index;
 };
 
-struct srd_event_queue; /* async events */
-
 struct srd_context {
 	struct verbs_context vctx;
 	struct srd_device *dev;
@@ -65,7 +63,6 @@ struct srd_mr {
 	struct ibv_mr ibmr;
 	uint64_t iova;   /* address the remote side uses */
 	int access;
-	bool live;
 };
 
 struct srd_channel {
@@ -164,8 +161,6 @@ struct srd_qp {
 	int retry_left, rnr_left;
 	uint64_t timer_deadline_ns; /* 0 = no timer */
 	bool rnr_wait;
-	bool active_listed;
-	uint64_t last_progress_ns;
 	/* responder transport state */
 	uint32_t epsn;
 	uint32_t msn;
@@ -174,7 +169,6 @@ struct srd_qp {
 	struct srd_rwqe cur_rwqe;
 	struct ibv_sge cur_sges[SRD_MAX_SGE];
 	uint32_t recv_off;
-	bool cur_from_srq;
 	/* cache of recent atomic results for duplicate requests */
 	struct { uint32_t psn; uint64_t val; bool valid; } atomic_cache[16];
 	int atomic_cache_next;
@@ -185,7 +179,6 @@ struct srd_qp {
 	bool kick;                /* agent should run the send queue */
 	pthread_mutex_t resp_lock; /* responder state */
 	int state;                /* enum ibv_qp_state, read without locks */
-	struct srd_qp *active_next;
 };
 
 /* device.c */
@@ -222,7 +215,5 @@ void srd_qp_kick(struct srd_qp *qp); /* ask the agent to look at a QP */
 bool srd_faults_enabled(void);
 void srd_agent_start(void);
 uint64_t srd_now_ns(void);
-
-extern pthread_mutex_t srd_qp_table_lock;
 
 #endif

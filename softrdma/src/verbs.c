@@ -128,7 +128,6 @@ SRD_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t
 	mr->ibmr.rkey = key;
 	mr->iova = (access & IBV_ACCESS_ZERO_BASED) ? 0 : iova;
 	mr->access = (int)access;
-	mr->live = true;
 	g_mrs[idx] = mr;
 	REF(PD_OF(pd));
 	pthread_rwlock_unlock(&g_mr_lock);
