@@ -89,14 +89,15 @@ static int to_rts(struct ibv_qp *q, uint8_t timeout, uint8_t retry, uint8_t rnr_
 	return ibv_modify_qp(q, &a, mask);
 }
 
+/* timeout 12 (~17 ms) x 7 retries: a peer starved of CPU on a busy machine is not "gone" */
 static void connect_pair(struct env *e, enum ibv_qp_type t, uint8_t rnr_retry)
 {
 	to_init(e->qa);
 	to_init(e->qb);
 	to_rtr(e->qa, e->qb->qp_num, &e->gid, 1);
 	to_rtr(e->qb, e->qa->qp_num, &e->gid, 1);
-	to_rts(e->qa, 10, 3, rnr_retry);
-	to_rts(e->qb, 10, 3, rnr_retry);
+	to_rts(e->qa, 12, 7, rnr_retry);
+	to_rts(e->qb, 12, 7, rnr_retry);
 	(void)t;
 }
 
@@ -506,7 +507,7 @@ static void test_channels_srq_ud(void)
 	struct ibv_qp *qr = mkqp(&e, e.cq, IBV_QPT_RC, NULL);
 	to_init(qr);
 	to_rtr(qr, qs->qp_num, &e.gid, 1);
-	to_rts(qr, 10, 3, 7);
+	to_rts(qr, 12, 7, 7);
 	struct ibv_qp_attr fix = { .dest_qp_num = qr->qp_num };
 	(void)fix;
 	ibv_destroy_qp(qs);
@@ -517,7 +518,7 @@ static void test_channels_srq_ud(void)
 	qr = mkqp(&e, e.cq, IBV_QPT_RC, NULL);
 	to_init(qr);
 	to_rtr(qr, qs->qp_num, &e.gid, 1);
-	to_rts(qr, 10, 3, 7);
+	to_rts(qr, 12, 7, 7);
 	/* qs was connected to the destroyed QPN; reconnect it through RESET */
 	struct ibv_qp_attr rs = { .qp_state = IBV_QPS_RESET };
 	ibv_modify_qp(qs, &rs, IBV_QP_STATE);
