@@ -207,6 +207,7 @@ def main(argv):
         f.write(md)
     print(md)
     os.makedirs(folder, exist_ok=True)
+    written = []
     series = [("Java, verbs4j", JAVA_COLOUR), ("Java, raw FFM downcalls", RAW_COLOUR), ("C, libibverbs", C_COLOUR)]
     for key, file, title in (("score", "java-vs-c.svg", "verbs4j vs C on softrdma: JMH score per operation (lower is better)"),
                              ("median", "java-vs-c-median.svg", "verbs4j vs C on softrdma: median iteration per operation (lower is better)")):
@@ -219,13 +220,15 @@ def main(argv):
         if rows:
             with open(os.path.join(folder, file), "w") as f:
                 f.write(bars_svg(title, rows, series, "ns/op", note))
+            written.append(file)
     floor = [(label, [results[stem]["score"], results[stem]["median"]], [results[stem]["error"], 0.0])
              for stem, label in FLOOR if stem in results]
     if floor:
         with open(os.path.join(folder, "ffm-floor.svg"), "w") as f:
             f.write(bars_svg("One no-op native call (lower is better)", floor,
                              [("JMH score", "#6a4c93"), ("median iteration", "#b39ddb")], "ns/call", note))
-    print(f"charts: {folder}/java-vs-c.svg, java-vs-c-median.svg, ffm-floor.svg; table: {os.path.splitext(path)[0]}.md")
+        written.append("ffm-floor.svg")
+    print(f"charts in {folder}: {', '.join(written) or 'none'}; table: {os.path.splitext(path)[0]}.md")
 
 
 if __name__ == "__main__":
