@@ -42,6 +42,11 @@ public enum SendOpcode {
         return this == RDMA_WRITE || this == RDMA_WRITE_WITH_IMM || this == RDMA_READ;
     }
 
+    /** Whether {@code IBV_SEND_INLINE} applies: the operations that move local data to the peer. */
+    boolean carriesInline() {
+        return this == SEND || this == SEND_WITH_IMM || this == RDMA_WRITE || this == RDMA_WRITE_WITH_IMM;
+    }
+
     boolean allowedOn(QpType type) {
         return switch (type) {
             case RC -> true;

@@ -8,6 +8,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
+import java.util.Arrays;
 import java.util.Objects;
 
 /**
@@ -20,6 +21,10 @@ import java.util.Objects;
  * SendRequest write = SendRequest.rdmaWrite().local(mr, 0, 4096).remote(peerBuffer).signaled(true);
  * for (long i = 0; ; i++) qp.postSend(write.id(i));
  * }</pre>
+ *
+ * <p>Inline sends may carry memory that is not registered at all: {@link #inlineData(MemorySegment)}
+ * points the request at any native segment, whose bytes the provider copies when the request is
+ * posted ({@code IBV_SEND_INLINE} ignores lkeys).
  *
  * <p>The request keeps references to the memory regions and address handle it names, and
  * {@link QueuePair#postSend} checks them (open, same protection domain, memory alive) before
@@ -71,6 +76,8 @@ public final class SendRequest {
     final MemorySegment badWr;
     private final MemorySegment sges;
     private final MemoryRegion[] regions;
+    /** Unregistered memory sent inline as the only entry ({@link #inlineData}), or {@code null}. */
+    private MemorySegment inlineData;
     private final int maxSge;
     private int sgeCount;
     private SendOpcode opcode;
@@ -188,6 +195,7 @@ public final class SendRequest {
         sges.set(ValueLayout.JAVA_INT, base + SGE_LENGTH, length);
         sges.set(ValueLayout.JAVA_INT, base + SGE_LKEY, region.lkey);
         regions[index] = region;
+        inlineData = null;
         return this;
     }
 
@@ -197,7 +205,7 @@ public final class SendRequest {
             throw new IndexOutOfBoundsException("sge count " + count + " outside 0.." + maxSge);
         }
         for (int i = 0; i < count; i++) {
-            if (regions[i] == null) {
+            if (regions[i] == null && !(i == 0 && inlineData != null)) {
                 throw new IllegalStateException("scatter/gather entry " + i + " is not set");
             }
         }
@@ -277,9 +285,57 @@ public final class SendRequest {
         return flag(FENCE, on);
     }
 
-    /** Copy the data into the request at post time ({@code IBV_SEND_INLINE}); up to the QP's maxInline. */
+    /**
+     * Copy the data into the request at post time ({@code IBV_SEND_INLINE}); up to the QP's
+     * maxInline. For memory that is not registered, see {@link #inlineData(MemorySegment)}.
+     */
     public SendRequest inline(boolean on) {
         return flag(INLINE, on);
+    }
+
+    /**
+     * Sends {@code data} inline: its bytes become the request's only scatter/gather entry, with no
+     * lkey, and {@code IBV_SEND_INLINE} is set. The memory need not be registered: the provider
+     * copies it when the request is posted, so the segment may be changed or freed as soon as
+     * {@code postSend} returns. Replaces all entries; {@link #local} or {@link #sge} replace the
+     * inline data in turn. Only SEND, SEND_WITH_IMM, RDMA_WRITE and RDMA_WRITE_WITH_IMM carry
+     * inline data.
+     *
+     * <p>The segment is checked again at every post, where the request refuses to go out when the
+     * segment's arena was closed, when {@code inline(false)} was set since, or when the length
+     * exceeds the QP's {@link QpCapabilities#maxInlineData()}. Closing a shared arena from
+     * another thread while a post of its segment is in progress is the caller's race, as with
+     * registered memory.
+     *
+     * <p><b>Errors</b>: {@link IllegalArgumentException} for a heap segment (it has no fixed
+     * native address) or one longer than {@code 2^31-1} bytes; {@link IllegalStateException}
+     * when the segment's arena is already closed.
+     */
+    public SendRequest inlineData(MemorySegment data) {
+        Objects.requireNonNull(data, "data");
+        if (!data.isNative()) {
+            throw new IllegalArgumentException("inline data must be a native segment (a heap segment has no fixed address): "
+                    + data);
+        }
+        if (data.byteSize() > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("inline data of " + data.byteSize() + " bytes exceed any QP's maxInline");
+        }
+        if (!data.scope().isAlive()) {
+            throw new IllegalStateException("the arena of the inline data is closed");
+        }
+        sges.set(ValueLayout.JAVA_LONG, SGE_ADDR, data.address());
+        sges.set(ValueLayout.JAVA_INT, SGE_LENGTH, (int) data.byteSize());
+        sges.set(ValueLayout.JAVA_INT, SGE_LKEY, 0);
+        Arrays.fill(regions, null);
+        inlineData = data;
+        sgeCount = 1;
+        wr.set(ValueLayout.JAVA_INT, NUM_SGE, 1);
+        return flag(INLINE, true);
+    }
+
+    /** The unregistered memory set by {@link #inlineData(MemorySegment)}, or {@code null}. */
+    public MemorySegment inlineData() {
+        return inlineData;
     }
 
     /** The {@code IBV_SEND_*} flags. */
@@ -368,9 +424,27 @@ public final class SendRequest {
                         + Long.toHexString(remoteAddress));
             }
         }
+        if (inlineData != null && sgeCount > 0) {
+            if ((flags & INLINE) == 0) {
+                throw new IllegalArgumentException("request " + id() + " carries unregistered inline data but inline(false)"
+                        + " was set: set inline(true) or give it a registered buffer with local(...)");
+            }
+            if (!opcode.carriesInline()) {
+                throw new IllegalArgumentException(opcode + " cannot carry inline data (request " + id()
+                        + "): only SEND, SEND_WITH_IMM, RDMA_WRITE and RDMA_WRITE_WITH_IMM do");
+            }
+            if (!inlineData.scope().isAlive()) {
+                throw new IllegalStateException("request " + id() + ": the arena of its inline data was closed");
+            }
+        }
         long total = 0;
         for (int i = 0; i < sgeCount; i++) {
             MemoryRegion mr = regions[i];
+            if (mr == null) {
+                // entry 0 of inline data: no region, no lkey, checked above
+                total += Integer.toUnsignedLong(sges.get(ValueLayout.JAVA_INT, i * SGE_SIZE + SGE_LENGTH));
+                continue;
+            }
             mr.ensureUsable();
             if (mr.pd != qp.pd) {
                 throw new IllegalArgumentException(mr + " (entry " + i + " of request " + id()
@@ -398,6 +472,7 @@ public final class SendRequest {
     @Override
     public String toString() {
         return "SendRequest[" + opcode + ", id " + id() + ", " + sgeCount + " SGE" + (sgeCount == 1 ? "" : "s")
+ + (inlineData != null ? " (" + inlineData.byteSize() + " inline bytes, unregistered)" : "")
                 + (remoteSet ? ", remote 0x" + Long.toHexString(remoteAddress) + " rkey 0x" + Integer.toHexString(rkey) : "")
                 + "]";
     }

@@ -2,10 +2,14 @@ package io.github.verbs4j;
 
 import org.junit.jupiter.api.Test;
 
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -60,6 +64,48 @@ class HotPathAllocationTest {
             // under 1 KiB of slack for a stray safepoint/JIT artefact; one object per operation would be > 300 KB
             assertTrue(allocated < 1024, "steady-state post/poll allocated " + allocated + " bytes over 20 000 iterations");
         }
+    }
+
+    @Test
+    void inlineSendsFromUnregisteredMemoryAllocateNothing() {
+        try (Rig rig = Rig.rc(); Arena arena = Arena.ofConfined()) {
+            MemorySegment data = arena.allocate(48);
+            SendRequest send = SendRequest.send().inlineData(data).signaled();
+            ReceiveRequest recv = ReceiveRequest.create().local(rig.mrB, 0, 64);
+            Completions wcs = rig.cqA.completions(16);
+            long checksum = inlineLoop(rig, data, send, recv, wcs, 30_000);
+            long before = allocatedBytes();
+            checksum += inlineLoop(rig, data, send, recv, wcs, 20_000);
+            long allocated = allocatedBytes() - before;
+            assertTrue(checksum > 0);
+            assertTrue(allocated < 1024, "steady-state inline posts allocated " + allocated + " bytes over 20 000 iterations");
+            // the last message carried the last value written into the unregistered segment
+            assertEquals(49_999L, rig.mrB.segment().get(ValueLayout.JAVA_LONG, 0));
+        }
+    }
+
+    private static long inlineLoop(Rig rig, MemorySegment data, SendRequest send, ReceiveRequest recv, Completions wcs,
+                                   int iterations) {
+        long sum = 0;
+        long base = iterations == 30_000 ? 0 : 30_000;
+        for (int i = 0; i < iterations; i++) {
+            data.set(ValueLayout.JAVA_LONG, 0, base + i);
+            rig.b.postRecv(recv.id(i));
+            rig.a.postSend(send.id(i + 1));
+            int n;
+            while ((n = rig.cqA.poll(wcs)) == 0) {
+                Thread.onSpinWait();
+            }
+            sum += wcs.get(0).wrId();
+            while (rig.cqB.poll(wcs) == 0) {
+                Thread.onSpinWait();
+            }
+            if (!wcs.get(0).ok()) {
+                throw wcs.get(0).error();
+            }
+            sum += wcs.get(0).byteLength();
+        }
+        return sum;
     }
 
     private static long loop(Rig rig, SendRequest write, SendRequest send, ReceiveRequest recv, Completions wcs,
