@@ -56,6 +56,16 @@ public enum AsyncEventType {
         };
     }
 
+    /** Whether the event's element is a completion queue. */
+    public boolean isCqEvent() {
+        return this == CQ_ERR;
+    }
+
+    /** Whether the event's element is a shared receive queue. */
+    public boolean isSrqEvent() {
+        return this == SRQ_ERR || this == SRQ_LIMIT_REACHED;
+    }
+
     /** Whether the event's element is a port number. */
     public boolean isPortEvent() {
         return switch (this) {

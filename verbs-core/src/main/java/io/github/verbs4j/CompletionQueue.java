@@ -187,6 +187,7 @@ public final class CompletionQueue implements AutoCloseable {
         if (channel != null) {
             channel.detach(this);
         }
+        context.removeChild(cq, this);
         context.life.removeDependent(this);
     }
 

@@ -15,7 +15,9 @@ import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 import java.nio.ByteOrder;
 import java.time.Duration;
+import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Consumer;
 
 /**
@@ -56,6 +58,12 @@ public final class Context implements AutoCloseable {
     /** {@code verbs_context->query_port}, or {@code null} when the context has no extended ops. */
     private final MemorySegment queryPortEx;
     private volatile Thread asyncListener;
+    /**
+     * The open completion queues, queue pairs and SRQs made from this context, by native
+     * address: async events name their object by pointer, and this resolves it without reading
+     * native memory the provider may already have freed.
+     */
+    private final Map<Long, Object> children = new ConcurrentHashMap<>();
     /** Opened by someone else (librdmacm): {@link #close()} leaves the device open. */
     private final boolean borrowed;
 
@@ -345,6 +353,7 @@ public final class Context implements AutoCloseable {
             }
             CompletionQueue result = new CompletionQueue(this, cq, channel);
             register(result);
+            addChild(result.cq, result);
             if (channel != null) {
                 channel.attach(result);
             }
@@ -359,9 +368,30 @@ public final class Context implements AutoCloseable {
         return child;
     }
 
+    /** Records an open CQ, QP or SRQ under its native address, for {@link #pollAsyncEvent}. */
+    void addChild(MemorySegment handle, Object child) {
+        children.put(handle.address(), child);
+    }
+
+    /** Forgets {@code child} after its native destroy (only if the address still maps to it). */
+    void removeChild(MemorySegment handle, Object child) {
+        children.remove(handle.address(), child);
+    }
+
+    /** The open child of {@code type} at {@code handle}'s address, or {@code null}. */
+    private <T> T child(MemorySegment handle, Class<T> type) {
+        if (Lib.isNull(handle)) {
+            return null;
+        }
+        Object o = children.get(handle.address());
+        return type.isInstance(o) ? type.cast(o) : null;
+    }
+
     /**
      * Reads one asynchronous event ({@code ibv_get_async_event}), waiting at most
      * {@code timeout}; the event is acknowledged ({@code ibv_ack_async_event}) before this returns.
+     * The event names the {@link QueuePair}, {@link CompletionQueue} or {@link SharedReceiveQueue}
+     * it concerns when that object is still open (see {@link AsyncEvent}).
      *
      * <p><b>Errors</b>: {@link VerbsException} from {@code poll} or {@code ibv_get_async_event};
      * {@link IllegalStateException} after close.
@@ -384,18 +414,38 @@ public final class Context implements AutoCloseable {
             MemorySegment element = ibv_async_event.element(event);
             int port = type.isPortEvent() ? ibv_async_event.element.port_num(element) : -1;
             int qpNum = -1;
+            QueuePair queuePair = null;
+            CompletionQueue cq = null;
+            SharedReceiveQueue srq = null;
             if (type.isQpEvent()) {
                 MemorySegment qp = ibv_async_event.element.qp(element);
-                if (!Lib.isNull(qp)) {
+                queuePair = child(qp, QueuePair.class);
+                if (queuePair != null) {
+                    qpNum = queuePair.qpNumber();
+                } else if (!Lib.isNull(qp)) {
                     // the QP cannot be destroyed before the event is acked: reading it now is safe
                     qpNum = ibv_qp.qp_num(qp.reinterpret(ibv_qp.layout().byteSize()));
                 }
+            } else if (type.isCqEvent()) {
+                cq = child(ibv_async_event.element.cq(element), CompletionQueue.class);
+            } else if (type.isSrqEvent()) {
+                srq = child(ibv_async_event.element.srq(element), SharedReceiveQueue.class);
             }
             Lib.need(Lib.ACK_ASYNC_EVENT, "ibv_ack_async_event").invokeExact(errno, event);
-            return new AsyncEvent(type, port, qpNum);
+            return new AsyncEvent(type, port, qpNum, openOrNull(queuePair), openOrNull(cq), openOrNull(srq));
         } catch (Throwable t) {
             throw Native.unexpected("ibv_get_async_event", t);
         }
+    }
+
+    /** {@code owner} unless its close has begun: events about closing objects name none. */
+    private static <T extends AutoCloseable> T openOrNull(T owner) {
+        if (owner instanceof QueuePair q && q.isClosed()
+                || owner instanceof CompletionQueue c && c.isClosed()
+                || owner instanceof SharedReceiveQueue s && s.isClosed()) {
+            return null;
+        }
+        return owner;
     }
 
     /**

@@ -167,6 +167,7 @@ public final class ProtectionDomain implements AutoCloseable {
         life.ensureOpen(this);
         SharedReceiveQueue srq = SharedReceiveQueue.create(this, maxWr, maxSge);
         life.addDependent(this, srq);
+        context.addChild(srq.srq, srq);
         return srq;
     }
 

@@ -226,6 +226,7 @@ public final class QueuePair implements AutoCloseable {
                 if (srq != null) {
                     srq.life.addDependent(srq, result);
                 }
+                pd.context.addChild(result.qp, result);
                 return result;
             } catch (Throwable t) {
                 throw Native.unexpected("ibv_create_qp", t);
@@ -248,6 +249,7 @@ public final class QueuePair implements AutoCloseable {
         if (recvCq != sendCq) {
             recvCq.life.addDependent(recvCq, result);
         }
+        pd.context.addChild(result.qp, result);
         return result;
     }
 
@@ -559,11 +561,13 @@ public final class QueuePair implements AutoCloseable {
      *
      * <p><b>Errors</b>: {@link IllegalStateException} when this QP is closed or not yet in RTS
      * (RESET, INIT, RTR), or when a request names a closed memory region, a region whose memory
-     * was freed, or a closed address handle; {@link IllegalArgumentException} when a region
+     * was freed, a closed address handle, or {@linkplain SendRequest#inlineData(MemorySegment) inline
+     * data} whose arena was closed; {@link IllegalArgumentException} when a region
      * belongs to another protection domain, the opcode does not suit the QP type, a UD request
      * has no address handle, an RDMA/atomic request has no remote address, an atomic request is
-     * not one 8-byte buffer with an 8-byte aligned remote address, or inline data exceed
-     * {@code maxInline}; {@link VerbsException} with the provider's errno (ENOMEM: send queue
+     * not one 8-byte buffer with an 8-byte aligned remote address, inline data exceed
+     * {@code maxInline}, or unregistered inline data go with an opcode other than SEND/WRITE (with
+     * or without immediate) or without {@code inline(true)}; {@link VerbsException} with the provider's errno (ENOMEM: send queue
      * full, EINVAL), naming the first request not posted.
      */
     public void postSend(SendRequest request) {
@@ -655,6 +659,7 @@ public final class QueuePair implements AutoCloseable {
             life.abortClose();
             throw e;
         }
+        pd.context.removeChild(qp, this);
         pd.life.removeDependent(this);
         sendCq.life.removeDependent(this);
         recvCq.life.removeDependent(this);

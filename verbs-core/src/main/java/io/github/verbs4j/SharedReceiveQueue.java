@@ -181,6 +181,7 @@ public final class SharedReceiveQueue implements AutoCloseable {
         } catch (Throwable t) {
             throw Native.unexpected("ibv_destroy_srq", t);
         }
+        pd.context.removeChild(srq, this);
         pd.life.removeDependent(this);
     }
 

@@ -129,12 +129,83 @@ class EventsTest {
                 assertNotNull(e, "SRQ_LIMIT_REACHED expected");
                 assertEquals(AsyncEventType.SRQ_LIMIT_REACHED, e.type());
                 assertEquals(-1, e.qpNumber());
+                assertSame(srq, e.sharedReceiveQueue(), "the event names the SRQ it concerns");
+                assertSame(srq, e.element());
+                assertNull(e.queuePair());
+                assertNull(e.completionQueue());
                 assertEquals(0, srq.query().limit(), "the limit is one-shot: disarmed after firing");
             } finally {
                 b.close();
                 a.close();
             }
         }
+    }
+
+    /**
+     * Fills a completion queue past its capacity with signaled RDMA WRITEs and never polls it:
+     * the overrun raises CQ_ERR naming that queue; {@code keepOpen == false} closes the queue
+     * before the event is read, which must then name no object.
+     */
+    private static AsyncEvent overrunCq(boolean keepOpen) {
+        try (Context ctx = Rig.open(); ProtectionDomain pd = ctx.allocatePd(); CompletionQueue other = ctx.createCq(16);
+             MemoryRegion src = pd.allocate(4096);
+             MemoryRegion dst = pd.allocate(4096, Access.LOCAL_WRITE, Access.REMOTE_WRITE)) {
+            assertNull(ctx.pollAsyncEvent(Duration.ZERO), "no event yet");
+            CompletionQueue small = ctx.createCq(4);
+            int capacity = small.capacity();
+            QueuePair a = pd.queuePair(QpType.RC).sendCq(small).recvCq(other).maxSendWr(capacity + 8).build();
+            QueuePair b = pd.queuePair(QpType.RC).cq(other).build();
+            try {
+                a.connect(b.endpoint());
+                b.connect(a.endpoint());
+                SendRequest write = SendRequest.rdmaWrite().local(src, 0, 8).remote(dst.remote()).signaled();
+                for (int i = 0; i <= capacity; i++) {
+                    a.postSend(write.id(i));
+                }
+                if (!keepOpen) {
+                    // wait until the overrun happened (the event is pending), then drop the queue
+                    awaitReadable(ctx);
+                    b.close();
+                    a.close();
+                    small.close();
+                }
+                AsyncEvent e = ctx.pollAsyncEvent(Duration.ofSeconds(5));
+                assertNotNull(e, "CQ_ERR expected after " + (capacity + 1) + " completions on a queue of " + capacity);
+                assertEquals(AsyncEventType.CQ_ERR, e.type());
+                if (keepOpen) {
+                    assertSame(small, e.completionQueue(), "the event names the overrun queue");
+                    assertSame(small, e.element());
+                }
+                return e;
+            } finally {
+                b.close();
+                a.close();
+                small.close();
+            }
+        }
+    }
+
+    private static void awaitReadable(Context ctx) {
+        assertTrue(Lib.awaitReadable(ctx.asyncFd(), 5_000, "an async event"), "an async event within 5 s");
+    }
+
+    @Test
+    void cqOverrunRaisesAnEventNamingTheQueue() {
+        AsyncEvent e = overrunCq(true);
+        assertEquals(-1, e.qpNumber());
+        assertEquals(-1, e.portNumber());
+        assertNull(e.queuePair());
+        assertNull(e.sharedReceiveQueue());
+    }
+
+    @Test
+    void anEventAboutAClosedQueueNamesNoObject() {
+        // rdma-core's ibv_destroy_cq waits for the event's acknowledgement; softrdma does not, so
+        // only there can the queue be closed while its event is pending
+        assumeTrue(Rig.onSoftrdma(), "ibv_destroy_cq blocks while an event of the queue is unacknowledged");
+        AsyncEvent e = overrunCq(false);
+        assertNull(e.completionQueue(), "a closed queue is not handed out");
+        assertNull(e.element());
     }
 
     @Test
@@ -185,6 +256,9 @@ class EventsTest {
             assertNotNull(e, "an async event for the responder QP");
             assertEquals(AsyncEventType.QP_ACCESS_ERR, e.type());
             assertEquals(rig.b.qpNumber(), e.qpNumber());
+            assertSame(rig.b, e.queuePair(), "the event names the responder's QueuePair");
+            assertNull(e.completionQueue());
+            assertNull(e.sharedReceiveQueue());
         }
     }
 }
