@@ -4,8 +4,6 @@ import io.github.verbs4j.Verbs;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.net.InetAddress;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -15,6 +13,7 @@ import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import static io.github.verbs4j.examples.ToolRun.inProcess;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
@@ -22,16 +21,6 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /** devinfo and gids against rdma-core's ibv_devinfo on the same library. */
 class DevInfoTest {
-
-    private record Run(int exitCode, String out, String err) {
-    }
-
-    private static Run inProcess(String... args) {
-        StringWriter out = new StringWriter();
-        StringWriter err = new StringWriter();
-        int code = Verbs4jTool.execute(new PrintWriter(out, true), new PrintWriter(err, true), args);
-        return new Run(code, out.toString(), err.toString());
-    }
 
     private static String stock(String... args) {
         List<String> command = new ArrayList<>(List.of("ibv_devinfo"));
@@ -53,14 +42,14 @@ class DevInfoTest {
 
     @Test
     void devinfoPrintsWhatIbvDevinfoPrints() {
-        Run ours = inProcess("devinfo");
+        ToolRun ours = inProcess("devinfo");
         assertEquals(0, ours.exitCode(), ours.err());
         assertEquals(withoutBoardIdUnlessSysfs(stock(), ours.out()), ours.out());
 
-        Run onePort = inProcess("devinfo", "-i", "1");
+        ToolRun onePort = inProcess("devinfo", "-i", "1");
         assertEquals(withoutBoardIdUnlessSysfs(stock("-i", "1"), onePort.out()), onePort.out());
 
-        Run listed = inProcess("devinfo", "-l");
+        ToolRun listed = inProcess("devinfo", "-l");
         assertEquals(stock("-l"), listed.out());
     }
 
@@ -68,7 +57,7 @@ class DevInfoTest {
     void verboseLinesAreIbvDevinfosLinesInItsOrder() {
         // verbs4j prints a subset of ibv_devinfo -v (what the public API exposes); every line it
         // prints must be one of the stock lines, identical, in the same order
-        Run ours = inProcess("devinfo", "-v");
+        ToolRun ours = inProcess("devinfo", "-v");
         assertEquals(0, ours.exitCode(), ours.err());
         List<String> stockLines = stock("-v").lines().toList();
         int at = 0;
@@ -99,7 +88,7 @@ class DevInfoTest {
 
     @Test
     void gidsAgreeWithIbvDevinfosGidTable() throws Exception {
-        Run ours = inProcess("gids");
+        ToolRun ours = inProcess("gids");
         assertEquals(0, ours.exitCode(), ours.err());
         List<String> lines = ours.out().lines().toList();
         assertEquals("DEV\tPORT\tINDEX\tGID\t\t\t\t\tIPv4 \t\tVER\tDEV", lines.get(0));
@@ -139,15 +128,15 @@ class DevInfoTest {
 
     @Test
     void badDeviceAndPortAreOneLineErrors() {
-        Run noDevice = inProcess("devinfo", "-d", "nosuchdev0");
+        ToolRun noDevice = inProcess("devinfo", "-d", "nosuchdev0");
         assertEquals(1, noDevice.exitCode(), noDevice.err());
         assertTrue(noDevice.err().startsWith("verbs4j: RDMA device nosuchdev0 not found (have: "), noDevice.err());
 
-        Run noPort = inProcess("devinfo", "-i", "9");
+        ToolRun noPort = inProcess("devinfo", "-i", "9");
         assertEquals(1, noPort.exitCode(), noPort.err());
         assertTrue(noPort.err().matches("verbs4j: \\S+ has no port 9 \\(it has \\d+\\)\n"), noPort.err());
 
-        Run zeroPort = inProcess("devinfo", "-i", "0");
+        ToolRun zeroPort = inProcess("devinfo", "-i", "0");
         assertEquals(2, zeroPort.exitCode(), zeroPort.err());
     }
 }

@@ -7,8 +7,6 @@ import org.junit.jupiter.params.provider.CsvSource;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
@@ -17,6 +15,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
+import static io.github.verbs4j.examples.ToolRun.inProcess;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -193,18 +192,8 @@ class PerfToolTest {
         }
     }
 
-    private record Run(int exitCode, String out, String err) {
-    }
-
-    private static Run inProcess(String... args) {
-        StringWriter out = new StringWriter();
-        StringWriter err = new StringWriter();
-        int code = Verbs4jTool.execute(new PrintWriter(out, true), new PrintWriter(err, true), args);
-        return new Run(code, out.toString(), err.toString());
-    }
-
     /** A fake server that answers the client's first line with {@code answer}, then waits for it to hang up. */
-    private static Run clientAgainst(String answer) throws Exception {
+    private static ToolRun clientAgainst(String answer) throws Exception {
         try (ServerSocket fake = new ServerSocket(0)) {
             CompletableFuture<String> heard = CompletableFuture.supplyAsync(() -> {
                 try (Socket s = fake.accept()) {
@@ -225,7 +214,7 @@ class PerfToolTest {
                     return "failed: " + e;
                 }
             });
-            Run run = inProcess("send-lat", "-x", GID_INDEX, "-p", Integer.toString(fake.getLocalPort()), "-n", "5", "127.0.0.1");
+            ToolRun run = inProcess("send-lat", "-x", GID_INDEX, "-p", Integer.toString(fake.getLocalPort()), "-n", "5", "127.0.0.1");
             String hello = heard.get(30, TimeUnit.SECONDS);
             assertTrue(hello.startsWith("VERBS4J-PERF 1 HELLO send-lat 5 2 "), hello);
             return run;
@@ -234,7 +223,7 @@ class PerfToolTest {
 
     @Test
     void theClientNamesAServerThatSpeaksAnotherProtocol() throws Exception {
-        Run run = clientAgainst("0000:000011:abcdef:00000000000000000000ffffc0000202\0");
+        ToolRun run = clientAgainst("0000:000011:abcdef:00000000000000000000ffffc0000202\0");
         assertEquals(1, run.exitCode(), run.err());
         assertEquals("verbs4j: 127.0.0.1:" + run.err().replaceAll("(?s).*127\\.0\\.0\\.1:(\\d+).*", "$1")
                 + " speaks another protocol (it sent '0', not a verbs4j perf handshake)\n", run.err());
@@ -242,7 +231,7 @@ class PerfToolTest {
 
     @Test
     void theClientNamesAServerOfAnotherProtocolVersion() throws Exception {
-        Run run = clientAgainst("VERBS4J-PERF 2 OK whatever\n");
+        ToolRun run = clientAgainst("VERBS4J-PERF 2 OK whatever\n");
         assertEquals(1, run.exitCode(), run.err());
         assertTrue(run.err().matches("verbs4j: 127\\.0\\.0\\.1:\\d+ speaks verbs4j perf protocol version 2, this tool speaks"
                 + " version 1: use the same verbs4j on both sides\n"), run.err());
@@ -250,19 +239,19 @@ class PerfToolTest {
 
     @Test
     void badFlagsAreUsageErrors() {
-        Run both = inProcess("send-bw", "-a", "-s", "64", "localhost");
+        ToolRun both = inProcess("send-bw", "-a", "-s", "64", "localhost");
         assertEquals(2, both.exitCode(), both.err());
         assertTrue(both.err().contains("-a and -s exclude each other"), both.err());
 
-        Run events = inProcess("write-lat", "-e", "localhost");
+        ToolRun events = inProcess("write-lat", "-e", "localhost");
         assertEquals(2, events.exitCode(), events.err());
         assertTrue(events.err().contains("write-lat spins on memory: -e does not apply"), events.err());
 
-        Run atomicSize = inProcess("atomic-lat", "-s", "16", "localhost");
+        ToolRun atomicSize = inProcess("atomic-lat", "-s", "16", "localhost");
         assertEquals(2, atomicSize.exitCode(), atomicSize.err());
         assertTrue(atomicSize.err().contains("atomics are 8 bytes"), atomicSize.err());
 
-        Run serverSize = inProcess("read-bw", "-s", "16");
+        ToolRun serverSize = inProcess("read-bw", "-s", "16");
         assertEquals(2, serverSize.exitCode(), serverSize.err());
         assertTrue(serverSize.err().contains("-s, -a and -n are client options"), serverSize.err());
     }
@@ -270,7 +259,7 @@ class PerfToolTest {
     @Test
     void anUnreachableServerIsOneLineAndExit1() {
         String port = Integer.toString(Proc.freePort());
-        Run run = inProcess("read-lat", "-x", GID_INDEX, "-p", port, "127.0.0.1");
+        ToolRun run = inProcess("read-lat", "-x", GID_INDEX, "-p", port, "127.0.0.1");
         assertEquals(1, run.exitCode(), run.err());
         assertEquals("verbs4j: couldn't connect to 127.0.0.1:" + port + ": Connection refused\n", run.err());
     }

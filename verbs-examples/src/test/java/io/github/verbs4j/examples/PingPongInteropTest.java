@@ -4,13 +4,12 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import static io.github.verbs4j.examples.ToolRun.inProcess;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -138,51 +137,41 @@ class PingPongInteropTest {
         }
     }
 
-    private record Run(int exitCode, String out, String err) {
-    }
-
-    private static Run inProcess(String... args) {
-        StringWriter out = new StringWriter();
-        StringWriter err = new StringWriter();
-        int code = Verbs4jTool.execute(new PrintWriter(out, true), new PrintWriter(err, true), args);
-        return new Run(code, out.toString(), err.toString());
-    }
-
     @Test
     void badFlagsAreUsageErrors() {
-        Run mtu = inProcess("rc-pingpong", "-m", "1000");
+        ToolRun mtu = inProcess("rc-pingpong", "-m", "1000");
         assertEquals(2, mtu.exitCode(), mtu.err());
         assertTrue(mtu.err().contains("-m: the path MTU is 256, 512, 1024, 2048 or 4096, not 1000"), mtu.err());
 
-        Run size = inProcess("ud-pingpong", "-s", "0");
+        ToolRun size = inProcess("ud-pingpong", "-s", "0");
         assertEquals(2, size.exitCode(), size.err());
         assertTrue(size.err().contains("-s: the message size must be at least 1 byte, not 0"), size.err());
 
         // numbers as strtoul(..., 0) reads them, like the stock tools: hex and octal too
-        Run hex = inProcess("rc-pingpong", "-s", "0x0", "-g", GID_INDEX);
+        ToolRun hex = inProcess("rc-pingpong", "-s", "0x0", "-g", GID_INDEX);
         assertEquals(2, hex.exitCode(), hex.err());
         assertTrue(hex.err().contains("-s: the message size must be at least 1 byte, not 0"), hex.err());
-        Run octal = inProcess("ud-pingpong", "-l", "020", "-g", GID_INDEX);
+        ToolRun octal = inProcess("ud-pingpong", "-l", "020", "-g", GID_INDEX);
         assertEquals(2, octal.exitCode(), octal.err());
         assertTrue(octal.err().contains("-l: a service level is 0..15, not 16"), octal.err());
 
-        Run notANumber = inProcess("rc-pingpong", "-n", "many");
+        ToolRun notANumber = inProcess("rc-pingpong", "-n", "many");
         assertEquals(2, notANumber.exitCode(), notANumber.err());
         assertTrue(notANumber.err().contains("'many' is not an int"), notANumber.err());
     }
 
     @Test
     void unsupportedAndImpossibleRequestsFailInOneLine() {
-        Run odp = inProcess("rc-pingpong", "-g", GID_INDEX, "-o");
+        ToolRun odp = inProcess("rc-pingpong", "-g", GID_INDEX, "-o");
         assertEquals(1, odp.exitCode(), odp.err());
         assertEquals("verbs4j: on-demand paging (-o) is not supported by verbs4j: memory regions are pinned\n", odp.err());
 
-        Run tooBig = inProcess("ud-pingpong", "-g", GID_INDEX, "-s", "1000000");
+        ToolRun tooBig = inProcess("ud-pingpong", "-g", GID_INDEX, "-s", "1000000");
         assertEquals(1, tooBig.exitCode(), tooBig.err());
         assertTrue(tooBig.err().matches("verbs4j: requested size 1000000 is larger than the port's active MTU \\(\\d+\\).*\n"),
                 tooBig.err());
 
-        Run noDevice = inProcess("rc-pingpong", "-d", "nosuchdev0");
+        ToolRun noDevice = inProcess("rc-pingpong", "-d", "nosuchdev0");
         assertEquals(1, noDevice.exitCode(), noDevice.err());
         assertTrue(noDevice.err().startsWith("verbs4j: RDMA device nosuchdev0 not found (have: "), noDevice.err());
     }
@@ -190,7 +179,7 @@ class PingPongInteropTest {
     @Test
     void anUnreachablePeerIsOneLineAndExit1() {
         String port = Integer.toString(Proc.freePort());
-        Run run = inProcess("rc-pingpong", "-g", GID_INDEX, "-p", port, "127.0.0.1");
+        ToolRun run = inProcess("rc-pingpong", "-g", GID_INDEX, "-p", port, "127.0.0.1");
         assertEquals(1, run.exitCode(), run.err());
         assertTrue(run.out().startsWith("  local address:  LID "), run.out());
         assertEquals("verbs4j: couldn't connect to 127.0.0.1:" + port + ": Connection refused\n", run.err());

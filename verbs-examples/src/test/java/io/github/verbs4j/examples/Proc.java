@@ -27,11 +27,18 @@ final class Proc implements AutoCloseable {
     private final Path err;
 
     private Proc(List<String> command) {
+        this(command, false);
+    }
+
+    private Proc(List<String> command, boolean withoutBuildLibraryPath) {
         this.command = command;
         try {
             out = Files.createTempFile("verbs4j-test", ".out");
             err = Files.createTempFile("verbs4j-test", ".err");
             ProcessBuilder pb = new ProcessBuilder(command).redirectOutput(out.toFile()).redirectError(err.toFile());
+            if (withoutBuildLibraryPath) {
+                pb.environment().remove("LD_LIBRARY_PATH");
+            }
             process = pb.start();
             process.getOutputStream().close();
         } catch (IOException e) {
@@ -46,20 +53,33 @@ final class Proc implements AutoCloseable {
 
     /** The verbs4j tool in a new JVM with extra JVM options. */
     static Proc tool(List<String> jvmOptions, String... args) {
+        return new Proc(toolCommand(jvmOptions, System.getProperty("verbs4j.libibverbs"), args));
+    }
+
+    /**
+     * The verbs4j tool in a new JVM on {@code libibverbs} (a path, or {@code system}) and without
+     * the LD_LIBRARY_PATH the build exports: the way a user without softrdma starts it.
+     */
+    static Proc toolOutsideTheBuild(String libibverbs, String... args) {
+        return new Proc(toolCommand(List.of(), libibverbs, args), true);
+    }
+
+    private static List<String> toolCommand(List<String> jvmOptions, String lib, String... args) {
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         command.add("--enable-native-access=ALL-UNNAMED");
         command.addAll(jvmOptions);
         command.add("-XX:TieredStopAtLevel=1");
-        String lib = System.getProperty("verbs4j.libibverbs");
         if (lib != null && !lib.isEmpty()) {
             command.add("-Dverbs4j.libibverbs=" + lib);
         }
         command.add("-cp");
+        // the test's own class path: every subcommand's classes (verbs-cm's for rping too) load
+        // when picocli builds the command tree
         command.add(System.getProperty("java.class.path"));
         command.add(Verbs4jTool.class.getName());
         command.addAll(List.of(args));
-        return new Proc(command);
+        return command;
     }
 
     /** A stock tool (ibv_rc_pingpong, ...). */
