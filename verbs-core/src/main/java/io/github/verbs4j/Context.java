@@ -234,12 +234,25 @@ public final class Context implements AutoCloseable {
      * inline {@code ___ibv_query_port} does the same), else the compat 3-argument export.
      */
     PortAttributes queryPort(int number) {
+        return queryPort(number, queryPortEx != null);
+    }
+
+    /**
+     * {@link #queryPort(int)} through the path chosen by {@code extended}: the compat export even
+     * when the context has the extended op (so tests can run the fallback on any provider).
+     *
+     * @throws IllegalStateException when {@code extended} is asked of a context without the op
+     */
+    PortAttributes queryPort(int number, boolean extended) {
         life.ensureOpen(this);
+        if (extended && queryPortEx == null) {
+            throw new IllegalStateException(this + " has no extended query_port (verbs_context)");
+        }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment a = arena.allocate(ibv_port_attr.layout());
             int rc;
             String verb;
-            if (queryPortEx != null) {
+            if (extended) {
                 verb = "ibv_query_port";
                 rc = (int) QUERY_PORT_EX.invokeExact(queryPortEx, ctx, (byte) number, a, a.byteSize());
             } else {
@@ -264,7 +277,7 @@ public final class Context implements AutoCloseable {
                     Byte.toUnsignedInt(ibv_port_attr.active_width(a)), Byte.toUnsignedInt(ibv_port_attr.active_speed(a)),
                     Byte.toUnsignedInt(ibv_port_attr.phys_state(a)),
                     LinkLayer.of(Byte.toUnsignedInt(ibv_port_attr.link_layer(a))),
-                    queryPortEx != null);
+                    extended);
         } catch (Throwable t) {
             throw Native.unexpected("ibv_query_port", t);
         }

@@ -66,6 +66,29 @@ class ContextTest {
     }
 
     @Test
+    void compatFallbackAgreesWithTheExtendedOp() {
+        try (Context ctx = Rig.open()) {
+            assertTrue(ctx.hasExtendedQueryPort(), "both paths are compared only where both exist");
+            PortAttributes extended = ctx.queryPort(1, true);
+            PortAttributes compat = ctx.queryPort(1, false);
+            assertTrue(extended.extended());
+            assertFalse(compat.extended(), "the compat export filled these");
+            // every field verbs4j reads lies in the compat prefix of ibv_port_attr: the two agree
+            assertEquals(new PortAttributes(extended.state(), extended.maxMtu(), extended.activeMtu(),
+                    extended.gidTableLength(), extended.portCapFlags(), extended.maxMessageSize(),
+                    extended.pkeyTableLength(), extended.lid(), extended.smLid(), extended.lmc(),
+                    extended.activeWidth(), extended.activeSpeed(), extended.physicalState(), extended.linkLayer(),
+                    false), compat);
+            assertEquals(extended, ctx.port(1).query(), "the public query takes the extended op when present");
+
+            // the compat path reports failures under its own name, with the provider's errno
+            VerbsException e = assertThrows(VerbsException.class, () -> ctx.queryPort(7, false));
+            assertEquals("ibv_query_port (compat)", e.verb());
+            assertEquals(Errno.EINVAL, e.errno());
+        }
+    }
+
+    @Test
     void gidTableHoldsTheIpv4AddressAsRoceV2() {
         try (Context ctx = Rig.open()) {
             Port port = ctx.port(1);
