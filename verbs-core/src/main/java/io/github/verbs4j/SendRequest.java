@@ -195,7 +195,12 @@ public final class SendRequest {
         sges.set(ValueLayout.JAVA_INT, base + SGE_LENGTH, length);
         sges.set(ValueLayout.JAVA_INT, base + SGE_LKEY, region.lkey);
         regions[index] = region;
-        inlineData = null;
+        if (inlineData != null) {
+            // the inline entry is gone: nothing is sent until sgeCount (or local) says what is set
+            inlineData = null;
+            sgeCount = 0;
+            wr.set(ValueLayout.JAVA_INT, NUM_SGE, 0);
+        }
         return this;
     }
 
@@ -441,7 +446,10 @@ public final class SendRequest {
         for (int i = 0; i < sgeCount; i++) {
             MemoryRegion mr = regions[i];
             if (mr == null) {
-                // entry 0 of inline data: no region, no lkey, checked above
+                if (i != 0 || inlineData == null) {
+                    throw new IllegalStateException("scatter/gather entry " + i + " of request " + id() + " is not set");
+                }
+                // the unregistered inline entry: no region, no lkey, checked above
                 total += Integer.toUnsignedLong(sges.get(ValueLayout.JAVA_INT, i * SGE_SIZE + SGE_LENGTH));
                 continue;
             }
@@ -472,7 +480,7 @@ public final class SendRequest {
     @Override
     public String toString() {
         return "SendRequest[" + opcode + ", id " + id() + ", " + sgeCount + " SGE" + (sgeCount == 1 ? "" : "s")
- + (inlineData != null ? " (" + inlineData.byteSize() + " inline bytes, unregistered)" : "")
+                + (inlineData != null ? " (" + inlineData.byteSize() + " inline bytes, unregistered)" : "")
                 + (remoteSet ? ", remote 0x" + Long.toHexString(remoteAddress) + " rkey 0x" + Integer.toHexString(rkey) : "")
                 + "]";
     }

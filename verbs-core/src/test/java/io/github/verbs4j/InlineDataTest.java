@@ -177,8 +177,17 @@ class InlineDataTest {
             assertNothingPosted();
 
             // a registered buffer replaces the inline data, and the request is an ordinary one again
-            SendRequest replaced = SendRequest.send().inlineData(data).local(rig.mrA, 0, 8);
+            SendRequest replaced = SendRequest.send().id(15).inlineData(data).local(rig.mrA, 0, 8).signaled();
             assertNull(replaced.inlineData());
+            rig.mrA.segment().asSlice(0, 8).fill((byte) 0x5a);
+            byte[] registered = read(rig.mrA, 0, 8);
+            rig.b.postRecv(ReceiveRequest.create().id(16).local(rig.mrB, 0, 64));
+            rig.a.postSend(replaced);
+            assertEquals(15, rig.ok(rig.cqA).wrId());
+            assertEquals(8, rig.ok(rig.cqB).byteLength());
+            assertArrayEquals(registered, read(rig.mrB, 0, 8), "the registered buffer went out, not the inline data");
+            // setting another entry drops the inline one: the request holds no entries until sgeCount says
+            assertTrue(SendRequest.send().inlineData(data).sge(1, rig.mrA, 0, 8).toString().contains(", 0 SGEs"));
             IllegalStateException unset = assertThrows(IllegalStateException.class,
                     () -> SendRequest.send().inlineData(data).sge(1, rig.mrA, 0, 8).sgeCount(2));
             assertEquals("scatter/gather entry 0 is not set", unset.getMessage());
