@@ -268,7 +268,7 @@ abstract class PerfCommand implements Callable<Integer> {
     // ---- server
 
     private int serve() {
-        ServerSocket listener = PerfWire.listen(port);
+        ServerSocket listener = Tcp.listen(port);
         banner(null, 0);
         out.printf("%n************************************%n* Waiting for client to connect... *%n************************************%n");
         out.flush();

@@ -4,7 +4,6 @@ import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
-import java.net.ConnectException;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
@@ -43,17 +42,6 @@ final class PerfWire implements AutoCloseable {
         this.peer = peer;
     }
 
-    static ServerSocket listen(int port) {
-        try {
-            ServerSocket ss = new ServerSocket();
-            ss.setReuseAddress(true);
-            ss.bind(new InetSocketAddress(port), 1);
-            return ss;
-        } catch (IOException e) {
-            throw new Verbs4jTool.Verbs4jFailure("couldn't listen to port " + port + ": " + e.getMessage());
-        }
-    }
-
     static PerfWire accept(ServerSocket listener) {
         try (listener) {
             Socket s = listener.accept();
@@ -73,9 +61,6 @@ final class PerfWire implements AutoCloseable {
         } catch (UnknownHostException e) {
             closeQuietly(s);
             throw new Verbs4jTool.Verbs4jFailure("couldn't connect to " + host + ":" + port + ": unknown host");
-        } catch (ConnectException e) {
-            closeQuietly(s);
-            throw new Verbs4jTool.Verbs4jFailure("couldn't connect to " + host + ":" + port + ": " + e.getMessage());
         } catch (IOException e) {
             closeQuietly(s);
             throw new Verbs4jTool.Verbs4jFailure("couldn't connect to " + host + ":" + port + ": " + e.getMessage());

@@ -210,7 +210,7 @@ abstract class PingPongCommand implements Callable<Integer> {
         Endpoint remote;
         if (host == null) {
             // bound before the address line appears, so a client started on seeing it finds the port open
-            ServerSocket listener = PingPongWire.listen(port);
+            ServerSocket listener = Tcp.listen(port);
             printAddress("  local address:  ", local, localGidSeparator());
             remote = PingPongWire.serve(listener, local, r -> connect(qp, r, pd, send));
         } else {

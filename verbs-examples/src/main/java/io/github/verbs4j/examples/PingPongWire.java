@@ -80,18 +80,6 @@ final class PingPongWire {
         void ready(Endpoint remote);
     }
 
-    /** Server side: a listener on {@code port} (all addresses), bound before the caller says it is ready. */
-    static ServerSocket listen(int port) {
-        try {
-            ServerSocket ss = new ServerSocket();
-            ss.setReuseAddress(true);
-            ss.bind(new InetSocketAddress(port), 1);
-            return ss;
-        } catch (IOException e) {
-            throw new Verbs4jTool.Verbs4jFailure("couldn't listen to port " + port + ": " + e.getMessage());
-        }
-    }
-
     /** Server side: accepts one client, exchanges addresses, returns the client's. */
     static Endpoint serve(ServerSocket listener, Endpoint local, Readiness readiness) {
         try (listener; Socket s = listener.accept()) {
