@@ -20,6 +20,8 @@ final class DeviceChoice {
     static List<Device> devices() {
         List<Device> devices;
         try {
+            // VerbsException (e.g. ENOSYS without kernel RDMA) goes to the tool's handler as is;
+            // an Error would bypass it, so the loading failure is turned into a tool failure here
             devices = Verbs.devices();
         } catch (UnsatisfiedLinkError e) {
             throw new Verbs4jTool.Verbs4jFailure(e.getMessage());

@@ -1,7 +1,6 @@
 package io.github.verbs4j.examples;
 
 import io.github.verbs4j.Device;
-import io.github.verbs4j.Verbs;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -22,17 +21,7 @@ final class DevicesCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        List<Device> devices;
-        try {
-            // VerbsException (e.g. ENOSYS without kernel RDMA) goes to the tool's handler as is;
-            // an Error would bypass it, so the loading failure is turned into a tool failure here
-            devices = Verbs.devices();
-        } catch (UnsatisfiedLinkError e) {
-            throw new Verbs4jTool.Verbs4jFailure(e.getMessage());
-        }
-        if (devices.isEmpty()) {
-            throw new Verbs4jTool.Verbs4jFailure("no RDMA devices found");
-        }
+        List<Device> devices = DeviceChoice.devices();
         PrintWriter out = spec.commandLine().getOut();
         out.printf("    %-16s\t   node GUID%n", "device");
         out.printf("    %-16s\t----------------%n", "------");
