@@ -61,14 +61,7 @@ public final class RdmaClient {
             id.resolveAddress(null, address, RdmaConnection.remaining(deadline));
             id.resolveRoute(RdmaConnection.remaining(deadline));
         } catch (RuntimeException | Error e) {
-            try {
-                if (id != null) {
-                    id.close();
-                }
-                channel.close();
-            } catch (RuntimeException suppressed) {
-                e.addSuppressed(suppressed);
-            }
+            RdmaConnection.closeAfterFailure(e, channel, id);
             throw e;
         }
         return RdmaConnection.connect(channel, id, options, deadline);

@@ -103,6 +103,20 @@ public final class RdmaConnection implements AutoCloseable {
         return resource;
     }
 
+    /**
+     * After a failed open: closes what was made (nulls skipped), the last first, each on its own so
+     * that one failing close does not leak the rest; their failures are suppressed into {@code failure}.
+     */
+    static void closeAfterFailure(Throwable failure, AutoCloseable... made) {
+        List<AutoCloseable> open = new ArrayList<>();
+        for (AutoCloseable resource : made) {
+            if (resource != null) {
+                open.add(resource);
+            }
+        }
+        closeAll(open, failure);
+    }
+
     private static void closeAll(List<AutoCloseable> made, Throwable failure) {
         for (int i = made.size() - 1; i >= 0; i--) {
             try {

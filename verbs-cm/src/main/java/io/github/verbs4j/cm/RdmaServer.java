@@ -57,14 +57,7 @@ public final class RdmaServer implements AutoCloseable {
             id.listen(backlog);
             return new RdmaServer(channel, id, options);
         } catch (RuntimeException | Error e) {
-            try {
-                if (id != null) {
-                    id.close();
-                }
-                channel.close();
-            } catch (RuntimeException suppressed) {
-                e.addSuppressed(suppressed);
-            }
+            RdmaConnection.closeAfterFailure(e, channel, id);
             throw e;
         }
     }
