@@ -12,7 +12,7 @@ import java.util.HexFormat;
 
 /**
  * The client JVM of {@link TwoProcessCmTest}: talks to the test over stdin/stdout, one line per
- * message, and over rdma_cm/softrdma to the test's server.
+ * message, and over rdma_cm to the test's server at {@link CmTestNet#ADDRESS}.
  *
  * <p>{@code exchange <port>}: connects with private data "peer-hello", prints {@code CONNECTED <hex
  * of the server's private data>}, receives a message and prints {@code GOT <hex>}, sends it back
@@ -22,7 +22,7 @@ import java.util.HexFormat;
  */
 public final class CmPeer {
 
-    static final Duration T = Duration.ofSeconds(20);
+    static final Duration T = CmTestNet.scaled(Duration.ofSeconds(20));
     static final int WRITE_LENGTH = 3000;
 
     static byte pattern(int i) {
@@ -36,7 +36,7 @@ public final class CmPeer {
         String mode = args[0];
         int port = Integer.parseInt(args[1]);
         EndpointOptions options = EndpointOptions.defaults().withPrivateData("peer-hello".getBytes(StandardCharsets.US_ASCII));
-        try (RdmaConnection c = new RdmaClient(options).connect("127.0.0.1", port, T)) {
+        try (RdmaConnection c = new RdmaClient(options).connect(CmTestNet.ADDRESS, port, T)) {
             out.println("CONNECTED " + hex.formatHex(c.peerPrivateData()));
             if (mode.equals("hang")) {
                 in.readLine();

@@ -10,7 +10,6 @@ import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.lang.foreign.ValueLayout;
-import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -27,7 +26,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** The server in this JVM, each client a separate JVM ({@link CmPeer}), over softrdma's rdma_cm. */
+/** The server in this JVM, each client a separate JVM ({@link CmPeer}), over rdma_cm (softrdma's, or the kernel's on rxe). */
 class TwoProcessCmTest {
 
     @BeforeAll
@@ -35,7 +34,7 @@ class TwoProcessCmTest {
         SoftrdmaCm.require();
     }
 
-    static final Duration T = Duration.ofSeconds(20);
+    static final Duration T = CmTestNet.scaled(Duration.ofSeconds(20));
     private final List<Process> peers = new ArrayList<>();
 
     /** A peer JVM with this JVM's class path and library choice. */
@@ -67,7 +66,7 @@ class TwoProcessCmTest {
                     return "read failed: " + e;
                 }
             });
-            String got = line.get(30, TimeUnit.SECONDS);
+            String got = line.get(CmTestNet.scaledSeconds(30), TimeUnit.SECONDS);
             if (got == null || !got.startsWith(prefix)) {
                 throw new AssertionError("expected '" + prefix + "...' from the peer, got " + got);
             }
@@ -79,12 +78,12 @@ class TwoProcessCmTest {
     void killPeers() throws Exception {
         for (Process p : peers) {
             p.destroyForcibly();
-            p.waitFor(10, TimeUnit.SECONDS);
+            p.waitFor(CmTestNet.scaledSeconds(10), TimeUnit.SECONDS);
         }
     }
 
     private static RdmaServer listen() {
-        return RdmaServer.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0),
+        return RdmaServer.listen(new InetSocketAddress(CmTestNet.INET_ADDRESS, 0),
                 EndpointOptions.defaults().withPrivateData("server-hello".getBytes(StandardCharsets.US_ASCII)), 8);
     }
 
@@ -120,7 +119,7 @@ class TwoProcessCmTest {
                 assertTrue(c.awaitDisconnect(T));
                 peer.expect("DISCONNECTED");
             }
-            assertTrue(peer.process().waitFor(30, TimeUnit.SECONDS));
+            assertTrue(peer.process().waitFor(CmTestNet.scaledSeconds(30), TimeUnit.SECONDS));
             assertEquals(0, peer.process().exitValue());
         }
     }
@@ -134,7 +133,7 @@ class TwoProcessCmTest {
             Peer early = start("hang", port);
             ConnectionRequest request = server.nextRequest(T);
             early.process().destroyForcibly();
-            assertTrue(early.process().waitFor(10, TimeUnit.SECONDS));
+            assertTrue(early.process().waitFor(CmTestNet.scaledSeconds(10), TimeUnit.SECONDS));
             CmEventException gone = assertThrows(CmEventException.class, () -> request.accept(T));
             assertEquals(CmEventType.UNREACHABLE, gone.event().type(), gone.getMessage());
 
@@ -143,7 +142,7 @@ class TwoProcessCmTest {
             try (RdmaConnection c = server.accept(T)) {
                 connected.expect("CONNECTED ");
                 connected.process().destroyForcibly();
-                assertTrue(connected.process().waitFor(10, TimeUnit.SECONDS));
+                assertTrue(connected.process().waitFor(CmTestNet.scaledSeconds(10), TimeUnit.SECONDS));
                 assertTrue(c.awaitDisconnect(T), "no DISCONNECTED after the client process died");
             }
 
@@ -163,7 +162,7 @@ class TwoProcessCmTest {
                 c.disconnect();
                 next.expect("DISCONNECTED");
             }
-            assertTrue(next.process().waitFor(30, TimeUnit.SECONDS));
+            assertTrue(next.process().waitFor(CmTestNet.scaledSeconds(30), TimeUnit.SECONDS));
             assertEquals(0, next.process().exitValue());
         }
     }
