@@ -57,7 +57,8 @@ run_client() {   # log local_server_pid|"" cmd...
     status=$?
     ((status == 0)) && return 0
     # Only a refused connection is worth another try; anything else is the verdict.
-    grep -Eqi "couldn't connect|connection refused|unable to connect|connect error|REJECTED|failed to connect" "$log" \
+    # (perftest over rdma_cm reports a refusal as "Unexpected CM event bl blka 8": 8 = REJECTED.)
+    grep -Eqi "couldn't connect|connection refused|unable to connect|connect error|REJECTED|failed to connect|unexpected cm event bl blka 8\b" "$log" \
       || return "$status"
     # A server in this VM that has already given up will never accept.
     [[ -n $local_server ]] && ! kill -0 "$local_server" 2>/dev/null && return "$status"
