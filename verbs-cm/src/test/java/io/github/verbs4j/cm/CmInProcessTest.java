@@ -187,6 +187,26 @@ class CmInProcessTest {
     }
 
     @Test
+    void connectToAListenerThatHoldsTheRequestTimesOut() throws Exception {
+        // the request reaches the server, which neither accepts nor rejects it: the client's own
+        // deadline ends the connect (on either substrate; the CM's retries would take far longer)
+        try (RdmaServer server = RdmaServer.listen(new InetSocketAddress(ADDR, 0))) {
+            int port = server.localAddress().getPort();
+            CompletableFuture<ConnectionRequest> held = CompletableFuture.supplyAsync(() -> server.nextRequest(T));
+            long start = System.nanoTime();
+            VerbsException e = assertThrows(VerbsException.class,
+                    () -> new RdmaClient().connect(HOST, port, Duration.ofMillis(1500)));
+            long ms = (System.nanoTime() - start) / 1_000_000;
+            assertEquals("ETIMEDOUT", e.errnoName(), e.getMessage());
+            assertEquals("rdma_connect", e.verb());
+            assertTrue(ms >= 1400 && ms < 4000L * CmTestNet.SLOWDOWN, "took " + ms + " ms");
+            try (ConnectionRequest request = held.get(FUTURE_SECONDS, TimeUnit.SECONDS)) {
+                assertEquals(ADDR, request.remoteAddress().getAddress());
+            }
+        }
+    }
+
+    @Test
     void udpPortSpaceExchangesQpNumberAndQkey() throws Exception {
         try (EventChannel serverChannel = EventChannel.create(); EventChannel clientChannel = EventChannel.create();
              CmId listener = serverChannel.createId(PortSpace.UDP);
