@@ -2,16 +2,14 @@ package io.github.verbs4j.examples;
 
 import org.junit.jupiter.api.Test;
 
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.concurrent.TimeUnit;
+import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
 
 /**
  * The README's main job, scripts/pingpong-demo, as a user runs it: the script starts a server
@@ -26,20 +24,17 @@ class PingPongDemoTest {
         Path demo = top.resolve("scripts/pingpong-demo");
         assertTrue(Files.isExecutable(demo), demo + " is missing or not executable");
 
-        ProcessBuilder pb = new ProcessBuilder("bash", demo.toString(), "-s", "1024", "-n", "100", "-c")
-                .directory(top.toFile()).redirectErrorStream(true);
-        pb.environment().put("VERBS4J_CLASSPATH", System.getProperty("java.class.path"));
-        pb.environment().put("JAVA_HOME", System.getProperty("java.home"));
-        pb.environment().put("PINGPONG_DEMO_PORT", Integer.toString(Proc.freePort()));
-        Process p = pb.start();
-        p.getOutputStream().close();
-        byte[] bytes = p.getInputStream().readAllBytes();
-        if (!p.waitFor(120, TimeUnit.SECONDS)) {
-            p.destroyForcibly();
-            fail("pingpong-demo did not finish");
+        String out;
+        try (Proc p = Proc.script(top, Map.of(
+                "VERBS4J_CLASSPATH", System.getProperty("java.class.path"),
+                "JAVA_HOME", System.getProperty("java.home"),
+                "PINGPONG_DEMO_PORT", Integer.toString(Proc.freePort())),
+                "bash", demo.toString(), "-s", "1024", "-n", "100", "-c")) {
+            p.await(120);
+            // the demo prints both sides' output on stdout and its own complaints on stderr
+            out = p.out() + p.err();
+            assertEquals(0, p.exitCode(), out);
         }
-        String out = new String(bytes, StandardCharsets.UTF_8);
-        assertEquals(0, p.exitValue(), out);
 
         int server = out.indexOf("--- server\n");
         int client = out.indexOf("--- client\n");

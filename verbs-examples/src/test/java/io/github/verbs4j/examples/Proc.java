@@ -8,8 +8,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.fail;
@@ -27,18 +28,17 @@ final class Proc implements AutoCloseable {
     private final Path err;
 
     private Proc(List<String> command) {
-        this(command, false);
+        this(command, pb -> { });
     }
 
-    private Proc(List<String> command, boolean withoutBuildLibraryPath) {
+    /** {@code setup} adjusts the environment or working directory before the start. */
+    private Proc(List<String> command, Consumer<ProcessBuilder> setup) {
         this.command = command;
         try {
             out = Files.createTempFile("verbs4j-test", ".out");
             err = Files.createTempFile("verbs4j-test", ".err");
             ProcessBuilder pb = new ProcessBuilder(command).redirectOutput(out.toFile()).redirectError(err.toFile());
-            if (withoutBuildLibraryPath) {
-                pb.environment().remove("LD_LIBRARY_PATH");
-            }
+            setup.accept(pb);
             process = pb.start();
             process.getOutputStream().close();
         } catch (IOException e) {
@@ -61,7 +61,15 @@ final class Proc implements AutoCloseable {
      * the LD_LIBRARY_PATH the build exports: the way a user without softrdma starts it.
      */
     static Proc toolOutsideTheBuild(String libibverbs, String... args) {
-        return new Proc(toolCommand(List.of(), libibverbs, args), true);
+        return new Proc(toolCommand(List.of(), libibverbs, args), pb -> pb.environment().remove("LD_LIBRARY_PATH"));
+    }
+
+    /** A script of this repository, started in {@code directory} with {@code environment} added. */
+    static Proc script(Path directory, Map<String, String> environment, String... command) {
+        return new Proc(List.of(command), pb -> {
+            pb.directory(directory.toFile());
+            pb.environment().putAll(environment);
+        });
     }
 
     private static List<String> toolCommand(List<String> jvmOptions, String lib, String... args) {
@@ -161,28 +169,15 @@ final class Proc implements AutoCloseable {
         }
     }
 
-    /**
-     * Waits until something listens on TCP {@code port} ({@code /proc/net/tcp[6]}, state 0A), so a
-     * client is started only once the server can accept it, without connecting to it first.
-     */
+    /** Waits until something listens on TCP {@code port}, failing when this process exits first. */
     void awaitListening(int port, int seconds) {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
-        String needle = String.format(Locale.ROOT, ":%04X ", port);
         while (System.nanoTime() < deadline) {
             if (!process.isAlive()) {
                 fail("the server exited (" + process.exitValue() + ") before listening: " + describe());
             }
-            for (String table : List.of("/proc/net/tcp", "/proc/net/tcp6")) {
-                try {
-                    for (String line : Files.readAllLines(Path.of(table))) {
-                        String[] f = line.trim().split("\\s+");
-                        if (f.length > 3 && (f[1] + " ").endsWith(needle) && f[3].equals("0A")) {
-                            return;
-                        }
-                    }
-                } catch (IOException ignored) {
-                    // no IPv6 table on this kernel: the other one tells
-                }
+            if (TcpListeners.listening(port)) {
+                return;
             }
             try {
                 Thread.sleep(20);

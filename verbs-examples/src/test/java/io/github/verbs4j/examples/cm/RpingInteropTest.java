@@ -2,6 +2,7 @@ package io.github.verbs4j.examples.cm;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import io.github.verbs4j.examples.TcpListeners;
 import picocli.CommandLine;
 
 import java.io.IOException;
@@ -17,7 +18,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
@@ -87,19 +87,10 @@ class RpingInteropTest {
 
     /** Waits until something listens on TCP {@code port} (softrdma's rdma_cm listeners do). */
     static void awaitListening(int port, Process owner) throws Exception {
-        String hexPort = String.format(Locale.ROOT, ":%04X ", port);
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
         while (System.nanoTime() < deadline) {
-            for (String table : new String[] {"/proc/net/tcp", "/proc/net/tcp6"}) {
-                Path p = Path.of(table);
-                if (Files.exists(p)) {
-                    for (String line : Files.readAllLines(p)) {
-                        String[] f = line.trim().split("\\s+");
-                        if (f.length > 3 && f[1].endsWith(hexPort.trim()) && f[3].equals("0A")) {
-                            return;
-                        }
-                    }
-                }
+            if (TcpListeners.listening(port)) {
+                return;
             }
             if (owner != null && !owner.isAlive()) {
                 throw new AssertionError("the server exited with " + owner.exitValue() + " before listening");
