@@ -78,4 +78,6 @@ done
 pair "ib_atomic_lat -e" ib_atomic_lat -d softrdma0 -x 1 -n $N -e
 pair "ib_atomic_bw -e" ib_atomic_bw -d softrdma0 -x 1 -n $N -e
 echo "$pass passed, $fail failed"
+# the logs are kept only when a FAIL line points at them (every build would leave a folder otherwise)
+if [ $fail = 0 ]; then rm -rf "$logdir"; fi
 [ $fail = 0 ]
