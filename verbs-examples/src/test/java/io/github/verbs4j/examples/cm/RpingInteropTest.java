@@ -34,6 +34,7 @@ class RpingInteropTest {
 
     static final int COUNT = 10;
     private final List<Process> started = new ArrayList<>();
+    private final List<Path> logs = new ArrayList<>();
 
     @AfterEach
     void stopStockTools() throws Exception {
@@ -41,6 +42,16 @@ class RpingInteropTest {
             p.destroyForcibly();
             p.waitFor(10, TimeUnit.SECONDS);
         }
+        // also after a failed assertion, which quotes the log it needs
+        for (Path log : logs) {
+            Files.deleteIfExists(log);
+        }
+    }
+
+    private Path log(String name) throws IOException {
+        Path log = Files.createTempFile(name, ".log");
+        logs.add(log);
+        return log;
     }
 
     record Run(int exitCode, String out, String err) {
@@ -178,7 +189,7 @@ class RpingInteropTest {
     @Test
     void stockServerWithVerbs4jClient() throws Exception {
         int port = freePort();
-        Path log = Files.createTempFile("rping-server", ".log");
+        Path log = log("rping-server");
         Process server = startStock(log, "-s", "-a", "127.0.0.1", "-p", Integer.toString(port), "-v", "-V",
                 "-C", Integer.toString(COUNT));
         awaitListening(port, server);
@@ -190,7 +201,6 @@ class RpingInteropTest {
         String serverLog = Files.readString(log);
         assertEquals(0, server.exitValue(), serverLog);
         assertEquals(expectedPingData(COUNT, 64), linesWith(serverLog, "server ping data: "), serverLog);
-        Files.deleteIfExists(log);
     }
 
     @Test
@@ -200,7 +210,7 @@ class RpingInteropTest {
         CompletableFuture<Run> server = CompletableFuture.supplyAsync(() -> verbs4jRping("-s", "-a", "127.0.0.1",
                 "-p", Integer.toString(port), "-v", "-V", "-S", Integer.toString(size), "-t", "30"));
         awaitListening(port, null);
-        Path log = Files.createTempFile("rping-client", ".log");
+        Path log = log("rping-client");
         Process client = startStock(log, "-c", "-a", "127.0.0.1", "-p", Integer.toString(port), "-v", "-V",
                 "-S", Integer.toString(size), "-C", Integer.toString(COUNT));
         assertTrue(client.waitFor(60, TimeUnit.SECONDS), "stock rping -c did not exit");
@@ -210,6 +220,5 @@ class RpingInteropTest {
         Run s = server.get(30, TimeUnit.SECONDS);
         assertEquals(0, s.exitCode(), s.err());
         assertEquals(expectedPingData(COUNT, size), linesWith(s.out(), "server ping data: "));
-        Files.deleteIfExists(log);
     }
 }
