@@ -60,6 +60,8 @@ public final class CmId implements AutoCloseable {
     private volatile boolean closed;
     private volatile boolean disconnected;
     private volatile boolean disconnectedEvent;
+    /** rdma_disconnect was called on this id (apart from a DISCONNECTED event arriving). */
+    private volatile boolean disconnectCalled;
 
     CmId(EventChannel channel, MemorySegment id, PortSpace portSpace) {
         this.channel = channel;
@@ -123,6 +125,16 @@ public final class CmId implements AutoCloseable {
     /** Whether a DISCONNECTED event for this id was read from its channel. */
     boolean hasDisconnectedEvent() {
         return disconnectedEvent;
+    }
+
+    /**
+     * Whether {@link #disconnect()} was called on this id. Not the same as {@link #isDisconnected()}:
+     * the side that receives DISCONNECTED must still call {@code rdma_disconnect} to answer the
+     * peer's request (the kernel's CM sends the DREP then), or the peer only learns of it when
+     * this id is destroyed.
+     */
+    boolean hasCalledDisconnect() {
+        return disconnectCalled;
     }
 
     /**
@@ -380,6 +392,7 @@ public final class CmId implements AutoCloseable {
             throw Native.unexpected("rdma_disconnect", t);
         }
         disconnected = true;
+        disconnectCalled = true;
         QueuePair q = qp;
         if (q != null && !q.isClosed()) {
             Cm.core().track(q, QpState.ERR);

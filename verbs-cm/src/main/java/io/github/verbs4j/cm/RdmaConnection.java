@@ -324,10 +324,14 @@ public final class RdmaConnection implements AutoCloseable {
         return System.nanoTime() + Cm.timeoutMillis(timeout) * 1_000_000L;
     }
 
-    /** Disconnects ({@code rdma_disconnect}); the peer gets DISCONNECTED. Idempotent. */
+    /**
+     * Disconnects ({@code rdma_disconnect}); the peer gets DISCONNECTED. After the peer
+     * disconnected first, this answers its request, which completes the peer's disconnect
+     * without waiting for this connection to close. Idempotent.
+     */
     public void disconnect() {
         ensureOpen();
-        if (!id.isDisconnected()) {
+        if (!id.hasCalledDisconnect()) {
             id.disconnect();
         }
     }

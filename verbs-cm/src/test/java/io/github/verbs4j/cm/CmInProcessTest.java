@@ -110,6 +110,24 @@ class CmInProcessTest {
     }
 
     @Test
+    void thePeerAnsweringADisconnectCompletesItBeforeClosing() throws Exception {
+        try (RdmaServer server = RdmaServer.listen(new InetSocketAddress(ADDR, 0))) {
+            int port = server.localAddress().getPort();
+            CompletableFuture<RdmaConnection> accepted = CompletableFuture.supplyAsync(() -> server.accept(T));
+            try (RdmaConnection client = new RdmaClient(EndpointOptions.defaults()).connect(HOST, port, T);
+                 RdmaConnection serverSide = accepted.get(FUTURE_SECONDS, TimeUnit.SECONDS)) {
+                client.disconnect();
+                assertTrue(serverSide.awaitDisconnect(T));
+                // the passive side answers (rdma_disconnect after DISCONNECTED: the kernel CM's DREP)
+                serverSide.disconnect();
+                assertTrue(client.awaitDisconnect(T), "the disconnecting side heard nothing while its peer stayed open");
+                assertEquals(QpState.ERR, client.queuePair().state());
+                assertEquals(QpState.ERR, serverSide.queuePair().state());
+            }
+        }
+    }
+
+    @Test
     void rejectCarriesPrivateData() throws Exception {
         byte[] reason = "go away: server full".getBytes(StandardCharsets.US_ASCII);
         try (RdmaServer server = RdmaServer.listen(new InetSocketAddress(ADDR, 0))) {
