@@ -56,13 +56,24 @@ class HotPathAllocationTest {
             Completions wcs = rig.cqA.completions(16);
             Completions rwcs = rig.cqB.completions(16);
             long checksum = 0;
-            checksum += loop(rig, write, send, recv, wcs, rwcs, 30_000); // warm-up: let C2 compile the loop
-            long before = allocatedBytes();
-            checksum += loop(rig, write, send, recv, wcs, rwcs, 20_000);
-            long allocated = allocatedBytes() - before;
+            // warm-up in several calls, so the measured call runs compiled code from its start (one
+            // long warm-up call leaves only an OSR compilation; the measured call could then meet a
+            // compilation or deoptimization, which may allocate)
+            for (int i = 0; i < 3; i++) {
+                checksum += loop(rig, write, send, recv, wcs, rwcs, 10_000);
+            }
+            // The quietest of three windows: a one-off JIT artefact (a deoptimization rematerialising a
+            // few objects, seen once in ~10 full-suite runs at 1-2 KB) touches one window; an allocation
+            // per operation (>= 16 B, so > 300 KB per window) fails all three.
+            long allocated = Long.MAX_VALUE;
+            for (int window = 0; window < 3; window++) {
+                long before = allocatedBytes();
+                checksum += loop(rig, write, send, recv, wcs, rwcs, 20_000);
+                allocated = Math.min(allocated, allocatedBytes() - before);
+            }
             assertTrue(checksum > 0); // the loop's result is used
-            // under 1 KiB of slack for a stray safepoint/JIT artefact; one object per operation would be > 300 KB
-            assertTrue(allocated < 1024, "steady-state post/poll allocated " + allocated + " bytes over 20 000 iterations");
+            assertTrue(allocated < 1024, "steady-state post/poll allocated " + allocated
+                    + " bytes over 20 000 iterations (the least of three windows)");
         }
     }
 
@@ -78,13 +89,18 @@ class HotPathAllocationTest {
             for (int from = 0; from < 30_000; from += 10_000) {
                 checksum += inlineLoop(rig, data, send, recv, wcs, from, from + 10_000);
             }
-            long before = allocatedBytes();
-            checksum += inlineLoop(rig, data, send, recv, wcs, 30_000, 50_000);
-            long allocated = allocatedBytes() - before;
+            // the quietest of three windows, as in postAndPollAllocateNothing
+            long allocated = Long.MAX_VALUE;
+            for (int from = 30_000; from < 90_000; from += 20_000) {
+                long before = allocatedBytes();
+                checksum += inlineLoop(rig, data, send, recv, wcs, from, from + 20_000);
+                allocated = Math.min(allocated, allocatedBytes() - before);
+            }
             assertTrue(checksum > 0);
-            assertTrue(allocated < 1024, "steady-state inline posts allocated " + allocated + " bytes over 20 000 iterations");
+            assertTrue(allocated < 1024, "steady-state inline posts allocated " + allocated
+                    + " bytes over 20 000 iterations (the least of three windows)");
             // the last message carried the last value written into the unregistered segment
-            assertEquals(49_999L, rig.mrB.segment().get(ValueLayout.JAVA_LONG, 0));
+            assertEquals(89_999L, rig.mrB.segment().get(ValueLayout.JAVA_LONG, 0));
         }
     }
 
