@@ -1,9 +1,10 @@
 /**
  * verbs4j cm: librdmacm for Java.
  *
- * <p>The generated bindings ({@code io.github.verbs4j.cm.ffi}) are not exported.
+ * <p>The bindings it calls live in module {@code io.github.verbs4j.ffi} (exported to verbs4j only).
  */
 module io.github.verbs4j.cm {
     requires transitive io.github.verbs4j.core;
+    requires io.github.verbs4j.ffi;
     exports io.github.verbs4j.cm;
 }

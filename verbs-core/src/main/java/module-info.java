@@ -1,11 +1,12 @@
 /**
  * verbs4j core: libibverbs for Java on the Foreign Function and Memory API.
  *
- * <p>The generated bindings ({@code io.github.verbs4j.ffi}) are not exported: applications use
- * the owners in {@code io.github.verbs4j}.
+ * <p>Applications use the owners in {@code io.github.verbs4j}. The generated bindings and the
+ * raw layer live in module {@code io.github.verbs4j.ffi}, which exports them to verbs4j only.
  */
 module io.github.verbs4j.core {
+    requires io.github.verbs4j.ffi;
     exports io.github.verbs4j;
-    // for verbs-cm only: native loading and downcall factories
+    // for verbs-cm only: the owners' shared lifecycle and the bridge to package-private parts
     exports io.github.verbs4j.internal to io.github.verbs4j.cm;
 }

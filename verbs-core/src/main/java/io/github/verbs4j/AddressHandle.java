@@ -1,10 +1,12 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.internal.Native;
+import io.github.verbs4j.ffi.ibv_ah_attr;
+import io.github.verbs4j.internal.Lifecycle;
+import io.github.verbs4j.raw.Downcalls;
+import io.github.verbs4j.raw.VerbsFunctions;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import io.github.verbs4j.ffi.ibv_ah_attr;
 
 /**
  * An address handle ({@code struct ibv_ah}): the destination of UD sends, named per request
@@ -31,16 +33,16 @@ public final class AddressHandle implements AutoCloseable {
     static AddressHandle create(ProtectionDomain pd, AddressVector address) {
         address.validate(pd.context, "ibv_create_ah");
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment errno = Downcalls.errnoSegment(arena);
             MemorySegment attr = arena.allocate(ibv_ah_attr.layout());
             address.writeTo(attr);
-            MemorySegment ah = (MemorySegment) Lib.need(Lib.CREATE_AH, "ibv_create_ah").invokeExact(errno, pd.pd, attr);
-            if (Lib.isNull(ah)) {
-                throw new VerbsException("ibv_create_ah", Native.errno(errno), address.toString());
+            MemorySegment ah = (MemorySegment) VerbsFunctions.need(VerbsFunctions.CREATE_AH, "ibv_create_ah").invokeExact(errno, pd.pd, attr);
+            if (Downcalls.isNull(ah)) {
+                throw new VerbsException("ibv_create_ah", Downcalls.errno(errno), address.toString());
             }
             return new AddressHandle(pd, ah, address.toString());
         } catch (Throwable t) {
-            throw Native.unexpected("ibv_create_ah", t);
+            throw Downcalls.unexpected("ibv_create_ah", t);
         }
     }
 
@@ -56,16 +58,16 @@ public final class AddressHandle implements AutoCloseable {
                     + grh.byteSize() + " bytes");
         }
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
-            MemorySegment ah = (MemorySegment) Lib.need(Lib.CREATE_AH_FROM_WC, "ibv_create_ah_from_wc")
+            MemorySegment errno = Downcalls.errnoSegment(arena);
+            MemorySegment ah = (MemorySegment) VerbsFunctions.need(VerbsFunctions.CREATE_AH_FROM_WC, "ibv_create_ah_from_wc")
                     .invokeExact(errno, pd.pd, wc.slot(), grh, (byte) port);
-            if (Lib.isNull(ah)) {
-                throw new VerbsException("ibv_create_ah_from_wc", Native.errno(errno), "reply to QP 0x"
+            if (Downcalls.isNull(ah)) {
+                throw new VerbsException("ibv_create_ah_from_wc", Downcalls.errno(errno), "reply to QP 0x"
                         + Integer.toHexString(wc.sourceQp()));
             }
             return new AddressHandle(pd, ah, "reply to QP 0x" + Integer.toHexString(wc.sourceQp()));
         } catch (Throwable t) {
-            throw Native.unexpected("ibv_create_ah_from_wc", t);
+            throw Downcalls.unexpected("ibv_create_ah_from_wc", t);
         }
     }
 
@@ -84,20 +86,8 @@ public final class AddressHandle implements AutoCloseable {
      */
     @Override
     public void close() {
-        if (!life.beginClose(this)) {
-            return;
-        }
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
-            int rc = (int) Lib.need(Lib.DESTROY_AH, "ibv_destroy_ah").invokeExact(errno, ah);
-            if (rc != 0) {
-                life.abortClose();
-                throw VerbsException.of("ibv_destroy_ah", Port.errnoOf(rc, errno));
-            }
-        } catch (Throwable t) {
-            throw Native.unexpected("ibv_destroy_ah", t);
-        }
-        pd.life.removeDependent(this);
+        life.close(this, () -> Lifecycle.destroyVerb("ibv_destroy_ah", VerbsFunctions.DESTROY_AH, ah),
+                () -> pd.life.removeDependent(this));
     }
 
     /** Whether {@link #close()} completed. */

@@ -1,7 +1,7 @@
 package io.github.verbs4j;
 
+import io.github.verbs4j.ffi.RdmaCore;
 import io.github.verbs4j.ffi.ibv_wc;
-import io.github.verbs4j.ffi.IbVerbs;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -30,8 +30,8 @@ public final class Completion {
     private static final long SL = ibv_wc.sl$offset();
     /** {@code __be32 imm_data}: read big-endian, it is the host-order value ({@code ntohl}). */
     private static final ValueLayout.OfInt NETWORK_INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
-    private static final int FLAG_GRH = IbVerbs.IBV_WC_GRH();
-    private static final int FLAG_WITH_IMM = IbVerbs.IBV_WC_WITH_IMM();
+    private static final int FLAG_GRH = RdmaCore.IBV_WC_GRH();
+    private static final int FLAG_WITH_IMM = RdmaCore.IBV_WC_WITH_IMM();
 
     private final MemorySegment array;
     private final long base;

@@ -1,7 +1,10 @@
 package io.github.verbs4j;
 
 import io.github.verbs4j.ffi.ibv_comp_channel;
-import io.github.verbs4j.internal.Native;
+import io.github.verbs4j.internal.Fds;
+import io.github.verbs4j.internal.Lifecycle;
+import io.github.verbs4j.raw.Downcalls;
+import io.github.verbs4j.raw.VerbsFunctions;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -77,16 +80,16 @@ public final class CompletionChannel implements AutoCloseable {
     public CompletionQueue await(Duration timeout) {
         life.ensureOpen(this);
         long millis = timeout == null || timeout.isNegative() ? -1 : timeout.toMillis();
-        if (!Lib.awaitReadable(fd, millis, "a completion event on " + this)) {
+        if (!Fds.awaitReadable(fd, millis, "a completion event on " + this)) {
             return null;
         }
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment errno = Downcalls.errnoSegment(arena);
             MemorySegment cqOut = arena.allocate(ValueLayout.ADDRESS);
             MemorySegment ctxOut = arena.allocate(ValueLayout.ADDRESS);
-            int rc = (int) Lib.need(Lib.GET_CQ_EVENT, "ibv_get_cq_event").invokeExact(errno, channel, cqOut, ctxOut);
+            int rc = (int) VerbsFunctions.need(VerbsFunctions.GET_CQ_EVENT, "ibv_get_cq_event").invokeExact(errno, channel, cqOut, ctxOut);
             if (rc != 0) {
-                throw VerbsException.of("ibv_get_cq_event", Native.errno(errno));
+                throw VerbsException.of("ibv_get_cq_event", Downcalls.errno(errno));
             }
             long address = cqOut.get(ValueLayout.ADDRESS, 0).address();
             CompletionQueue cq = queues.get(address);
@@ -97,7 +100,7 @@ public final class CompletionChannel implements AutoCloseable {
             cq.eventReceived();
             return cq;
         } catch (Throwable t) {
-            throw Native.unexpected("ibv_get_cq_event", t);
+            throw Downcalls.unexpected("ibv_get_cq_event", t);
         }
     }
 
@@ -109,20 +112,8 @@ public final class CompletionChannel implements AutoCloseable {
      */
     @Override
     public void close() {
-        if (!life.beginClose(this)) {
-            return;
-        }
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
-            int rc = (int) Lib.need(Lib.DESTROY_COMP_CHANNEL, "ibv_destroy_comp_channel").invokeExact(errno, channel);
-            if (rc != 0) {
-                life.abortClose();
-                throw VerbsException.of("ibv_destroy_comp_channel", Port.errnoOf(rc, errno));
-            }
-        } catch (Throwable t) {
-            throw Native.unexpected("ibv_destroy_comp_channel", t);
-        }
-        context.life.removeDependent(this);
+        life.close(this, () -> Lifecycle.destroyVerb("ibv_destroy_comp_channel", VerbsFunctions.DESTROY_COMP_CHANNEL, channel),
+                () -> context.life.removeDependent(this));
     }
 
     /** Whether {@link #close()} completed. */

@@ -1,7 +1,10 @@
 package io.github.verbs4j;
 
 import io.github.verbs4j.ffi.ibv_cq;
-import io.github.verbs4j.internal.Native;
+import io.github.verbs4j.internal.Lifecycle;
+import io.github.verbs4j.raw.ContextOps;
+import io.github.verbs4j.raw.Downcalls;
+import io.github.verbs4j.raw.VerbsFunctions;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -47,8 +50,8 @@ public final class CompletionQueue implements AutoCloseable {
         this.context = context;
         this.cq = cq.reinterpret(ibv_cq.layout().byteSize());
         this.channel = channel;
-        this.pollFn = Ops.function(context.ctx, Ops.POLL_CQ_OFFSET, "ibv_poll_cq");
-        this.notifyFn = Ops.function(context.ctx, Ops.REQ_NOTIFY_CQ_OFFSET, "ibv_req_notify_cq");
+        this.pollFn = ContextOps.function(context.ctx, ContextOps.POLL_CQ_OFFSET, "ibv_poll_cq");
+        this.notifyFn = ContextOps.function(context.ctx, ContextOps.REQ_NOTIFY_CQ_OFFSET, "ibv_req_notify_cq");
     }
 
     /** The number of entries the device gave the queue ({@code cqe}, at least what was asked). */
@@ -82,9 +85,9 @@ public final class CompletionQueue implements AutoCloseable {
         }
         int n;
         try {
-            n = (int) Ops.POLL_CQ.invokeExact(pollFn, cq, batch.capacity, batch.array);
+            n = (int) ContextOps.POLL_CQ.invokeExact(pollFn, cq, batch.capacity, batch.array);
         } catch (Throwable t) {
-            throw Native.unexpected("ibv_poll_cq", t);
+            throw Downcalls.unexpected("ibv_poll_cq", t);
         }
         if (n < 0) {
             batch.count = 0;
@@ -107,9 +110,9 @@ public final class CompletionQueue implements AutoCloseable {
         }
         int rc;
         try {
-            rc = (int) Ops.REQ_NOTIFY_CQ.invokeExact(notifyFn, cq, solicitedOnly ? 1 : 0);
+            rc = (int) ContextOps.REQ_NOTIFY_CQ.invokeExact(notifyFn, cq, solicitedOnly ? 1 : 0);
         } catch (Throwable t) {
-            throw Native.unexpected("ibv_req_notify_cq", t);
+            throw Downcalls.unexpected("ibv_req_notify_cq", t);
         }
         if (rc != 0) {
             throw VerbsException.of("ibv_req_notify_cq", Math.abs(rc));
@@ -128,13 +131,13 @@ public final class CompletionQueue implements AutoCloseable {
             throw new IllegalArgumentException("a completion queue needs at least 1 entry, asked for " + entries);
         }
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
-            int rc = (int) Lib.need(Lib.RESIZE_CQ, "ibv_resize_cq").invokeExact(errno, cq, entries);
+            MemorySegment errno = Downcalls.errnoSegment(arena);
+            int rc = (int) VerbsFunctions.need(VerbsFunctions.RESIZE_CQ, "ibv_resize_cq").invokeExact(errno, cq, entries);
             if (rc != 0) {
-                throw new VerbsException("ibv_resize_cq", Port.errnoOf(rc, errno), entries + " entries");
+                throw new VerbsException("ibv_resize_cq", Downcalls.errnoOf(rc, errno), entries + " entries");
             }
         } catch (Throwable t) {
-            throw Native.unexpected("ibv_resize_cq", t);
+            throw Downcalls.unexpected("ibv_resize_cq", t);
         }
     }
 
@@ -149,9 +152,9 @@ public final class CompletionQueue implements AutoCloseable {
         int n = unackedEvents.getAndSet(0);
         if (n > 0) {
             try (Arena arena = Arena.ofConfined()) {
-                Lib.need(Lib.ACK_CQ_EVENTS, "ibv_ack_cq_events").invokeExact(Native.errnoSegment(arena), cq, n);
+                VerbsFunctions.need(VerbsFunctions.ACK_CQ_EVENTS, "ibv_ack_cq_events").invokeExact(Downcalls.errnoSegment(arena), cq, n);
             } catch (Throwable t) {
-                throw Native.unexpected("ibv_ack_cq_events", t);
+                throw Downcalls.unexpected("ibv_ack_cq_events", t);
             }
         }
     }
@@ -170,25 +173,16 @@ public final class CompletionQueue implements AutoCloseable {
      */
     @Override
     public void close() {
-        if (!life.beginClose(this)) {
-            return;
-        }
-        acknowledgeEvents();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
-            int rc = (int) Lib.need(Lib.DESTROY_CQ, "ibv_destroy_cq").invokeExact(errno, cq);
-            if (rc != 0) {
-                life.abortClose();
-                throw VerbsException.of("ibv_destroy_cq", Port.errnoOf(rc, errno));
+        life.close(this, () -> {
+            acknowledgeEvents();
+            Lifecycle.destroyVerb("ibv_destroy_cq", VerbsFunctions.DESTROY_CQ, cq);
+        }, () -> {
+            if (channel != null) {
+                channel.detach(this);
             }
-        } catch (Throwable t) {
-            throw Native.unexpected("ibv_destroy_cq", t);
-        }
-        if (channel != null) {
-            channel.detach(this);
-        }
-        context.removeChild(cq, this);
-        context.life.removeDependent(this);
+            context.removeChild(cq, this);
+            context.life.removeDependent(this);
+        });
     }
 
     /** Whether {@link #close()} completed. */

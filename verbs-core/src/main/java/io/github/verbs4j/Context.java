@@ -6,13 +6,15 @@ import io.github.verbs4j.ffi.ibv_device;
 import io.github.verbs4j.ffi.ibv_device_attr;
 import io.github.verbs4j.ffi.ibv_port_attr;
 import io.github.verbs4j.ffi.ibv_qp;
-import io.github.verbs4j.internal.Native;
+import io.github.verbs4j.internal.Fds;
+import io.github.verbs4j.internal.Lifecycle;
+import io.github.verbs4j.raw.ContextOps;
+import io.github.verbs4j.raw.Downcalls;
+import io.github.verbs4j.raw.VerbsFunctions;
 
 import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.lang.invoke.MethodHandle;
 import java.nio.ByteOrder;
 import java.time.Duration;
 import java.util.Map;
@@ -40,18 +42,6 @@ import java.util.function.Consumer;
  */
 public final class Context implements AutoCloseable {
 
-    /** {@code verbs_context} lies before {@code ibv_context}; its size in rdma-core 44. */
-    static final long VERBS_CONTEXT_SIZE = 648;
-    /** Offset of {@code ibv_context} inside {@code verbs_context}. */
-    static final long CONTEXT_IN_VCTX = 320;
-    /** Offset of {@code query_port} in {@code verbs_context} (its first member). */
-    static final long VCTX_QUERY_PORT = 0;
-    /** Offset of {@code size_t sz} in {@code verbs_context} (just before {@code ibv_context}). */
-    static final long VCTX_SZ = CONTEXT_IN_VCTX - 8;
-    /** {@code int (*query_port)(struct ibv_context *, uint8_t, struct ibv_port_attr *, size_t)}. */
-    private static final MethodHandle QUERY_PORT_EX = Native.functionPointer(FunctionDescriptor.of(ValueLayout.JAVA_INT,
-            ValueLayout.ADDRESS, ValueLayout.JAVA_BYTE, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG), false);
-
     final MemorySegment ctx;
     final Lifecycle life = new Lifecycle();
     private final Device device;
@@ -70,7 +60,7 @@ public final class Context implements AutoCloseable {
     private Context(MemorySegment ctx, Device device, boolean borrowed) {
         this.ctx = ctx;
         this.device = device;
-        this.queryPortEx = extendedQueryPort(ctx);
+        this.queryPortEx = ContextOps.extendedQueryPort(ctx);
         this.borrowed = borrowed;
     }
 
@@ -83,11 +73,9 @@ public final class Context implements AutoCloseable {
         MemorySegment ctx = context.reinterpret(ibv_context.layout().byteSize());
         MemorySegment dev = ibv_context.device(ctx).reinterpret(ibv_device.layout().byteSize());
         try {
-            String name = ((MemorySegment) DeviceListHandles.NAME.invokeExact(dev)).reinterpret(256).getString(0);
-            long guid = fromBigEndian((long) DeviceListHandles.GUID.invokeExact(dev));
-            return new Context(ctx, new Device(name, guid, ibv_device.node_type(dev), ibv_device.transport_type(dev)), true);
+            return new Context(ctx, Verbs.describe(dev), true);
         } catch (Throwable t) {
-            throw Native.unexpected("ibv_get_device_name", t);
+            throw Downcalls.unexpected("ibv_get_device_name", t);
         }
     }
 
@@ -102,61 +90,31 @@ public final class Context implements AutoCloseable {
      */
     static Context open(String name) {
         Objects.requireNonNull(name, "name");
-        // the loading failure, rethrown on every call (not a NoClassDefFoundError of a holder class)
-        io.github.verbs4j.internal.NativeLibraries.verbs();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
-            MemorySegment count = arena.allocate(ValueLayout.JAVA_INT);
-            MemorySegment list = (MemorySegment) DeviceListHandles.GET.invokeExact(errno, count);
-            if (Lib.isNull(list)) {
-                throw VerbsException.of("ibv_get_device_list", Native.errno(errno));
-            }
-            try {
-                int n = count.get(ValueLayout.JAVA_INT, 0);
-                MemorySegment devices = list.reinterpret(ValueLayout.ADDRESS.byteSize() * n);
-                StringBuilder names = new StringBuilder();
-                for (int i = 0; i < n; i++) {
-                    MemorySegment dev = devices.getAtIndex(ValueLayout.ADDRESS, i).reinterpret(ibv_device.layout().byteSize());
-                    String devName = ((MemorySegment) DeviceListHandles.NAME.invokeExact(dev)).reinterpret(256).getString(0);
-                    if (devName.equals(name)) {
-                        long guid = fromBigEndian((long) DeviceListHandles.GUID.invokeExact(dev));
-                        Device device = new Device(devName, guid, ibv_device.node_type(dev), ibv_device.transport_type(dev));
-                        MemorySegment ctx = (MemorySegment) Lib.need(Lib.OPEN_DEVICE, "ibv_open_device").invokeExact(errno, dev);
-                        if (Lib.isNull(ctx)) {
-                            throw new VerbsException("ibv_open_device", Native.errno(errno), "device " + name);
+        return Verbs.scanDevices(devices -> {
+            StringBuilder names = new StringBuilder();
+            for (MemorySegment dev : devices) {
+                Device device = Verbs.describe(dev);
+                if (device.name().equals(name)) {
+                    try (Arena arena = Arena.ofConfined()) {
+                        MemorySegment errno = Downcalls.errnoSegment(arena);
+                        MemorySegment ctx = (MemorySegment) VerbsFunctions.need(VerbsFunctions.OPEN_DEVICE, "ibv_open_device")
+                                .invokeExact(errno, dev);
+                        if (Downcalls.isNull(ctx)) {
+                            throw new VerbsException("ibv_open_device", Downcalls.errno(errno), "device " + name);
                         }
                         return new Context(ctx.reinterpret(ibv_context.layout().byteSize()), device, false);
                     }
-                    names.append(names.isEmpty() ? "" : ", ").append(devName);
                 }
-                throw new IllegalArgumentException("no RDMA device named " + name + " (devices: "
-                        + (names.isEmpty() ? "none" : names) + ")");
-            } finally {
-                DeviceListHandles.FREE.invokeExact(list);
+                names.append(names.isEmpty() ? "" : ", ").append(device.name());
             }
-        } catch (Throwable t) {
-            throw Native.unexpected("ibv_open_device", t);
-        }
+            throw new IllegalArgumentException("no RDMA device named " + name + " (devices: "
+                    + (names.isEmpty() ? "none" : names) + ")");
+        });
     }
 
     /** A {@code __be64} read as a native long, in host order ({@code be64toh}). */
     static long fromBigEndian(long value) {
         return ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN ? Long.reverseBytes(value) : value;
-    }
-
-    private static MemorySegment extendedQueryPort(MemorySegment ctx) {
-        // verbs_get_ctx_op: valid only when abi_compat == UINTPTR_MAX, then sz says which ops exist
-        long abiCompat = ctx.get(ValueLayout.JAVA_LONG, ibv_context.abi_compat$offset());
-        if (abiCompat != -1L) {
-            return null;
-        }
-        MemorySegment vctx = MemorySegment.ofAddress(ctx.address() - CONTEXT_IN_VCTX).reinterpret(VERBS_CONTEXT_SIZE);
-        long sz = vctx.get(ValueLayout.JAVA_LONG, VCTX_SZ);
-        if (sz < VERBS_CONTEXT_SIZE - VCTX_QUERY_PORT) {
-            return null;
-        }
-        MemorySegment fn = vctx.get(ValueLayout.ADDRESS, VCTX_QUERY_PORT);
-        return Lib.isNull(fn) ? null : fn;
     }
 
     /** The device this context was opened on. */
@@ -190,11 +148,11 @@ public final class Context implements AutoCloseable {
     public DeviceAttributes queryDevice() {
         life.ensureOpen(this);
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment errno = Downcalls.errnoSegment(arena);
             MemorySegment a = arena.allocate(ibv_device_attr.layout());
-            int rc = (int) Lib.need(Lib.QUERY_DEVICE, "ibv_query_device").invokeExact(errno, ctx, a);
+            int rc = (int) VerbsFunctions.need(VerbsFunctions.QUERY_DEVICE, "ibv_query_device").invokeExact(errno, ctx, a);
             if (rc != 0) {
-                throw VerbsException.of("ibv_query_device", rc > 0 ? rc : Native.errno(errno));
+                throw VerbsException.of("ibv_query_device", rc > 0 ? rc : Downcalls.errno(errno));
             }
             return new DeviceAttributes(
                     ibv_device_attr.fw_ver(a).getString(0),
@@ -212,7 +170,7 @@ public final class Context implements AutoCloseable {
                     Byte.toUnsignedInt(ibv_device_attr.local_ca_ack_delay(a)),
                     Byte.toUnsignedInt(ibv_device_attr.phys_port_cnt(a)));
         } catch (Throwable t) {
-            throw Native.unexpected("ibv_query_device", t);
+            throw Downcalls.unexpected("ibv_query_device", t);
         }
     }
 
@@ -254,13 +212,13 @@ public final class Context implements AutoCloseable {
             String verb;
             if (extended) {
                 verb = "ibv_query_port";
-                rc = (int) QUERY_PORT_EX.invokeExact(queryPortEx, ctx, (byte) number, a, a.byteSize());
+                rc = (int) ContextOps.QUERY_PORT_EX.invokeExact(queryPortEx, ctx, (byte) number, a, a.byteSize());
             } else {
                 verb = "ibv_query_port (compat)";
-                MemorySegment errno = Native.errnoSegment(arena);
-                rc = (int) Lib.need(Lib.QUERY_PORT, "ibv_query_port").invokeExact(errno, ctx, (byte) number, a);
+                MemorySegment errno = Downcalls.errnoSegment(arena);
+                rc = (int) VerbsFunctions.need(VerbsFunctions.QUERY_PORT, "ibv_query_port").invokeExact(errno, ctx, (byte) number, a);
                 if (rc < 0) {
-                    rc = Native.errno(errno);
+                    rc = Downcalls.errno(errno);
                 }
             }
             if (rc != 0) {
@@ -279,7 +237,7 @@ public final class Context implements AutoCloseable {
                     LinkLayer.of(Byte.toUnsignedInt(ibv_port_attr.link_layer(a))),
                     extended);
         } catch (Throwable t) {
-            throw Native.unexpected("ibv_query_port", t);
+            throw Downcalls.unexpected("ibv_query_port", t);
         }
     }
 
@@ -291,14 +249,14 @@ public final class Context implements AutoCloseable {
     public ProtectionDomain allocatePd() {
         life.ensureOpen(this);
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
-            MemorySegment pd = (MemorySegment) Lib.need(Lib.ALLOC_PD, "ibv_alloc_pd").invokeExact(errno, ctx);
-            if (Lib.isNull(pd)) {
-                throw VerbsException.of("ibv_alloc_pd", Native.errno(errno));
+            MemorySegment errno = Downcalls.errnoSegment(arena);
+            MemorySegment pd = (MemorySegment) VerbsFunctions.need(VerbsFunctions.ALLOC_PD, "ibv_alloc_pd").invokeExact(errno, ctx);
+            if (Downcalls.isNull(pd)) {
+                throw VerbsException.of("ibv_alloc_pd", Downcalls.errno(errno));
             }
             return register(new ProtectionDomain(this, pd));
         } catch (Throwable t) {
-            throw Native.unexpected("ibv_alloc_pd", t);
+            throw Downcalls.unexpected("ibv_alloc_pd", t);
         }
     }
 
@@ -312,15 +270,15 @@ public final class Context implements AutoCloseable {
     public CompletionChannel createCompletionChannel() {
         life.ensureOpen(this);
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
-            MemorySegment ch = (MemorySegment) Lib.need(Lib.CREATE_COMP_CHANNEL, "ibv_create_comp_channel")
+            MemorySegment errno = Downcalls.errnoSegment(arena);
+            MemorySegment ch = (MemorySegment) VerbsFunctions.need(VerbsFunctions.CREATE_COMP_CHANNEL, "ibv_create_comp_channel")
                     .invokeExact(errno, ctx);
-            if (Lib.isNull(ch)) {
-                throw VerbsException.of("ibv_create_comp_channel", Native.errno(errno));
+            if (Downcalls.isNull(ch)) {
+                throw VerbsException.of("ibv_create_comp_channel", Downcalls.errno(errno));
             }
             return register(new CompletionChannel(this, ch));
         } catch (Throwable t) {
-            throw Native.unexpected("ibv_create_comp_channel", t);
+            throw Downcalls.unexpected("ibv_create_comp_channel", t);
         }
     }
 
@@ -358,11 +316,11 @@ public final class Context implements AutoCloseable {
             ch = channel.channel;
         }
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
-            MemorySegment cq = (MemorySegment) Lib.need(Lib.CREATE_CQ, "ibv_create_cq")
+            MemorySegment errno = Downcalls.errnoSegment(arena);
+            MemorySegment cq = (MemorySegment) VerbsFunctions.need(VerbsFunctions.CREATE_CQ, "ibv_create_cq")
                     .invokeExact(errno, ctx, entries, MemorySegment.NULL, ch, vector);
-            if (Lib.isNull(cq)) {
-                throw new VerbsException("ibv_create_cq", Native.errno(errno), entries + " entries");
+            if (Downcalls.isNull(cq)) {
+                throw new VerbsException("ibv_create_cq", Downcalls.errno(errno), entries + " entries");
             }
             CompletionQueue result = new CompletionQueue(this, cq, channel);
             register(result);
@@ -372,7 +330,7 @@ public final class Context implements AutoCloseable {
             }
             return result;
         } catch (Throwable t) {
-            throw Native.unexpected("ibv_create_cq", t);
+            throw Downcalls.unexpected("ibv_create_cq", t);
         }
     }
 
@@ -393,7 +351,7 @@ public final class Context implements AutoCloseable {
 
     /** The open child of {@code type} at {@code handle}'s address, or {@code null}. */
     private <T> T child(MemorySegment handle, Class<T> type) {
-        if (Lib.isNull(handle)) {
+        if (Downcalls.isNull(handle)) {
             return null;
         }
         Object o = children.get(handle.address());
@@ -413,15 +371,15 @@ public final class Context implements AutoCloseable {
      */
     public AsyncEvent pollAsyncEvent(Duration timeout) {
         life.ensureOpen(this);
-        if (!Lib.awaitReadable(asyncFd(), timeout.toMillis(), "an async event of " + this)) {
+        if (!Fds.awaitReadable(asyncFd(), timeout.toMillis(), "an async event of " + this)) {
             return null;
         }
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment errno = Downcalls.errnoSegment(arena);
             MemorySegment event = arena.allocate(ibv_async_event.layout());
-            int rc = (int) Lib.need(Lib.GET_ASYNC_EVENT, "ibv_get_async_event").invokeExact(errno, ctx, event);
+            int rc = (int) VerbsFunctions.need(VerbsFunctions.GET_ASYNC_EVENT, "ibv_get_async_event").invokeExact(errno, ctx, event);
             if (rc != 0) {
-                throw VerbsException.of("ibv_get_async_event", Native.errno(errno));
+                throw VerbsException.of("ibv_get_async_event", Downcalls.errno(errno));
             }
             AsyncEventType type = AsyncEventType.of(ibv_async_event.event_type(event));
             MemorySegment element = ibv_async_event.element(event);
@@ -435,7 +393,7 @@ public final class Context implements AutoCloseable {
                 queuePair = child(qp, QueuePair.class);
                 if (queuePair != null) {
                     qpNum = queuePair.qpNumber();
-                } else if (!Lib.isNull(qp)) {
+                } else if (!Downcalls.isNull(qp)) {
                     // the QP cannot be destroyed before the event is acked: reading it now is safe
                     qpNum = ibv_qp.qp_num(qp.reinterpret(ibv_qp.layout().byteSize()));
                 }
@@ -444,10 +402,10 @@ public final class Context implements AutoCloseable {
             } else if (type.isSrqEvent()) {
                 srq = child(ibv_async_event.element.srq(element), SharedReceiveQueue.class);
             }
-            Lib.need(Lib.ACK_ASYNC_EVENT, "ibv_ack_async_event").invokeExact(errno, event);
+            VerbsFunctions.need(VerbsFunctions.ACK_ASYNC_EVENT, "ibv_ack_async_event").invokeExact(errno, event);
             return new AsyncEvent(type, port, qpNum, openOrNull(queuePair), openOrNull(cq), openOrNull(srq));
         } catch (Throwable t) {
-            throw Native.unexpected("ibv_get_async_event", t);
+            throw Downcalls.unexpected("ibv_get_async_event", t);
         }
     }
 
@@ -503,31 +461,20 @@ public final class Context implements AutoCloseable {
      */
     @Override
     public void close() {
-        if (!life.beginClose(this)) {
-            return;
-        }
-        Thread listener = asyncListener;
-        if (listener != null) {
-            listener.interrupt();
-            try {
-                listener.join(5_000);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
+        life.close(this, () -> {
+            Thread listener = asyncListener;
+            if (listener != null) {
+                listener.interrupt();
+                try {
+                    listener.join(5_000);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
             }
-        }
-        if (borrowed) {
-            return;
-        }
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
-            int rc = (int) Lib.need(Lib.CLOSE_DEVICE, "ibv_close_device").invokeExact(errno, ctx);
-            if (rc != 0) {
-                life.abortClose();
-                throw VerbsException.of("ibv_close_device", Native.errno(errno));
+            if (!borrowed) {
+                Lifecycle.destroyVerb("ibv_close_device", VerbsFunctions.CLOSE_DEVICE, ctx);
             }
-        } catch (Throwable t) {
-            throw Native.unexpected("ibv_close_device", t);
-        }
+        }, () -> { });
     }
 
     /** Whether {@link #close()} completed. */
@@ -538,17 +485,5 @@ public final class Context implements AutoCloseable {
     @Override
     public String toString() {
         return "Context[" + device.name() + "]";
-    }
-
-    /** Handles for listing devices by name (as in {@link Verbs}). */
-    private static final class DeviceListHandles {
-        static final MethodHandle GET = Native.errnoCapturing(io.github.verbs4j.internal.NativeLibraries.verbs(),
-                "ibv_get_device_list", FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.ADDRESS));
-        static final MethodHandle FREE = Native.plain(io.github.verbs4j.internal.NativeLibraries.verbs(),
-                "ibv_free_device_list", FunctionDescriptor.ofVoid(ValueLayout.ADDRESS));
-        static final MethodHandle NAME = Native.plain(io.github.verbs4j.internal.NativeLibraries.verbs(),
-                "ibv_get_device_name", FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.ADDRESS));
-        static final MethodHandle GUID = Native.plain(io.github.verbs4j.internal.NativeLibraries.verbs(),
-                "ibv_get_device_guid", FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.ADDRESS));
     }
 }

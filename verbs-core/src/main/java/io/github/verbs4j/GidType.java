@@ -1,15 +1,15 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.IbVerbs;
+import io.github.verbs4j.ffi.RdmaCore;
 
 /** The type of a GID table entry ({@code enum ibv_gid_type}). */
 public enum GidType {
     /** InfiniBand. */
-    IB(IbVerbs.IBV_GID_TYPE_IB()),
+    IB(RdmaCore.IBV_GID_TYPE_IB()),
     /** RoCE v1 (Ethernet frames, EtherType 0x8915). */
-    ROCE_V1(IbVerbs.IBV_GID_TYPE_ROCE_V1()),
+    ROCE_V1(RdmaCore.IBV_GID_TYPE_ROCE_V1()),
     /** RoCE v2 (UDP/IP, port 4791): the routable one, chosen for IP addresses. */
-    ROCE_V2(IbVerbs.IBV_GID_TYPE_ROCE_V2());
+    ROCE_V2(RdmaCore.IBV_GID_TYPE_ROCE_V2());
 
     private final int value;
 

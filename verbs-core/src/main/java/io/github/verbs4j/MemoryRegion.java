@@ -1,7 +1,8 @@
 package io.github.verbs4j;
 
 import io.github.verbs4j.ffi.ibv_mr;
-import io.github.verbs4j.internal.Native;
+import io.github.verbs4j.internal.Lifecycle;
+import io.github.verbs4j.raw.VerbsFunctions;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -166,23 +167,12 @@ public final class MemoryRegion implements AutoCloseable {
      */
     @Override
     public void close() {
-        if (!life.beginClose(this)) {
-            return;
-        }
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
-            int rc = (int) Lib.need(Lib.DEREG_MR, "ibv_dereg_mr").invokeExact(errno, mr);
-            if (rc != 0) {
-                life.abortClose();
-                throw VerbsException.of("ibv_dereg_mr", Port.errnoOf(rc, errno));
+        life.close(this, () -> Lifecycle.destroyVerb("ibv_dereg_mr", VerbsFunctions.DEREG_MR, mr), () -> {
+            if (owned != null) {
+                owned.close();
             }
-        } catch (Throwable t) {
-            throw Native.unexpected("ibv_dereg_mr", t);
-        }
-        if (owned != null) {
-            owned.close();
-        }
-        pd.life.removeDependent(this);
+            pd.life.removeDependent(this);
+        });
     }
 
     /** Whether {@link #close()} completed. */

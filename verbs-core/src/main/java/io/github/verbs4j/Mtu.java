@@ -1,14 +1,14 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.IbVerbs;
+import io.github.verbs4j.ffi.RdmaCore;
 
 /** A path MTU ({@code enum ibv_mtu}). */
 public enum Mtu {
-    MTU_256(IbVerbs.IBV_MTU_256(), 256),
-    MTU_512(IbVerbs.IBV_MTU_512(), 512),
-    MTU_1024(IbVerbs.IBV_MTU_1024(), 1024),
-    MTU_2048(IbVerbs.IBV_MTU_2048(), 2048),
-    MTU_4096(IbVerbs.IBV_MTU_4096(), 4096);
+    MTU_256(RdmaCore.IBV_MTU_256(), 256),
+    MTU_512(RdmaCore.IBV_MTU_512(), 512),
+    MTU_1024(RdmaCore.IBV_MTU_1024(), 1024),
+    MTU_2048(RdmaCore.IBV_MTU_2048(), 2048),
+    MTU_4096(RdmaCore.IBV_MTU_4096(), 4096);
 
     private final int value;
     private final int bytes;

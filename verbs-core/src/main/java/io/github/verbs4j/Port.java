@@ -1,8 +1,8 @@
 package io.github.verbs4j;
 
 import io.github.verbs4j.ffi.ibv_gid_entry;
-import io.github.verbs4j.internal.Errno;
-import io.github.verbs4j.internal.Native;
+import io.github.verbs4j.raw.Downcalls;
+import io.github.verbs4j.raw.VerbsFunctions;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -62,11 +62,11 @@ public final class Port {
      */
     public Gid gid(int index) {
         context.life.ensureOpen(context);
-        if (Lib.QUERY_GID_EX != null) {
+        if (VerbsFunctions.QUERY_GID_EX != null) {
             try {
                 return gidEntry(index).gid();
             } catch (VerbsException e) {
-                if (e.errno() == Errno.ENODATA) {
+                if (e.is(Errno.ENODATA)) {
                     return Gid.ZERO;
                 }
                 throw e;
@@ -75,7 +75,7 @@ public final class Port {
         try {
             return legacyGid(index);
         } catch (Throwable t) {
-            throw Native.unexpected("ibv_query_gid", t);
+            throw Downcalls.unexpected("ibv_query_gid", t);
         }
     }
 
@@ -89,22 +89,22 @@ public final class Port {
     public GidEntry gidEntry(int index) {
         context.life.ensureOpen(context);
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
-            if (Lib.QUERY_GID_EX != null) {
+            MemorySegment errno = Downcalls.errnoSegment(arena);
+            if (VerbsFunctions.QUERY_GID_EX != null) {
                 MemorySegment entry = arena.allocate(ibv_gid_entry.layout());
-                int rc = (int) Lib.QUERY_GID_EX.invokeExact(errno, context.ctx, number, index, entry, 0,
+                int rc = (int) VerbsFunctions.QUERY_GID_EX.invokeExact(errno, context.ctx, number, index, entry, 0,
                         entry.byteSize());
                 if (rc != 0) {
-                    throw new VerbsException("ibv_query_gid_ex", errnoOf(rc, errno), "port " + number + " index " + index);
+                    throw new VerbsException("ibv_query_gid_ex", Downcalls.errnoOf(rc, errno), "port " + number + " index " + index);
                 }
                 Gid gid = Gid.of(ibv_gid_entry.gid(entry).toArray(ValueLayout.JAVA_BYTE));
                 return new GidEntry(index, gid, GidType.of(ibv_gid_entry.gid_type(entry)));
             }
             Gid gid = legacyGid(index);
             GidType type = null;
-            if (Lib.QUERY_GID_TYPE != null) {
+            if (VerbsFunctions.QUERY_GID_TYPE != null) {
                 MemorySegment t = arena.allocate(ValueLayout.JAVA_INT);
-                int rc = (int) Lib.QUERY_GID_TYPE.invokeExact(errno, context.ctx, (byte) number, index, t);
+                int rc = (int) VerbsFunctions.QUERY_GID_TYPE.invokeExact(errno, context.ctx, (byte) number, index, t);
                 if (rc == 0) {
                     // enum ibv_gid_type_sysfs: 0 IB or RoCE v1 (by link layer), 1 RoCE v2
                     int sysfs = t.get(ValueLayout.JAVA_INT, 0);
@@ -114,17 +114,17 @@ public final class Port {
             }
             return new GidEntry(index, gid, type);
         } catch (Throwable t) {
-            throw Native.unexpected("ibv_query_gid_ex", t);
+            throw Downcalls.unexpected("ibv_query_gid_ex", t);
         }
     }
 
     private Gid legacyGid(int index) throws Throwable {
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment errno = Downcalls.errnoSegment(arena);
             MemorySegment gid = arena.allocate(16, 8);
-            int rc = (int) Lib.need(Lib.QUERY_GID, "ibv_query_gid").invokeExact(errno, context.ctx, (byte) number, index, gid);
+            int rc = (int) VerbsFunctions.need(VerbsFunctions.QUERY_GID, "ibv_query_gid").invokeExact(errno, context.ctx, (byte) number, index, gid);
             if (rc != 0) {
-                throw new VerbsException("ibv_query_gid", errnoOf(rc, errno), "port " + number + " index " + index);
+                throw new VerbsException("ibv_query_gid", Downcalls.errnoOf(rc, errno), "port " + number + " index " + index);
             }
             return Gid.of(gid.toArray(ValueLayout.JAVA_BYTE));
         }
@@ -142,7 +142,7 @@ public final class Port {
             try {
                 e = gidEntry(i);
             } catch (VerbsException ex) {
-                if (ex.errno() == Errno.ENODATA || ex.errno() == Errno.EINVAL) {
+                if (ex.is(Errno.ENODATA) || ex.is(Errno.EINVAL)) {
                     continue;
                 }
                 throw ex;
@@ -184,15 +184,15 @@ public final class Port {
     public int pkey(int index) {
         context.life.ensureOpen(context);
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment errno = Downcalls.errnoSegment(arena);
             MemorySegment pkey = arena.allocate(ValueLayout.JAVA_SHORT);
-            int rc = (int) Lib.need(Lib.QUERY_PKEY, "ibv_query_pkey").invokeExact(errno, context.ctx, (byte) number, index, pkey);
+            int rc = (int) VerbsFunctions.need(VerbsFunctions.QUERY_PKEY, "ibv_query_pkey").invokeExact(errno, context.ctx, (byte) number, index, pkey);
             if (rc != 0) {
-                throw new VerbsException("ibv_query_pkey", errnoOf(rc, errno), "port " + number + " index " + index);
+                throw new VerbsException("ibv_query_pkey", Downcalls.errnoOf(rc, errno), "port " + number + " index " + index);
             }
             return Short.toUnsignedInt(pkey.get(ValueLayout.JAVA_SHORT.withOrder(ByteOrder.BIG_ENDIAN), 0)); // __be16
         } catch (Throwable t) {
-            throw Native.unexpected("ibv_query_pkey", t);
+            throw Downcalls.unexpected("ibv_query_pkey", t);
         }
     }
 
@@ -204,11 +204,6 @@ public final class Port {
             result.add(pkey(i));
         }
         return List.copyOf(result);
-    }
-
-    /** rdma-core query verbs return the errno (positive) or -1 with errno set: accept both. */
-    static int errnoOf(int rc, MemorySegment errno) {
-        return rc > 0 ? rc : Native.errno(errno);
     }
 
     @Override

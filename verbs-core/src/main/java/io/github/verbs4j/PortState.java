@@ -1,15 +1,15 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.IbVerbs;
+import io.github.verbs4j.ffi.RdmaCore;
 
 /** The logical state of a port ({@code enum ibv_port_state}). */
 public enum PortState {
-    NOP(IbVerbs.IBV_PORT_NOP()),
-    DOWN(IbVerbs.IBV_PORT_DOWN()),
-    INIT(IbVerbs.IBV_PORT_INIT()),
-    ARMED(IbVerbs.IBV_PORT_ARMED()),
-    ACTIVE(IbVerbs.IBV_PORT_ACTIVE()),
-    ACTIVE_DEFER(IbVerbs.IBV_PORT_ACTIVE_DEFER());
+    NOP(RdmaCore.IBV_PORT_NOP()),
+    DOWN(RdmaCore.IBV_PORT_DOWN()),
+    INIT(RdmaCore.IBV_PORT_INIT()),
+    ARMED(RdmaCore.IBV_PORT_ARMED()),
+    ACTIVE(RdmaCore.IBV_PORT_ACTIVE()),
+    ACTIVE_DEFER(RdmaCore.IBV_PORT_ACTIVE_DEFER());
 
     private final int value;
 

@@ -1,6 +1,8 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.internal.Native;
+import io.github.verbs4j.internal.Lifecycle;
+import io.github.verbs4j.raw.Downcalls;
+import io.github.verbs4j.raw.VerbsFunctions;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -92,27 +94,27 @@ public final class ProtectionDomain implements AutoCloseable {
         Access.checkConsistent(access, "ibv_reg_mr");
         int flags = Access.mask(access);
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment errno = Downcalls.errnoSegment(arena);
             MemorySegment mr;
             String verb;
-            if (Lib.REG_MR_IOVA2 != null) {
+            if (VerbsFunctions.REG_MR_IOVA2 != null) {
                 verb = "ibv_reg_mr_iova2";
-                mr = (MemorySegment) Lib.REG_MR_IOVA2.invokeExact(errno, pd, segment, segment.byteSize(),
+                mr = (MemorySegment) VerbsFunctions.REG_MR_IOVA2.invokeExact(errno, pd, segment, segment.byteSize(),
                         segment.address(), flags);
             } else {
                 verb = "ibv_reg_mr";
-                mr = (MemorySegment) Lib.need(Lib.REG_MR, "ibv_reg_mr").invokeExact(errno, pd, segment,
+                mr = (MemorySegment) VerbsFunctions.need(VerbsFunctions.REG_MR, "ibv_reg_mr").invokeExact(errno, pd, segment,
                         segment.byteSize(), flags);
             }
-            if (Lib.isNull(mr)) {
-                throw new VerbsException(verb, Native.errno(errno), segment.byteSize() + " bytes at 0x"
+            if (Downcalls.isNull(mr)) {
+                throw new VerbsException(verb, Downcalls.errno(errno), segment.byteSize() + " bytes at 0x"
                         + Long.toHexString(segment.address()) + " with " + access);
             }
             MemoryRegion region = new MemoryRegion(this, mr, segment, access, owned);
             life.addDependent(this, region);
             return region;
         } catch (Throwable t) {
-            throw Native.unexpected("ibv_reg_mr", t);
+            throw Downcalls.unexpected("ibv_reg_mr", t);
         }
     }
 
@@ -134,17 +136,17 @@ public final class ProtectionDomain implements AutoCloseable {
         EnumSet<Access> set = access.length == 0 ? EnumSet.of(Access.LOCAL_WRITE) : Access.setOf(access);
         Access.checkConsistent(set, "ibv_reg_dmabuf_mr");
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
-            MemorySegment mr = (MemorySegment) Lib.need(Lib.REG_DMABUF_MR, "ibv_reg_dmabuf_mr")
+            MemorySegment errno = Downcalls.errnoSegment(arena);
+            MemorySegment mr = (MemorySegment) VerbsFunctions.need(VerbsFunctions.REG_DMABUF_MR, "ibv_reg_dmabuf_mr")
                     .invokeExact(errno, pd, offset, length, iova, fd, Access.mask(set));
-            if (Lib.isNull(mr)) {
-                throw new VerbsException("ibv_reg_dmabuf_mr", Native.errno(errno), "fd " + fd + ", " + length + " bytes");
+            if (Downcalls.isNull(mr)) {
+                throw new VerbsException("ibv_reg_dmabuf_mr", Downcalls.errno(errno), "fd " + fd + ", " + length + " bytes");
             }
             MemoryRegion region = new MemoryRegion(this, mr, null, set, null);
             life.addDependent(this, region);
             return region;
         } catch (Throwable t) {
-            throw Native.unexpected("ibv_reg_dmabuf_mr", t);
+            throw Downcalls.unexpected("ibv_reg_dmabuf_mr", t);
         }
     }
 
@@ -212,20 +214,8 @@ public final class ProtectionDomain implements AutoCloseable {
      */
     @Override
     public void close() {
-        if (!life.beginClose(this)) {
-            return;
-        }
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
-            int rc = (int) Lib.need(Lib.DEALLOC_PD, "ibv_dealloc_pd").invokeExact(errno, pd);
-            if (rc != 0) {
-                life.abortClose();
-                throw VerbsException.of("ibv_dealloc_pd", Port.errnoOf(rc, errno));
-            }
-        } catch (Throwable t) {
-            throw Native.unexpected("ibv_dealloc_pd", t);
-        }
-        context.life.removeDependent(this);
+        life.close(this, () -> Lifecycle.destroyVerb("ibv_dealloc_pd", VerbsFunctions.DEALLOC_PD, pd),
+                () -> context.life.removeDependent(this));
     }
 
     /** Whether {@link #close()} completed. */

@@ -1,6 +1,6 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.IbVerbs;
+import io.github.verbs4j.ffi.RdmaCore;
 import io.github.verbs4j.ffi.ibv_qp_attr;
 
 import java.lang.foreign.MemorySegment;
@@ -25,22 +25,22 @@ import java.util.List;
  */
 public final class QpAttr {
 
-    static final int STATE = IbVerbs.IBV_QP_STATE();
-    static final int ACCESS_FLAGS = IbVerbs.IBV_QP_ACCESS_FLAGS();
-    static final int PKEY_INDEX = IbVerbs.IBV_QP_PKEY_INDEX();
-    static final int PORT = IbVerbs.IBV_QP_PORT();
-    static final int QKEY = IbVerbs.IBV_QP_QKEY();
-    static final int AV = IbVerbs.IBV_QP_AV();
-    static final int PATH_MTU = IbVerbs.IBV_QP_PATH_MTU();
-    static final int TIMEOUT = IbVerbs.IBV_QP_TIMEOUT();
-    static final int RETRY_CNT = IbVerbs.IBV_QP_RETRY_CNT();
-    static final int RNR_RETRY = IbVerbs.IBV_QP_RNR_RETRY();
-    static final int RQ_PSN = IbVerbs.IBV_QP_RQ_PSN();
-    static final int MAX_QP_RD_ATOMIC = IbVerbs.IBV_QP_MAX_QP_RD_ATOMIC();
-    static final int MIN_RNR_TIMER = IbVerbs.IBV_QP_MIN_RNR_TIMER();
-    static final int SQ_PSN = IbVerbs.IBV_QP_SQ_PSN();
-    static final int MAX_DEST_RD_ATOMIC = IbVerbs.IBV_QP_MAX_DEST_RD_ATOMIC();
-    static final int DEST_QPN = IbVerbs.IBV_QP_DEST_QPN();
+    static final int STATE = RdmaCore.IBV_QP_STATE();
+    static final int ACCESS_FLAGS = RdmaCore.IBV_QP_ACCESS_FLAGS();
+    static final int PKEY_INDEX = RdmaCore.IBV_QP_PKEY_INDEX();
+    static final int PORT = RdmaCore.IBV_QP_PORT();
+    static final int QKEY = RdmaCore.IBV_QP_QKEY();
+    static final int AV = RdmaCore.IBV_QP_AV();
+    static final int PATH_MTU = RdmaCore.IBV_QP_PATH_MTU();
+    static final int TIMEOUT = RdmaCore.IBV_QP_TIMEOUT();
+    static final int RETRY_CNT = RdmaCore.IBV_QP_RETRY_CNT();
+    static final int RNR_RETRY = RdmaCore.IBV_QP_RNR_RETRY();
+    static final int RQ_PSN = RdmaCore.IBV_QP_RQ_PSN();
+    static final int MAX_QP_RD_ATOMIC = RdmaCore.IBV_QP_MAX_QP_RD_ATOMIC();
+    static final int MIN_RNR_TIMER = RdmaCore.IBV_QP_MIN_RNR_TIMER();
+    static final int SQ_PSN = RdmaCore.IBV_QP_SQ_PSN();
+    static final int MAX_DEST_RD_ATOMIC = RdmaCore.IBV_QP_MAX_DEST_RD_ATOMIC();
+    static final int DEST_QPN = RdmaCore.IBV_QP_DEST_QPN();
 
     /** Mask bits in the order messages list them, with the Java setter's name. */
     private static final int[] BITS = {PORT, PKEY_INDEX, ACCESS_FLAGS, QKEY, AV, PATH_MTU, DEST_QPN, RQ_PSN,

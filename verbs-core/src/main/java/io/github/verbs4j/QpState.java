@@ -1,22 +1,22 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.IbVerbs;
+import io.github.verbs4j.ffi.RdmaCore;
 
 /** The state of a queue pair ({@code enum ibv_qp_state}). */
 public enum QpState {
-    RESET(IbVerbs.IBV_QPS_RESET()),
-    INIT(IbVerbs.IBV_QPS_INIT()),
+    RESET(RdmaCore.IBV_QPS_RESET()),
+    INIT(RdmaCore.IBV_QPS_INIT()),
     /** Ready to receive. */
-    RTR(IbVerbs.IBV_QPS_RTR()),
+    RTR(RdmaCore.IBV_QPS_RTR()),
     /** Ready to send. */
-    RTS(IbVerbs.IBV_QPS_RTS()),
+    RTS(RdmaCore.IBV_QPS_RTS()),
     /** Send queue drained. */
-    SQD(IbVerbs.IBV_QPS_SQD()),
+    SQD(RdmaCore.IBV_QPS_SQD()),
     /** Send queue error. */
-    SQE(IbVerbs.IBV_QPS_SQE()),
+    SQE(RdmaCore.IBV_QPS_SQE()),
     /** Error: outstanding and new work requests complete with {@code WR_FLUSH_ERROR}. */
-    ERR(IbVerbs.IBV_QPS_ERR()),
-    UNKNOWN(IbVerbs.IBV_QPS_UNKNOWN());
+    ERR(RdmaCore.IBV_QPS_ERR()),
+    UNKNOWN(RdmaCore.IBV_QPS_UNKNOWN());
 
     private final int value;
 

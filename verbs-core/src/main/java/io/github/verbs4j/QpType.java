@@ -1,15 +1,15 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.IbVerbs;
+import io.github.verbs4j.ffi.RdmaCore;
 
 /** The transport of a queue pair ({@code enum ibv_qp_type}) that verbs4j supports. */
 public enum QpType {
     /** {@code IBV_QPT_RC}: reliable connected; every opcode. */
-    RC(IbVerbs.IBV_QPT_RC()),
+    RC(RdmaCore.IBV_QPT_RC()),
     /** {@code IBV_QPT_UC}: unreliable connected; SEND and RDMA WRITE (with or without immediate). */
-    UC(IbVerbs.IBV_QPT_UC()),
+    UC(RdmaCore.IBV_QPT_UC()),
     /** {@code IBV_QPT_UD}: unreliable datagram; SEND only, addressed per request with an address handle. */
-    UD(IbVerbs.IBV_QPT_UD());
+    UD(RdmaCore.IBV_QPT_UD());
 
     private final int value;
 

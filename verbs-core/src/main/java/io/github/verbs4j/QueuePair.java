@@ -4,7 +4,10 @@ import io.github.verbs4j.ffi.ibv_qp;
 import io.github.verbs4j.ffi.ibv_qp_attr;
 import io.github.verbs4j.ffi.ibv_qp_cap;
 import io.github.verbs4j.ffi.ibv_qp_init_attr;
-import io.github.verbs4j.internal.Native;
+import io.github.verbs4j.internal.Lifecycle;
+import io.github.verbs4j.raw.ContextOps;
+import io.github.verbs4j.raw.Downcalls;
+import io.github.verbs4j.raw.VerbsFunctions;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -70,8 +73,8 @@ public final class QueuePair implements AutoCloseable {
         this.recvCq = b.recvCq;
         this.srq = b.srq;
         this.capabilities = capabilities;
-        this.postSendFn = Ops.function(pd.context.ctx, Ops.POST_SEND_OFFSET, "ibv_post_send");
-        this.postRecvFn = Ops.function(pd.context.ctx, Ops.POST_RECV_OFFSET, "ibv_post_recv");
+        this.postSendFn = ContextOps.function(pd.context.ctx, ContextOps.POST_SEND_OFFSET, "ibv_post_send");
+        this.postRecvFn = ContextOps.function(pd.context.ctx, ContextOps.POST_RECV_OFFSET, "ibv_post_recv");
         this.initialPsn = ThreadLocalRandom.current().nextInt(1 << 24);
     }
 
@@ -196,7 +199,7 @@ public final class QueuePair implements AutoCloseable {
                 }
             }
             try (Arena arena = Arena.ofConfined()) {
-                MemorySegment errno = Native.errnoSegment(arena);
+                MemorySegment errno = Downcalls.errnoSegment(arena);
                 MemorySegment init = arena.allocate(ibv_qp_init_attr.layout());
                 ibv_qp_init_attr.send_cq(init, sendCq.cq);
                 ibv_qp_init_attr.recv_cq(init, recvCq.cq);
@@ -209,27 +212,18 @@ public final class QueuePair implements AutoCloseable {
                 ibv_qp_cap.max_inline_data(cap, maxInline);
                 ibv_qp_init_attr.qp_type(init, type.value());
                 ibv_qp_init_attr.sq_sig_all(init, signalAll ? 1 : 0);
-                MemorySegment qp = (MemorySegment) Lib.need(Lib.CREATE_QP, "ibv_create_qp").invokeExact(errno, pd.pd, init);
-                if (Lib.isNull(qp)) {
-                    throw new VerbsException("ibv_create_qp", Native.errno(errno), type + " with " + maxSendWr
+                MemorySegment qp = (MemorySegment) VerbsFunctions.need(VerbsFunctions.CREATE_QP, "ibv_create_qp").invokeExact(errno, pd.pd, init);
+                if (Downcalls.isNull(qp)) {
+                    throw new VerbsException("ibv_create_qp", Downcalls.errno(errno), type + " with " + maxSendWr
                             + "/" + maxRecvWr + " requests, " + maxSendSge + "/" + maxRecvSge + " SGEs, " + maxInline
                             + " inline bytes");
                 }
                 QpCapabilities granted = new QpCapabilities(ibv_qp_cap.max_send_wr(cap), ibv_qp_cap.max_recv_wr(cap),
                         ibv_qp_cap.max_send_sge(cap), ibv_qp_cap.max_recv_sge(cap), ibv_qp_cap.max_inline_data(cap));
-                QueuePair result = new QueuePair(this, qp, granted);
-                pd.life.addDependent(pd, result);
-                sendCq.life.addDependent(sendCq, result);
-                if (recvCq != sendCq) {
-                    recvCq.life.addDependent(recvCq, result);
-                }
-                if (srq != null) {
-                    srq.life.addDependent(srq, result);
-                }
-                pd.context.addChild(result.qp, result);
-                return result;
+                return register(new QueuePair(this, qp, granted),
+                        () -> Lifecycle.destroyVerb("ibv_destroy_qp", VerbsFunctions.DESTROY_QP, qp));
             } catch (Throwable t) {
-                throw Native.unexpected("ibv_create_qp", t);
+                throw Downcalls.unexpected("ibv_create_qp", t);
             }
         }
     }
@@ -244,13 +238,7 @@ public final class QueuePair implements AutoCloseable {
         Builder b = new Builder(pd, type).sendCq(sendCq).recvCq(recvCq);
         QueuePair result = new QueuePair(b, qp, capabilities, Objects.requireNonNull(destroyer, "destroyer"));
         result.state = state;
-        pd.life.addDependent(pd, result);
-        sendCq.life.addDependent(sendCq, result);
-        if (recvCq != sendCq) {
-            recvCq.life.addDependent(recvCq, result);
-        }
-        pd.context.addChild(result.qp, result);
-        return result;
+        return register(result, destroyer::run);
     }
 
     /** Records a transition another library made on this QP (librdmacm on connect and disconnect). */
@@ -399,16 +387,16 @@ public final class QueuePair implements AutoCloseable {
             attr.addressVector.validate(pd.context, name);
         }
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment errno = Downcalls.errnoSegment(arena);
             MemorySegment a = arena.allocate(ibv_qp_attr.layout());
             int mask = attr.writeTo(a, to);
-            int rc = (int) Lib.need(Lib.MODIFY_QP, "ibv_modify_qp").invokeExact(errno, qp, a, mask);
+            int rc = (int) VerbsFunctions.need(VerbsFunctions.MODIFY_QP, "ibv_modify_qp").invokeExact(errno, qp, a, mask);
             if (rc != 0) {
-                throw new VerbsException("ibv_modify_qp", Port.errnoOf(rc, errno), name + " of " + this + " ("
+                throw new VerbsException("ibv_modify_qp", Downcalls.errnoOf(rc, errno), name + " of " + this + " ("
                         + state + " -> " + to + ", " + attr + ")");
             }
         } catch (Throwable t) {
-            throw Native.unexpected("ibv_modify_qp", t);
+            throw Downcalls.unexpected("ibv_modify_qp", t);
         }
         state = to;
     }
@@ -527,16 +515,16 @@ public final class QueuePair implements AutoCloseable {
     public QpAttributes query() {
         life.ensureOpen(this);
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment errno = Downcalls.errnoSegment(arena);
             MemorySegment a = arena.allocate(ibv_qp_attr.layout());
             MemorySegment init = arena.allocate(ibv_qp_init_attr.layout());
             int mask = QpAttr.STATE | QpAttr.PKEY_INDEX | QpAttr.PORT | QpAttr.ACCESS_FLAGS | QpAttr.PATH_MTU
                     | QpAttr.RQ_PSN | QpAttr.SQ_PSN | QpAttr.DEST_QPN | QpAttr.TIMEOUT | QpAttr.RETRY_CNT
                     | QpAttr.RNR_RETRY | QpAttr.MAX_QP_RD_ATOMIC | QpAttr.MAX_DEST_RD_ATOMIC | QpAttr.MIN_RNR_TIMER
-                    | (type == QpType.UD ? QpAttr.QKEY : 0) | io.github.verbs4j.ffi.IbVerbs.IBV_QP_CAP();
-            int rc = (int) Lib.need(Lib.QUERY_QP, "ibv_query_qp").invokeExact(errno, qp, a, mask, init);
+                    | (type == QpType.UD ? QpAttr.QKEY : 0) | io.github.verbs4j.ffi.RdmaCore.IBV_QP_CAP();
+            int rc = (int) VerbsFunctions.need(VerbsFunctions.QUERY_QP, "ibv_query_qp").invokeExact(errno, qp, a, mask, init);
             if (rc != 0) {
-                throw new VerbsException("ibv_query_qp", Port.errnoOf(rc, errno), toString());
+                throw new VerbsException("ibv_query_qp", Downcalls.errnoOf(rc, errno), toString());
             }
             MemorySegment cap = ibv_qp_attr.cap(a);
             int mtu = ibv_qp_attr.path_mtu(a);
@@ -551,7 +539,7 @@ public final class QueuePair implements AutoCloseable {
                     Byte.toUnsignedInt(ibv_qp_attr.min_rnr_timer(a)), Byte.toUnsignedInt(ibv_qp_attr.timeout(a)),
                     Byte.toUnsignedInt(ibv_qp_attr.retry_cnt(a)), Byte.toUnsignedInt(ibv_qp_attr.rnr_retry(a)));
         } catch (Throwable t) {
-            throw Native.unexpected("ibv_query_qp", t);
+            throw Downcalls.unexpected("ibv_query_qp", t);
         }
     }
 
@@ -594,9 +582,9 @@ public final class QueuePair implements AutoCloseable {
         request.validate(this);
         int rc;
         try {
-            rc = (int) Ops.POST_SEND.invokeExact(postSendFn, qp, request.wr, request.badWr);
+            rc = (int) ContextOps.POST_SEND.invokeExact(postSendFn, qp, request.wr, request.badWr);
         } catch (Throwable t) {
-            throw Native.unexpected("ibv_post_send", t);
+            throw Downcalls.unexpected("ibv_post_send", t);
         }
         return Math.abs(rc);
     }
@@ -632,9 +620,9 @@ public final class QueuePair implements AutoCloseable {
         request.validate(pd, capabilities.maxRecvSge(), this);
         int rc;
         try {
-            rc = (int) Ops.POST_RECV.invokeExact(postRecvFn, qp, request.wr, request.badWr);
+            rc = (int) ContextOps.POST_RECV.invokeExact(postRecvFn, qp, request.wr, request.badWr);
         } catch (Throwable t) {
-            throw Native.unexpected("ibv_post_recv", t);
+            throw Downcalls.unexpected("ibv_post_recv", t);
         }
         return Math.abs(rc);
     }
@@ -646,19 +634,17 @@ public final class QueuePair implements AutoCloseable {
      */
     @Override
     public void close() {
-        if (!life.beginClose(this)) {
-            return;
-        }
-        try {
+        life.close(this, () -> {
             if (destroyer != null) {
                 destroyer.run();
             } else {
-                destroyQp();
+                Lifecycle.destroyVerb("ibv_destroy_qp", VerbsFunctions.DESTROY_QP, qp);
             }
-        } catch (RuntimeException | Error e) {
-            life.abortClose();
-            throw e;
-        }
+        }, this::unregister);
+    }
+
+    /** Leaves every parent's books: after a close, or when registering a new QP failed half way. */
+    private void unregister() {
         pd.context.removeChild(qp, this);
         pd.life.removeDependent(this);
         sendCq.life.removeDependent(this);
@@ -668,15 +654,30 @@ public final class QueuePair implements AutoCloseable {
         }
     }
 
-    private void destroyQp() {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
-            int rc = (int) Lib.need(Lib.DESTROY_QP, "ibv_destroy_qp").invokeExact(errno, qp);
-            if (rc != 0) {
-                throw VerbsException.of("ibv_destroy_qp", Port.errnoOf(rc, errno));
+    /**
+     * Enters the books of every parent of a QP whose native object was just created: all of them
+     * or none. When a parent is no longer open (a close raced the creation) the registrations
+     * made so far are undone, {@code undo} destroys the native QP, and the
+     * {@link IllegalStateException} is thrown: no half-registered QP is left behind.
+     */
+    private static QueuePair register(QueuePair qp, Lifecycle.Destroy undo) {
+        try {
+            qp.pd.life.addDependent(qp.pd, qp);
+            qp.sendCq.life.addDependent(qp.sendCq, qp);
+            qp.recvCq.life.addDependent(qp.recvCq, qp);
+            if (qp.srq != null) {
+                qp.srq.life.addDependent(qp.srq, qp);
             }
-        } catch (Throwable t) {
-            throw Native.unexpected("ibv_destroy_qp", t);
+            qp.pd.context.addChild(qp.qp, qp);
+            return qp;
+        } catch (RuntimeException e) {
+            qp.unregister();
+            try {
+                undo.destroy();
+            } catch (Throwable t) {
+                e.addSuppressed(t);
+            }
+            throw e;
         }
     }
 

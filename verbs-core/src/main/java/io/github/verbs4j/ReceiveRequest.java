@@ -1,12 +1,9 @@
 package io.github.verbs4j;
 
 import io.github.verbs4j.ffi.ibv_recv_wr;
-import io.github.verbs4j.ffi.ibv_sge;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.util.Objects;
 
 /**
  * A reusable receive work request ({@code struct ibv_recv_wr} with its scatter/gather array, in
@@ -24,35 +21,21 @@ public final class ReceiveRequest {
     public static final int DEFAULT_MAX_SGE = 4;
 
     private static final long WR_SIZE = ibv_recv_wr.layout().byteSize();
-    private static final long SGE_SIZE = ibv_sge.layout().byteSize();
     private static final long WR_ID = ibv_recv_wr.wr_id$offset();
     private static final long NEXT = ibv_recv_wr.next$offset();
-    private static final long SG_LIST = ibv_recv_wr.sg_list$offset();
     private static final long NUM_SGE = ibv_recv_wr.num_sge$offset();
-    private static final long SGE_ADDR = ibv_sge.addr$offset();
-    private static final long SGE_LENGTH = ibv_sge.length$offset();
-    private static final long SGE_LKEY = ibv_sge.lkey$offset();
     private static final int MAX_CHAIN = 1 << 16;
 
+    private final ScatterGatherList sgl;
     final MemorySegment wr;
     final MemorySegment badWr;
-    private final MemorySegment sges;
-    private final MemoryRegion[] regions;
-    private final int maxSge;
     private int sgeCount;
     private ReceiveRequest next;
 
     private ReceiveRequest(int maxSge) {
-        if (maxSge < 1 || maxSge > 1024) {
-            throw new IllegalArgumentException("maxSge must be 1..1024, got " + maxSge);
-        }
-        this.maxSge = maxSge;
-        this.regions = new MemoryRegion[maxSge];
-        MemorySegment all = Arena.ofAuto().allocate(WR_SIZE + SGE_SIZE * maxSge + 8, 8);
-        this.wr = all.asSlice(0, WR_SIZE);
-        this.sges = all.asSlice(WR_SIZE, SGE_SIZE * maxSge);
-        this.badWr = all.asSlice(WR_SIZE + SGE_SIZE * maxSge, 8);
-        wr.set(ValueLayout.ADDRESS, SG_LIST, sges);
+        this.sgl = new ScatterGatherList(WR_SIZE, ibv_recv_wr.sg_list$offset(), maxSge);
+        this.wr = sgl.wr;
+        this.badWr = sgl.badWr;
     }
 
     /** A request with room for {@value #DEFAULT_MAX_SGE} entries. */
@@ -89,27 +72,13 @@ public final class ReceiveRequest {
 
     /** Sets entry {@code index}; see {@link #sgeCount(int)}. */
     public ReceiveRequest sge(int index, MemoryRegion region, long offset, int length) {
-        Objects.checkIndex(index, maxSge);
-        Objects.requireNonNull(region, "region");
-        region.checkRange(offset, Integer.toUnsignedLong(length));
-        long base = index * SGE_SIZE;
-        sges.set(ValueLayout.JAVA_LONG, base + SGE_ADDR, region.address + offset);
-        sges.set(ValueLayout.JAVA_INT, base + SGE_LENGTH, length);
-        sges.set(ValueLayout.JAVA_INT, base + SGE_LKEY, region.lkey);
-        regions[index] = region;
+        sgl.set(index, region, offset, length);
         return this;
     }
 
     /** How many entries are used. */
     public ReceiveRequest sgeCount(int count) {
-        if (count < 0 || count > maxSge) {
-            throw new IndexOutOfBoundsException("sge count " + count + " outside 0.." + maxSge);
-        }
-        for (int i = 0; i < count; i++) {
-            if (regions[i] == null) {
-                throw new IllegalStateException("scatter/gather entry " + i + " is not set");
-            }
-        }
+        sgl.requireSet(count, false);
         this.sgeCount = count;
         wr.set(ValueLayout.JAVA_INT, NUM_SGE, count);
         return this;
@@ -141,14 +110,7 @@ public final class ReceiveRequest {
                 throw new IllegalArgumentException("request " + r.id() + " has " + r.sgeCount
                         + " scatter/gather entries, " + target + " takes " + maxSgeAllowed);
             }
-            for (int i = 0; i < r.sgeCount; i++) {
-                MemoryRegion mr = r.regions[i];
-                mr.ensureUsable();
-                if (mr.pd != pd) {
-                    throw new IllegalArgumentException(mr + " (entry " + i + " of request " + r.id()
-                            + ") is registered in another protection domain than " + target);
-                }
-            }
+            r.sgl.validate(r.sgeCount, false, pd, target, r.id());
         }
     }
 

@@ -1,23 +1,23 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.IbVerbs;
+import io.github.verbs4j.ffi.RdmaCore;
 
 /** The operation of a send work request ({@code enum ibv_wr_opcode}) that verbs4j supports. */
 public enum SendOpcode {
     /** RC, UC, UD. Consumes a receive at the peer. */
-    SEND(IbVerbs.IBV_WR_SEND()),
+    SEND(RdmaCore.IBV_WR_SEND()),
     /** RC, UC, UD. A SEND carrying 32 bits of immediate data. */
-    SEND_WITH_IMM(IbVerbs.IBV_WR_SEND_WITH_IMM()),
+    SEND_WITH_IMM(RdmaCore.IBV_WR_SEND_WITH_IMM()),
     /** RC, UC. Writes into the peer's memory; the peer sees no completion. */
-    RDMA_WRITE(IbVerbs.IBV_WR_RDMA_WRITE()),
+    RDMA_WRITE(RdmaCore.IBV_WR_RDMA_WRITE()),
     /** RC, UC. A WRITE that also consumes a receive at the peer, carrying immediate data. */
-    RDMA_WRITE_WITH_IMM(IbVerbs.IBV_WR_RDMA_WRITE_WITH_IMM()),
+    RDMA_WRITE_WITH_IMM(RdmaCore.IBV_WR_RDMA_WRITE_WITH_IMM()),
     /** RC only. Reads the peer's memory into the local buffers. */
-    RDMA_READ(IbVerbs.IBV_WR_RDMA_READ()),
+    RDMA_READ(RdmaCore.IBV_WR_RDMA_READ()),
     /** RC only. 64-bit compare-and-swap at the remote address; the old value lands locally. */
-    ATOMIC_CMP_AND_SWP(IbVerbs.IBV_WR_ATOMIC_CMP_AND_SWP()),
+    ATOMIC_CMP_AND_SWP(RdmaCore.IBV_WR_ATOMIC_CMP_AND_SWP()),
     /** RC only. 64-bit fetch-and-add at the remote address; the old value lands locally. */
-    ATOMIC_FETCH_AND_ADD(IbVerbs.IBV_WR_ATOMIC_FETCH_AND_ADD());
+    ATOMIC_FETCH_AND_ADD(RdmaCore.IBV_WR_ATOMIC_FETCH_AND_ADD());
 
     private final int value;
 

@@ -1,14 +1,11 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.IbVerbs;
+import io.github.verbs4j.ffi.RdmaCore;
 import io.github.verbs4j.ffi.ibv_send_wr;
-import io.github.verbs4j.ffi.ibv_sge;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
-import java.util.Arrays;
 import java.util.Objects;
 
 /**
@@ -41,10 +38,8 @@ public final class SendRequest {
     public static final int DEFAULT_MAX_SGE = 4;
 
     private static final long WR_SIZE = ibv_send_wr.layout().byteSize();
-    private static final long SGE_SIZE = ibv_sge.layout().byteSize();
     private static final long WR_ID = ibv_send_wr.wr_id$offset();
     private static final long NEXT = ibv_send_wr.next$offset();
-    private static final long SG_LIST = ibv_send_wr.sg_list$offset();
     private static final long NUM_SGE = ibv_send_wr.num_sge$offset();
     private static final long OPCODE = ibv_send_wr.opcode$offset();
     private static final long SEND_FLAGS = ibv_send_wr.send_flags$offset();
@@ -59,26 +54,21 @@ public final class SendRequest {
     private static final long UD_AH = WR + ibv_send_wr.wr.ud$offset() + ibv_send_wr.wr.ud.ah$offset();
     private static final long UD_REMOTE_QPN = WR + ibv_send_wr.wr.ud$offset() + ibv_send_wr.wr.ud.remote_qpn$offset();
     private static final long UD_REMOTE_QKEY = WR + ibv_send_wr.wr.ud$offset() + ibv_send_wr.wr.ud.remote_qkey$offset();
-    private static final long SGE_ADDR = ibv_sge.addr$offset();
-    private static final long SGE_LENGTH = ibv_sge.length$offset();
-    private static final long SGE_LKEY = ibv_sge.lkey$offset();
 
     /** {@code __be32 imm_data}: written big-endian ({@code htonl}). */
     private static final ValueLayout.OfInt NETWORK_INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
-    private static final int FENCE = IbVerbs.IBV_SEND_FENCE();
-    private static final int SIGNALED = IbVerbs.IBV_SEND_SIGNALED();
-    private static final int SOLICITED = IbVerbs.IBV_SEND_SOLICITED();
-    private static final int INLINE = IbVerbs.IBV_SEND_INLINE();
+    private static final int FENCE = RdmaCore.IBV_SEND_FENCE();
+    private static final int SIGNALED = RdmaCore.IBV_SEND_SIGNALED();
+    private static final int SOLICITED = RdmaCore.IBV_SEND_SOLICITED();
+    private static final int INLINE = RdmaCore.IBV_SEND_INLINE();
     /** Longest chain {@code postSend} accepts: longer ones are taken for a cycle. */
     private static final int MAX_CHAIN = 1 << 16;
 
     final MemorySegment wr;
     final MemorySegment badWr;
-    private final MemorySegment sges;
-    private final MemoryRegion[] regions;
     /** Unregistered memory sent inline as the only entry ({@link #inlineData}), or {@code null}. */
     private MemorySegment inlineData;
-    private final int maxSge;
+    private final ScatterGatherList sgl;
     private int sgeCount;
     private SendOpcode opcode;
     private int flags;
@@ -93,16 +83,9 @@ public final class SendRequest {
     private SendRequest next;
 
     private SendRequest(SendOpcode opcode, int maxSge) {
-        if (maxSge < 1 || maxSge > 1024) {
-            throw new IllegalArgumentException("maxSge must be 1..1024, got " + maxSge);
-        }
-        this.maxSge = maxSge;
-        this.regions = new MemoryRegion[maxSge];
-        MemorySegment all = Arena.ofAuto().allocate(WR_SIZE + SGE_SIZE * maxSge + 8, 8);
-        this.wr = all.asSlice(0, WR_SIZE);
-        this.sges = all.asSlice(WR_SIZE, SGE_SIZE * maxSge);
-        this.badWr = all.asSlice(WR_SIZE + SGE_SIZE * maxSge, 8);
-        wr.set(ValueLayout.ADDRESS, SG_LIST, sges);
+        this.sgl = new ScatterGatherList(WR_SIZE, ibv_send_wr.sg_list$offset(), maxSge);
+        this.wr = sgl.wr;
+        this.badWr = sgl.badWr;
         opcode(opcode);
     }
 
@@ -187,14 +170,7 @@ public final class SendRequest {
      * @throws IndexOutOfBoundsException when the range is outside the region or the index beyond maxSge
      */
     public SendRequest sge(int index, MemoryRegion region, long offset, int length) {
-        Objects.checkIndex(index, maxSge);
-        Objects.requireNonNull(region, "region");
-        region.checkRange(offset, Integer.toUnsignedLong(length));
-        long base = index * SGE_SIZE;
-        sges.set(ValueLayout.JAVA_LONG, base + SGE_ADDR, region.address + offset);
-        sges.set(ValueLayout.JAVA_INT, base + SGE_LENGTH, length);
-        sges.set(ValueLayout.JAVA_INT, base + SGE_LKEY, region.lkey);
-        regions[index] = region;
+        sgl.set(index, region, offset, length);
         if (inlineData != null) {
             // the inline entry is gone: nothing is sent until sgeCount (or local) says what is set
             inlineData = null;
@@ -206,14 +182,7 @@ public final class SendRequest {
 
     /** How many scatter/gather entries are used (0 for a zero-length message). */
     public SendRequest sgeCount(int count) {
-        if (count < 0 || count > maxSge) {
-            throw new IndexOutOfBoundsException("sge count " + count + " outside 0.." + maxSge);
-        }
-        for (int i = 0; i < count; i++) {
-            if (regions[i] == null && !(i == 0 && inlineData != null)) {
-                throw new IllegalStateException("scatter/gather entry " + i + " is not set");
-            }
-        }
+        sgl.requireSet(count, inlineData != null);
         this.sgeCount = count;
         wr.set(ValueLayout.JAVA_INT, NUM_SGE, count);
         return this;
@@ -328,10 +297,7 @@ public final class SendRequest {
         if (!data.scope().isAlive()) {
             throw new IllegalStateException("the arena of the inline data is closed");
         }
-        sges.set(ValueLayout.JAVA_LONG, SGE_ADDR, data.address());
-        sges.set(ValueLayout.JAVA_INT, SGE_LENGTH, (int) data.byteSize());
-        sges.set(ValueLayout.JAVA_INT, SGE_LKEY, 0);
-        Arrays.fill(regions, null);
+        sgl.setUnregistered(data);
         inlineData = data;
         sgeCount = 1;
         wr.set(ValueLayout.JAVA_INT, NUM_SGE, 1);
@@ -421,7 +387,7 @@ public final class SendRequest {
                     + qp + " takes " + qp.capabilities().maxSendSge());
         }
         if (opcode.isAtomic()) {
-            if (sgeCount != 1 || sges.get(ValueLayout.JAVA_INT, SGE_LENGTH) != 8) {
+            if (sgeCount != 1 || sgl.length(0) != 8) {
                 throw new IllegalArgumentException(opcode + " needs exactly one local buffer of 8 bytes (request " + id() + ")");
             }
             if ((remoteAddress & 7) != 0) {
@@ -442,24 +408,8 @@ public final class SendRequest {
                 throw new IllegalStateException("request " + id() + ": the arena of its inline data was closed");
             }
         }
-        long total = 0;
-        for (int i = 0; i < sgeCount; i++) {
-            MemoryRegion mr = regions[i];
-            if (mr == null) {
-                if (i != 0 || inlineData == null) {
-                    throw new IllegalStateException("scatter/gather entry " + i + " of request " + id() + " is not set");
-                }
-                // the unregistered inline entry: no region, no lkey, checked above
-                total += Integer.toUnsignedLong(sges.get(ValueLayout.JAVA_INT, i * SGE_SIZE + SGE_LENGTH));
-                continue;
-            }
-            mr.ensureUsable();
-            if (mr.pd != qp.pd) {
-                throw new IllegalArgumentException(mr + " (entry " + i + " of request " + id()
-                        + ") is registered in another protection domain than " + qp);
-            }
-            total += Integer.toUnsignedLong(sges.get(ValueLayout.JAVA_INT, i * SGE_SIZE + SGE_LENGTH));
-        }
+        // an unregistered entry 0 is inline data, checked above
+        long total = sgl.validate(sgeCount, inlineData != null, qp.pd, qp, id());
         if ((flags & INLINE) != 0 && total > qp.capabilities().maxInlineData()) {
             throw new IllegalArgumentException("request " + id() + " inlines " + total + " bytes, " + qp
                     + " takes at most " + qp.capabilities().maxInlineData());

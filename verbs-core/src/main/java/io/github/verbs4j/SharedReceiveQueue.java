@@ -1,10 +1,13 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.IbVerbs;
+import io.github.verbs4j.ffi.RdmaCore;
 import io.github.verbs4j.ffi.ibv_srq;
 import io.github.verbs4j.ffi.ibv_srq_attr;
 import io.github.verbs4j.ffi.ibv_srq_init_attr;
-import io.github.verbs4j.internal.Native;
+import io.github.verbs4j.internal.Lifecycle;
+import io.github.verbs4j.raw.ContextOps;
+import io.github.verbs4j.raw.Downcalls;
+import io.github.verbs4j.raw.VerbsFunctions;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -23,8 +26,8 @@ import java.lang.foreign.MemorySegment;
  */
 public final class SharedReceiveQueue implements AutoCloseable {
 
-    private static final int ATTR_MAX_WR = IbVerbs.IBV_SRQ_MAX_WR();
-    private static final int ATTR_LIMIT = IbVerbs.IBV_SRQ_LIMIT();
+    private static final int ATTR_MAX_WR = RdmaCore.IBV_SRQ_MAX_WR();
+    private static final int ATTR_LIMIT = RdmaCore.IBV_SRQ_LIMIT();
 
     /**
      * What {@code ibv_query_srq} reports.
@@ -46,7 +49,7 @@ public final class SharedReceiveQueue implements AutoCloseable {
         this.pd = pd;
         this.srq = srq.reinterpret(ibv_srq.layout().byteSize());
         this.maxSge = maxSge;
-        this.postFn = Ops.function(pd.context.ctx, Ops.POST_SRQ_RECV_OFFSET, "ibv_post_srq_recv");
+        this.postFn = ContextOps.function(pd.context.ctx, ContextOps.POST_SRQ_RECV_OFFSET, "ibv_post_srq_recv");
     }
 
     static SharedReceiveQueue create(ProtectionDomain pd, int maxWr, int maxSge) {
@@ -54,18 +57,18 @@ public final class SharedReceiveQueue implements AutoCloseable {
             throw new IllegalArgumentException("an SRQ needs maxWr >= 1 and maxSge >= 1, got " + maxWr + " and " + maxSge);
         }
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment errno = Downcalls.errnoSegment(arena);
             MemorySegment init = arena.allocate(ibv_srq_init_attr.layout());
             MemorySegment attr = ibv_srq_init_attr.attr(init);
             ibv_srq_attr.max_wr(attr, maxWr);
             ibv_srq_attr.max_sge(attr, maxSge);
-            MemorySegment srq = (MemorySegment) Lib.need(Lib.CREATE_SRQ, "ibv_create_srq").invokeExact(errno, pd.pd, init);
-            if (Lib.isNull(srq)) {
-                throw new VerbsException("ibv_create_srq", Native.errno(errno), maxWr + " requests of " + maxSge + " SGEs");
+            MemorySegment srq = (MemorySegment) VerbsFunctions.need(VerbsFunctions.CREATE_SRQ, "ibv_create_srq").invokeExact(errno, pd.pd, init);
+            if (Downcalls.isNull(srq)) {
+                throw new VerbsException("ibv_create_srq", Downcalls.errno(errno), maxWr + " requests of " + maxSge + " SGEs");
             }
             return new SharedReceiveQueue(pd, srq, ibv_srq_attr.max_sge(attr));
         } catch (Throwable t) {
-            throw Native.unexpected("ibv_create_srq", t);
+            throw Downcalls.unexpected("ibv_create_srq", t);
         }
     }
 
@@ -95,9 +98,9 @@ public final class SharedReceiveQueue implements AutoCloseable {
         request.validate(pd, maxSge, this);
         int rc;
         try {
-            rc = (int) Ops.POST_SRQ_RECV.invokeExact(postFn, srq, request.wr, request.badWr);
+            rc = (int) ContextOps.POST_SRQ_RECV.invokeExact(postFn, srq, request.wr, request.badWr);
         } catch (Throwable t) {
-            throw Native.unexpected("ibv_post_srq_recv", t);
+            throw Downcalls.unexpected("ibv_post_srq_recv", t);
         }
         return Math.abs(rc);
     }
@@ -126,17 +129,17 @@ public final class SharedReceiveQueue implements AutoCloseable {
     private void modify(int maxWr, int limit, int mask) {
         life.ensureOpen(this);
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment errno = Downcalls.errnoSegment(arena);
             MemorySegment attr = arena.allocate(ibv_srq_attr.layout());
             ibv_srq_attr.max_wr(attr, maxWr);
             ibv_srq_attr.srq_limit(attr, limit);
-            int rc = (int) Lib.need(Lib.MODIFY_SRQ, "ibv_modify_srq").invokeExact(errno, srq, attr, mask);
+            int rc = (int) VerbsFunctions.need(VerbsFunctions.MODIFY_SRQ, "ibv_modify_srq").invokeExact(errno, srq, attr, mask);
             if (rc != 0) {
-                throw new VerbsException("ibv_modify_srq", Port.errnoOf(rc, errno),
+                throw new VerbsException("ibv_modify_srq", Downcalls.errnoOf(rc, errno),
                         mask == ATTR_LIMIT ? "limit " + limit : "max_wr " + maxWr);
             }
         } catch (Throwable t) {
-            throw Native.unexpected("ibv_modify_srq", t);
+            throw Downcalls.unexpected("ibv_modify_srq", t);
         }
     }
 
@@ -148,15 +151,15 @@ public final class SharedReceiveQueue implements AutoCloseable {
     public Attributes query() {
         life.ensureOpen(this);
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment errno = Downcalls.errnoSegment(arena);
             MemorySegment attr = arena.allocate(ibv_srq_attr.layout());
-            int rc = (int) Lib.need(Lib.QUERY_SRQ, "ibv_query_srq").invokeExact(errno, srq, attr);
+            int rc = (int) VerbsFunctions.need(VerbsFunctions.QUERY_SRQ, "ibv_query_srq").invokeExact(errno, srq, attr);
             if (rc != 0) {
-                throw VerbsException.of("ibv_query_srq", Port.errnoOf(rc, errno));
+                throw VerbsException.of("ibv_query_srq", Downcalls.errnoOf(rc, errno));
             }
             return new Attributes(ibv_srq_attr.max_wr(attr), ibv_srq_attr.max_sge(attr), ibv_srq_attr.srq_limit(attr));
         } catch (Throwable t) {
-            throw Native.unexpected("ibv_query_srq", t);
+            throw Downcalls.unexpected("ibv_query_srq", t);
         }
     }
 
@@ -168,21 +171,10 @@ public final class SharedReceiveQueue implements AutoCloseable {
      */
     @Override
     public void close() {
-        if (!life.beginClose(this)) {
-            return;
-        }
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
-            int rc = (int) Lib.need(Lib.DESTROY_SRQ, "ibv_destroy_srq").invokeExact(errno, srq);
-            if (rc != 0) {
-                life.abortClose();
-                throw VerbsException.of("ibv_destroy_srq", Port.errnoOf(rc, errno));
-            }
-        } catch (Throwable t) {
-            throw Native.unexpected("ibv_destroy_srq", t);
-        }
-        pd.context.removeChild(srq, this);
-        pd.life.removeDependent(this);
+        life.close(this, () -> Lifecycle.destroyVerb("ibv_destroy_srq", VerbsFunctions.DESTROY_SRQ, srq), () -> {
+            pd.context.removeChild(srq, this);
+            pd.life.removeDependent(this);
+        });
     }
 
     /** Whether {@link #close()} completed. */

@@ -1,16 +1,13 @@
 package io.github.verbs4j;
 
 import io.github.verbs4j.ffi.ibv_device;
-import io.github.verbs4j.internal.Errno;
-import io.github.verbs4j.internal.Native;
-import io.github.verbs4j.internal.NativeLibraries;
+import io.github.verbs4j.raw.Downcalls;
+import io.github.verbs4j.raw.NativeLibraries;
+import io.github.verbs4j.raw.VerbsFunctions;
 
 import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.SymbolLookup;
 import java.lang.foreign.ValueLayout;
-import java.lang.invoke.MethodHandle;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -69,35 +66,58 @@ public final class Verbs {
      * {@link UnsatisfiedLinkError} when libibverbs cannot be loaded.
      */
     public static List<Device> devices() {
+        return scanDevices(devices -> {
+            List<Device> result = new ArrayList<>(devices.size());
+            for (MemorySegment dev : devices) {
+                result.add(describe(dev));
+            }
+            return List.copyOf(result);
+        });
+    }
+
+    /** What {@link #scanDevices} does with the native device list while it is held. */
+    @FunctionalInterface
+    interface DeviceScan<T> {
+        T scan(List<MemorySegment> devices) throws Throwable;
+    }
+
+    /**
+     * Holds the native device list ({@code ibv_get_device_list}) while {@code scan} looks at the
+     * {@code struct ibv_device} pointers, then frees it: the one place that lists devices.
+     *
+     * <p><b>Errors</b>: {@link VerbsException} from {@code ibv_get_device_list} (ENOSYS with the
+     * explanation that there is no RDMA at all); {@link UnsatisfiedLinkError} when libibverbs
+     * cannot be loaded; whatever {@code scan} throws.
+     */
+    static <T> T scanDevices(DeviceScan<T> scan) {
         // Rethrows the loading failure (named file, property, hint) on every call; without it
-        // a second call would meet the failed holder class below as an obscure
-        // NoClassDefFoundError "Could not initialize class".
+        // a second call would meet a failed holder class as an obscure NoClassDefFoundError
+        // "Could not initialize class".
         NativeLibraries.verbs();
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment errno = Downcalls.errnoSegment(arena);
             MemorySegment count = arena.allocate(ValueLayout.JAVA_INT);
-            MemorySegment list = (MemorySegment) DeviceList.GET.invokeExact(errno, count);
-            if (list.equals(MemorySegment.NULL)) {
-                int e = Native.errno(errno);
-                throw new VerbsException("ibv_get_device_list", e, e == Errno.ENOSYS
+            MemorySegment list = (MemorySegment) VerbsFunctions.GET_DEVICE_LIST.invokeExact(errno, count);
+            if (Downcalls.isNull(list)) {
+                int e = Downcalls.errno(errno);
+                throw new VerbsException("ibv_get_device_list", e, Errno.ENOSYS.is(e)
                         ? "no RDMA devices: the kernel has no RDMA support (no /sys/class/infiniband_verbs)"
                           + " and no user-space RDMA device such as softrdma is loaded"
                         : "no RDMA devices");
             }
             try {
                 int n = count.get(ValueLayout.JAVA_INT, 0);
-                MemorySegment devices = list.reinterpret(ValueLayout.ADDRESS.byteSize() * n);
-                List<Device> result = new ArrayList<>(n);
+                MemorySegment pointers = list.reinterpret(ValueLayout.ADDRESS.byteSize() * n);
+                List<MemorySegment> devices = new ArrayList<>(n);
                 for (int i = 0; i < n; i++) {
-                    MemorySegment dev = devices.getAtIndex(ValueLayout.ADDRESS, i).reinterpret(ibv_device.layout().byteSize());
-                    result.add(describe(dev));
+                    devices.add(pointers.getAtIndex(ValueLayout.ADDRESS, i).reinterpret(ibv_device.layout().byteSize()));
                 }
-                return List.copyOf(result);
+                return scan.scan(devices);
             } finally {
-                DeviceList.FREE.invokeExact(list);
+                VerbsFunctions.FREE_DEVICE_LIST.invokeExact(list);
             }
         } catch (Throwable t) {
-            throw Native.unexpected("ibv_get_device_list", t);
+            throw Downcalls.unexpected("ibv_get_device_list", t);
         }
     }
 
@@ -126,24 +146,12 @@ public final class Verbs {
         return Context.open(devices.getFirst().name());
     }
 
-    private static Device describe(MemorySegment dev) throws Throwable {
-        MemorySegment name = (MemorySegment) DeviceList.NAME.invokeExact(dev);
-        long guid = Context.fromBigEndian((long) DeviceList.GUID.invokeExact(dev));
+    /** The name, GUID and types of a {@code struct ibv_device}. */
+    static Device describe(MemorySegment dev) throws Throwable {
+        MemorySegment name = (MemorySegment) VerbsFunctions.GET_DEVICE_NAME.invokeExact(dev);
+        long guid = Context.fromBigEndian((long) VerbsFunctions.GET_DEVICE_GUID.invokeExact(dev));
         return new Device(name.reinterpret(256).getString(0), guid,
                 ibv_device.node_type(dev), ibv_device.transport_type(dev));
-    }
-
-    /** Handles for the device-list verbs, bound on first use (so loading failures surface there). */
-    private static final class DeviceList {
-        static final SymbolLookup LIB = NativeLibraries.verbs();
-        static final MethodHandle GET = Native.errnoCapturing(LIB, "ibv_get_device_list",
-                FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.ADDRESS));
-        static final MethodHandle FREE = Native.plain(LIB, "ibv_free_device_list",
-                FunctionDescriptor.ofVoid(ValueLayout.ADDRESS));
-        static final MethodHandle NAME = Native.plain(LIB, "ibv_get_device_name",
-                FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.ADDRESS));
-        static final MethodHandle GUID = Native.plain(LIB, "ibv_get_device_guid",
-                FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.ADDRESS));
     }
 
     /** Computed once, on first question. */

@@ -1,17 +1,18 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.internal.Errno;
-
 /**
  * A verb failed on the control path. Carries the rdma-core function that failed and the
  * {@code errno} it reported, by number and by name, so that
  * {@code ibv_modify_qp failed: EINVAL (22, Invalid argument)} reads like the C program's
  * {@code perror}.
  *
+ * <p>Program against {@link #error()} or {@link #is(Errno)}, not the number:
+ * {@code catch (VerbsException e) { if (e.is(Errno.EAGAIN)) ... }}.
+ *
  * <p>Data-path failures are not exceptions: they are completions with a {@code WcStatus}
  * (see {@code Completion}) or an errno returned by a post.
  */
-public class VerbsException extends RuntimeException {
+public class VerbsException extends RdmaException {
 
     private static final long serialVersionUID = 1L;
 
@@ -27,6 +28,15 @@ public class VerbsException extends RuntimeException {
         super(message(verb, errno, detail));
         this.verb = verb;
         this.errno = errno;
+    }
+
+    /**
+     * @param verb   the rdma-core function, e.g. {@code "rdma_connect"}
+     * @param error  the error it reported
+     * @param detail what verbs4j knows about the cause, or {@code null}
+     */
+    public VerbsException(String verb, Errno error, String detail) {
+        this(verb, error.code(), detail);
     }
 
     /** An exception for {@code verb} failing with {@code errno}, without further detail. */
@@ -47,6 +57,19 @@ public class VerbsException extends RuntimeException {
     /** The errno number, e.g. 22; 0 when the verb reported none. */
     public int errno() {
         return errno;
+    }
+
+    /**
+     * The error as a constant, e.g. {@link Errno#EINVAL}; {@code null} when the verb reported
+     * none (0) or a number {@link Errno} does not list (then {@link #errno()} has it).
+     */
+    public Errno error() {
+        return Errno.of(errno);
+    }
+
+    /** Whether the verb failed with {@code error}. */
+    public boolean is(Errno error) {
+        return error.code() == errno;
     }
 
     /** The errno name, e.g. {@code "EINVAL"}. */

@@ -4,7 +4,7 @@ package io.github.verbs4j;
  * A work request completed with an error status. Built by {@link Completion#error()} so a
  * failed completion can be thrown where the application wants an exception.
  */
-public class WorkCompletionException extends RuntimeException {
+public class WorkCompletionException extends RdmaException {
 
     private static final long serialVersionUID = 1L;
 

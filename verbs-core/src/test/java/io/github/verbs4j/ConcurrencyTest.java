@@ -1,6 +1,5 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.internal.Errno;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -50,7 +49,7 @@ class ConcurrencyTest {
                             mrA.segment().set(ValueLayout.JAVA_LONG, thread * 8L, i);
                             long id = (long) thread * PER_THREAD + i;
                             int rc;
-                            while ((rc = a.tryPostSend(wr.id(id))) == Errno.ENOMEM) {
+                            while ((rc = a.tryPostSend(wr.id(id))) == Errno.ENOMEM.code()) {
                                 Thread.onSpinWait(); // send queue full: the main thread is draining completions
                             }
                             assertEquals(0, rc);

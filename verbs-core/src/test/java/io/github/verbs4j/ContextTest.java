@@ -1,6 +1,5 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.internal.Errno;
 import org.junit.jupiter.api.Test;
 
 import java.net.InetAddress;
@@ -61,7 +60,7 @@ class ContextTest {
         try (Context ctx = Rig.open()) {
             VerbsException e = assertThrows(VerbsException.class, () -> ctx.port(7).query());
             assertEquals("ibv_query_port", e.verb());
-            assertEquals(Errno.EINVAL, e.errno());
+            assertEquals(Errno.EINVAL, e.error());
         }
     }
 
@@ -84,7 +83,7 @@ class ContextTest {
             // the compat path reports failures under its own name, with the provider's errno
             VerbsException e = assertThrows(VerbsException.class, () -> ctx.queryPort(7, false));
             assertEquals("ibv_query_port (compat)", e.verb());
-            assertEquals(Errno.EINVAL, e.errno());
+            assertEquals(Errno.EINVAL, e.error());
         }
     }
 
@@ -123,7 +122,7 @@ class ContextTest {
         try (Context ctx = Rig.open()) {
             VerbsException e = assertThrows(VerbsException.class, () -> ctx.port(1).gid(5000));
             assertEquals("ibv_query_gid_ex", e.verb());
-            assertEquals(Errno.EINVAL, e.errno());
+            assertEquals(Errno.EINVAL, e.error());
         }
     }
 
@@ -143,7 +142,7 @@ class ContextTest {
             VerbsException e = assertThrows(VerbsException.class,
                     () -> pd.registerDmabuf(0, 4096, 0, 0, Access.LOCAL_WRITE));
             assertEquals("ibv_reg_dmabuf_mr", e.verb());
-            assertEquals(Errno.EOPNOTSUPP, e.errno(), "softrdma cannot map dma-bufs");
+            assertEquals(Errno.EOPNOTSUPP, e.error(), "softrdma cannot map dma-bufs");
         }
     }
 

@@ -186,7 +186,7 @@ class EventsTest {
     }
 
     private static void awaitReadable(Context ctx) {
-        assertTrue(Lib.awaitReadable(ctx.asyncFd(), 5_000, "an async event"), "an async event within 5 s");
+        assertTrue(io.github.verbs4j.internal.Fds.awaitReadable(ctx.asyncFd(), 5_000, "an async event"), "an async event within 5 s");
     }
 
     @Test

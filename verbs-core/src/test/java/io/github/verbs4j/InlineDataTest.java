@@ -62,7 +62,7 @@ class InlineDataTest {
             expected = data.toArray(ValueLayout.JAVA_BYTE);
             wr.inlineData(data);
             assertSame(data, wr.inlineData());
-            assertTrue((wr.flags() & io.github.verbs4j.ffi.IbVerbs.IBV_SEND_INLINE()) != 0, "inlineData sets IBV_SEND_INLINE");
+            assertTrue((wr.flags() & io.github.verbs4j.ffi.RdmaCore.IBV_SEND_INLINE()) != 0, "inlineData sets IBV_SEND_INLINE");
             rig.a.postSend(wr);
         } // the memory is freed right after the post: the bytes were copied by then
         Completion sent = rig.ok(rig.cqA);

@@ -37,7 +37,7 @@ final class Rig implements AutoCloseable {
 
     /** Whether the tests run on softrdma (rather than the system's rdma-core, e.g. kernel rxe). */
     static boolean onSoftrdma() {
-        return io.github.verbs4j.internal.NativeLibraries.verbsPath().map(p -> p.toString().contains("softrdma"))
+        return io.github.verbs4j.raw.NativeLibraries.verbsPath().map(p -> p.toString().contains("softrdma"))
                 .orElse(false);
     }
 

@@ -44,8 +44,8 @@ final class Baseline {
     private static final FunctionDescriptor LOOP = FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.ADDRESS,
             ValueLayout.JAVA_LONG);
 
-    // The loops run for hundreds of microseconds: plain (non-critical) downcalls, whose ~80 ns
-    // transition is then spread over the whole loop, and which let safepoints proceed meanwhile.
+    // The loops run for hundreds of microseconds: plain (non-critical) downcalls, whose 20-37 ns
+    // transition (docs/performance.md, "The FFM floor") is then spread over the whole loop, and which let safepoints proceed meanwhile.
     static final MethodHandle SEND_RECV = handle("bl_send_recv", LOOP);
     static final MethodHandle WRITE = handle("bl_write", LOOP);
     static final MethodHandle READ = handle("bl_read", LOOP);

@@ -1,6 +1,6 @@
 package io.github.verbs4j.cm;
 
-import io.github.verbs4j.internal.Errno;
+import io.github.verbs4j.Errno;
 
 /**
  * A connection-manager event, copied out of {@code struct rdma_cm_event} and already

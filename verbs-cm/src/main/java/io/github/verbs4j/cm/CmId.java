@@ -2,21 +2,25 @@ package io.github.verbs4j.cm;
 
 import io.github.verbs4j.CompletionQueue;
 import io.github.verbs4j.Context;
+import io.github.verbs4j.Errno;
 import io.github.verbs4j.ProtectionDomain;
 import io.github.verbs4j.QpCapabilities;
 import io.github.verbs4j.QpState;
 import io.github.verbs4j.QueuePair;
 import io.github.verbs4j.VerbsException;
-import io.github.verbs4j.cm.ffi.rdma_addr;
-import io.github.verbs4j.cm.ffi.rdma_cm_id;
-import io.github.verbs4j.cm.ffi.rdma_conn_param;
-import io.github.verbs4j.cm.ffi.rdma_route;
-import io.github.verbs4j.internal.Errno;
-import io.github.verbs4j.internal.Native;
+import io.github.verbs4j.ffi.ibv_qp_cap;
+import io.github.verbs4j.ffi.ibv_qp_init_attr;
+import io.github.verbs4j.ffi.rdma_addr;
+import io.github.verbs4j.ffi.rdma_cm_id;
+import io.github.verbs4j.ffi.rdma_conn_param;
+import io.github.verbs4j.ffi.rdma_route;
+import io.github.verbs4j.internal.Lifecycle;
+import io.github.verbs4j.raw.CmFunctions;
+import io.github.verbs4j.raw.Downcalls;
+import io.github.verbs4j.raw.SocketAddresses;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.EnumSet;
@@ -57,7 +61,7 @@ public final class CmId implements AutoCloseable {
     private final PortSpace portSpace;
     private volatile EventChannel channel;
     private volatile QueuePair qp;
-    private volatile boolean closed;
+    private final Lifecycle life = new Lifecycle();
     private volatile boolean disconnected;
     private volatile boolean disconnectedEvent;
     /** rdma_disconnect was called on this id (apart from a DISCONNECTED event arriving). */
@@ -103,13 +107,13 @@ public final class CmId implements AutoCloseable {
     /** The local address ({@code rdma_get_local_addr}), or {@code null} before one is known. */
     public InetSocketAddress localAddress() {
         ensureOpen();
-        return Cm.fromSockaddr(id.asSlice(SRC_ADDR, Cm.SOCKADDR_STORAGE));
+        return SocketAddresses.decode(id.asSlice(SRC_ADDR, SocketAddresses.STORAGE_SIZE));
     }
 
     /** The peer's address ({@code rdma_get_peer_addr}), or {@code null} before one is known. */
     public InetSocketAddress remoteAddress() {
         ensureOpen();
-        return Cm.fromSockaddr(id.asSlice(DST_ADDR, Cm.SOCKADDR_STORAGE));
+        return SocketAddresses.decode(id.asSlice(DST_ADDR, SocketAddresses.STORAGE_SIZE));
     }
 
     /** The queue pair made by {@link #createQueuePair}, or {@code null}. */
@@ -148,11 +152,11 @@ public final class CmId implements AutoCloseable {
         Objects.requireNonNull(address, "address");
         ensureOpen();
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
-            int rc = (int) Cm.BIND_ADDR.invokeExact(errno, id, Cm.sockaddr(arena, address));
+            MemorySegment errno = Downcalls.errnoSegment(arena);
+            int rc = (int) CmFunctions.BIND_ADDR.invokeExact(errno, id, SocketAddresses.encode(arena, address));
             Cm.check(rc, errno, "rdma_bind_addr", address);
         } catch (Throwable t) {
-            throw Native.unexpected("rdma_bind_addr", t);
+            throw Downcalls.unexpected("rdma_bind_addr", t);
         }
     }
 
@@ -168,11 +172,11 @@ public final class CmId implements AutoCloseable {
         }
         ensureOpen();
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
-            int rc = (int) Cm.LISTEN.invokeExact(errno, id, backlog);
+            MemorySegment errno = Downcalls.errnoSegment(arena);
+            int rc = (int) CmFunctions.LISTEN.invokeExact(errno, id, backlog);
             Cm.check(rc, errno, "rdma_listen", this);
         } catch (Throwable t) {
-            throw Native.unexpected("rdma_listen", t);
+            throw Downcalls.unexpected("rdma_listen", t);
         }
     }
 
@@ -192,12 +196,12 @@ public final class CmId implements AutoCloseable {
         long deadline = deadline(timeout);
         ensureOpen();
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
-            MemorySegment src = source == null ? MemorySegment.NULL : Cm.sockaddr(arena, source);
-            int rc = (int) Cm.RESOLVE_ADDR.invokeExact(errno, id, src, Cm.sockaddr(arena, destination), clampMillis(timeout));
+            MemorySegment errno = Downcalls.errnoSegment(arena);
+            MemorySegment src = source == null ? MemorySegment.NULL : SocketAddresses.encode(arena, source);
+            int rc = (int) CmFunctions.RESOLVE_ADDR.invokeExact(errno, id, src, SocketAddresses.encode(arena, destination), clampMillis(timeout));
             Cm.check(rc, errno, "rdma_resolve_addr", destination);
         } catch (Throwable t) {
-            throw Native.unexpected("rdma_resolve_addr", t);
+            throw Downcalls.unexpected("rdma_resolve_addr", t);
         }
         return expect("rdma_resolve_addr", deadline, timeout, EnumSet.of(CmEventType.ADDR_RESOLVED),
                 EnumSet.of(CmEventType.ADDR_ERROR), "resolving " + destination);
@@ -213,11 +217,11 @@ public final class CmId implements AutoCloseable {
         long deadline = deadline(timeout);
         ensureOpen();
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
-            int rc = (int) Cm.RESOLVE_ROUTE.invokeExact(errno, id, clampMillis(timeout));
+            MemorySegment errno = Downcalls.errnoSegment(arena);
+            int rc = (int) CmFunctions.RESOLVE_ROUTE.invokeExact(errno, id, clampMillis(timeout));
             Cm.check(rc, errno, "rdma_resolve_route", this);
         } catch (Throwable t) {
-            throw Native.unexpected("rdma_resolve_route", t);
+            throw Downcalls.unexpected("rdma_resolve_route", t);
         }
         return expect("rdma_resolve_route", deadline, timeout, EnumSet.of(CmEventType.ROUTE_RESOLVED),
                 EnumSet.of(CmEventType.ROUTE_ERROR), null);
@@ -254,22 +258,22 @@ public final class CmId implements AutoCloseable {
         MemorySegment sendPtr = core.handle(sendCq);
         MemorySegment recvPtr = core.handle(recvCq);
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
-            MemorySegment attr = arena.allocate(Cm.QP_INIT_ATTR_SIZE, 8);
-            attr.set(ValueLayout.ADDRESS, Cm.QIA_SEND_CQ, sendPtr);
-            attr.set(ValueLayout.ADDRESS, Cm.QIA_RECV_CQ, recvPtr);
-            attr.set(ValueLayout.JAVA_INT, Cm.QIA_CAP, init.maxSendWr());
-            attr.set(ValueLayout.JAVA_INT, Cm.QIA_CAP + 4, init.maxRecvWr());
-            attr.set(ValueLayout.JAVA_INT, Cm.QIA_CAP + 8, init.maxSendSge());
-            attr.set(ValueLayout.JAVA_INT, Cm.QIA_CAP + 12, init.maxRecvSge());
-            attr.set(ValueLayout.JAVA_INT, Cm.QIA_CAP + 16, init.maxInlineData());
-            attr.set(ValueLayout.JAVA_INT, Cm.QIA_QP_TYPE, portSpace.qpType().value());
-            attr.set(ValueLayout.JAVA_INT, Cm.QIA_SQ_SIG_ALL, init.signalAll() ? 1 : 0);
-            int rc = (int) Cm.CREATE_QP.invokeExact(errno, id, pdPtr, attr);
+            MemorySegment errno = Downcalls.errnoSegment(arena);
+            MemorySegment attr = arena.allocate(ibv_qp_init_attr.layout());
+            ibv_qp_init_attr.send_cq(attr, sendPtr);
+            ibv_qp_init_attr.recv_cq(attr, recvPtr);
+            MemorySegment cap = ibv_qp_init_attr.cap(attr);
+            ibv_qp_cap.max_send_wr(cap, init.maxSendWr());
+            ibv_qp_cap.max_recv_wr(cap, init.maxRecvWr());
+            ibv_qp_cap.max_send_sge(cap, init.maxSendSge());
+            ibv_qp_cap.max_recv_sge(cap, init.maxRecvSge());
+            ibv_qp_cap.max_inline_data(cap, init.maxInlineData());
+            ibv_qp_init_attr.qp_type(attr, portSpace.qpType().value());
+            ibv_qp_init_attr.sq_sig_all(attr, init.signalAll() ? 1 : 0);
+            int rc = (int) CmFunctions.CREATE_QP.invokeExact(errno, id, pdPtr, attr);
             Cm.check(rc, errno, "rdma_create_qp", this + " with " + init);
-            QpCapabilities granted = new QpCapabilities(attr.get(ValueLayout.JAVA_INT, Cm.QIA_CAP),
-                    attr.get(ValueLayout.JAVA_INT, Cm.QIA_CAP + 4), attr.get(ValueLayout.JAVA_INT, Cm.QIA_CAP + 8),
-                    attr.get(ValueLayout.JAVA_INT, Cm.QIA_CAP + 12), attr.get(ValueLayout.JAVA_INT, Cm.QIA_CAP + 16));
+            QpCapabilities granted = new QpCapabilities(ibv_qp_cap.max_send_wr(cap), ibv_qp_cap.max_recv_wr(cap),
+                    ibv_qp_cap.max_send_sge(cap), ibv_qp_cap.max_recv_sge(cap), ibv_qp_cap.max_inline_data(cap));
             MemorySegment qpPtr = rdma_cm_id.qp(id);
             QpState state = portSpace == PortSpace.UDP ? QpState.RTS : QpState.INIT;
             QueuePair created = core.adoptQueuePair(pd, qpPtr, portSpace.qpType(), sendCq, recvCq, granted, state,
@@ -277,15 +281,15 @@ public final class CmId implements AutoCloseable {
             qp = created;
             return created;
         } catch (Throwable t) {
-            throw Native.unexpected("rdma_create_qp", t);
+            throw Downcalls.unexpected("rdma_create_qp", t);
         }
     }
 
     private void destroyQp() {
         try {
-            Cm.DESTROY_QP.invokeExact(Native.errnoSegment(Arena.ofAuto()), id);
+            CmFunctions.DESTROY_QP.invokeExact(Downcalls.errnoSegment(Arena.ofAuto()), id);
         } catch (Throwable t) {
-            throw Native.unexpected("rdma_destroy_qp", t);
+            throw Downcalls.unexpected("rdma_destroy_qp", t);
         }
     }
 
@@ -306,7 +310,7 @@ public final class CmId implements AutoCloseable {
         Objects.requireNonNull(parameters, "parameters");
         long deadline = deadline(timeout);
         ensureOpen();
-        call("rdma_connect", Cm.CONNECT, parameters);
+        call("rdma_connect", CmFunctions.CONNECT, parameters);
         return expect("rdma_connect", deadline, timeout, EnumSet.of(CmEventType.ESTABLISHED),
                 EnumSet.of(CmEventType.REJECTED, CmEventType.UNREACHABLE, CmEventType.CONNECT_ERROR,
                         CmEventType.CONNECT_RESPONSE, CmEventType.DISCONNECTED, CmEventType.DEVICE_REMOVAL),
@@ -326,7 +330,7 @@ public final class CmId implements AutoCloseable {
         Objects.requireNonNull(parameters, "parameters");
         long deadline = deadline(timeout);
         ensureOpen();
-        call("rdma_accept", Cm.ACCEPT, parameters);
+        call("rdma_accept", CmFunctions.ACCEPT, parameters);
         if (portSpace == PortSpace.UDP) {
             return null;
         }
@@ -337,7 +341,7 @@ public final class CmId implements AutoCloseable {
 
     private void call(String verb, java.lang.invoke.MethodHandle handle, ConnectParameters p) {
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment errno = Downcalls.errnoSegment(arena);
             MemorySegment cp = arena.allocate(rdma_conn_param.layout());
             byte[] data = p.privateData();
             rdma_conn_param.private_data(cp, Cm.bytes(arena, data));
@@ -349,7 +353,7 @@ public final class CmId implements AutoCloseable {
             int rc = (int) handle.invokeExact(errno, id, cp);
             Cm.check(rc, errno, verb, this + " with " + p);
         } catch (Throwable t) {
-            throw Native.unexpected(verb, t);
+            throw Downcalls.unexpected(verb, t);
         }
     }
 
@@ -367,11 +371,11 @@ public final class CmId implements AutoCloseable {
             throw new IllegalArgumentException("rdma_reject takes at most 255 bytes of private data, got " + data.length);
         }
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
-            int rc = (int) Cm.REJECT.invokeExact(errno, id, Cm.bytes(arena, data), (byte) data.length);
+            MemorySegment errno = Downcalls.errnoSegment(arena);
+            int rc = (int) CmFunctions.REJECT.invokeExact(errno, id, Cm.bytes(arena, data), (byte) data.length);
             Cm.check(rc, errno, "rdma_reject", this);
         } catch (Throwable t) {
-            throw Native.unexpected("rdma_reject", t);
+            throw Downcalls.unexpected("rdma_reject", t);
         }
     }
 
@@ -385,11 +389,11 @@ public final class CmId implements AutoCloseable {
     public void disconnect() {
         ensureOpen();
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
-            int rc = (int) Cm.DISCONNECT.invokeExact(errno, id);
+            MemorySegment errno = Downcalls.errnoSegment(arena);
+            int rc = (int) CmFunctions.DISCONNECT.invokeExact(errno, id);
             Cm.check(rc, errno, "rdma_disconnect", this);
         } catch (Throwable t) {
-            throw Native.unexpected("rdma_disconnect", t);
+            throw Downcalls.unexpected("rdma_disconnect", t);
         }
         disconnected = true;
         disconnectCalled = true;
@@ -430,11 +434,11 @@ public final class CmId implements AutoCloseable {
             return;
         }
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
-            int rc = (int) Cm.MIGRATE_ID.invokeExact(errno, id, target.channel);
+            MemorySegment errno = Downcalls.errnoSegment(arena);
+            int rc = (int) CmFunctions.MIGRATE_ID.invokeExact(errno, id, target.channel);
             Cm.check(rc, errno, "rdma_migrate_id", this + " to " + target);
         } catch (Throwable t) {
-            throw Native.unexpected("rdma_migrate_id", t);
+            throw Downcalls.unexpected("rdma_migrate_id", t);
         }
         target.moveIn(this, from.moveOut(this));
         channel = target;
@@ -480,9 +484,7 @@ public final class CmId implements AutoCloseable {
     }
 
     private void ensureOpen() {
-        if (closed) {
-            throw new IllegalStateException(this + " is closed");
-        }
+        life.ensureOpen(this);
     }
 
     /**
@@ -493,27 +495,22 @@ public final class CmId implements AutoCloseable {
      */
     @Override
     public synchronized void close() {
-        if (closed) {
-            return;
-        }
-        QueuePair q = qp;
-        if (q != null) {
-            q.close();
-        }
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
-            int rc = (int) Cm.DESTROY_ID.invokeExact(errno, id);
-            Cm.check(rc, errno, "rdma_destroy_id", this);
-        } catch (Throwable t) {
-            throw Native.unexpected("rdma_destroy_id", t);
-        }
-        closed = true;
-        channel.forget(this);
+        life.close(this, () -> {
+            QueuePair q = qp;
+            if (q != null) {
+                q.close();
+            }
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment errno = Downcalls.errnoSegment(arena);
+                int rc = (int) CmFunctions.DESTROY_ID.invokeExact(errno, id);
+                Cm.check(rc, errno, "rdma_destroy_id", this);
+            }
+        }, () -> channel.forget(this));
     }
 
     /** Whether {@link #close()} completed. */
     public boolean isClosed() {
-        return closed;
+        return life.isClosed();
     }
 
     @Override

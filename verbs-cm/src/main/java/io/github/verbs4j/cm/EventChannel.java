@@ -1,10 +1,14 @@
 package io.github.verbs4j.cm;
 
 import io.github.verbs4j.VerbsException;
-import io.github.verbs4j.cm.ffi.rdma_cm_event;
-import io.github.verbs4j.cm.ffi.rdma_conn_param;
-import io.github.verbs4j.cm.ffi.rdma_ud_param;
-import io.github.verbs4j.internal.Native;
+import io.github.verbs4j.ffi.rdma_cm_event;
+import io.github.verbs4j.ffi.rdma_conn_param;
+import io.github.verbs4j.ffi.rdma_event_channel;
+import io.github.verbs4j.ffi.rdma_ud_param;
+import io.github.verbs4j.internal.Fds;
+import io.github.verbs4j.internal.Lifecycle;
+import io.github.verbs4j.raw.CmFunctions;
+import io.github.verbs4j.raw.Downcalls;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -58,11 +62,11 @@ public final class EventChannel implements AutoCloseable {
     private final ReentrantLock lock = new ReentrantLock(true);
     /** The longest single poll while holding the lock. */
     private static final long SLICE_MILLIS = 20;
-    private volatile boolean closed;
+    private final Lifecycle life = new Lifecycle();
 
     private EventChannel(MemorySegment channel) {
-        this.channel = channel.reinterpret(16);
-        this.fd = this.channel.get(ValueLayout.JAVA_INT, 0);
+        this.channel = channel.reinterpret(rdma_event_channel.layout().byteSize());
+        this.fd = rdma_event_channel.fd(this.channel);
     }
 
     /**
@@ -73,14 +77,14 @@ public final class EventChannel implements AutoCloseable {
      */
     public static EventChannel create() {
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
-            MemorySegment ch = (MemorySegment) Cm.CREATE_EVENT_CHANNEL.invokeExact(errno);
+            MemorySegment errno = Downcalls.errnoSegment(arena);
+            MemorySegment ch = (MemorySegment) CmFunctions.CREATE_EVENT_CHANNEL.invokeExact(errno);
             if (Cm.isNull(ch)) {
-                throw VerbsException.of("rdma_create_event_channel", Native.errno(errno));
+                throw VerbsException.of("rdma_create_event_channel", Downcalls.errno(errno));
             }
             return new EventChannel(ch);
         } catch (Throwable t) {
-            throw Native.unexpected("rdma_create_event_channel", t);
+            throw Downcalls.unexpected("rdma_create_event_channel", t);
         }
     }
 
@@ -99,15 +103,17 @@ public final class EventChannel implements AutoCloseable {
         Objects.requireNonNull(space, "space");
         ensureOpen();
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment errno = Downcalls.errnoSegment(arena);
             MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
-            int rc = (int) Cm.CREATE_ID.invokeExact(errno, channel, out, MemorySegment.NULL, space.value());
+            int rc = (int) CmFunctions.CREATE_ID.invokeExact(errno, channel, out, MemorySegment.NULL, space.value());
             Cm.check(rc, errno, "rdma_create_id", space);
-            CmId id = new CmId(this, out.get(ValueLayout.ADDRESS, 0), space);
+            MemorySegment native_ = out.get(ValueLayout.ADDRESS, 0);
+            CmId id = new CmId(this, native_, space);
+            life.addNewDependent(this, id, () -> CmFunctions.DESTROY_ID.invokeExact(errno, native_));
             ids.put(id.address(), id);
             return id;
         } catch (Throwable t) {
-            throw Native.unexpected("rdma_create_id", t);
+            throw Downcalls.unexpected("rdma_create_id", t);
         }
     }
 
@@ -149,7 +155,7 @@ public final class EventChannel implements AutoCloseable {
                     }
                 }
                 long leftMillis = Math.max(0, (deadline - System.nanoTime() + 999_999) / 1_000_000);
-                if (Cm.awaitReadable(fd, Math.min(leftMillis, SLICE_MILLIS))) {
+                if (Fds.awaitReadable(fd, Math.min(leftMillis, SLICE_MILLIS), "a CM event")) {
                     CmEvent e = read();
                     if (e != null) {
                         if (wanted.test(e)) {
@@ -171,16 +177,16 @@ public final class EventChannel implements AutoCloseable {
     /** {@code rdma_get_cm_event}, copy, {@code rdma_ack_cm_event}; {@code null} for an event of an id no longer here. */
     private CmEvent read() {
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Native.errnoSegment(arena);
+            MemorySegment errno = Downcalls.errnoSegment(arena);
             MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
-            int rc = (int) Cm.GET_CM_EVENT.invokeExact(errno, channel, out);
+            int rc = (int) CmFunctions.GET_CM_EVENT.invokeExact(errno, channel, out);
             Cm.check(rc, errno, "rdma_get_cm_event", this);
             MemorySegment ev = out.get(ValueLayout.ADDRESS, 0).reinterpret(rdma_cm_event.layout().byteSize());
             CmEvent event;
             try {
                 event = decode(ev);
             } finally {
-                int ack = (int) Cm.ACK_CM_EVENT.invokeExact(errno, ev);
+                int ack = (int) CmFunctions.ACK_CM_EVENT.invokeExact(errno, ev);
                 Cm.check(ack, errno, "rdma_ack_cm_event", this);
             }
             if (event != null) {
@@ -188,7 +194,7 @@ public final class EventChannel implements AutoCloseable {
             }
             return event;
         } catch (Throwable t) {
-            throw Native.unexpected("rdma_get_cm_event", t);
+            throw Downcalls.unexpected("rdma_get_cm_event", t);
         }
     }
 
@@ -205,7 +211,7 @@ public final class EventChannel implements AutoCloseable {
             }
             // handed over: the caller accepts, rejects or closes it
             id = new CmId(this, idPtr, listenId.portSpace());
-            ids.put(id.address(), id);
+            track(id);
         } else {
             id = ids.get(idPtr.address());
             if (id == null) {
@@ -232,8 +238,19 @@ public final class EventChannel implements AutoCloseable {
         return new CmEvent(type, status, id, listenId, parameters, qpNum, qkey);
     }
 
-    void moveIn(CmId id, List<CmEvent> events) {
+    /** Registers an id whose events arrive here: the channel cannot close while it is open. */
+    private void track(CmId id) {
+        life.addDependent(this, id);
         ids.put(id.address(), id);
+    }
+
+    private void untrack(CmId id) {
+        ids.remove(id.address());
+        life.removeDependent(id);
+    }
+
+    void moveIn(CmId id, List<CmEvent> events) {
+        track(id);
         lock.lock();
         try {
             backlog.addAll(events);
@@ -244,7 +261,7 @@ public final class EventChannel implements AutoCloseable {
 
     /** Takes {@code id} off this channel with the events kept for it (rdma_migrate_id). */
     List<CmEvent> moveOut(CmId id) {
-        ids.remove(id.address());
+        untrack(id);
         List<CmEvent> moved = new ArrayList<>();
         lock.lock();
         try {
@@ -262,13 +279,11 @@ public final class EventChannel implements AutoCloseable {
     }
 
     void forget(CmId id) {
-        ids.remove(id.address());
+        untrack(id);
     }
 
     void ensureOpen() {
-        if (closed) {
-            throw new IllegalStateException(this + " is closed");
-        }
+        life.ensureOpen(this);
     }
 
     /**
@@ -281,7 +296,7 @@ public final class EventChannel implements AutoCloseable {
     public void close() {
         lock.lock();
         try {
-            if (closed) {
+            if (life.isClosed()) {
                 return;
             }
             for (CmEvent e : backlog) {
@@ -290,19 +305,11 @@ public final class EventChannel implements AutoCloseable {
                 }
             }
             backlog.clear();
-            if (!ids.isEmpty()) {
-                List<String> names = new ArrayList<>();
-                for (CmId id : ids.values()) {
-                    names.add(id.toString());
+            life.close(this, () -> {
+                try (Arena arena = Arena.ofConfined()) {
+                    CmFunctions.DESTROY_EVENT_CHANNEL.invokeExact(Downcalls.errnoSegment(arena), channel);
                 }
-                names.sort(null);
-                throw new IllegalStateException("cannot close " + this + ": " + names.size() + " id(s) still open: "
-                        + String.join(", ", names) + "; close them first");
-            }
-            closed = true;
-            Cm.DESTROY_EVENT_CHANNEL.invokeExact(Native.errnoSegment(Arena.ofAuto()), channel);
-        } catch (Throwable t) {
-            throw Native.unexpected("rdma_destroy_event_channel", t);
+            }, () -> { });
         } finally {
             lock.unlock();
         }
@@ -310,7 +317,7 @@ public final class EventChannel implements AutoCloseable {
 
     /** Whether {@link #close()} completed. */
     public boolean isClosed() {
-        return closed;
+        return life.isClosed();
     }
 
     @Override

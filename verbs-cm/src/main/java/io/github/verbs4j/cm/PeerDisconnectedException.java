@@ -1,7 +1,7 @@
 package io.github.verbs4j.cm;
 
+import io.github.verbs4j.Errno;
 import io.github.verbs4j.VerbsException;
-import io.github.verbs4j.internal.Errno;
 
 /**
  * An {@link RdmaConnection} wait ended because the connection is gone: a DISCONNECTED event

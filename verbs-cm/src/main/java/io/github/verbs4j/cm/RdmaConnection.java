@@ -5,6 +5,7 @@ import io.github.verbs4j.Completion;
 import io.github.verbs4j.CompletionQueue;
 import io.github.verbs4j.Completions;
 import io.github.verbs4j.Context;
+import io.github.verbs4j.Errno;
 import io.github.verbs4j.MemoryRegion;
 import io.github.verbs4j.ProtectionDomain;
 import io.github.verbs4j.QueuePair;
@@ -13,7 +14,7 @@ import io.github.verbs4j.RemoteBuffer;
 import io.github.verbs4j.SendRequest;
 import io.github.verbs4j.VerbsException;
 import io.github.verbs4j.WcOpcode;
-import io.github.verbs4j.internal.Errno;
+import io.github.verbs4j.internal.Lifecycle;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -66,7 +67,7 @@ public final class RdmaConnection implements AutoCloseable {
     private long sendsPosted;
     private long rdmaPosted;
     private volatile byte[] peerPrivateData = new byte[0];
-    private boolean closed;
+    private final Lifecycle life = new Lifecycle();
     private int idlePolls;
 
     /**
@@ -352,9 +353,7 @@ public final class RdmaConnection implements AutoCloseable {
     }
 
     private void ensureOpen() {
-        if (closed) {
-            throw new IllegalStateException(this + " is closed");
-        }
+        life.ensureOpen(this);
     }
 
     private void closeQuietly(Throwable failure) {
@@ -368,10 +367,14 @@ public final class RdmaConnection implements AutoCloseable {
     /** Disconnects if connected, then releases everything. Idempotent. */
     @Override
     public void close() {
-        if (closed) {
-            return;
-        }
-        closed = true;
+        life.close(this, this::release, () -> { });
+    }
+
+    /**
+     * Disconnects if connected, then closes every part, last made first; the first failure is
+     * thrown after all were tried (the others suppressed), and a later close tries again.
+     */
+    private void release() {
         RuntimeException failure = null;
         if (id.queuePair() != null && qp.trackedState() == io.github.verbs4j.QpState.RTS && !id.isDisconnected()) {
             try {
@@ -399,6 +402,6 @@ public final class RdmaConnection implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "RdmaConnection[" + id + (closed ? ", closed" : "") + "]";
+        return "RdmaConnection[" + id + (life.isClosed() ? ", closed" : "") + "]";
     }
 }

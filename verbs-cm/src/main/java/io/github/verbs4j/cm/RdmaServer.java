@@ -1,7 +1,7 @@
 package io.github.verbs4j.cm;
 
+import io.github.verbs4j.Errno;
 import io.github.verbs4j.VerbsException;
-import io.github.verbs4j.internal.Errno;
 
 import java.net.InetSocketAddress;
 import java.time.Duration;
@@ -102,7 +102,7 @@ public final class RdmaServer implements AutoCloseable {
             } catch (CmEventException dropped) {
                 timedOut.addSuppressed(dropped);
             } catch (VerbsException e) {
-                if (e.errno() != Errno.ETIMEDOUT) {
+                if (!e.is(Errno.ETIMEDOUT)) {
                     throw e;
                 }
                 timedOut.addSuppressed(e);

@@ -27,7 +27,7 @@ import java.io.UncheckedIOException;
  * verbs4j: {@code -Dverbs4j.libibverbs=<path>|system}; the {@code scripts/verbs4j} launcher
  * sets it from {@code --softrdma}.
  */
-@Command(name = "verbs4j", mixinStandardHelpOptions = true, version = "verbs4j 0.1.0",
+@Command(name = "verbs4j", mixinStandardHelpOptions = true, versionProvider = Verbs4jTool.Version.class,
         description = "RDMA verbs from Java: device listing and tests on libibverbs/librdmacm.",
         subcommands = {
                 DevicesCommand.class,
@@ -116,6 +116,21 @@ public final class Verbs4jTool implements Runnable {
 
         Verbs4jFailure(String message) {
             super(message, null, false, false);
+        }
+    }
+
+    /** {@code --version}: the version the build wrote into version.properties. */
+    static final class Version implements CommandLine.IVersionProvider {
+        @Override
+        public String[] getVersion() throws java.io.IOException {
+            java.util.Properties p = new java.util.Properties();
+            try (var in = Verbs4jTool.class.getResourceAsStream("version.properties")) {
+                if (in == null) {
+                    return new String[] {"verbs4j (version unknown: version.properties missing from the class path)"};
+                }
+                p.load(in);
+            }
+            return new String[] {"verbs4j " + p.getProperty("version", "unknown")};
         }
     }
 }

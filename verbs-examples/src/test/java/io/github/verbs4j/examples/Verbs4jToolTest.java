@@ -17,6 +17,14 @@ import static org.junit.jupiter.api.Assumptions.assumeFalse;
 class Verbs4jToolTest {
 
     @Test
+    void versionIsTheBuildsVersion() {
+        ToolRun run = inProcess("--version");
+        assertEquals(0, run.exitCode(), run.err());
+        // written by the build into version.properties (the POM's version), never a literal
+        assertTrue(run.out().strip().matches("verbs4j \\d+\\.\\d+\\.\\d+(-SNAPSHOT)?"), run.out());
+    }
+
+    @Test
     void devicesPrintsTheIbvDevicesTableForTheSelectedLibrary() {
         ToolRun run = inProcess("devices");
         if (Verbs.isAvailable()) {

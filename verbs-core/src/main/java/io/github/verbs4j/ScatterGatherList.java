@@ -1,0 +1,120 @@
+package io.github.verbs4j;
+
+import io.github.verbs4j.ffi.ibv_sge;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Arrays;
+import java.util.Objects;
+
+/**
+ * The native side of one work request that {@link SendRequest} and {@link ReceiveRequest}
+ * share: the {@code ibv_send_wr}/{@code ibv_recv_wr} itself, its array of {@code struct ibv_sge}
+ * and the {@code bad_wr} slot, in one segment the garbage collector frees; plus the memory
+ * region behind each entry, so a post can check the regions are still open and in the right
+ * protection domain. Not thread-safe (as its requests).
+ */
+final class ScatterGatherList {
+
+    private static final long ENTRY_SIZE = ibv_sge.layout().byteSize();
+    private static final long ADDR = ibv_sge.addr$offset();
+    private static final long LENGTH = ibv_sge.length$offset();
+    private static final long LKEY = ibv_sge.lkey$offset();
+
+    /** The work request ({@code wrSize} bytes), its {@code sg_list} already pointing at {@link #entries}. */
+    final MemorySegment wr;
+    /** The {@code struct ibv_sge} array. */
+    final MemorySegment entries;
+    /** Where the provider writes {@code bad_wr}. */
+    final MemorySegment badWr;
+    private final MemoryRegion[] regions;
+
+    ScatterGatherList(long wrSize, long sgListOffset, int maxSge) {
+        if (maxSge < 1 || maxSge > 1024) {
+            throw new IllegalArgumentException("maxSge must be 1..1024, got " + maxSge);
+        }
+        this.regions = new MemoryRegion[maxSge];
+        MemorySegment all = Arena.ofAuto().allocate(wrSize + ENTRY_SIZE * maxSge + 8, 8);
+        this.wr = all.asSlice(0, wrSize);
+        this.entries = all.asSlice(wrSize, ENTRY_SIZE * maxSge);
+        this.badWr = all.asSlice(wrSize + ENTRY_SIZE * maxSge, 8);
+        wr.set(ValueLayout.ADDRESS, sgListOffset, entries);
+    }
+
+    int capacity() {
+        return regions.length;
+    }
+
+    /**
+     * Sets entry {@code index} to {@code length} bytes at {@code offset} of {@code region}.
+     *
+     * @throws IndexOutOfBoundsException when the range is outside the region or the index beyond the capacity
+     */
+    void set(int index, MemoryRegion region, long offset, int length) {
+        Objects.checkIndex(index, regions.length);
+        Objects.requireNonNull(region, "region");
+        region.checkRange(offset, Integer.toUnsignedLong(length));
+        long base = index * ENTRY_SIZE;
+        entries.set(ValueLayout.JAVA_LONG, base + ADDR, region.address + offset);
+        entries.set(ValueLayout.JAVA_INT, base + LENGTH, length);
+        entries.set(ValueLayout.JAVA_INT, base + LKEY, region.lkey);
+        regions[index] = region;
+    }
+
+    /** Makes entry 0 point at unregistered memory (inline data: no region, lkey 0), forgetting all regions. */
+    void setUnregistered(MemorySegment data) {
+        entries.set(ValueLayout.JAVA_LONG, ADDR, data.address());
+        entries.set(ValueLayout.JAVA_INT, LENGTH, (int) data.byteSize());
+        entries.set(ValueLayout.JAVA_INT, LKEY, 0);
+        Arrays.fill(regions, null);
+    }
+
+    /**
+     * Checks that the first {@code count} entries are set.
+     *
+     * @throws IndexOutOfBoundsException when {@code count} exceeds the capacity
+     * @throws IllegalStateException naming the first entry not set
+     */
+    void requireSet(int count, boolean firstUnregistered) {
+        if (count < 0 || count > regions.length) {
+            throw new IndexOutOfBoundsException("sge count " + count + " outside 0.." + regions.length);
+        }
+        for (int i = 0; i < count; i++) {
+            if (regions[i] == null && !(i == 0 && firstUnregistered)) {
+                throw new IllegalStateException("scatter/gather entry " + i + " is not set");
+            }
+        }
+    }
+
+    /** The length of entry {@code index}. */
+    long length(int index) {
+        return Integer.toUnsignedLong(entries.get(ValueLayout.JAVA_INT, index * ENTRY_SIZE + LENGTH));
+    }
+
+    /**
+     * Checks the first {@code count} entries for a post to {@code target}: each region open and
+     * registered in {@code pd}; entry 0 may be unregistered only when {@code firstUnregistered}.
+     *
+     * @return the bytes the entries cover
+     */
+    long validate(int count, boolean firstUnregistered, ProtectionDomain pd, Object target, long requestId) {
+        long total = 0;
+        for (int i = 0; i < count; i++) {
+            MemoryRegion mr = regions[i];
+            if (mr == null) {
+                if (i != 0 || !firstUnregistered) {
+                    throw new IllegalStateException("scatter/gather entry " + i + " of request " + requestId + " is not set");
+                }
+            } else {
+                mr.ensureUsable();
+                if (mr.pd != pd) {
+                    throw new IllegalArgumentException(mr + " (entry " + i + " of request " + requestId
+                            + ") is registered in another protection domain than " + target);
+                }
+            }
+            total += length(i);
+        }
+        return total;
+    }
+}

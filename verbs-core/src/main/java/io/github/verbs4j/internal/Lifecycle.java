@@ -1,0 +1,158 @@
+package io.github.verbs4j.internal;
+
+import io.github.verbs4j.VerbsException;
+import io.github.verbs4j.raw.Downcalls;
+import io.github.verbs4j.raw.VerbsFunctions;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandle;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The open/closing/closed state of one native owner and the owners that depend on it: the one
+ * close protocol of every owner in verbs-core and verbs-cm.
+ *
+ * <p><b>Parents refuse.</b> Closing an owner while others still depend on it (a protection
+ * domain with live memory regions, a completion queue still used by a queue pair...) throws
+ * {@link IllegalStateException} naming them, and leaves the owner open; close the dependents first
+ * (try-with-resources does this naturally). rdma-core itself refuses such destroys with EBUSY;
+ * verbs4j says so in Java with the names, before the call.
+ *
+ * <p><b>Close is all or nothing.</b> {@link #close} marks the owner closing (new uses and new
+ * dependents are refused from then on), runs the destroy step, and then either marks it closed
+ * and runs the unregister step, or — when the destroy step failed in any way, a thrown
+ * {@link RuntimeException} or {@link Error} included — puts it back to open, still registered
+ * with its parents, so that the caller can retry and the parents can never be stranded.
+ *
+ * <p>Thread-safe. Two threads closing one owner: one runs the destroy step, the other returns at
+ * once.
+ */
+public final class Lifecycle {
+
+    private static final int OPEN = 0;
+    private static final int CLOSING = 1;
+    private static final int CLOSED = 2;
+
+    private final Set<Object> dependents = ConcurrentHashMap.newKeySet();
+    private volatile int state = OPEN;
+
+    /** The destroy step of a close: returns normally only when the native object is gone. */
+    @FunctionalInterface
+    public interface Destroy {
+        void destroy() throws Throwable;
+    }
+
+    /** Whether the owner's close completed (a close in progress is not closed yet). */
+    public boolean isClosed() {
+        return state == CLOSED;
+    }
+
+    /** Throws {@link IllegalStateException} unless the owner is open; {@code owner}'s {@code toString()} names it. */
+    public void ensureOpen(Object owner) {
+        int s = state;
+        if (s != OPEN) {
+            throw s == CLOSED ? closedException(owner) : new IllegalStateException(owner + " is being closed");
+        }
+    }
+
+    /** The exception for using a closed owner. */
+    public static IllegalStateException closedException(Object owner) {
+        return new IllegalStateException(owner + " is closed");
+    }
+
+    /** Registers {@code dependent}; throws {@link IllegalStateException} unless this owner is open. */
+    public synchronized void addDependent(Object owner, Object dependent) {
+        ensureOpen(owner);
+        dependents.add(dependent);
+    }
+
+    /**
+     * Registers a dependent whose native object was just created: when this owner is no longer
+     * open (a close raced the creation), {@code undo} destroys the new native object before the
+     * {@link IllegalStateException} is thrown, so nothing is left half-made.
+     */
+    public void addNewDependent(Object owner, Object dependent, Destroy undo) {
+        try {
+            addDependent(owner, dependent);
+        } catch (IllegalStateException e) {
+            try {
+                undo.destroy();
+            } catch (Throwable t) {
+                e.addSuppressed(t);
+            }
+            throw e;
+        }
+    }
+
+    /** Unregisters {@code dependent} (after its own close completed). */
+    public void removeDependent(Object dependent) {
+        dependents.remove(dependent);
+    }
+
+    /**
+     * Closes the owner: see the class description.
+     *
+     * @param owner     the owner, named in exceptions
+     * @param destroy   destroys the native object; returns normally only on success
+     * @param onClosed  runs after a successful destroy (unregister from parents, free memory);
+     *                  must not throw
+     * @return {@code true} when this call closed the owner, {@code false} when it was already
+     *         closed or another thread is closing it
+     * @throws IllegalStateException naming the dependents that are still open (the owner stays open)
+     * @throws VerbsException (or whatever {@code destroy} threw) when the destroy step failed;
+     *         the owner stays open and registered
+     */
+    public boolean close(Object owner, Destroy destroy, Runnable onClosed) {
+        synchronized (this) {
+            if (state != OPEN) {
+                return false;
+            }
+            if (!dependents.isEmpty()) {
+                List<String> names = new ArrayList<>();
+                for (Object d : dependents) {
+                    names.add(String.valueOf(d));
+                }
+                names.sort(null);
+                throw new IllegalStateException("cannot close " + owner + ": still in use by " + names.size()
+                        + (names.size() == 1 ? " object: " : " objects: ") + String.join(", ", names)
+                        + "; close them first");
+            }
+            state = CLOSING;
+        }
+        boolean destroyed = false;
+        try {
+            destroy.destroy();
+            destroyed = true;
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("verbs4j: unexpected failure closing " + owner, t);
+        } finally {
+            state = destroyed ? CLOSED : OPEN;
+        }
+        onClosed.run();
+        return true;
+    }
+
+    /**
+     * Calls a destroy verb of the form {@code int verb(handle)} (bound with errno captured, see
+     * {@link VerbsFunctions}) and throws {@link VerbsException} naming it and its errno when it
+     * returns non-zero.
+     *
+     * @throws UnsupportedOperationException when the loaded library lacks the verb ({@code handle} null)
+     */
+    public static void destroyVerb(String verb, MethodHandle handle, MemorySegment object) throws Throwable {
+        MethodHandle h = VerbsFunctions.need(handle, verb);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Downcalls.errnoSegment(arena);
+            int rc = (int) h.invokeExact(errno, object);
+            if (rc != 0) {
+                throw VerbsException.of(verb, Downcalls.errnoOf(rc, errno));
+            }
+        }
+    }
+}

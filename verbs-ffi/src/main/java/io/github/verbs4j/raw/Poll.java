@@ -1,0 +1,81 @@
+package io.github.verbs4j.raw;
+
+import io.github.verbs4j.ffi.pollfd;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandle;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+/**
+ * {@code poll(2)} on one file descriptor: how verbs4j blocks on a completion channel, the async
+ * event fd and the CM event fd, without holding a carrier in a sleep loop. Never critical: it
+ * blocks.
+ */
+public final class Poll {
+
+    private Poll() {
+    }
+
+    /** {@code int poll(struct pollfd *fds, nfds_t nfds, int timeout)}, errno captured. */
+    private static final MethodHandle POLL = Downcalls.errnoCapturing(Linker.nativeLinker().defaultLookup(), "poll",
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
+
+    private static final short POLLIN = 0x001;
+    private static final short POLLNVAL = 0x020;
+    private static final int EINTR = 4;
+    private static final int EBADF = 9;
+
+    /** {@link #awaitReadable}: the fd became readable. */
+    public static final int READABLE = 1;
+    /** {@link #awaitReadable}: the time ran out first. */
+    public static final int TIMED_OUT = 0;
+
+    /**
+     * Waits until {@code fd} is readable, at most {@code timeoutMillis} (negative: without a
+     * bound). An interrupted {@code poll} is retried with the time left.
+     *
+     * @return {@link #READABLE}, {@link #TIMED_OUT}, or a negative errno: {@code -EBADF} when
+     *         the fd is not open (POLLNVAL), else {@code poll}'s own error
+     */
+    public static int awaitReadable(int fd, long timeoutMillis) {
+        long deadline = timeoutMillis < 0 ? 0 : System.nanoTime() + Math.min(timeoutMillis, Long.MAX_VALUE / 2_000_000L) * 1_000_000L;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Downcalls.errnoSegment(arena);
+            MemorySegment pfd = arena.allocate(pollfd.layout());
+            while (true) {
+                pollfd.fd(pfd, fd);
+                pollfd.events(pfd, POLLIN);
+                pollfd.revents(pfd, (short) 0);
+                int wait = timeoutMillis < 0 ? -1
+                        : (int) Math.min(Integer.MAX_VALUE, Math.max(0, (deadline - System.nanoTime() + 999_999) / 1_000_000));
+                int n = (int) POLL.invokeExact(errno, pfd, 1L, wait);
+                if (n < 0) {
+                    int e = Downcalls.errno(errno);
+                    if (e == EINTR) {
+                        continue;
+                    }
+                    return -e;
+                }
+                if (n == 0) {
+                    // poll rounds to its clock: wait out what is left rather than report early
+                    if (timeoutMillis >= 0 && deadline - System.nanoTime() > 0) {
+                        continue;
+                    }
+                    return TIMED_OUT;
+                }
+                if ((pollfd.revents(pfd) & POLLNVAL) != 0) {
+                    return -EBADF;
+                }
+                return READABLE;
+            }
+        } catch (Throwable t) {
+            throw Downcalls.unexpected("poll", t);
+        }
+    }
+}
