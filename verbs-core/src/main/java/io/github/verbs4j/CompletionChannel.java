@@ -3,6 +3,8 @@ package io.github.verbs4j;
 import io.github.verbs4j.ffi.ibv_comp_channel;
 import io.github.verbs4j.internal.Fds;
 import io.github.verbs4j.internal.Lifecycle;
+import io.github.verbs4j.internal.NativeHandle;
+import io.github.verbs4j.internal.Timeouts;
 import io.github.verbs4j.raw.Downcalls;
 import io.github.verbs4j.raw.VerbsFunctions;
 
@@ -35,24 +37,25 @@ import java.util.concurrent.ConcurrentHashMap;
 public final class CompletionChannel implements AutoCloseable {
 
     final Context context;
-    final MemorySegment channel;
+    /** The {@code ibv_comp_channel}: calls pass {@code handle.segment()}, so close waits for calls in flight. */
+    final NativeHandle handle;
     final Lifecycle life = new Lifecycle();
     private final int fd;
     private final Map<Long, CompletionQueue> queues = new ConcurrentHashMap<>();
 
     CompletionChannel(Context context, MemorySegment channel) {
         this.context = context;
-        this.channel = channel.reinterpret(ibv_comp_channel.layout().byteSize());
-        this.fd = ibv_comp_channel.fd(this.channel);
+        this.handle = new NativeHandle(channel, ibv_comp_channel.layout().byteSize());
+        this.fd = ibv_comp_channel.fd(handle.pointer());
     }
 
     void attach(CompletionQueue cq) {
         life.addDependent(this, cq);
-        queues.put(cq.cq.address(), cq);
+        queues.put(cq.handle.pointer().address(), cq);
     }
 
     void detach(CompletionQueue cq) {
-        queues.remove(cq.cq.address());
+        queues.remove(cq.handle.pointer().address());
         life.removeDependent(cq);
     }
 
@@ -72,22 +75,37 @@ public final class CompletionChannel implements AutoCloseable {
      * and polls the queue.
      *
      * <p><b>Errors</b>: {@link VerbsException} from {@code poll} or {@code ibv_get_cq_event};
-     * {@link IllegalStateException} after close.
+     * {@link IllegalStateException} after close, also when another thread closes the channel
+     * during the wait; {@link NullPointerException} for a {@code null} timeout and
+     * {@link IllegalArgumentException} for a negative one (use {@link #await()} to wait without
+     * a bound).
      *
-     * @param timeout how long to wait; {@code null} or negative waits forever
+     * @param timeout how long to wait; {@link Duration#ZERO} takes a pending event without waiting
      * @return the completion queue that fired, or {@code null} when none did in time
      */
     public CompletionQueue await(Duration timeout) {
+        return await(Timeouts.millis(timeout));
+    }
+
+    /**
+     * {@link #await(Duration)} without a bound: returns when a completion event arrives.
+     *
+     * <p><b>Errors</b>: as {@link #await(Duration)}.
+     */
+    public CompletionQueue await() {
+        return await(-1L);
+    }
+
+    private CompletionQueue await(long millis) {
         life.ensureOpen(this);
-        long millis = timeout == null || timeout.isNegative() ? -1 : timeout.toMillis();
-        if (!Fds.awaitReadable(fd, millis, "a completion event on " + this)) {
+        if (!Fds.awaitReadable(fd, millis, "a completion event on " + this, life, this)) {
             return null;
         }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
             MemorySegment cqOut = arena.allocate(ValueLayout.ADDRESS);
             MemorySegment ctxOut = arena.allocate(ValueLayout.ADDRESS);
-            int rc = (int) VerbsFunctions.need(VerbsFunctions.GET_CQ_EVENT, "ibv_get_cq_event").invokeExact(errno, channel, cqOut, ctxOut);
+            int rc = (int) VerbsFunctions.need(VerbsFunctions.GET_CQ_EVENT, "ibv_get_cq_event").invokeExact(errno, handle.segment(), cqOut, ctxOut);
             if (rc != 0) {
                 throw VerbsException.of("ibv_get_cq_event", Downcalls.errno(errno));
             }
@@ -100,7 +118,7 @@ public final class CompletionChannel implements AutoCloseable {
             cq.eventReceived();
             return cq;
         } catch (Throwable t) {
-            throw Downcalls.unexpected("ibv_get_cq_event", t);
+            throw handle.failure(this, "ibv_get_cq_event", t);
         }
     }
 
@@ -112,7 +130,7 @@ public final class CompletionChannel implements AutoCloseable {
      */
     @Override
     public void close() {
-        life.close(this, () -> Lifecycle.destroyVerb("ibv_destroy_comp_channel", VerbsFunctions.DESTROY_COMP_CHANNEL, channel),
+        life.close(this, handle, () -> Lifecycle.destroyVerb("ibv_destroy_comp_channel", VerbsFunctions.DESTROY_COMP_CHANNEL, handle.pointer()),
                 () -> context.life.removeDependent(this));
     }
 

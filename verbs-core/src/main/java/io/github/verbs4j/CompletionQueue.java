@@ -2,6 +2,7 @@ package io.github.verbs4j;
 
 import io.github.verbs4j.ffi.ibv_cq;
 import io.github.verbs4j.internal.Lifecycle;
+import io.github.verbs4j.internal.NativeHandle;
 import io.github.verbs4j.raw.ContextOps;
 import io.github.verbs4j.raw.Downcalls;
 import io.github.verbs4j.raw.VerbsFunctions;
@@ -39,7 +40,8 @@ public final class CompletionQueue implements AutoCloseable {
     private static final int ACK_BATCH = 16;
 
     final Context context;
-    final MemorySegment cq;
+    /** The {@code ibv_cq}: every call passes {@code handle.segment()}, so close waits for calls in flight. */
+    final NativeHandle handle;
     final Lifecycle life = new Lifecycle();
     private final CompletionChannel channel;
     private final MemorySegment pollFn;
@@ -48,7 +50,7 @@ public final class CompletionQueue implements AutoCloseable {
 
     CompletionQueue(Context context, MemorySegment cq, CompletionChannel channel) {
         this.context = context;
-        this.cq = cq.reinterpret(ibv_cq.layout().byteSize());
+        this.handle = new NativeHandle(cq, ibv_cq.layout().byteSize());
         this.channel = channel;
         this.pollFn = ContextOps.function(context.ctx, ContextOps.POLL_CQ_OFFSET, "ibv_poll_cq");
         this.notifyFn = ContextOps.function(context.ctx, ContextOps.REQ_NOTIFY_CQ_OFFSET, "ibv_req_notify_cq");
@@ -57,7 +59,7 @@ public final class CompletionQueue implements AutoCloseable {
     /** The number of entries the device gave the queue ({@code cqe}, at least what was asked). */
     public int capacity() {
         life.ensureOpen(this);
-        return ibv_cq.cqe(cq);
+        return ibv_cq.cqe(handle.pointer());
     }
 
     /** The channel the queue signals, or {@code null}. */
@@ -85,9 +87,9 @@ public final class CompletionQueue implements AutoCloseable {
         }
         int n;
         try {
-            n = (int) ContextOps.POLL_CQ.invokeExact(pollFn, cq, batch.capacity, batch.array);
+            n = (int) ContextOps.POLL_CQ.invokeExact(pollFn, handle.segment(), batch.capacity, batch.array);
         } catch (Throwable t) {
-            throw Downcalls.unexpected("ibv_poll_cq", t);
+            throw handle.failure(this, "ibv_poll_cq", t);
         }
         if (n < 0) {
             batch.count = 0;
@@ -110,9 +112,9 @@ public final class CompletionQueue implements AutoCloseable {
         }
         int rc;
         try {
-            rc = (int) ContextOps.REQ_NOTIFY_CQ.invokeExact(notifyFn, cq, solicitedOnly ? 1 : 0);
+            rc = (int) ContextOps.REQ_NOTIFY_CQ.invokeExact(notifyFn, handle.segment(), solicitedOnly ? 1 : 0);
         } catch (Throwable t) {
-            throw Downcalls.unexpected("ibv_req_notify_cq", t);
+            throw handle.failure(this, "ibv_req_notify_cq", t);
         }
         if (rc != 0) {
             throw VerbsException.of("ibv_req_notify_cq", Math.abs(rc));
@@ -132,7 +134,7 @@ public final class CompletionQueue implements AutoCloseable {
         }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
-            int rc = (int) VerbsFunctions.need(VerbsFunctions.RESIZE_CQ, "ibv_resize_cq").invokeExact(errno, cq, entries);
+            int rc = (int) VerbsFunctions.need(VerbsFunctions.RESIZE_CQ, "ibv_resize_cq").invokeExact(errno, handle.segment(), entries);
             if (rc != 0) {
                 throw new VerbsException("ibv_resize_cq", Downcalls.errnoOf(rc, errno), entries + " entries");
             }
@@ -152,7 +154,7 @@ public final class CompletionQueue implements AutoCloseable {
         int n = unackedEvents.getAndSet(0);
         if (n > 0) {
             try (Arena arena = Arena.ofConfined()) {
-                VerbsFunctions.need(VerbsFunctions.ACK_CQ_EVENTS, "ibv_ack_cq_events").invokeExact(Downcalls.errnoSegment(arena), cq, n);
+                VerbsFunctions.need(VerbsFunctions.ACK_CQ_EVENTS, "ibv_ack_cq_events").invokeExact(Downcalls.errnoSegment(arena), handle.pointer(), n);
             } catch (Throwable t) {
                 throw Downcalls.unexpected("ibv_ack_cq_events", t);
             }
@@ -173,14 +175,14 @@ public final class CompletionQueue implements AutoCloseable {
      */
     @Override
     public void close() {
-        life.close(this, () -> {
+        life.close(this, handle, () -> {
             acknowledgeEvents();
-            Lifecycle.destroyVerb("ibv_destroy_cq", VerbsFunctions.DESTROY_CQ, cq);
+            Lifecycle.destroyVerb("ibv_destroy_cq", VerbsFunctions.DESTROY_CQ, handle.pointer());
         }, () -> {
             if (channel != null) {
                 channel.detach(this);
             }
-            context.removeChild(cq, this);
+            context.removeChild(handle.pointer(), this);
             context.life.removeDependent(this);
         });
     }
@@ -192,6 +194,6 @@ public final class CompletionQueue implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "CompletionQueue[0x" + Long.toHexString(cq.address()) + "]";
+        return "CompletionQueue[0x" + Long.toHexString(handle.pointer().address()) + "]";
     }
 }

@@ -8,6 +8,7 @@ import io.github.verbs4j.ffi.ibv_port_attr;
 import io.github.verbs4j.ffi.ibv_qp;
 import io.github.verbs4j.internal.Fds;
 import io.github.verbs4j.internal.Lifecycle;
+import io.github.verbs4j.internal.Timeouts;
 import io.github.verbs4j.raw.ContextOps;
 import io.github.verbs4j.raw.Downcalls;
 import io.github.verbs4j.raw.VerbsFunctions;
@@ -313,7 +314,7 @@ public final class Context implements AutoCloseable {
                 throw new IllegalArgumentException(channel + " belongs to another context");
             }
             channel.life.ensureOpen(channel);
-            ch = channel.channel;
+            ch = channel.handle.segment();
         }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
@@ -324,7 +325,7 @@ public final class Context implements AutoCloseable {
             }
             CompletionQueue result = new CompletionQueue(this, cq, channel);
             register(result);
-            addChild(result.cq, result);
+            addChild(result.handle.pointer(), result);
             if (channel != null) {
                 channel.attach(result);
             }
@@ -365,13 +366,17 @@ public final class Context implements AutoCloseable {
      * it concerns when that object is still open (see {@link AsyncEvent}).
      *
      * <p><b>Errors</b>: {@link VerbsException} from {@code poll} or {@code ibv_get_async_event};
-     * {@link IllegalStateException} after close.
+     * {@link IllegalStateException} after close, also when another thread closes the context
+     * during the wait; {@link NullPointerException} for a {@code null} timeout,
+     * {@link IllegalArgumentException} for a negative one.
      *
+     * @param timeout how long to wait; {@link Duration#ZERO} takes a pending event without waiting
      * @return the event, or {@code null} when none arrived in time
      */
     public AsyncEvent pollAsyncEvent(Duration timeout) {
+        long millis = Timeouts.millis(timeout);
         life.ensureOpen(this);
-        if (!Fds.awaitReadable(asyncFd(), timeout.toMillis(), "an async event of " + this)) {
+        if (!Fds.awaitReadable(asyncFd(), millis, "an async event of " + this, life, this)) {
             return null;
         }
         try (Arena arena = Arena.ofConfined()) {

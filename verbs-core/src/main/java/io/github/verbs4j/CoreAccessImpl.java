@@ -34,7 +34,7 @@ final class CoreAccessImpl extends CoreAccess {
     @Override
     public MemorySegment handle(CompletionQueue cq) {
         cq.life.ensureOpen(cq);
-        return cq.cq;
+        return cq.handle.segment();
     }
 
     @Override

@@ -8,6 +8,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.EnumSet;
 import java.util.Objects;
+import java.util.Set;
 
 /**
  * A protection domain ({@code struct ibv_pd}): memory regions, queue pairs, shared receive
@@ -39,20 +40,71 @@ public final class ProtectionDomain implements AutoCloseable {
     /**
      * Registers memory the caller owns ({@code ibv_reg_mr_iova2}, iova = the segment's address;
      * {@code ibv_reg_mr} when the library predates IBVERBS_1.8). The region keeps a reference to
-     * the segment; the caller must keep its arena open while the region is registered. Posting a
-     * request that uses a region whose arena was closed throws instead of reaching the device.
+     * the segment (so memory of {@link Arena#ofAuto()} stays allocated while it is registered).
+     * Posting a request that uses a region whose arena was closed throws instead of reaching the
+     * device.
+     *
+     * <p><b>Remote access needs memory the region keeps alive.</b> A peer's RDMA WRITE, READ or
+     * atomic reaches the memory without any local call, so Java cannot refuse it after the
+     * caller closed the arena: the device would write into freed memory. With
+     * {@link Access#REMOTE_WRITE}, {@link Access#REMOTE_READ} or {@link Access#REMOTE_ATOMIC}
+     * this method therefore takes only memory whose lifetime the region controls: a segment of
+     * {@link Arena#ofAuto()} (kept reachable by the region) or of {@link Arena#global()}. Use
+     * {@link #allocate(long, Access...)} for memory the region owns, or
+     * {@link #registerUnsafe(MemorySegment, Access...)} to register memory of a closeable arena
+     * when you guarantee that the region is closed before the arena.
      *
      * <p><b>Errors</b>: {@link IllegalArgumentException} for a heap segment, an empty segment,
-     * or REMOTE_WRITE/REMOTE_ATOMIC without LOCAL_WRITE; {@link IllegalStateException} when the
-     * segment's arena is closed or this domain is closed; {@link VerbsException} from the device
-     * (EINVAL, ENOMEM, EFAULT for memory it cannot pin, EPERM when the locked-memory limit is hit).
+     * REMOTE_WRITE/REMOTE_ATOMIC without LOCAL_WRITE, or remote access to memory of an arena the
+     * caller can close (confined or shared); {@link IllegalStateException} when the segment's
+     * arena is closed or this domain is closed; {@link VerbsException} from the device (EINVAL,
+     * ENOMEM, EFAULT for memory it cannot pin or that is not mapped, EPERM when the locked-memory
+     * limit is hit).
      *
      * @param segment a native segment
      * @param access  the exact rights to grant; none given means local access only
      *                ({@link Access#LOCAL_WRITE})
      */
     public MemoryRegion register(MemorySegment segment, Access... access) {
+        EnumSet<Access> set = access.length == 0 ? EnumSet.of(Access.LOCAL_WRITE) : Access.setOf(access);
+        Objects.requireNonNull(segment, "segment");
+        Access.checkConsistent(set, "ibv_reg_mr");
+        if (grantsRemoteAccess(set) && callerCanClose(segment)) {
+            throw new IllegalArgumentException("remote access " + set + " to memory of an arena the caller can close"
+                    + " (" + segment.scope().getClass().getSimpleName() + "): a peer's RDMA operation after that close"
+                    + " would reach freed memory. Register memory the region keeps alive (pd.allocate(size, access...),"
+                    + " Arena.ofAuto(), Arena.global()), or use registerUnsafe if the arena outlives the region");
+        }
+        return register(segment, set, null);
+    }
+
+    /**
+     * As {@link #register(MemorySegment, Access...)}, but also for remote access to memory of an
+     * arena the caller can close. <b>The caller guarantees</b> that the region is closed before
+     * the arena: a peer's RDMA WRITE or atomic into a closed arena's memory corrupts the process
+     * (the JVM cannot intercept it). Local posts naming the region after the arena closed are
+     * still refused.
+     *
+     * <p><b>Errors</b>: as {@link #register(MemorySegment, Access...)}, less the remote-access refusal.
+     */
+    public MemoryRegion registerUnsafe(MemorySegment segment, Access... access) {
         return register(segment, access.length == 0 ? EnumSet.of(Access.LOCAL_WRITE) : Access.setOf(access), null);
+    }
+
+    private static boolean grantsRemoteAccess(Set<Access> access) {
+        return access.contains(Access.REMOTE_WRITE) || access.contains(Access.REMOTE_READ)
+                || access.contains(Access.REMOTE_ATOMIC);
+    }
+
+    /**
+     * Whether the segment's arena is one its owner can close (confined or shared). The automatic
+     * and global arenas cannot be closed: an automatic one frees its memory only once unreachable,
+     * and the region holds the segment. FFM offers no public way to ask, so the session's class
+     * decides; an unknown kind counts as closeable (the safe answer).
+     */
+    static boolean callerCanClose(MemorySegment segment) {
+        String kind = segment.scope().getClass().getSimpleName();
+        return !(kind.equals("GlobalSession") || kind.equals("ImplicitSession"));
     }
 
     /**
@@ -169,7 +221,7 @@ public final class ProtectionDomain implements AutoCloseable {
         life.ensureOpen(this);
         SharedReceiveQueue srq = SharedReceiveQueue.create(this, maxWr, maxSge);
         life.addDependent(this, srq);
-        context.addChild(srq.srq, srq);
+        context.addChild(srq.handle.pointer(), srq);
         return srq;
     }
 

@@ -5,6 +5,7 @@ import io.github.verbs4j.ffi.ibv_qp_attr;
 import io.github.verbs4j.ffi.ibv_qp_cap;
 import io.github.verbs4j.ffi.ibv_qp_init_attr;
 import io.github.verbs4j.internal.Lifecycle;
+import io.github.verbs4j.internal.NativeHandle;
 import io.github.verbs4j.raw.ContextOps;
 import io.github.verbs4j.raw.Downcalls;
 import io.github.verbs4j.raw.VerbsFunctions;
@@ -43,7 +44,8 @@ import java.util.concurrent.ThreadLocalRandom;
 public final class QueuePair implements AutoCloseable {
 
     final ProtectionDomain pd;
-    final MemorySegment qp;
+    /** The {@code ibv_qp}: every call passes {@code handle.segment()}, so close waits for calls in flight. */
+    final NativeHandle handle;
     final Lifecycle life = new Lifecycle();
     private final QpType type;
     private final int qpNum;
@@ -66,9 +68,9 @@ public final class QueuePair implements AutoCloseable {
     private QueuePair(Builder b, MemorySegment qp, QpCapabilities capabilities, Runnable destroyer) {
         this.destroyer = destroyer;
         this.pd = b.pd;
-        this.qp = qp.reinterpret(ibv_qp.layout().byteSize());
+        this.handle = new NativeHandle(qp, ibv_qp.layout().byteSize());
         this.type = b.type;
-        this.qpNum = ibv_qp.qp_num(this.qp);
+        this.qpNum = ibv_qp.qp_num(handle.pointer());
         this.sendCq = b.sendCq;
         this.recvCq = b.recvCq;
         this.srq = b.srq;
@@ -201,9 +203,9 @@ public final class QueuePair implements AutoCloseable {
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment errno = Downcalls.errnoSegment(arena);
                 MemorySegment init = arena.allocate(ibv_qp_init_attr.layout());
-                ibv_qp_init_attr.send_cq(init, sendCq.cq);
-                ibv_qp_init_attr.recv_cq(init, recvCq.cq);
-                ibv_qp_init_attr.srq(init, srq == null ? MemorySegment.NULL : srq.srq);
+                ibv_qp_init_attr.send_cq(init, sendCq.handle.pointer());
+                ibv_qp_init_attr.recv_cq(init, recvCq.handle.pointer());
+                ibv_qp_init_attr.srq(init, srq == null ? MemorySegment.NULL : srq.handle.pointer());
                 MemorySegment cap = ibv_qp_init_attr.cap(init);
                 ibv_qp_cap.max_send_wr(cap, maxSendWr);
                 ibv_qp_cap.max_recv_wr(cap, srq == null ? maxRecvWr : 0);
@@ -390,7 +392,7 @@ public final class QueuePair implements AutoCloseable {
             MemorySegment errno = Downcalls.errnoSegment(arena);
             MemorySegment a = arena.allocate(ibv_qp_attr.layout());
             int mask = attr.writeTo(a, to);
-            int rc = (int) VerbsFunctions.need(VerbsFunctions.MODIFY_QP, "ibv_modify_qp").invokeExact(errno, qp, a, mask);
+            int rc = (int) VerbsFunctions.need(VerbsFunctions.MODIFY_QP, "ibv_modify_qp").invokeExact(errno, handle.segment(), a, mask);
             if (rc != 0) {
                 throw new VerbsException("ibv_modify_qp", Downcalls.errnoOf(rc, errno), name + " of " + this + " ("
                         + state + " -> " + to + ", " + attr + ")");
@@ -522,7 +524,7 @@ public final class QueuePair implements AutoCloseable {
                     | QpAttr.RQ_PSN | QpAttr.SQ_PSN | QpAttr.DEST_QPN | QpAttr.TIMEOUT | QpAttr.RETRY_CNT
                     | QpAttr.RNR_RETRY | QpAttr.MAX_QP_RD_ATOMIC | QpAttr.MAX_DEST_RD_ATOMIC | QpAttr.MIN_RNR_TIMER
                     | (type == QpType.UD ? QpAttr.QKEY : 0) | io.github.verbs4j.ffi.RdmaCore.IBV_QP_CAP();
-            int rc = (int) VerbsFunctions.need(VerbsFunctions.QUERY_QP, "ibv_query_qp").invokeExact(errno, qp, a, mask, init);
+            int rc = (int) VerbsFunctions.need(VerbsFunctions.QUERY_QP, "ibv_query_qp").invokeExact(errno, handle.segment(), a, mask, init);
             if (rc != 0) {
                 throw new VerbsException("ibv_query_qp", Downcalls.errnoOf(rc, errno), toString());
             }
@@ -582,9 +584,9 @@ public final class QueuePair implements AutoCloseable {
         request.validate(this);
         int rc;
         try {
-            rc = (int) ContextOps.POST_SEND.invokeExact(postSendFn, qp, request.wr, request.badWr);
+            rc = (int) ContextOps.POST_SEND.invokeExact(postSendFn, handle.segment(), request.wr, request.badWr);
         } catch (Throwable t) {
-            throw Downcalls.unexpected("ibv_post_send", t);
+            throw handle.failure(this, "ibv_post_send", t);
         }
         return Math.abs(rc);
     }
@@ -620,9 +622,9 @@ public final class QueuePair implements AutoCloseable {
         request.validate(pd, capabilities.maxRecvSge(), this);
         int rc;
         try {
-            rc = (int) ContextOps.POST_RECV.invokeExact(postRecvFn, qp, request.wr, request.badWr);
+            rc = (int) ContextOps.POST_RECV.invokeExact(postRecvFn, handle.segment(), request.wr, request.badWr);
         } catch (Throwable t) {
-            throw Downcalls.unexpected("ibv_post_recv", t);
+            throw handle.failure(this, "ibv_post_recv", t);
         }
         return Math.abs(rc);
     }
@@ -634,18 +636,18 @@ public final class QueuePair implements AutoCloseable {
      */
     @Override
     public void close() {
-        life.close(this, () -> {
+        life.close(this, handle, () -> {
             if (destroyer != null) {
                 destroyer.run();
             } else {
-                Lifecycle.destroyVerb("ibv_destroy_qp", VerbsFunctions.DESTROY_QP, qp);
+                Lifecycle.destroyVerb("ibv_destroy_qp", VerbsFunctions.DESTROY_QP, handle.pointer());
             }
         }, this::unregister);
     }
 
     /** Leaves every parent's books: after a close, or when registering a new QP failed half way. */
     private void unregister() {
-        pd.context.removeChild(qp, this);
+        pd.context.removeChild(handle.pointer(), this);
         pd.life.removeDependent(this);
         sendCq.life.removeDependent(this);
         recvCq.life.removeDependent(this);
@@ -668,7 +670,7 @@ public final class QueuePair implements AutoCloseable {
             if (qp.srq != null) {
                 qp.srq.life.addDependent(qp.srq, qp);
             }
-            qp.pd.context.addChild(qp.qp, qp);
+            qp.pd.context.addChild(qp.handle.pointer(), qp);
             return qp;
         } catch (RuntimeException e) {
             qp.unregister();

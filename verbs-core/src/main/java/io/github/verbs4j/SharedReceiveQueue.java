@@ -5,6 +5,7 @@ import io.github.verbs4j.ffi.ibv_srq;
 import io.github.verbs4j.ffi.ibv_srq_attr;
 import io.github.verbs4j.ffi.ibv_srq_init_attr;
 import io.github.verbs4j.internal.Lifecycle;
+import io.github.verbs4j.internal.NativeHandle;
 import io.github.verbs4j.raw.ContextOps;
 import io.github.verbs4j.raw.Downcalls;
 import io.github.verbs4j.raw.VerbsFunctions;
@@ -40,14 +41,15 @@ public final class SharedReceiveQueue implements AutoCloseable {
     }
 
     final ProtectionDomain pd;
-    final MemorySegment srq;
+    /** The {@code ibv_srq}: every call passes {@code handle.segment()}, so close waits for calls in flight. */
+    final NativeHandle handle;
     final Lifecycle life = new Lifecycle();
     private final MemorySegment postFn;
     private final int maxSge;
 
     private SharedReceiveQueue(ProtectionDomain pd, MemorySegment srq, int maxSge) {
         this.pd = pd;
-        this.srq = srq.reinterpret(ibv_srq.layout().byteSize());
+        this.handle = new NativeHandle(srq, ibv_srq.layout().byteSize());
         this.maxSge = maxSge;
         this.postFn = ContextOps.function(pd.context.ctx, ContextOps.POST_SRQ_RECV_OFFSET, "ibv_post_srq_recv");
     }
@@ -98,9 +100,9 @@ public final class SharedReceiveQueue implements AutoCloseable {
         request.validate(pd, maxSge, this);
         int rc;
         try {
-            rc = (int) ContextOps.POST_SRQ_RECV.invokeExact(postFn, srq, request.wr, request.badWr);
+            rc = (int) ContextOps.POST_SRQ_RECV.invokeExact(postFn, handle.segment(), request.wr, request.badWr);
         } catch (Throwable t) {
-            throw Downcalls.unexpected("ibv_post_srq_recv", t);
+            throw handle.failure(this, "ibv_post_srq_recv", t);
         }
         return Math.abs(rc);
     }
@@ -133,7 +135,7 @@ public final class SharedReceiveQueue implements AutoCloseable {
             MemorySegment attr = arena.allocate(ibv_srq_attr.layout());
             ibv_srq_attr.max_wr(attr, maxWr);
             ibv_srq_attr.srq_limit(attr, limit);
-            int rc = (int) VerbsFunctions.need(VerbsFunctions.MODIFY_SRQ, "ibv_modify_srq").invokeExact(errno, srq, attr, mask);
+            int rc = (int) VerbsFunctions.need(VerbsFunctions.MODIFY_SRQ, "ibv_modify_srq").invokeExact(errno, handle.segment(), attr, mask);
             if (rc != 0) {
                 throw new VerbsException("ibv_modify_srq", Downcalls.errnoOf(rc, errno),
                         mask == ATTR_LIMIT ? "limit " + limit : "max_wr " + maxWr);
@@ -153,7 +155,7 @@ public final class SharedReceiveQueue implements AutoCloseable {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
             MemorySegment attr = arena.allocate(ibv_srq_attr.layout());
-            int rc = (int) VerbsFunctions.need(VerbsFunctions.QUERY_SRQ, "ibv_query_srq").invokeExact(errno, srq, attr);
+            int rc = (int) VerbsFunctions.need(VerbsFunctions.QUERY_SRQ, "ibv_query_srq").invokeExact(errno, handle.segment(), attr);
             if (rc != 0) {
                 throw VerbsException.of("ibv_query_srq", Downcalls.errnoOf(rc, errno));
             }
@@ -171,8 +173,8 @@ public final class SharedReceiveQueue implements AutoCloseable {
      */
     @Override
     public void close() {
-        life.close(this, () -> Lifecycle.destroyVerb("ibv_destroy_srq", VerbsFunctions.DESTROY_SRQ, srq), () -> {
-            pd.context.removeChild(srq, this);
+        life.close(this, handle, () -> Lifecycle.destroyVerb("ibv_destroy_srq", VerbsFunctions.DESTROY_SRQ, handle.pointer()), () -> {
+            pd.context.removeChild(handle.pointer(), this);
             pd.life.removeDependent(this);
         });
     }
@@ -184,6 +186,6 @@ public final class SharedReceiveQueue implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "SharedReceiveQueue[0x" + Long.toHexString(srq.address()) + "]";
+        return "SharedReceiveQueue[0x" + Long.toHexString(handle.pointer().address()) + "]";
     }
 }

@@ -204,6 +204,40 @@ class MisuseTest {
     }
 
     @Test
+    void remoteAccessToMemoryTheCallerCanCloseIsRefusedUnlessUnsafe() {
+        // Before: accepted, and a peer's RDMA WRITE after arena.close() landed in freed memory
+        // (heap corruption or SIGSEGV in the provider), out of Java's reach.
+        try (Rig rig = Rig.rc()) {
+            for (Arena closeable : new Arena[] {Arena.ofConfined(), Arena.ofShared()}) {
+                try (closeable) {
+                    MemorySegment memory = closeable.allocate(4096, 4096);
+                    for (Access remote : new Access[] {Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC}) {
+                        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                                () -> rig.pd.register(memory, Access.LOCAL_WRITE, remote));
+                        assertTrue(e.getMessage().contains("arena the caller can close")
+                                && e.getMessage().contains("registerUnsafe"), e.getMessage());
+                    }
+                    // local access to the same memory is fine: every local use is checked at post
+                    try (MemoryRegion local = rig.pd.register(memory, Access.LOCAL_WRITE)) {
+                        assertEquals(java.util.Set.of(Access.LOCAL_WRITE), local.access());
+                    }
+                    // the explicit opt-in, with the caller closing the region before the arena
+                    try (MemoryRegion unsafe = rig.pd.registerUnsafe(memory, Access.LOCAL_WRITE, Access.REMOTE_WRITE)) {
+                        rig.a.postSend(SendRequest.rdmaWrite().id(3).local(rig.mrA, 0, 8).remote(unsafe.remote()).signaled());
+                        rig.ok(rig.cqA);
+                    }
+                }
+            }
+            // memory the region keeps alive: automatic and global arenas, and the library's own
+            try (MemoryRegion auto = rig.pd.register(Arena.ofAuto().allocate(4096), Access.LOCAL_WRITE, Access.REMOTE_WRITE);
+                 MemoryRegion global = rig.pd.register(Arena.global().allocate(4096), Access.LOCAL_WRITE, Access.REMOTE_READ)) {
+                assertTrue(auto.access().contains(Access.REMOTE_WRITE));
+                assertTrue(global.access().contains(Access.REMOTE_READ));
+            }
+        }
+    }
+
+    @Test
     void registrationArgumentsAreChecked() {
         try (Context ctx = Rig.open(); ProtectionDomain pd = ctx.allocatePd(); Arena arena = Arena.ofConfined()) {
             assertThrows(IllegalArgumentException.class, () -> pd.register(MemorySegment.ofArray(new byte[64])));

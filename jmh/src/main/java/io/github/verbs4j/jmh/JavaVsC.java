@@ -132,6 +132,17 @@ public class JavaVsC {
         return (int) Baseline.NOP_CRITICAL.invokeExact(arg.segment, arg.segment, arg.segment);
     }
 
+    /**
+     * As {@link #nopJavaCritical}, the first argument a segment of a shared arena, as verbs4j passes
+     * an owner's handle (QP, CQ, SRQ) so that close() cannot free what a call on another thread
+     * uses: the linker acquires and releases the arena around the call. The difference to
+     * {@code nopJavaCritical} is that guard's cost per post and per poll.
+     */
+    @Benchmark
+    public int nopJavaCriticalGuarded(NopArgument arg) throws Throwable {
+        return (int) Baseline.NOP_CRITICAL.invokeExact(arg.guarded, arg.segment, arg.segment);
+    }
+
     /** Through a plain downcall handle: the thread goes to native and back, as for calls that may block. */
     @Benchmark
     public int nopJavaPlain(NopArgument arg) throws Throwable {
@@ -149,5 +160,6 @@ public class JavaVsC {
     @State(Scope.Thread)
     public static class NopArgument {
         final MemorySegment segment = MemorySegment.ofAddress(0x1000);
+        final MemorySegment guarded = MemorySegment.ofAddress(0x1000).reinterpret(64, java.lang.foreign.Arena.ofShared(), null);
     }
 }

@@ -3,13 +3,13 @@ package io.github.verbs4j.cm;
 import io.github.verbs4j.Context;
 import io.github.verbs4j.VerbsException;
 import io.github.verbs4j.internal.CoreAccess;
+import io.github.verbs4j.internal.Timeouts;
 import io.github.verbs4j.raw.Downcalls;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SegmentAllocator;
 import java.time.Duration;
 import java.util.Map;
-import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
@@ -67,15 +67,8 @@ final class Cm {
         return allocator.allocateFrom(JAVA_BYTE, data);
     }
 
+    /** The caller's timeout in milliseconds ({@link Timeouts#millis}: not null, not negative). */
     static long timeoutMillis(Duration timeout) {
-        Objects.requireNonNull(timeout, "timeout");
-        if (timeout.isNegative()) {
-            throw new IllegalArgumentException("negative timeout " + timeout);
-        }
-        try {
-            return timeout.toMillis();
-        } catch (ArithmeticException e) {
-            return Long.MAX_VALUE / 1_000_000L;
-        }
+        return Timeouts.millis(timeout);
     }
 }

@@ -33,3 +33,4 @@
  * {@code system}); unset, the one beside a libibverbs chosen by path (softrdma's) is preferred.
  */
 package io.github.verbs4j.cm;
+

@@ -17,6 +17,46 @@ public final class Fds {
      * @throws VerbsException from {@code poll} (EBADF when the fd is not open)
      */
     public static boolean awaitReadable(int fd, long timeoutMillis, String what) {
+        return awaitReadable(fd, timeoutMillis, what, null, null);
+    }
+
+    /** The longest single poll of a wait that watches its owner. */
+    private static final long SLICE_MILLIS = 100;
+
+    /**
+     * As {@link #awaitReadable(int, long, String)}, polling in slices of at most 100 ms and
+     * checking between them that {@code owner} is still open: a close on another thread ends the
+     * wait with {@link IllegalStateException} within a slice, instead of leaving the thread in
+     * {@code poll} on a file descriptor that was closed (and may be reused).
+     */
+    public static boolean awaitReadable(int fd, long timeoutMillis, String what, Lifecycle life, Object owner) {
+        if (life == null) {
+            return pollOnce(fd, timeoutMillis, what);
+        }
+        long deadline = timeoutMillis < 0 ? 0 : System.nanoTime() + timeoutMillis * 1_000_000L;
+        while (true) {
+            life.ensureOpen(owner);
+            long left = timeoutMillis < 0 ? SLICE_MILLIS
+                    : Math.max(0, (deadline - System.nanoTime() + 999_999) / 1_000_000);
+            boolean readable;
+            try {
+                readable = pollOnce(fd, Math.min(left, SLICE_MILLIS), what);
+            } catch (VerbsException e) {
+                // the fd closed under the wait (EBADF/POLLNVAL): say which owner closed it
+                life.ensureOpen(owner);
+                throw e;
+            }
+            if (readable) {
+                life.ensureOpen(owner);
+                return true;
+            }
+            if (timeoutMillis >= 0 && deadline - System.nanoTime() <= 0) {
+                return false;
+            }
+        }
+    }
+
+    private static boolean pollOnce(int fd, long timeoutMillis, String what) {
         int r = Poll.awaitReadable(fd, timeoutMillis);
         if (r < 0) {
             throw new VerbsException("poll", -r, "waiting for " + what + " (fd " + fd + ")");

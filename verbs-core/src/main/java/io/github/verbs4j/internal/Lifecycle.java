@@ -139,6 +139,23 @@ public final class Lifecycle {
     }
 
     /**
+     * {@link #close(Object, Destroy, Runnable)} for an owner whose calls go through
+     * {@code handle}: the handle is retired (waiting for calls in progress on other threads)
+     * before {@code destroy} runs, and restored if it fails.
+     */
+    public boolean close(Object owner, NativeHandle handle, Destroy destroy, Runnable onClosed) {
+        return close(owner, () -> {
+            handle.retire(owner);
+            try {
+                destroy.destroy();
+            } catch (Throwable t) {
+                handle.restore();
+                throw t;
+            }
+        }, onClosed);
+    }
+
+    /**
      * Calls a destroy verb of the form {@code int verb(handle)} (bound with errno captured, see
      * {@link VerbsFunctions}) and throws {@link VerbsException} naming it and its errno when it
      * returns non-zero.

@@ -242,7 +242,7 @@ abstract class PingPongCommand implements Callable<Integer> {
         int scnt = 0;
         while (rcnt < iters || scnt < iters) {
             if (channel != null) {
-                channel.await(null);
+                channel.await();
                 cq.requestNotify(false);
             }
             int ne;

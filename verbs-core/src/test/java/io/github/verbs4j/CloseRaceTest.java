@@ -1,0 +1,211 @@
+package io.github.verbs4j;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+/**
+ * close() racing the hot path and the waits on other threads: no crash, no hang, and every call
+ * ends with a result or an {@link IllegalStateException} saying the owner is closed. (Before the
+ * owners' handles were guarded, a QP destroyed under a concurrent post aborted the JVM.)
+ *
+ * <p>Sized for CI; {@code -Dverbs4j.stress.rounds=N} runs longer.
+ */
+class CloseRaceTest {
+
+    private static final int ROUNDS = Integer.getInteger("verbs4j.stress.rounds", 12);
+    private static final int QPS = 3;
+
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void closingQueuePairsAndQueuesUnderPostingAndPollingThreads() throws Exception {
+        Random random = new Random(20261122L);
+        AtomicLong posted = new AtomicLong();
+        AtomicLong polled = new AtomicLong();
+        for (int round = 0; round < ROUNDS; round++) {
+            try (Context ctx = Rig.open(); ProtectionDomain pd = ctx.allocatePd();
+                 MemoryRegion mr = pd.allocate(64 * 1024, Access.LOCAL_WRITE, Access.REMOTE_WRITE)) {
+                CompletionQueue cq = ctx.createCq(4096);
+                CompletionQueue peerCq = ctx.createCq(64);
+                List<QueuePair> qps = new ArrayList<>();
+                List<QueuePair> peers = new ArrayList<>();
+                for (int i = 0; i < QPS; i++) {
+                    QueuePair a = pd.queuePair(QpType.RC).cq(cq).maxSendWr(256).build();
+                    QueuePair b = pd.queuePair(QpType.RC).cq(peerCq).build();
+                    Endpoint ea = a.endpoint();
+                    a.connect(b.endpoint());
+                    b.connect(ea);
+                    qps.add(a);
+                    peers.add(b);
+                }
+                ConcurrentLinkedQueue<Throwable> unexpected = new ConcurrentLinkedQueue<>();
+                CountDownLatch running = new CountDownLatch(QPS + 1);
+                List<Thread> threads = new ArrayList<>();
+                for (int i = 0; i < QPS; i++) {
+                    QueuePair qp = qps.get(i);
+                    int slot = i;
+                    threads.add(Thread.ofPlatform().start(() -> {
+                        SendRequest wr = SendRequest.rdmaWrite().local(mr, slot * 64L, 64).remote(mr.remote(), 32768 + slot * 64L);
+                        running.countDown();
+                        try {
+                            for (long n = 0; ; n++) {
+                                // every 32nd signaled, so the send queue drains through the CQ
+                                wr.id(n).signaled((n & 31) == 31);
+                                int rc = qp.tryPostSend(wr);
+                                if (rc == 0) {
+                                    posted.incrementAndGet();
+                                } else if (rc != Errno.ENOMEM.code()) {
+                                    unexpected.add(new AssertionError("tryPostSend returned " + Errno.describe(rc)));
+                                    return;
+                                }
+                            }
+                        } catch (IllegalStateException closed) {
+                            expectClosed(closed, qp, unexpected);
+                        } catch (Throwable t) {
+                            unexpected.add(t);
+                        }
+                    }));
+                }
+                threads.add(Thread.ofPlatform().start(() -> {
+                    Completions wcs = cq.completions(32);
+                    running.countDown();
+                    try {
+                        while (true) {
+                            polled.addAndGet(cq.poll(wcs));
+                        }
+                    } catch (IllegalStateException closed) {
+                        expectClosed(closed, cq, unexpected);
+                    } catch (Throwable t) {
+                        unexpected.add(t);
+                    }
+                }));
+                assertTrue(running.await(10, TimeUnit.SECONDS));
+                Thread.sleep(random.nextInt(4));
+                // the QPs first (a CQ refuses to close under them), then the CQ under its poller
+                for (QueuePair qp : qps) {
+                    qp.close();
+                    assertTrue(qp.isClosed());
+                }
+                cq.close();
+                for (Thread t : threads) {
+                    t.join(10_000);
+                    assertFalse(t.isAlive(), t + " still runs 10 s after the close");
+                }
+                if (!unexpected.isEmpty()) {
+                    AssertionError e = new AssertionError("round " + round + ": a racing call ended otherwise than"
+                            + " with a result or 'closed'");
+                    unexpected.forEach(e::addSuppressed);
+                    throw e;
+                }
+                for (QueuePair b : peers) {
+                    b.close();
+                }
+                peerCq.close();
+            }
+        }
+        assertTrue(posted.get() > 0 && polled.get() > 0, "the threads did post and poll: " + posted + " / " + polled);
+        System.out.println("CloseRaceTest: " + ROUNDS + " rounds, " + posted + " posts, " + polled + " completions");
+    }
+
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void closingAChannelEndsAWaitOnItPromptly() throws Exception {
+        try (Context ctx = Rig.open()) {
+            CompletionChannel channel = ctx.createCompletionChannel();
+            ConcurrentLinkedQueue<Throwable> outcome = new ConcurrentLinkedQueue<>();
+            CountDownLatch started = new CountDownLatch(1);
+            Thread waiter = Thread.ofPlatform().start(() -> {
+                started.countDown();
+                try {
+                    CompletionQueue fired = channel.await(Duration.ofSeconds(30));
+                    outcome.add(new AssertionError("await returned " + fired + " though nothing completed"));
+                } catch (Throwable t) {
+                    outcome.add(t);
+                }
+            });
+            assertTrue(started.await(10, TimeUnit.SECONDS));
+            Thread.sleep(50);
+            long closed = System.nanoTime();
+            channel.close();
+            waiter.join(5_000);
+            assertFalse(waiter.isAlive(), "a 30 s wait went on after its channel was closed");
+            long tookMillis = (System.nanoTime() - closed) / 1_000_000;
+            Throwable t = outcome.poll();
+            assertNotNull(t);
+            assertTrue(t instanceof IllegalStateException && t.getMessage().contains(channel.toString()),
+                    () -> "the wait ended with " + t);
+            assertTrue(tookMillis < 5_000, "ended " + tookMillis + " ms after the close");
+        }
+    }
+
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void closingAContextEndsAnAsyncEventWaitPromptly() throws Exception {
+        Context ctx = Rig.open();
+        ConcurrentLinkedQueue<Throwable> outcome = new ConcurrentLinkedQueue<>();
+        CountDownLatch started = new CountDownLatch(1);
+        Thread waiter = Thread.ofPlatform().start(() -> {
+            started.countDown();
+            try {
+                outcome.add(new AssertionError("pollAsyncEvent returned " + ctx.pollAsyncEvent(Duration.ofSeconds(30))));
+            } catch (Throwable t) {
+                outcome.add(t);
+            }
+        });
+        assertTrue(started.await(10, TimeUnit.SECONDS));
+        Thread.sleep(50);
+        ctx.close();
+        waiter.join(5_000);
+        assertFalse(waiter.isAlive(), "a 30 s wait went on after its context was closed");
+        Throwable t = outcome.poll();
+        assertTrue(t instanceof IllegalStateException, () -> "the wait ended with " + t);
+    }
+
+    @Test
+    void timeoutsAreNeitherNullNorNegativeAnywhere() {
+        try (Context ctx = Rig.open(); CompletionChannel channel = ctx.createCompletionChannel()) {
+            assertEquals("timeout", org.junit.jupiter.api.Assertions.assertThrows(NullPointerException.class,
+                    () -> channel.await(null)).getMessage());
+            assertThrows(IllegalArgumentException.class, () -> channel.await(Duration.ofMillis(-1)));
+            assertThrows(NullPointerException.class, () -> ctx.pollAsyncEvent(null));
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> ctx.pollAsyncEvent(Duration.ofSeconds(-5)));
+            assertTrue(e.getMessage().contains("negative timeout PT-5S"), e.getMessage());
+            // ZERO does not wait
+            long start = System.nanoTime();
+            assertEquals(null, channel.await(Duration.ZERO));
+            assertTrue(System.nanoTime() - start < 1_000_000_000L);
+        }
+    }
+
+    private static <T extends Throwable> T assertThrows(Class<T> type, org.junit.jupiter.api.function.Executable call) {
+        return org.junit.jupiter.api.Assertions.assertThrows(type, call);
+    }
+
+    private static void expectClosed(IllegalStateException e, Object owner, ConcurrentLinkedQueue<Throwable> unexpected) {
+        String m = String.valueOf(e.getMessage());
+        if (!m.startsWith(owner + " is closed") && !m.startsWith(owner + " is being closed")) {
+            unexpected.add(e);
+        }
+    }
+
+    static {
+        if (ROUNDS < 1) {
+            fail("verbs4j.stress.rounds must be at least 1");
+        }
+    }
+}
