@@ -1100,68 +1100,19 @@ static void handle_sidr_rep(struct cm_id *idp, const struct wire_msg *m)
 		free(e);
 }
 
-static void handle_msg(struct cm_id *idp, const struct wire_msg *m)
+/* The peer ended an established (or disconnecting) connection. */
+static void disconnected(struct cm_id *idp)
 {
-	if (ntohl(m->magic) != WIRE_MAGIC || m->version != WIRE_VERSION) {
-		close_sock(idp);
-		return;
-	}
-	switch (idp->state) {
-	case ST_PENDING:
-		if (m->type == MSG_REQ || m->type == MSG_SIDR_REQ)
-			handle_req(idp, m);
-		else
-			destroy_internal(idp);
-		return;
-	case ST_CONNECTING:
-		if (m->type == MSG_REP && !is_ud(idp))
-			handle_rep(idp, m);
-		else if (m->type == MSG_SIDR_REP && is_ud(idp))
-			handle_sidr_rep(idp, m);
-		else if (m->type == MSG_REJ)
-			fail_connection(idp, RDMA_CM_EVENT_REJECTED, m->status, m, PDATA_REJ);
-		return;
-	case ST_RESP_WAIT:
-		if (m->type == MSG_REJ)
-			fail_connection(idp, RDMA_CM_EVENT_REJECTED, m->status, m, PDATA_REJ);
-		else if (m->type == MSG_DREQ) {
-			send_simple(idp, MSG_DREP, 0);
-			close_sock(idp);
-			idp->state = ST_DISCONNECTED;
-			post_event(idp, RDMA_CM_EVENT_DISCONNECTED, 0);
-		}
-		return;
-	case ST_REQ_RCVD:
-		/* the requester gave up: accept will report it */
-		if (m->type == MSG_REJ) {
-			idp->peer_gone = 1;
-			close_sock(idp);
-		}
-		return;
-	case ST_ACCEPTED:
-		if (m->type == MSG_RTU) {
-			idp->state = ST_ESTABLISHED;
-			idp->deadline_ms = 0;
-			post_event(idp, RDMA_CM_EVENT_ESTABLISHED, 0);
-		} else if (m->type == MSG_REJ) {
-			fail_connection(idp, RDMA_CM_EVENT_REJECTED, m->status, m, PDATA_REJ);
-		}
-		return;
-	case ST_ESTABLISHED:
-	case ST_DISC_SENT:
-		if (m->type == MSG_DREQ || m->type == MSG_DREP) {
-			if (m->type == MSG_DREQ)
-				send_simple(idp, MSG_DREP, 0);
-			close_sock(idp);
-			idp->state = ST_DISCONNECTED;
-			post_event(idp, RDMA_CM_EVENT_DISCONNECTED, 0);
-		}
-		return;
-	default:
-		return;
-	}
+	close_sock(idp);
+	idp->state = ST_DISCONNECTED;
+	post_event(idp, RDMA_CM_EVENT_DISCONNECTED, 0);
 }
 
+/*
+ * The connection to the peer is gone (closed, reset, or unusable because the
+ * peer broke the protocol): each state ends the way the kernel's CM ends it
+ * when the peer stops answering, so no id is left waiting for nothing.
+ */
 static void peer_closed(struct cm_id *idp)
 {
 	switch (idp->state) {
@@ -1179,12 +1130,99 @@ static void peer_closed(struct cm_id *idp)
 		return;
 	case ST_ESTABLISHED:
 	case ST_DISC_SENT:
-		close_sock(idp);
-		idp->state = ST_DISCONNECTED;
-		post_event(idp, RDMA_CM_EVENT_DISCONNECTED, 0);
+		disconnected(idp);
 		return;
 	default:
 		close_sock(idp);
+		return;
+	}
+}
+
+/* A record this library could have sent: right magic and version, a known
+ * type, a QP type, MTU and private data length within their ranges. */
+static int msg_well_formed(const struct wire_msg *m)
+{
+	if (ntohl(m->magic) != WIRE_MAGIC || m->version != WIRE_VERSION)
+		return 0;
+	if (m->type < MSG_REQ || m->type > MSG_SIDR_REP || m->pdata_len > PDATA_MAX)
+		return 0;
+	switch (m->type) {
+	case MSG_REQ:
+	case MSG_REP:
+		return (m->qp_type == IBV_QPT_RC || m->qp_type == IBV_QPT_UC) &&
+		       m->mtu >= IBV_MTU_256 && m->mtu <= IBV_MTU_4096;
+	case MSG_SIDR_REQ:
+	case MSG_SIDR_REP:
+		return m->qp_type == IBV_QPT_UD;
+	default:
+		return 1;
+	}
+}
+
+static void handle_msg(struct cm_id *idp, const struct wire_msg *m)
+{
+	if (!msg_well_formed(m)) {
+		/* a peer that breaks the protocol is treated as one that went away */
+		peer_closed(idp);
+		return;
+	}
+	switch (idp->state) {
+	case ST_PENDING:
+		if (m->type == MSG_REQ || m->type == MSG_SIDR_REQ)
+			handle_req(idp, m);
+		else
+			destroy_internal(idp);
+		return;
+	case ST_CONNECTING:
+		if (m->type == MSG_REP && !is_ud(idp))
+			handle_rep(idp, m);
+		else if (m->type == MSG_SIDR_REP && is_ud(idp))
+			handle_sidr_rep(idp, m);
+		else if (m->type == MSG_REJ)
+			fail_connection(idp, RDMA_CM_EVENT_REJECTED, m->status, m, PDATA_REJ);
+		else
+			peer_closed(idp);
+		return;
+	case ST_RESP_WAIT:
+		if (m->type == MSG_REJ)
+			fail_connection(idp, RDMA_CM_EVENT_REJECTED, m->status, m, PDATA_REJ);
+		else if (m->type == MSG_DREQ) {
+			send_simple(idp, MSG_DREP, 0);
+			disconnected(idp);
+		} else {
+			peer_closed(idp);
+		}
+		return;
+	case ST_REQ_RCVD:
+		/* the requester gave up (REJ) or broke the protocol: accept will report it */
+		peer_closed(idp);
+		return;
+	case ST_ACCEPTED:
+		if (m->type == MSG_RTU) {
+			idp->state = ST_ESTABLISHED;
+			idp->deadline_ms = 0;
+			post_event(idp, RDMA_CM_EVENT_ESTABLISHED, 0);
+		} else if (m->type == MSG_REJ) {
+			fail_connection(idp, RDMA_CM_EVENT_REJECTED, m->status, m, PDATA_REJ);
+		} else if (m->type == MSG_DREQ) {
+			/* a requester without a QP disconnecting before rdma_establish */
+			send_simple(idp, MSG_DREP, 0);
+			disconnected(idp);
+		} else {
+			peer_closed(idp);
+		}
+		return;
+	case ST_ESTABLISHED:
+	case ST_DISC_SENT:
+		/* an RTU may trail rdma_notify(COMM_EST) or our own early DREQ */
+		if (m->type == MSG_RTU)
+			return;
+		if (m->type == MSG_DREQ)
+			send_simple(idp, MSG_DREP, 0);
+		/* DREQ, DREP, or a record that has no place here */
+		disconnected(idp);
+		return;
+	default:
 		return;
 	}
 }
@@ -1261,9 +1299,7 @@ static void handle_timeout(struct cm_id *idp)
 		fail_connection(idp, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL, 0);
 		return;
 	case ST_DISC_SENT:
-		close_sock(idp);
-		idp->state = ST_DISCONNECTED;
-		post_event(idp, RDMA_CM_EVENT_DISCONNECTED, 0);
+		disconnected(idp);
 		return;
 	default:
 		return;

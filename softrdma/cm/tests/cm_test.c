@@ -22,6 +22,7 @@
 #include <rdma/rdma_cma.h>
 #include <rdma/rsocket.h>
 #include <infiniband/verbs.h>
+#include "../cm_internal.h"
 
 #define MSG_LEN 32
 #define EV_TIMEOUT_MS 8000
@@ -977,6 +978,282 @@ static int same_process(uint16_t unused)
 	return 0;
 }
 
+/* ------------------------------------------------- hostile peers, raw TCP */
+
+/* A raw TCP peer that speaks (or mangles) the CM records itself. */
+static int raw_connect(uint16_t port)
+{
+	struct sockaddr_in sin;
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	loopback(&sin, port);
+	if (s < 0 || connect(s, (struct sockaddr *)&sin, sizeof(sin))) {
+		say("raw connect to %u: %s", port, strerror(errno));
+		if (s >= 0)
+			close(s);
+		return -1;
+	}
+	return s;
+}
+
+/* A well-formed record of the given type from an RC requester on 127.0.0.1. */
+static void raw_record(struct wire_msg *m, enum wire_type type)
+{
+	memset(m, 0, sizeof(*m));
+	m->magic = htonl(WIRE_MAGIC);
+	m->version = WIRE_VERSION;
+	m->type = type;
+	m->qp_type = IBV_QPT_RC;
+	m->qpn = htonl(0x4242);
+	m->psn = htonl(0x1234);
+	m->gid[10] = m->gid[11] = 0xff;
+	m->gid[12] = 127;
+	m->gid[15] = 1;
+	m->responder_resources = m->initiator_depth = 1;
+	m->retry_count = m->rnr_retry_count = 7;
+	m->mtu = IBV_MTU_1024;
+}
+
+static int raw_send(int fd, const void *p, size_t n)
+{
+	return send(fd, p, n, MSG_NOSIGNAL) == (ssize_t)n ? 0 : -1;
+}
+
+/* Read one whole record: 1, or 0 when the peer closed, -1 on timeout or error. */
+static int raw_read(int fd, struct wire_msg *m, int timeout_ms)
+{
+	size_t got = 0;
+	long long end = now_ms() + timeout_ms;
+
+	while (got < sizeof(*m)) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		long long left = end - now_ms();
+		ssize_t n;
+
+		if (left <= 0 || poll(&p, 1, (int)left) != 1)
+			return -1;
+		n = recv(fd, (char *)m + got, sizeof(*m) - got, 0);
+		if (n == 0 || (n < 0 && errno == ECONNRESET))
+			return 0;
+		if (n < 0)
+			return -1;
+		got += n;
+	}
+	return 1;
+}
+
+/* Wait until the peer closes the connection, discarding what it sends: 0 if it did in time. */
+static int raw_wait_closed(int fd, int timeout_ms)
+{
+	struct wire_msg m;
+	int rc;
+
+	while ((rc = raw_read(fd, &m, timeout_ms)) == 1)
+		;
+	return rc == 0 ? 0 : -1;
+}
+
+static void garbage(void *p, size_t n, uint8_t fill)
+{
+	memset(p, fill, n);
+}
+
+/* Accept a request without a QP (the REP names a made-up QPN). */
+static int accept_no_qp(struct rdma_event_channel *ch, struct rdma_cm_id **child)
+{
+	struct rdma_cm_event *ev = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, NULL, EV_TIMEOUT_MS);
+	struct rdma_conn_param cp;
+
+	if (!ev)
+		return 1;
+	*child = ev->id;
+	rdma_ack_cm_event(ev);
+	memset(&cp, 0, sizeof(cp));
+	cp.qp_num = 0x77;
+	cp.responder_resources = cp.initiator_depth = 1;
+	CHECK(!rdma_accept(*child, &cp), "rdma_accept: %s", strerror(errno));
+	return 0;
+}
+
+/* The listener drops malformed requests without troubling the application
+ * and keeps serving; a malformed record after its REP ends the child with
+ * UNREACHABLE, and on an established connection with DISCONNECTED, both at
+ * once rather than at the CM timeout (15 s here). */
+static int hostile_server(int wfd)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *l, *child;
+	struct rdma_cm_event *ev;
+	struct res r = { 0 };
+	long long t0;
+
+	CHECK(ch, "rdma_create_event_channel: %s", strerror(errno));
+	if (listen_on(ch, &l, RDMA_PS_TCP, wfd))
+		return 1;
+	/* client 1 sends only garbage: its first event here is client 2's request */
+	if (accept_no_qp(ch, &child))
+		return 1;
+	t0 = now_ms();
+	ev = expect(ch, RDMA_CM_EVENT_UNREACHABLE, child, 5000);
+	if (!ev)
+		return 1;
+	CHECK(ev->status == -ETIMEDOUT, "UNREACHABLE status %d", ev->status);
+	CHECK(now_ms() - t0 < 5000, "UNREACHABLE only after %lld ms", now_ms() - t0);
+	rdma_ack_cm_event(ev);
+	rdma_destroy_id(child);
+	/* client 3: establishes, then sends garbage */
+	if (accept_no_qp(ch, &child) || ack_expect(ch, RDMA_CM_EVENT_ESTABLISHED, child))
+		return 1;
+	ev = expect(ch, RDMA_CM_EVENT_DISCONNECTED, child, 5000);
+	if (!ev)
+		return 1;
+	rdma_ack_cm_event(ev);
+	rdma_destroy_id(child);
+	/* client 4: a well-formed connection still works */
+	if (accept_one(ch, l, &child, &r, 1) || ack_expect(ch, RDMA_CM_EVENT_DISCONNECTED, child))
+		return 1;
+	free_res(child, &r);
+	rdma_destroy_id(child);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
+
+/* Garbage instead of a request, then a request cut short: both connections are closed. */
+static int hostile_client_garbage_request(uint16_t port)
+{
+	struct wire_msg m;
+	int fd = raw_connect(port);
+
+	CHECK(fd >= 0, "no connection");
+	garbage(&m, sizeof(m), 0xa5);
+	CHECK(!raw_send(fd, &m, sizeof(m)), "send: %s", strerror(errno));
+	CHECK(!raw_wait_closed(fd, 3000), "the listener kept a garbage connection open");
+	close(fd);
+	fd = raw_connect(port);
+	CHECK(fd >= 0, "no second connection");
+	raw_record(&m, MSG_REQ);
+	m.mtu = 0;	/* well framed, but no MTU */
+	CHECK(!raw_send(fd, &m, sizeof(m)), "send: %s", strerror(errno));
+	CHECK(!raw_wait_closed(fd, 3000), "the listener kept a request without MTU open");
+	close(fd);
+	return 0;
+}
+
+static int raw_request(uint16_t port, struct wire_msg *rep)
+{
+	struct wire_msg m;
+	int fd = raw_connect(port);
+
+	if (fd < 0)
+		return -1;
+	raw_record(&m, MSG_REQ);
+	if (raw_send(fd, &m, sizeof(m)) || raw_read(fd, rep, EV_TIMEOUT_MS) != 1 || rep->type != MSG_REP) {
+		say("no REP for a well-formed request");
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int hostile_client_garbage_after_rep(uint16_t port)
+{
+	struct wire_msg m;
+	int fd = raw_request(port, &m);
+
+	CHECK(fd >= 0, "request failed");
+	garbage(&m, sizeof(m), 0x5a);
+	CHECK(!raw_send(fd, &m, sizeof(m)), "send: %s", strerror(errno));
+	CHECK(!raw_wait_closed(fd, 3000), "the server kept the connection after garbage");
+	close(fd);
+	return 0;
+}
+
+static int hostile_client_garbage_established(uint16_t port)
+{
+	struct wire_msg m;
+	int fd = raw_request(port, &m);
+
+	CHECK(fd >= 0, "request failed");
+	raw_record(&m, MSG_RTU);
+	CHECK(!raw_send(fd, &m, sizeof(m)), "send: %s", strerror(errno));
+	usleep(200 * 1000);
+	raw_record(&m, MSG_DREQ);
+	m.magic = htonl(0xdeadbeef);
+	CHECK(!raw_send(fd, &m, sizeof(m)), "send: %s", strerror(errno));
+	CHECK(!raw_wait_closed(fd, 3000), "the server kept the connection after garbage");
+	close(fd);
+	return 0;
+}
+
+/* A fake server answering each request with something unusable. */
+#define BAD_REPLIES 3
+static int bad_reply_server(int wfd)
+{
+	struct sockaddr_in sin;
+	socklen_t sl = sizeof(sin);
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	uint16_t port;
+
+	loopback(&sin, 0);
+	CHECK(!bind(s, (struct sockaddr *)&sin, sizeof(sin)) && !listen(s, 4) &&
+	      !getsockname(s, (struct sockaddr *)&sin, &sl), "plain TCP listener: %s", strerror(errno));
+	port = ntohs(sin.sin_port);
+	CHECK(write(wfd, &port, sizeof(port)) == sizeof(port), "cannot pass the port");
+	for (int i = 0; i < BAD_REPLIES; i++) {
+		struct wire_msg m;
+		int c = accept(s, NULL, NULL);
+
+		CHECK(c >= 0, "accept: %s", strerror(errno));
+		CHECK(raw_read(c, &m, EV_TIMEOUT_MS) == 1 && m.type == MSG_REQ, "no REQ");
+		raw_record(&m, MSG_REP);
+		if (i == 0)
+			garbage(&m, sizeof(m), 0xee);	/* garbage */
+		else if (i == 1)
+			m.mtu = 9;			/* well framed, impossible MTU */
+		/* i == 2: half a REP, then silence until the client gives up */
+		raw_send(c, &m, i == 2 ? sizeof(m) / 2 : sizeof(m));
+		raw_wait_closed(c, 10000);
+		close(c);
+	}
+	close(s);
+	return 0;
+}
+
+/* Garbage or an impossible REP ends the connect at once (UNREACHABLE); a
+ * reply cut short ends it at the CM timeout: the deadline still holds. */
+static int bad_reply_client(uint16_t port)
+{
+	struct rdma_event_channel *ch;
+
+	setenv("SOFTRDMA_CM_TIMEOUT_MS", "1500", 1);
+	ch = rdma_create_event_channel();
+	CHECK(ch, "rdma_create_event_channel: %s", strerror(errno));
+	for (int i = 0; i < BAD_REPLIES; i++) {
+		struct rdma_conn_param cp = { .qp_num = 1, .retry_count = 7 };
+		struct rdma_cm_id *id;
+		struct rdma_cm_event *ev;
+		long long t0, dt;
+
+		if (resolve(ch, &id, RDMA_PS_TCP, port))
+			return 1;
+		t0 = now_ms();
+		CHECK(!rdma_connect(id, &cp), "rdma_connect: %s", strerror(errno));
+		ev = expect(ch, RDMA_CM_EVENT_UNREACHABLE, id, 5000);
+		if (!ev)
+			return 1;
+		dt = now_ms() - t0;
+		if (i < 2)
+			CHECK(dt < 1000, "reply %d: UNREACHABLE only after %lld ms", i, dt);
+		else
+			CHECK(dt >= 1400, "half a reply: UNREACHABLE after %lld ms, before the CM timeout", dt);
+		rdma_ack_cm_event(ev);
+		rdma_destroy_id(id);
+	}
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
+
 /* --------------------------------------------------------------- harness */
 
 typedef int (*server_fn)(int wfd);
@@ -1057,6 +1334,9 @@ int main(void)
 	client_fn ep[] = { ep_client };
 	client_fn same[] = { same_process };
 	client_fn late[] = { connect_and_disconnect };
+	client_fn hostile[] = { hostile_client_garbage_request, hostile_client_garbage_after_rep,
+				hostile_client_garbage_established, connect_and_disconnect };
+	client_fn badrep[] = { bad_reply_client };
 	struct { const char *name; server_fn s; client_fn *c; int n; } tests[] = {
 		{ "rc-connect-exchange-disconnect", exchange_server, exchange, 1 },
 		{ "reject-with-private-data", reject_server, reject, 1 },
@@ -1068,6 +1348,8 @@ int main(void)
 		{ "sync-endpoints-create-ep-get-request", ep_server, ep, 1 },
 		{ "both-ends-in-one-process", NULL, same, 1 },
 		{ "listener-appearing-during-connect-is-reached", late_listener_server, late, 1 },
+		{ "malformed-records-end-connections-listener-survives", hostile_server, hostile, 4 },
+		{ "bad-reply-to-connect-unreachable-deadline-kept", bad_reply_server, badrep, 1 },
 	};
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
