@@ -129,6 +129,11 @@ abstract class PerfCommand implements Callable<Integer> {
     @Option(names = "--progress", description = "Show progress on stderr even when it is not a terminal.")
     boolean progress;
 
+    @Option(names = "--max-size", paramLabel = "<bytes>", defaultValue = "8388608",
+            description = "Server side: refuse clients asking for messages over <bytes> (default ${DEFAULT-VALUE}, -a's largest; "
+                    + "at most 2^30). The server's buffer is twice the largest size a client asks for.")
+    int maxSize;
+
     abstract Kind kind();
 
     private final Deque<AutoCloseable> resources = new ArrayDeque<>();
@@ -190,6 +195,9 @@ abstract class PerfCommand implements Callable<Integer> {
         }
         if (events && kind() == Kind.WRITE_LAT) {
             throw new CommandLine.ParameterException(cl, "write-lat spins on memory: -e does not apply");
+        }
+        if (maxSize < 1 || maxSize > (1 << 30)) {
+            throw new CommandLine.ParameterException(cl, "--max-size: 1..2^30 bytes, not " + maxSize);
         }
         if (host == null && (size != null || all || iters != null)) {
             throw new CommandLine.ParameterException(cl, "-s, -a and -n are client options: the server follows the client");
@@ -273,23 +281,24 @@ abstract class PerfCommand implements Callable<Integer> {
         out.printf("%n************************************%n* Waiting for client to connect... *%n************************************%n");
         out.flush();
         try (PerfWire wire = PerfWire.accept(listener)) {
-            String[] hello = wire.receiveHandshake();
-            // HELLO <test> <iters> <sizes> <endpoint> <remote buffer>
-            if (hello.length != 6 || !hello[0].equals("HELLO")) {
-                wire.send(PerfWire.TAG + " " + PerfWire.VERSION + " ERROR malformed HELLO");
-                throw new Verbs4jTool.Verbs4jFailure("the client broke the verbs4j perf protocol: " + String.join(" ", hello));
+            PerfWire.Hello hello;
+            try {
+                hello = PerfWire.parseHello(wire.receiveHandshake(), maxSize);
+            } catch (PerfWire.BadField e) {
+                refuse(wire, e.getMessage());
+                throw new Verbs4jTool.Verbs4jFailure("the client broke the verbs4j perf protocol: " + e.getMessage());
             }
-            Kind asked = Kind.of(hello[1]);
+            Kind asked = Kind.of(hello.test());
             if (asked != kind()) {
-                String why = "this server runs " + kind().command + ", the client asked for " + hello[1];
-                wire.send(PerfWire.TAG + " " + PerfWire.VERSION + " ERROR " + why);
+                String why = "this server runs " + kind().command + ", the client asked for " + PerfWire.printable(hello.test());
+                refuse(wire, why);
                 throw new Verbs4jTool.Verbs4jFailure(why);
             }
-            int n = Integer.parseInt(hello[2]);
-            int[] sizes = Arrays.stream(hello[3].split(",")).mapToInt(Integer::parseInt).toArray();
-            Endpoint peer = Endpoint.parse(hello[4]);
-            remote = RemoteBuffer.parse(hello[5]);
-            Endpoint local = setUp(Arrays.stream(sizes).max().orElse(2), events);
+            int n = hello.iterations();
+            int[] sizes = hello.sizes();
+            Endpoint peer = hello.endpoint();
+            remote = hello.remote();
+            Endpoint local = setUp(hello.maxSize(), events);
             qp.connect(peer, connectOptions(gidIndex));
             wire.send(PerfWire.TAG + " " + PerfWire.VERSION + " OK " + local + " " + target());
             addresses(local, peer);
@@ -299,9 +308,10 @@ abstract class PerfCommand implements Callable<Integer> {
                     break;
                 }
                 if (!cmd.startsWith("GO ")) {
-                    throw new Verbs4jTool.Verbs4jFailure("the client broke the verbs4j perf protocol: expected GO or BYE, got '" + cmd + "'");
+                    throw new Verbs4jTool.Verbs4jFailure("the client broke the verbs4j perf protocol: expected GO or BYE, got '"
+                            + PerfWire.printable(cmd) + "'");
                 }
-                int s = Integer.parseInt(cmd.substring(3));
+                int s = announcedSize(cmd.substring(3), sizes);
                 prepareSize(s, n);
                 wire.send("READY");
                 switch (kind()) {
@@ -321,6 +331,32 @@ abstract class PerfCommand implements Callable<Integer> {
         return 0;
     }
 
+    /** Tells the client why it is refused (best effort: it may be gone already). */
+    private static void refuse(PerfWire wire, String why) {
+        try {
+            wire.send(PerfWire.TAG + " " + PerfWire.VERSION + " ERROR " + why);
+        } catch (Verbs4jTool.Verbs4jFailure ignored) {
+            // the client left; the server reports the first failure
+        }
+    }
+
+    /** A GO's size: one of those the HELLO announced (the buffer was sized for them). */
+    private static int announcedSize(String word, int[] sizes) {
+        int s;
+        try {
+            s = PerfWire.size(word, Integer.MAX_VALUE);
+        } catch (PerfWire.BadField e) {
+            throw new Verbs4jTool.Verbs4jFailure("the client broke the verbs4j perf protocol: " + e.getMessage());
+        }
+        for (int announced : sizes) {
+            if (announced == s) {
+                return s;
+            }
+        }
+        throw new Verbs4jTool.Verbs4jFailure("the client broke the verbs4j perf protocol: GO " + s
+                + " names a size its HELLO did not announce");
+    }
+
     // ---- client
 
     private int drive() {
@@ -333,13 +369,19 @@ abstract class PerfCommand implements Callable<Integer> {
             String[] answer = wire.receiveHandshake();
             if (answer.length >= 1 && answer[0].equals("ERROR")) {
                 throw new Verbs4jTool.Verbs4jFailure("the server refused: "
-                        + String.join(" ", Arrays.copyOfRange(answer, 1, answer.length)));
+                        + PerfWire.printable(String.join(" ", Arrays.copyOfRange(answer, 1, answer.length)), PerfWire.MAX_LINE));
             }
             if (answer.length != 3 || !answer[0].equals("OK")) {
-                throw new Verbs4jTool.Verbs4jFailure("the server broke the verbs4j perf protocol: " + String.join(" ", answer));
+                throw new Verbs4jTool.Verbs4jFailure("the server broke the verbs4j perf protocol: "
+                        + PerfWire.printable(String.join(" ", answer), PerfWire.MAX_LINE));
             }
-            Endpoint peer = Endpoint.parse(answer[1]);
-            remote = RemoteBuffer.parse(answer[2]);
+            Endpoint peer;
+            try {
+                peer = PerfWire.endpoint(answer[1]);
+                remote = PerfWire.remoteBuffer(answer[2], sizes.stream().mapToInt(Integer::intValue).max().orElse(2));
+            } catch (PerfWire.BadField e) {
+                throw new Verbs4jTool.Verbs4jFailure("the server broke the verbs4j perf protocol: " + e.getMessage());
+            }
             qp.connect(peer, connectOptions(gidIndex));
             banner(peer, n);
             addresses(local, peer);

@@ -238,6 +238,17 @@ class PerfToolTest {
     }
 
     @Test
+    void theClientNamesAServerThatSendsAnUnusableAnswerInOneLine() throws Exception {
+        ToolRun endpoint = clientAgainst("VERBS4J-PERF 1 OK zz 1:2:3\n");
+        assertEquals(1, endpoint.exitCode(), endpoint.err());
+        assertEquals("verbs4j: the server broke the verbs4j perf protocol: bad endpoint 'zz'\n", endpoint.err());
+        ToolRun small = clientAgainst("VERBS4J-PERF 1 OK 0000:000011:abcdef:00000000000000000000ffff7f000001 1000:1:1\n");
+        assertEquals(1, small.exitCode(), small.err());
+        assertEquals("verbs4j: the server broke the verbs4j perf protocol: remote buffer of 1 bytes is smaller than the"
+                + " largest size, 2\n", small.err());
+    }
+
+    @Test
     void badFlagsAreUsageErrors() {
         ToolRun both = inProcess("send-bw", "-a", "-s", "64", "localhost");
         assertEquals(2, both.exitCode(), both.err());
