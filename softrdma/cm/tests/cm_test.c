@@ -406,20 +406,28 @@ static int reject_client(uint16_t port)
 	return 0;
 }
 
-static uint16_t unused_port(void)
+/*
+ * Reserve a loopback port nothing listens on: a bound TCP socket that never
+ * listens, so connecting there is refused and no other program can start
+ * listening there while it is open (with reuse set, only another socket with
+ * SO_REUSEADDR, like softrdma's own listener, can bind it too). Returns the
+ * socket (close it to release the port) and sets *port; -1 on failure.
+ */
+static int reserve_port(uint16_t *port, int reuse)
 {
 	struct sockaddr_in sin;
 	socklen_t l = sizeof(sin);
-	int s = socket(AF_INET, SOCK_STREAM, 0);
-	uint16_t port;
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	loopback(&sin, 0);
-	if (bind(s, (struct sockaddr *)&sin, sizeof(sin)) || getsockname(s, (struct sockaddr *)&sin, &l))
-		port = 1;
-	else
-		port = ntohs(sin.sin_port);
-	close(s);
-	return port;
+	if (s < 0 || setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof(reuse)) ||
+	    bind(s, (struct sockaddr *)&sin, sizeof(sin)) || getsockname(s, (struct sockaddr *)&sin, &l)) {
+		if (s >= 0)
+			close(s);
+		return -1;
+	}
+	*port = ntohs(sin.sin_port);
+	return s;
 }
 
 /* A live host without a listener answers like the kernel's CM: REJ "invalid service ID". */
@@ -430,11 +438,14 @@ static int no_listener_client(uint16_t unused)
 	struct rdma_cm_event *ev;
 	struct rdma_conn_param cp = { .qp_num = 1, .retry_count = 7 };
 	long long t0, dt;
+	uint16_t port;
+	int held = reserve_port(&port, 0);
 
+	CHECK(held >= 0, "cannot reserve a port: %s", strerror(errno));
 	setenv("SOFTRDMA_CM_REFUSED_RETRY_MS", "500", 1);
 	ch = rdma_create_event_channel();
 	CHECK(ch, "rdma_create_event_channel: %s", strerror(errno));
-	if (resolve(ch, &id, RDMA_PS_TCP, unused_port()))
+	if (resolve(ch, &id, RDMA_PS_TCP, port))
 		return 1;
 	t0 = now_ms();
 	CHECK(!rdma_connect(id, &cp), "rdma_connect: %s", strerror(errno));
@@ -447,6 +458,7 @@ static int no_listener_client(uint16_t unused)
 	rdma_ack_cm_event(ev);
 	rdma_destroy_id(id);
 	rdma_destroy_event_channel(ch);
+	close(held);
 	return 0;
 }
 
@@ -458,14 +470,18 @@ static int late_listener_server(int wfd)
 	struct rdma_cm_id *l, *child;
 	struct sockaddr_in sin;
 	struct res r = { 0 };
-	uint16_t port = unused_port();
+	uint16_t port;
+	/* held until the listener has its own socket there: nobody else can listen on it meanwhile */
+	int held = reserve_port(&port, 1);
 
 	CHECK(ch, "rdma_create_event_channel: %s", strerror(errno));
+	CHECK(held >= 0, "cannot reserve a port: %s", strerror(errno));
 	CHECK(write(wfd, &port, sizeof(port)) == sizeof(port), "cannot pass the port");
 	usleep(400 * 1000);
 	loopback(&sin, port);
 	CHECK(!rdma_create_id(ch, &l, NULL, RDMA_PS_TCP), "rdma_create_id");
 	CHECK(!rdma_bind_addr(l, (struct sockaddr *)&sin) && !rdma_listen(l, 1), "late listen: %s", strerror(errno));
+	close(held);
 	if (accept_one(ch, l, &child, &r, 1) || ack_expect(ch, RDMA_CM_EVENT_DISCONNECTED, child))
 		return 1;
 	free_res(child, &r);
