@@ -37,6 +37,13 @@ static uint64_t g_gen;
 static int g_timeout_ms = 15000;
 static int g_refused_retry_ms = 3000;
 
+/* Connections a listener holds before their request arrives: the backlog
+ * given to rdma_listen, this many when it gave none, never more than the max. */
+#define DEFAULT_PENDING 128
+#define MAX_PENDING 1024
+/* How long a listener stops accepting when the process is out of descriptors. */
+#define ACCEPT_PAUSE_MS 100
+
 #define DEFAULT_ACK_TIMEOUT 14
 #define DEFAULT_HOP_LIMIT 64
 
@@ -1306,19 +1313,29 @@ static void handle_timeout(struct cm_id *idp)
 	}
 }
 
+/*
+ * Take the connections waiting on a listener's socket, up to its backlog of
+ * pending ids (the rest wait in the kernel's queue until a pending request
+ * arrives or times out). Out of descriptors (EMFILE and the like), the
+ * listener stops accepting for a moment instead of polling readable forever.
+ */
 static void accept_new(struct cm_id *l)
 {
-	for (;;) {
+	while (l->npending < l->backlog) {
 		int s = accept4(l->sock, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		struct cm_id *c;
 		int one = 1;
 
-		if (s < 0)
+		if (s < 0) {
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+				l->accept_paused_until = now_ms() + ACCEPT_PAUSE_MS;
 			return;
+		}
 		setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		c = id_new(NULL, NULL, l->id.ps, l->id.qp_type);
 		if (!c) {
 			close(s);
+			l->accept_paused_until = now_ms() + ACCEPT_PAUSE_MS;
 			return;
 		}
 		c->internal = 1;
@@ -1326,7 +1343,19 @@ static void accept_new(struct cm_id *l)
 		c->sock = s;
 		c->state = ST_PENDING;
 		c->deadline_ms = now_ms() + g_timeout_ms;
+		l->npending++;
 	}
+}
+
+/* Whether the CM thread polls a listener's socket now; otherwise, when to look again (0: when a pending id ends). */
+static int listener_polled(struct cm_id *l, uint64_t now, uint64_t *again)
+{
+	*again = 0;
+	if (l->accept_paused_until > now) {
+		*again = l->accept_paused_until;
+		return 0;
+	}
+	return l->npending < l->backlog;
 }
 
 static void read_sock(struct cm_id *idp)
@@ -1406,6 +1435,11 @@ static void *cm_thread(void *arg)
 		pfd[n].fd = g_wake[0];
 		pfd[n].events = POLLIN;
 		map[n++] = NULL;
+		for (struct cm_id *i = g_ids; i; i = i->next)
+			i->npending = 0;
+		for (struct cm_id *i = g_ids; i; i = i->next)
+			if (i->state == ST_PENDING && i->listener)
+				i->listener->npending++;
 		for (struct cm_id *i = g_ids; i; i = i->next) {
 			if (i->deadline_ms) {
 				int left = i->deadline_ms > now ? (int)(i->deadline_ms - now) : 0;
@@ -1421,6 +1455,19 @@ static void *cm_thread(void *arg)
 			}
 			if (i->sock < 0 || !polled_state(i->state))
 				continue;
+			if (i->state == ST_LISTEN) {
+				uint64_t again;
+
+				if (!listener_polled(i, now, &again)) {
+					if (again) {
+						int left = again > now ? (int)(again - now) : 0;
+
+						if (timeout < 0 || left < timeout)
+							timeout = left;
+					}
+					continue;
+				}
+			}
 			pfd[n].fd = i->sock;
 			pfd[n].events = i->connect_pending ? POLLOUT : POLLIN;
 			pfd[n].revents = 0;
@@ -1715,6 +1762,7 @@ CM_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 		pthread_mutex_unlock(&g_lock);
 		return fail(err);
 	}
+	idp->backlog = backlog <= 0 ? DEFAULT_PENDING : backlog > MAX_PENDING ? MAX_PENDING : backlog;
 	idp->state = ST_LISTEN;
 	wake_thread();
 	pthread_mutex_unlock(&g_lock);

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <rdma/rdma_cma.h>
@@ -1270,6 +1271,103 @@ static int bad_reply_client(uint16_t port)
 	return 0;
 }
 
+static int count_fds(void)
+{
+	char path[64];
+	int n = 0;
+
+	for (int fd = 0; fd < 4096; fd++) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		if (!access(path, F_OK))
+			n++;
+	}
+	return n;
+}
+
+/* A well-formed request on a raw connection reaches the listener as CONNECT_REQUEST; reject it. */
+static int listener_still_serves(struct rdma_event_channel *ch, uint16_t port)
+{
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *child;
+	struct wire_msg m;
+	int fd = raw_connect(port);
+
+	CHECK(fd >= 0, "no connection");
+	raw_record(&m, MSG_REQ);
+	CHECK(!raw_send(fd, &m, sizeof(m)), "send: %s", strerror(errno));
+	ev = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, NULL, EV_TIMEOUT_MS);
+	if (!ev)
+		return 1;
+	child = ev->id;
+	rdma_ack_cm_event(ev);
+	CHECK(!rdma_reject(child, NULL, 0), "rdma_reject: %s", strerror(errno));
+	rdma_destroy_id(child);
+	CHECK(raw_read(fd, &m, EV_TIMEOUT_MS) == 1 && m.type == MSG_REJ, "no REJ");
+	close(fd);
+	return 0;
+}
+
+/* Silent connections hold at most the backlog's worth (listen_on's 4) of the
+ * listener's descriptors; the rest wait in the kernel's queue (which holds 5
+ * for a backlog of 4: 8 connections fit without a connect blocking). Out of descriptors, the CM thread
+ * pauses accepting instead of spinning, and resumes once there are some. */
+static int listener_limits(uint16_t unused)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *l;
+	struct rlimit rl, low;
+	struct timespec c0, c1;
+	int fds[2], raw[8], before, held, spare;
+	uint16_t port;
+	long cpu_ms;
+
+	CHECK(ch, "rdma_create_event_channel: %s", strerror(errno));
+	CHECK(!pipe(fds), "pipe");
+	if (listen_on(ch, &l, RDMA_PS_TCP, fds[1]))
+		return 1;
+	port = ntohs(rdma_get_src_port(l));
+	before = count_fds();
+	for (int i = 0; i < 8; i++) {
+		raw[i] = raw_connect(port);
+		CHECK(raw[i] >= 0, "connection %d", i);
+	}
+	usleep(500 * 1000);
+	held = count_fds() - 8 - before;
+	CHECK(held <= 4, "the listener holds %d silent connections, its backlog is 4", held);
+	for (int i = 0; i < 8; i++)
+		close(raw[i]);
+	usleep(300 * 1000);
+	if (listener_still_serves(ch, port))
+		return 1;
+
+	/* no descriptor left: a waiting connection must not make the CM thread spin */
+	spare = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CHECK(spare >= 0 && !getrlimit(RLIMIT_NOFILE, &rl), "socket/getrlimit");
+	low = rl;
+	low.rlim_cur = dup(0);
+	close((int)low.rlim_cur);
+	CHECK(!setrlimit(RLIMIT_NOFILE, &low), "setrlimit: %s", strerror(errno));
+	{
+		struct sockaddr_in sin;
+
+		loopback(&sin, port);
+		CHECK(!connect(spare, (struct sockaddr *)&sin, sizeof(sin)), "connect: %s", strerror(errno));
+	}
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+	usleep(1000 * 1000);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+	cpu_ms = (c1.tv_sec - c0.tv_sec) * 1000 + (c1.tv_nsec - c0.tv_nsec) / 1000000;
+	CHECK(setrlimit(RLIMIT_NOFILE, &rl) == 0, "setrlimit back");
+	CHECK(cpu_ms < 100, "the CM thread used %ld ms of CPU in 1 s out of descriptors", cpu_ms);
+	close(spare);
+	usleep(300 * 1000);
+	if (listener_still_serves(ch, port))
+		return 1;
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
+
 /* --------------------------------------------------------------- harness */
 
 typedef int (*server_fn)(int wfd);
@@ -1353,6 +1451,7 @@ int main(void)
 	client_fn hostile[] = { hostile_client_garbage_request, hostile_client_garbage_after_rep,
 				hostile_client_garbage_established, connect_and_disconnect };
 	client_fn badrep[] = { bad_reply_client };
+	client_fn limits[] = { listener_limits };
 	struct { const char *name; server_fn s; client_fn *c; int n; } tests[] = {
 		{ "rc-connect-exchange-disconnect", exchange_server, exchange, 1 },
 		{ "reject-with-private-data", reject_server, reject, 1 },
@@ -1366,6 +1465,7 @@ int main(void)
 		{ "listener-appearing-during-connect-is-reached", late_listener_server, late, 1 },
 		{ "malformed-records-end-connections-listener-survives", hostile_server, hostile, 4 },
 		{ "bad-reply-to-connect-unreachable-deadline-kept", bad_reply_server, badrep, 1 },
+		{ "listener-caps-pending-and-pauses-out-of-descriptors", NULL, limits, 1 },
 	};
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
