@@ -1368,6 +1368,273 @@ static int listener_limits(uint16_t unused)
 	return 0;
 }
 
+/* ------------------------------------------------------------------ fuzzing */
+
+/* A fixed-seed generator, so a failing round can be replayed. */
+static uint32_t fuzz_next(uint32_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 17;
+	*s ^= *s << 5;
+	return *s;
+}
+
+static void fuzz_bytes(uint32_t *s, void *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		((uint8_t *)p)[i] = (uint8_t)fuzz_next(s);
+}
+
+#define FUZZ_SEED 0x5eed1234u
+#define FUZZ_ROUNDS 150
+#define FUZZ_REPLIES 24
+#define FUZZ_FINAL "final-ok"
+
+/* Random, mutated, truncated, oversized and out-of-place records against a
+ * listener; then a well-formed connection must still work. The server
+ * accepts or rejects every request that makes it through (alternately) and
+ * requires each accepted id to end with an event (CM timeout 2 s here). */
+static int fuzz_listener_server(int wfd)
+{
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *l, *open[FUZZ_ROUNDS + 1], *final = NULL;
+	int nopen = 0, final_done = 0, nreq = 0;
+	long long end;
+
+	setenv("SOFTRDMA_CM_TIMEOUT_MS", "2000", 1);
+	ch = rdma_create_event_channel();
+	CHECK(ch, "rdma_create_event_channel: %s", strerror(errno));
+	if (listen_on(ch, &l, RDMA_PS_TCP, wfd))
+		return 1;
+	end = now_ms() + 35000;
+	while (!final_done || nopen) {
+		struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+		struct rdma_cm_event *ev;
+		struct rdma_cm_id *id;
+		enum rdma_cm_event_type type;
+		int k;
+
+		CHECK(now_ms() < end, "%d accepted ids never got their last event (final connection %s)", nopen,
+		      final_done ? "done" : final ? "accepted" : "not seen");
+		if (poll(&p, 1, 500) != 1)
+			continue;
+		CHECK(!rdma_get_cm_event(ch, &ev), "rdma_get_cm_event: %s", strerror(errno));
+		id = ev->id;
+		type = ev->event;
+		if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
+			struct rdma_conn_param cp;
+			int is_final = !memcmp(ev->param.conn.private_data, FUZZ_FINAL, sizeof(FUZZ_FINAL));
+
+			rdma_ack_cm_event(ev);
+			if (!is_final && nreq++ % 2) {
+				CHECK(!rdma_reject(id, NULL, 0), "rdma_reject: %s", strerror(errno));
+				rdma_destroy_id(id);
+				continue;
+			}
+			memset(&cp, 0, sizeof(cp));
+			cp.qp_num = 0x77;
+			cp.responder_resources = cp.initiator_depth = 1;
+			CHECK(!rdma_accept(id, &cp), "rdma_accept: %s", strerror(errno));
+			open[nopen++] = id;
+			if (is_final)
+				final = id;
+			continue;
+		}
+		rdma_ack_cm_event(ev);
+		if (type == RDMA_CM_EVENT_ESTABLISHED)
+			continue;
+		CHECK(type == RDMA_CM_EVENT_UNREACHABLE || type == RDMA_CM_EVENT_DISCONNECTED ||
+		      type == RDMA_CM_EVENT_REJECTED || type == RDMA_CM_EVENT_CONNECT_ERROR,
+		      "unexpected %s", rdma_event_str(type));
+		for (k = 0; k < nopen && open[k] != id; k++)
+			;
+		CHECK(k < nopen, "%s for an id that was not open", rdma_event_str(type));
+		open[k] = open[--nopen];
+		if (id == final) {
+			CHECK(type == RDMA_CM_EVENT_DISCONNECTED, "the well-formed connection ended with %s",
+			      rdma_event_str(type));
+			final_done = 1;
+		}
+		rdma_destroy_id(id);
+	}
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
+
+static int fuzz_listener_client(uint16_t port)
+{
+	uint32_t seed = FUZZ_SEED;
+	long long end = now_ms() + 15000;
+	struct rdma_event_channel *ch;
+	struct rdma_conn_param cp;
+	struct rdma_cm_id *id;
+	int round;
+
+	for (round = 0; round < FUZZ_ROUNDS && now_ms() < end; round++) {
+		uint8_t junk[600];
+		struct wire_msg m, reply;
+		int kind = fuzz_next(&seed) % 6, fd = raw_connect(port);
+		size_t n;
+
+		CHECK(fd >= 0, "round %d: the listener stopped accepting", round);
+		raw_record(&m, MSG_REQ);
+		switch (kind) {
+		case 0:		/* random bytes: short, a record's worth, or more */
+			n = 1 + fuzz_next(&seed) % sizeof(junk);
+			fuzz_bytes(&seed, junk, n);
+			raw_send(fd, junk, n);
+			break;
+		case 1:		/* a request with a few bytes changed */
+			for (int k = 1 + fuzz_next(&seed) % 4; k > 0; k--)
+				((uint8_t *)&m)[fuzz_next(&seed) % sizeof(m)] = (uint8_t)fuzz_next(&seed);
+			raw_send(fd, &m, sizeof(m));
+			break;
+		case 2:		/* a request, then garbage after the answer */
+		case 3:		/* a request, an RTU, then garbage on the connection */
+			raw_send(fd, &m, sizeof(m));
+			if (raw_read(fd, &reply, 3000) == 1 && reply.type == MSG_REP && kind == 3) {
+				raw_record(&m, MSG_RTU);
+				raw_send(fd, &m, sizeof(m));
+			}
+			n = 1 + fuzz_next(&seed) % 300;
+			fuzz_bytes(&seed, junk, n);
+			raw_send(fd, junk, n);
+			break;
+		case 4:		/* a well-framed record with random header fields */
+			m.type = fuzz_next(&seed) % 12;
+			m.version = fuzz_next(&seed) % 3;
+			m.qp_type = fuzz_next(&seed) % 8;
+			m.mtu = fuzz_next(&seed) % 8;
+			m.pdata_len = (uint8_t)fuzz_next(&seed);
+			raw_send(fd, &m, sizeof(m));
+			break;
+		default:	/* a request cut short, then gone */
+			raw_send(fd, &m, fuzz_next(&seed) % sizeof(m));
+			break;
+		}
+		raw_wait_closed(fd, 150);
+		close(fd);
+	}
+	say("%d rounds", round);
+	/* the listener still takes a well-formed connection */
+	ch = rdma_create_event_channel();
+	CHECK(ch, "rdma_create_event_channel: %s", strerror(errno));
+	if (resolve(ch, &id, RDMA_PS_TCP, port))
+		return 1;
+	memset(&cp, 0, sizeof(cp));
+	cp.qp_num = 1;
+	cp.private_data = FUZZ_FINAL;
+	cp.private_data_len = sizeof(FUZZ_FINAL);
+	cp.responder_resources = cp.initiator_depth = 1;
+	CHECK(!rdma_connect(id, &cp), "rdma_connect: %s", strerror(errno));
+	if (ack_expect(ch, RDMA_CM_EVENT_CONNECT_RESPONSE, id))
+		return 1;
+	CHECK(!rdma_establish(id), "rdma_establish: %s", strerror(errno));
+	usleep(100 * 1000);
+	CHECK(!rdma_disconnect(id), "rdma_disconnect: %s", strerror(errno));
+	if (ack_expect(ch, RDMA_CM_EVENT_DISCONNECTED, id))
+		return 1;
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
+
+/* A fake server answering each request with garbage, a mangled or cut-short
+ * REP, a mangled REJ or an out-of-place record: the client's id must get
+ * its failure (or CONNECT_RESPONSE, for a mangled REP that is still valid)
+ * within the CM timeout. */
+static int fuzz_reply_server(int wfd)
+{
+	struct sockaddr_in sin;
+	socklen_t sl = sizeof(sin);
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	uint32_t seed = FUZZ_SEED;
+	uint16_t port;
+
+	loopback(&sin, 0);
+	CHECK(!bind(s, (struct sockaddr *)&sin, sizeof(sin)) && !listen(s, 4) &&
+	      !getsockname(s, (struct sockaddr *)&sin, &sl), "plain TCP listener: %s", strerror(errno));
+	port = ntohs(sin.sin_port);
+	CHECK(write(wfd, &port, sizeof(port)) == sizeof(port), "cannot pass the port");
+	for (int i = 0; i < FUZZ_REPLIES; i++) {
+		uint8_t junk[600];
+		struct wire_msg m;
+		int c = accept(s, NULL, NULL);
+		size_t n = sizeof(m);
+
+		CHECK(c >= 0, "accept: %s", strerror(errno));
+		CHECK(raw_read(c, &m, EV_TIMEOUT_MS) == 1 && m.type == MSG_REQ, "round %d: no REQ", i);
+		raw_record(&m, MSG_REP);
+		switch (fuzz_next(&seed) % 6) {
+		case 0:
+			n = 1 + fuzz_next(&seed) % sizeof(junk);
+			fuzz_bytes(&seed, junk, n);
+			raw_send(c, junk, n);
+			break;
+		case 1:
+			for (int k = 1 + fuzz_next(&seed) % 4; k > 0; k--)
+				((uint8_t *)&m)[fuzz_next(&seed) % sizeof(m)] = (uint8_t)fuzz_next(&seed);
+			raw_send(c, &m, n);
+			break;
+		case 2:
+			m.type = MSG_REJ;
+			m.status = (uint8_t)fuzz_next(&seed);
+			m.pdata_len = (uint8_t)fuzz_next(&seed);
+			raw_send(c, &m, n);
+			break;
+		case 3:
+			m.type = fuzz_next(&seed) % 12;
+			m.mtu = fuzz_next(&seed) % 8;
+			m.qp_type = fuzz_next(&seed) % 8;
+			raw_send(c, &m, n);
+			break;
+		case 4:
+			m.type = MSG_DREQ;
+			raw_send(c, &m, n);
+			break;
+		default:	/* cut short: only the CM timeout ends it */
+			raw_send(c, &m, fuzz_next(&seed) % n);
+			break;
+		}
+		raw_wait_closed(c, 5000);
+		close(c);
+	}
+	close(s);
+	return 0;
+}
+
+static int fuzz_reply_client(uint16_t port)
+{
+	struct rdma_event_channel *ch;
+
+	setenv("SOFTRDMA_CM_TIMEOUT_MS", "1500", 1);
+	ch = rdma_create_event_channel();
+	CHECK(ch, "rdma_create_event_channel: %s", strerror(errno));
+	for (int i = 0; i < FUZZ_REPLIES; i++) {
+		struct rdma_conn_param cp = { .qp_num = 1, .retry_count = 7 };
+		struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+		struct rdma_cm_id *id;
+		struct rdma_cm_event *ev;
+		enum rdma_cm_event_type type;
+
+		if (resolve(ch, &id, RDMA_PS_TCP, port))
+			return 1;
+		CHECK(!rdma_connect(id, &cp), "rdma_connect: %s", strerror(errno));
+		CHECK(poll(&p, 1, 4000) == 1, "round %d: no event within 4 s (CM timeout 1.5 s)", i);
+		CHECK(!rdma_get_cm_event(ch, &ev), "rdma_get_cm_event: %s", strerror(errno));
+		type = ev->event;
+		CHECK(ev->id == id, "event for another id");
+		rdma_ack_cm_event(ev);
+		CHECK(type == RDMA_CM_EVENT_UNREACHABLE || type == RDMA_CM_EVENT_REJECTED ||
+		      type == RDMA_CM_EVENT_CONNECT_ERROR || type == RDMA_CM_EVENT_CONNECT_RESPONSE,
+		      "round %d: %s", i, rdma_event_str(type));
+		rdma_destroy_id(id);
+	}
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
+
 /* --------------------------------------------------------------- harness */
 
 typedef int (*server_fn)(int wfd);
@@ -1452,6 +1719,8 @@ int main(void)
 				hostile_client_garbage_established, connect_and_disconnect };
 	client_fn badrep[] = { bad_reply_client };
 	client_fn limits[] = { listener_limits };
+	client_fn fuzzl[] = { fuzz_listener_client };
+	client_fn fuzzr[] = { fuzz_reply_client };
 	struct { const char *name; server_fn s; client_fn *c; int n; } tests[] = {
 		{ "rc-connect-exchange-disconnect", exchange_server, exchange, 1 },
 		{ "reject-with-private-data", reject_server, reject, 1 },
@@ -1466,6 +1735,8 @@ int main(void)
 		{ "malformed-records-end-connections-listener-survives", hostile_server, hostile, 4 },
 		{ "bad-reply-to-connect-unreachable-deadline-kept", bad_reply_server, badrep, 1 },
 		{ "listener-caps-pending-and-pauses-out-of-descriptors", NULL, limits, 1 },
+		{ "fuzz-listener-records-then-a-good-connection", fuzz_listener_server, fuzzl, 1 },
+		{ "fuzz-replies-to-connect-each-id-gets-its-event", fuzz_reply_server, fuzzr, 1 },
 	};
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
