@@ -1294,19 +1294,17 @@ static void connect_done(struct cm_id *idp, int err)
 	}
 }
 
+/* A deadline passed: the peer is as good as gone (a pending request never
+ * came, a REP or RTU never came, a DREQ went unanswered). */
 static void handle_timeout(struct cm_id *idp)
 {
 	idp->deadline_ms = 0;
 	switch (idp->state) {
 	case ST_PENDING:
-		destroy_internal(idp);
-		return;
 	case ST_CONNECTING:
 	case ST_ACCEPTED:
-		fail_connection(idp, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL, 0);
-		return;
 	case ST_DISC_SENT:
-		disconnected(idp);
+		peer_closed(idp);
 		return;
 	default:
 		return;
