@@ -98,15 +98,8 @@ abstract class PerfCommand implements Callable<Integer> {
             description = "Connect to the server at <host>; without it, start a server and wait for one client.")
     String host;
 
-    @Option(names = {"-p", "--port"}, paramLabel = "<port>", defaultValue = "18515",
-            description = "TCP port of the exchange (default ${DEFAULT-VALUE}).")
-    int port;
-
-    @Option(names = {"-d", "--ib-dev"}, paramLabel = "<dev>", description = "RDMA device (default: the first).")
-    String device;
-
-    @Option(names = {"-i", "--ib-port"}, paramLabel = "<port>", defaultValue = "1", description = "Device port (default ${DEFAULT-VALUE}).")
-    int ibPort;
+    @CommandLine.Mixin
+    PeerOptions shared = new PeerOptions();
 
     @Option(names = {"-x", "--gid-index"}, paramLabel = "<index>", defaultValue = "-1",
             description = "Local GID index (default: on RoCE the first RoCE v2 ::ffff:IPv4 GID, else 0).")
@@ -184,12 +177,7 @@ abstract class PerfCommand implements Callable<Integer> {
 
     private void validate() {
         CommandLine cl = spec.commandLine();
-        if (port < 0 || port > 65535) {
-            throw new CommandLine.ParameterException(cl, "-p: a TCP port is 0..65535, not " + port);
-        }
-        if (ibPort < 1) {
-            throw new CommandLine.ParameterException(cl, "-i: ports are numbered from 1, not " + ibPort);
-        }
+        shared.validate(cl);
         if (iters != null && iters < 1) {
             throw new CommandLine.ParameterException(cl, "-n: at least 1 iteration, not " + iters);
         }
@@ -209,7 +197,7 @@ abstract class PerfCommand implements Callable<Integer> {
         validate();
         out = spec.commandLine().getOut();
         try {
-            ctx = own(DeviceChoice.open(device));
+            ctx = own(DeviceChoice.open(shared.device));
             return host == null ? serve() : drive();
         } finally {
             RuntimeException first = null;
@@ -230,7 +218,7 @@ abstract class PerfCommand implements Callable<Integer> {
 
     /** Opens the device and builds the QP and the buffer: two slots of the largest size (source, target). */
     private Endpoint setUp(int maxSize, boolean withEvents) {
-        Port p = ctx.port(ibPort);
+        Port p = ctx.port(shared.ibPort);
         PortAttributes pa = p.query();
         int gid = gidIndex >= 0 ? gidIndex : defaultGidIndex(p, pa);
         channel = withEvents ? own(ctx.createCompletionChannel()) : null;
@@ -248,13 +236,13 @@ abstract class PerfCommand implements Callable<Integer> {
             cq.requestNotify(false);
         }
         this.gidIndex = gid;
-        return qp.endpoint(ibPort, gid);
+        return qp.endpoint(shared.ibPort, gid);
     }
 
     private ConnectOptions connectOptions(int gid) {
         DeviceAttributes da = ctx.queryDevice();
         int depth = Math.max(1, Math.min(16, Math.min(da.maxQpRdAtomic(), da.maxQpInitRdAtomic())));
-        return ConnectOptions.defaults().port(ibPort).gidIndex(gid).maxRdAtomic(depth).maxDestRdAtomic(depth);
+        return ConnectOptions.defaults().port(shared.ibPort).gidIndex(gid).maxRdAtomic(depth).maxDestRdAtomic(depth);
     }
 
     private static int defaultGidIndex(Port p, PortAttributes pa) {
@@ -276,7 +264,7 @@ abstract class PerfCommand implements Callable<Integer> {
     // ---- server
 
     private int serve() {
-        ServerSocket listener = Tcp.listen(port);
+        ServerSocket listener = Tcp.listen(shared.port);
         banner(null, 0);
         out.printf("%n************************************%n* Waiting for client to connect... *%n************************************%n");
         out.flush();
@@ -363,7 +351,7 @@ abstract class PerfCommand implements Callable<Integer> {
         List<Integer> sizes = sizes();
         int n = iters != null ? iters : (kind().latency ? 1000 : 5000);
         Endpoint local = setUp(sizes.stream().mapToInt(Integer::intValue).max().orElse(2), events);
-        try (PerfWire wire = PerfWire.connect(host, port)) {
+        try (PerfWire wire = PerfWire.connect(host, shared.port)) {
             wire.send(PerfWire.TAG + " " + PerfWire.VERSION + " HELLO " + kind().command + " " + n + " "
                     + sizes.stream().map(String::valueOf).collect(Collectors.joining(",")) + " " + local + " " + target());
             String[] answer = wire.receiveHandshake();
@@ -678,9 +666,9 @@ abstract class PerfCommand implements Callable<Integer> {
         if (host != null) {
             out.printf(" Iterations     : %d%n", n);
             out.printf(" GID index      : %d%n", gidIndex);
-            out.printf(" Protocol       : %s %d (TCP port %d)%n", PerfWire.TAG, PerfWire.VERSION, port);
+            out.printf(" Protocol       : %s %d (TCP port %d)%n", PerfWire.TAG, PerfWire.VERSION, shared.port);
         } else {
-            out.printf(" TCP port       : %d%n", port);
+            out.printf(" TCP port       : %d%n", shared.port);
         }
         out.println(SEPARATOR);
         out.flush();
