@@ -266,4 +266,53 @@ class RpingInteropTest {
         assertEquals(0, s.exitCode(), s.err());
         assertEquals(expectedPingData(COUNT, size), linesWith(s.out(), "server ping data: "));
     }
+
+    /**
+     * softrdma's CM record (cm_internal.h's struct wire_msg, 240 bytes): a well-formed REQ from an
+     * RC requester on 127.0.0.1.
+     */
+    private static byte[] softrdmaReq() {
+        java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(240);
+        b.putInt(0x53524d43).put((byte) 1).put((byte) 1).put((byte) 2).put((byte) 0);  // magic, REQ, v1, RC
+        b.putInt(0x4242).putInt(0x1234).putInt(0);                                     // qpn, psn, qkey
+        b.put(new byte[] {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, (byte) 0xff, (byte) 0xff, 127, 0, 0, 1});
+        b.put((byte) 1).put((byte) 1).put((byte) 7).put((byte) 7).put((byte) 0).put((byte) 0).put((byte) 3).put((byte) 0);
+        return b.array();
+    }
+
+    @Test
+    void theServerDropsAClientThatSendsGarbageAfterTheReplyAndServesTheNext() throws Exception {
+        // the request is accepted, then the "client" sends garbage instead of the RTU: the CM must
+        // end that connection at once (it used to drop the socket silently and leave rping -s
+        // waiting for its ESTABLISHED for good, deaf to every later client)
+        org.junit.jupiter.api.Assumptions.assumeTrue(System.getProperty("verbs4j.libibverbs", "").contains("softrdma"),
+                "speaks softrdma's CM records over TCP");
+        while (true) {
+            int port = freePort();
+            StringWriter out = new StringWriter();
+            StringWriter err = new StringWriter();
+            CompletableFuture<Integer> server = CompletableFuture.supplyAsync(() -> io.github.verbs4j.examples.Verbs4jTool.execute(
+                    new PrintWriter(out, true), new PrintWriter(err, true),
+                    "rping", "-s", "-a", "127.0.0.1", "-p", Integer.toString(port), "-v", "-t", "60"));
+            if (!awaitListening(port, null, server::isDone, err::toString)) {
+                continue;
+            }
+            try (java.net.Socket s = new java.net.Socket("127.0.0.1", port)) {
+                s.getOutputStream().write(softrdmaReq());
+                s.setSoTimeout(10_000);
+                byte[] rep = s.getInputStream().readNBytes(240);
+                assertEquals(240, rep.length, "no REP");
+                assertEquals(2, rep[4], "not a REP");
+                byte[] junk = new byte[240];
+                java.util.Arrays.fill(junk, (byte) 0x5a);
+                s.getOutputStream().write(junk);
+                assertEquals(-1, s.getInputStream().read(), "the server kept the connection after garbage");
+            }
+            Run client = verbs4jRping("-c", "-a", "127.0.0.1", "-p", Integer.toString(port), "-v", "-C", "3", "-t", "20");
+            assertEquals(0, client.exitCode(), client.err());
+            assertEquals(0, (int) server.get(30, TimeUnit.SECONDS), err.toString());
+            assertEquals(expectedPingData(3, 64), linesWith(out.toString(), "server ping data: "), out.toString());
+            return;
+        }
+    }
 }
