@@ -37,6 +37,13 @@ static uint64_t g_gen;
 static int g_timeout_ms = 15000;
 static int g_refused_retry_ms = 3000;
 
+/* Connections a listener holds before their request arrives: the backlog
+ * given to rdma_listen, this many when it gave none, never more than the max. */
+#define DEFAULT_PENDING 128
+#define MAX_PENDING 1024
+/* How long a listener stops accepting when the process is out of descriptors. */
+#define ACCEPT_PAUSE_MS 100
+
 #define DEFAULT_ACK_TIMEOUT 14
 #define DEFAULT_HOP_LIMIT 64
 
@@ -1100,68 +1107,19 @@ static void handle_sidr_rep(struct cm_id *idp, const struct wire_msg *m)
 		free(e);
 }
 
-static void handle_msg(struct cm_id *idp, const struct wire_msg *m)
+/* The peer ended an established (or disconnecting) connection. */
+static void disconnected(struct cm_id *idp)
 {
-	if (ntohl(m->magic) != WIRE_MAGIC || m->version != WIRE_VERSION) {
-		close_sock(idp);
-		return;
-	}
-	switch (idp->state) {
-	case ST_PENDING:
-		if (m->type == MSG_REQ || m->type == MSG_SIDR_REQ)
-			handle_req(idp, m);
-		else
-			destroy_internal(idp);
-		return;
-	case ST_CONNECTING:
-		if (m->type == MSG_REP && !is_ud(idp))
-			handle_rep(idp, m);
-		else if (m->type == MSG_SIDR_REP && is_ud(idp))
-			handle_sidr_rep(idp, m);
-		else if (m->type == MSG_REJ)
-			fail_connection(idp, RDMA_CM_EVENT_REJECTED, m->status, m, PDATA_REJ);
-		return;
-	case ST_RESP_WAIT:
-		if (m->type == MSG_REJ)
-			fail_connection(idp, RDMA_CM_EVENT_REJECTED, m->status, m, PDATA_REJ);
-		else if (m->type == MSG_DREQ) {
-			send_simple(idp, MSG_DREP, 0);
-			close_sock(idp);
-			idp->state = ST_DISCONNECTED;
-			post_event(idp, RDMA_CM_EVENT_DISCONNECTED, 0);
-		}
-		return;
-	case ST_REQ_RCVD:
-		/* the requester gave up: accept will report it */
-		if (m->type == MSG_REJ) {
-			idp->peer_gone = 1;
-			close_sock(idp);
-		}
-		return;
-	case ST_ACCEPTED:
-		if (m->type == MSG_RTU) {
-			idp->state = ST_ESTABLISHED;
-			idp->deadline_ms = 0;
-			post_event(idp, RDMA_CM_EVENT_ESTABLISHED, 0);
-		} else if (m->type == MSG_REJ) {
-			fail_connection(idp, RDMA_CM_EVENT_REJECTED, m->status, m, PDATA_REJ);
-		}
-		return;
-	case ST_ESTABLISHED:
-	case ST_DISC_SENT:
-		if (m->type == MSG_DREQ || m->type == MSG_DREP) {
-			if (m->type == MSG_DREQ)
-				send_simple(idp, MSG_DREP, 0);
-			close_sock(idp);
-			idp->state = ST_DISCONNECTED;
-			post_event(idp, RDMA_CM_EVENT_DISCONNECTED, 0);
-		}
-		return;
-	default:
-		return;
-	}
+	close_sock(idp);
+	idp->state = ST_DISCONNECTED;
+	post_event(idp, RDMA_CM_EVENT_DISCONNECTED, 0);
 }
 
+/*
+ * The connection to the peer is gone (closed, reset, or unusable because the
+ * peer broke the protocol): each state ends the way the kernel's CM ends it
+ * when the peer stops answering, so no id is left waiting for nothing.
+ */
 static void peer_closed(struct cm_id *idp)
 {
 	switch (idp->state) {
@@ -1179,12 +1137,99 @@ static void peer_closed(struct cm_id *idp)
 		return;
 	case ST_ESTABLISHED:
 	case ST_DISC_SENT:
-		close_sock(idp);
-		idp->state = ST_DISCONNECTED;
-		post_event(idp, RDMA_CM_EVENT_DISCONNECTED, 0);
+		disconnected(idp);
 		return;
 	default:
 		close_sock(idp);
+		return;
+	}
+}
+
+/* A record this library could have sent: right magic and version, a known
+ * type, a QP type, MTU and private data length within their ranges. */
+static int msg_well_formed(const struct wire_msg *m)
+{
+	if (ntohl(m->magic) != WIRE_MAGIC || m->version != WIRE_VERSION)
+		return 0;
+	if (m->type < MSG_REQ || m->type > MSG_SIDR_REP || m->pdata_len > PDATA_MAX)
+		return 0;
+	switch (m->type) {
+	case MSG_REQ:
+	case MSG_REP:
+		return (m->qp_type == IBV_QPT_RC || m->qp_type == IBV_QPT_UC) &&
+		       m->mtu >= IBV_MTU_256 && m->mtu <= IBV_MTU_4096;
+	case MSG_SIDR_REQ:
+	case MSG_SIDR_REP:
+		return m->qp_type == IBV_QPT_UD;
+	default:
+		return 1;
+	}
+}
+
+static void handle_msg(struct cm_id *idp, const struct wire_msg *m)
+{
+	if (!msg_well_formed(m)) {
+		/* a peer that breaks the protocol is treated as one that went away */
+		peer_closed(idp);
+		return;
+	}
+	switch (idp->state) {
+	case ST_PENDING:
+		if (m->type == MSG_REQ || m->type == MSG_SIDR_REQ)
+			handle_req(idp, m);
+		else
+			destroy_internal(idp);
+		return;
+	case ST_CONNECTING:
+		if (m->type == MSG_REP && !is_ud(idp))
+			handle_rep(idp, m);
+		else if (m->type == MSG_SIDR_REP && is_ud(idp))
+			handle_sidr_rep(idp, m);
+		else if (m->type == MSG_REJ)
+			fail_connection(idp, RDMA_CM_EVENT_REJECTED, m->status, m, PDATA_REJ);
+		else
+			peer_closed(idp);
+		return;
+	case ST_RESP_WAIT:
+		if (m->type == MSG_REJ)
+			fail_connection(idp, RDMA_CM_EVENT_REJECTED, m->status, m, PDATA_REJ);
+		else if (m->type == MSG_DREQ) {
+			send_simple(idp, MSG_DREP, 0);
+			disconnected(idp);
+		} else {
+			peer_closed(idp);
+		}
+		return;
+	case ST_REQ_RCVD:
+		/* the requester gave up (REJ) or broke the protocol: accept will report it */
+		peer_closed(idp);
+		return;
+	case ST_ACCEPTED:
+		if (m->type == MSG_RTU) {
+			idp->state = ST_ESTABLISHED;
+			idp->deadline_ms = 0;
+			post_event(idp, RDMA_CM_EVENT_ESTABLISHED, 0);
+		} else if (m->type == MSG_REJ) {
+			fail_connection(idp, RDMA_CM_EVENT_REJECTED, m->status, m, PDATA_REJ);
+		} else if (m->type == MSG_DREQ) {
+			/* a requester without a QP disconnecting before rdma_establish */
+			send_simple(idp, MSG_DREP, 0);
+			disconnected(idp);
+		} else {
+			peer_closed(idp);
+		}
+		return;
+	case ST_ESTABLISHED:
+	case ST_DISC_SENT:
+		/* an RTU may trail rdma_notify(COMM_EST) or our own early DREQ */
+		if (m->type == MSG_RTU)
+			return;
+		if (m->type == MSG_DREQ)
+			send_simple(idp, MSG_DREP, 0);
+		/* DREQ, DREP, or a record that has no place here */
+		disconnected(idp);
+		return;
+	default:
 		return;
 	}
 }
@@ -1249,40 +1294,46 @@ static void connect_done(struct cm_id *idp, int err)
 	}
 }
 
+/* A deadline passed: the peer is as good as gone (a pending request never
+ * came, a REP or RTU never came, a DREQ went unanswered). */
 static void handle_timeout(struct cm_id *idp)
 {
 	idp->deadline_ms = 0;
 	switch (idp->state) {
 	case ST_PENDING:
-		destroy_internal(idp);
-		return;
 	case ST_CONNECTING:
 	case ST_ACCEPTED:
-		fail_connection(idp, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL, 0);
-		return;
 	case ST_DISC_SENT:
-		close_sock(idp);
-		idp->state = ST_DISCONNECTED;
-		post_event(idp, RDMA_CM_EVENT_DISCONNECTED, 0);
+		peer_closed(idp);
 		return;
 	default:
 		return;
 	}
 }
 
+/*
+ * Take the connections waiting on a listener's socket, up to its backlog of
+ * pending ids (the rest wait in the kernel's queue until a pending request
+ * arrives or times out). Out of descriptors (EMFILE and the like), the
+ * listener stops accepting for a moment instead of polling readable forever.
+ */
 static void accept_new(struct cm_id *l)
 {
-	for (;;) {
+	while (l->npending < l->backlog) {
 		int s = accept4(l->sock, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		struct cm_id *c;
 		int one = 1;
 
-		if (s < 0)
+		if (s < 0) {
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+				l->accept_paused_until = now_ms() + ACCEPT_PAUSE_MS;
 			return;
+		}
 		setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		c = id_new(NULL, NULL, l->id.ps, l->id.qp_type);
 		if (!c) {
 			close(s);
+			l->accept_paused_until = now_ms() + ACCEPT_PAUSE_MS;
 			return;
 		}
 		c->internal = 1;
@@ -1290,7 +1341,19 @@ static void accept_new(struct cm_id *l)
 		c->sock = s;
 		c->state = ST_PENDING;
 		c->deadline_ms = now_ms() + g_timeout_ms;
+		l->npending++;
 	}
+}
+
+/* Whether the CM thread polls a listener's socket now; otherwise, when to look again (0: when a pending id ends). */
+static int listener_polled(struct cm_id *l, uint64_t now, uint64_t *again)
+{
+	*again = 0;
+	if (l->accept_paused_until > now) {
+		*again = l->accept_paused_until;
+		return 0;
+	}
+	return l->npending < l->backlog;
 }
 
 static void read_sock(struct cm_id *idp)
@@ -1370,6 +1433,11 @@ static void *cm_thread(void *arg)
 		pfd[n].fd = g_wake[0];
 		pfd[n].events = POLLIN;
 		map[n++] = NULL;
+		for (struct cm_id *i = g_ids; i; i = i->next)
+			i->npending = 0;
+		for (struct cm_id *i = g_ids; i; i = i->next)
+			if (i->state == ST_PENDING && i->listener)
+				i->listener->npending++;
 		for (struct cm_id *i = g_ids; i; i = i->next) {
 			if (i->deadline_ms) {
 				int left = i->deadline_ms > now ? (int)(i->deadline_ms - now) : 0;
@@ -1385,6 +1453,19 @@ static void *cm_thread(void *arg)
 			}
 			if (i->sock < 0 || !polled_state(i->state))
 				continue;
+			if (i->state == ST_LISTEN) {
+				uint64_t again;
+
+				if (!listener_polled(i, now, &again)) {
+					if (again) {
+						int left = again > now ? (int)(again - now) : 0;
+
+						if (timeout < 0 || left < timeout)
+							timeout = left;
+					}
+					continue;
+				}
+			}
 			pfd[n].fd = i->sock;
 			pfd[n].events = i->connect_pending ? POLLOUT : POLLIN;
 			pfd[n].revents = 0;
@@ -1679,6 +1760,7 @@ CM_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 		pthread_mutex_unlock(&g_lock);
 		return fail(err);
 	}
+	idp->backlog = backlog <= 0 ? DEFAULT_PENDING : backlog > MAX_PENDING ? MAX_PENDING : backlog;
 	idp->state = ST_LISTEN;
 	wake_thread();
 	pthread_mutex_unlock(&g_lock);

@@ -108,6 +108,9 @@ struct cm_id {
 	int connect_pending;	/* non-blocking TCP connect in progress */
 	int peer_gone;
 	struct cm_id *listener;	/* for ST_PENDING ids */
+	int backlog;		/* listener: most ST_PENDING ids at a time */
+	int npending;		/* listener: ST_PENDING ids now (counted each CM thread pass) */
+	uint64_t accept_paused_until;	/* listener: out of descriptors, retry accept then */
 	uint64_t deadline_ms;	/* 0: none */
 	uint64_t refused_until;	/* retry refused TCP connects until then */
 	uint64_t retry_at;	/* 0: no reconnect scheduled */

@@ -10,10 +10,11 @@ if [ ! -e "$lib/libibverbs.so.1" ]; then
 	exit 1
 fi
 export LD_LIBRARY_PATH=$lib
+. "$here/ports.sh"
 logdir=$(mktemp -d /tmp/softrdma-stock.XXXXXX)
 pass=0
 fail=0
-port=$((20000 + RANDOM % 20000))
+RANDOM=$$
 N=${STOCK_ITERS:-5}
 
 missing() { command -v "$1" >/dev/null 2>&1 || { echo "SKIP-AS-FAIL $1 (not installed)"; fail=$((fail + 1)); return 0; }; return 1; }
@@ -42,23 +43,26 @@ single() { # name cmd...
 pair() { # name tool args... : server then client on 127.0.0.1
 	local name=$1 tool=$2; shift 2
 	missing "$tool" && return
-	port=$((port + 1))
-	# skip ports another run (or anything else) already listens on
-	while ss -ltn 2>/dev/null | grep -q ":$port "; do port=$((port + 1)); done
 	local log=$logdir/$(echo "$name" | tr ' /' '__')
-	local pflag=-p
-	timeout 120 "$tool" "$@" $pflag $port >"$log.server" 2>&1 &
-	local spid=$!
-	local rc=1
-	# start the client once the server listens on its TCP port (tools take seconds to start)
-	for _ in $(seq 1 100); do
-		ss -ltn 2>/dev/null | grep -q ":$port " && break
-		sleep 0.1
-	done
-	timeout 120 "$tool" "$@" $pflag $port 127.0.0.1 >"$log.client" 2>&1
+	local spid port rc src
+	# start the client once the server itself listens on its TCP port (tools take seconds to start)
+	start_server "$log.server" 120 "" "$tool $* -p @P@"
+	case $? in
+	2)
+		echo "SKIP $name (every port tried was taken by another program)"
+		return
+		;;
+	1)
+		kill "$spid" 2>/dev/null
+		wait "$spid"
+		report "$name" 1 "$log.server (the server never listened)"
+		return
+		;;
+	esac
+	timeout 120 "$tool" "$@" -p "$port" 127.0.0.1 >"$log.client" 2>&1
 	rc=$?
-	wait $spid
-	local src=$?
+	wait "$spid"
+	src=$?
 	[ $rc = 0 ] && [ $src = 0 ] && report "$name" 0 "$log" || report "$name" 1 "$log.{server,client} (client $rc, server $src)"
 }
 

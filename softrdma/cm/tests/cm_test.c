@@ -17,11 +17,13 @@
 #include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <rdma/rdma_cma.h>
 #include <rdma/rsocket.h>
 #include <infiniband/verbs.h>
+#include "../cm_internal.h"
 
 #define MSG_LEN 32
 #define EV_TIMEOUT_MS 8000
@@ -104,6 +106,14 @@ static int listen_on(struct rdma_event_channel *ch, struct rdma_cm_id **l, enum 
 	CHECK(port != 0, "listener has no port");
 	CHECK(write(wfd, &port, sizeof(port)) == sizeof(port), "cannot pass the port");
 	return 0;
+}
+
+/* A new event channel and a listener on it (see listen_on). */
+static int open_listener(struct rdma_event_channel **ch, struct rdma_cm_id **l, enum rdma_port_space ps, int wfd)
+{
+	*ch = rdma_create_event_channel();
+	CHECK(*ch, "rdma_create_event_channel: %s", strerror(errno));
+	return listen_on(*ch, l, ps, wfd);
 }
 
 static int resolve(struct rdma_event_channel *ch, struct rdma_cm_id **id, enum rdma_port_space ps, uint16_t port)
@@ -271,6 +281,21 @@ static int accept_one(struct rdma_event_channel *ch, struct rdma_cm_id *l, struc
 	return 0;
 }
 
+/* Serve one well-formed connection until its client disconnects, then close the listener and channel. */
+static int serve_last(struct rdma_event_channel *ch, struct rdma_cm_id *l)
+{
+	struct rdma_cm_id *child;
+	struct res r = { 0 };
+
+	if (accept_one(ch, l, &child, &r, 1) || ack_expect(ch, RDMA_CM_EVENT_DISCONNECTED, child))
+		return 1;
+	free_res(child, &r);
+	rdma_destroy_id(child);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
+
 static int connect_one(struct rdma_event_channel *ch, struct rdma_cm_id **id, struct res *r, uint16_t port)
 {
 	struct rdma_conn_param cp;
@@ -302,14 +327,13 @@ static int connect_one(struct rdma_event_channel *ch, struct rdma_cm_id **id, st
 
 static int exchange_server(int wfd)
 {
-	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_event_channel *ch;
 	struct rdma_cm_id *l, *child;
 	struct res r = { 0 };
 	struct ibv_wc wc;
 	char want[MSG_LEN];
 
-	CHECK(ch, "rdma_create_event_channel: %s", strerror(errno));
-	if (listen_on(ch, &l, RDMA_PS_TCP, wfd) || accept_one(ch, l, &child, &r, 1))
+	if (open_listener(&ch, &l, RDMA_PS_TCP, wfd) || accept_one(ch, l, &child, &r, 1))
 		return 1;
 	if (poll_one(child->recv_cq, &wc))
 		return 1;
@@ -358,12 +382,11 @@ static int exchange_client(uint16_t port)
 
 static int reject_server(int wfd)
 {
-	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_event_channel *ch;
 	struct rdma_cm_id *l;
 	struct rdma_cm_event *ev;
 
-	CHECK(ch, "rdma_create_event_channel: %s", strerror(errno));
-	if (listen_on(ch, &l, RDMA_PS_TCP, wfd))
+	if (open_listener(&ch, &l, RDMA_PS_TCP, wfd))
 		return 1;
 	ev = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, NULL, EV_TIMEOUT_MS);
 	if (!ev)
@@ -405,20 +428,28 @@ static int reject_client(uint16_t port)
 	return 0;
 }
 
-static uint16_t unused_port(void)
+/*
+ * Reserve a loopback port nothing listens on: a bound TCP socket that never
+ * listens, so connecting there is refused and no other program can start
+ * listening there while it is open (with reuse set, only another socket with
+ * SO_REUSEADDR, like softrdma's own listener, can bind it too). Returns the
+ * socket (close it to release the port) and sets *port; -1 on failure.
+ */
+static int reserve_port(uint16_t *port, int reuse)
 {
 	struct sockaddr_in sin;
 	socklen_t l = sizeof(sin);
-	int s = socket(AF_INET, SOCK_STREAM, 0);
-	uint16_t port;
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	loopback(&sin, 0);
-	if (bind(s, (struct sockaddr *)&sin, sizeof(sin)) || getsockname(s, (struct sockaddr *)&sin, &l))
-		port = 1;
-	else
-		port = ntohs(sin.sin_port);
-	close(s);
-	return port;
+	if (s < 0 || setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof(reuse)) ||
+	    bind(s, (struct sockaddr *)&sin, sizeof(sin)) || getsockname(s, (struct sockaddr *)&sin, &l)) {
+		if (s >= 0)
+			close(s);
+		return -1;
+	}
+	*port = ntohs(sin.sin_port);
+	return s;
 }
 
 /* A live host without a listener answers like the kernel's CM: REJ "invalid service ID". */
@@ -429,11 +460,14 @@ static int no_listener_client(uint16_t unused)
 	struct rdma_cm_event *ev;
 	struct rdma_conn_param cp = { .qp_num = 1, .retry_count = 7 };
 	long long t0, dt;
+	uint16_t port;
+	int held = reserve_port(&port, 0);
 
+	CHECK(held >= 0, "cannot reserve a port: %s", strerror(errno));
 	setenv("SOFTRDMA_CM_REFUSED_RETRY_MS", "500", 1);
 	ch = rdma_create_event_channel();
 	CHECK(ch, "rdma_create_event_channel: %s", strerror(errno));
-	if (resolve(ch, &id, RDMA_PS_TCP, unused_port()))
+	if (resolve(ch, &id, RDMA_PS_TCP, port))
 		return 1;
 	t0 = now_ms();
 	CHECK(!rdma_connect(id, &cp), "rdma_connect: %s", strerror(errno));
@@ -446,6 +480,7 @@ static int no_listener_client(uint16_t unused)
 	rdma_ack_cm_event(ev);
 	rdma_destroy_id(id);
 	rdma_destroy_event_channel(ch);
+	close(held);
 	return 0;
 }
 
@@ -454,40 +489,53 @@ static int no_listener_client(uint16_t unused)
 static int late_listener_server(int wfd)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
-	struct rdma_cm_id *l, *child;
+	struct rdma_cm_id *l;
 	struct sockaddr_in sin;
-	struct res r = { 0 };
-	uint16_t port = unused_port();
+	uint16_t port;
+	/* held until the listener has its own socket there: nobody else can listen on it meanwhile */
+	int held = reserve_port(&port, 1);
 
 	CHECK(ch, "rdma_create_event_channel: %s", strerror(errno));
+	CHECK(held >= 0, "cannot reserve a port: %s", strerror(errno));
 	CHECK(write(wfd, &port, sizeof(port)) == sizeof(port), "cannot pass the port");
 	usleep(400 * 1000);
 	loopback(&sin, port);
 	CHECK(!rdma_create_id(ch, &l, NULL, RDMA_PS_TCP), "rdma_create_id");
 	CHECK(!rdma_bind_addr(l, (struct sockaddr *)&sin) && !rdma_listen(l, 1), "late listen: %s", strerror(errno));
-	if (accept_one(ch, l, &child, &r, 1) || ack_expect(ch, RDMA_CM_EVENT_DISCONNECTED, child))
-		return 1;
-	free_res(child, &r);
-	rdma_destroy_id(child);
-	rdma_destroy_id(l);
-	rdma_destroy_event_channel(ch);
-	return 0;
+	close(held);
+	return serve_last(ch, l);
+}
+
+/* A plain TCP listener on a free loopback port, its port passed on wfd: a fake CM peer. */
+static int plain_listener(int wfd)
+{
+	struct sockaddr_in sin;
+	socklen_t l = sizeof(sin);
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	uint16_t port;
+
+	loopback(&sin, 0);
+	if (s < 0 || bind(s, (struct sockaddr *)&sin, sizeof(sin)) || listen(s, 4) ||
+	    getsockname(s, (struct sockaddr *)&sin, &l)) {
+		say("plain TCP listener: %s", strerror(errno));
+		return -1;
+	}
+	port = ntohs(sin.sin_port);
+	if (write(wfd, &port, sizeof(port)) != sizeof(port)) {
+		say("cannot pass the port");
+		return -1;
+	}
+	return s;
 }
 
 /* A peer that accepts the TCP connection but never answers: UNREACHABLE after the CM timeout. */
 static int silent_server(int wfd)
 {
-	struct sockaddr_in sin;
-	socklen_t l = sizeof(sin);
-	int s = socket(AF_INET, SOCK_STREAM, 0), c;
-	uint16_t port;
+	int s = plain_listener(wfd), c;
 	char buf[512];
 
-	loopback(&sin, 0);
-	CHECK(!bind(s, (struct sockaddr *)&sin, sizeof(sin)) && !listen(s, 1) &&
-	      !getsockname(s, (struct sockaddr *)&sin, &l), "plain TCP listener: %s", strerror(errno));
-	port = ntohs(sin.sin_port);
-	CHECK(write(wfd, &port, sizeof(port)) == sizeof(port), "cannot pass the port");
+	if (s < 0)
+		return 1;
 	c = accept(s, NULL, NULL);
 	CHECK(c >= 0, "accept: %s", strerror(errno));
 	while (read(c, buf, sizeof(buf)) > 0)
@@ -497,21 +545,38 @@ static int silent_server(int wfd)
 	return 0;
 }
 
-static int silent_client(uint16_t port)
+/* An event channel, the CM timeout set first (the library reads it when its first channel appears). */
+static struct rdma_event_channel *channel_with_timeout(const char *ms)
 {
 	struct rdma_event_channel *ch;
+
+	setenv("SOFTRDMA_CM_TIMEOUT_MS", ms, 1);
+	ch = rdma_create_event_channel();
+	if (!ch)
+		say("rdma_create_event_channel: %s", strerror(errno));
+	return ch;
+}
+
+/* Resolve and connect an id without a QP (its REQ names QPN 1). */
+static int connect_no_qp(struct rdma_event_channel *ch, struct rdma_cm_id **id, uint16_t port)
+{
+	struct rdma_conn_param cp = { .qp_num = 1, .retry_count = 7 };
+
+	if (resolve(ch, id, RDMA_PS_TCP, port))
+		return 1;
+	CHECK(!rdma_connect(*id, &cp), "rdma_connect: %s", strerror(errno));
+	return 0;
+}
+
+static int silent_client(uint16_t port)
+{
+	struct rdma_event_channel *ch = channel_with_timeout("1500");
 	struct rdma_cm_id *id;
 	struct rdma_cm_event *ev;
-	struct rdma_conn_param cp = { .qp_num = 1, .retry_count = 7 };
-	long long t0, dt;
+	long long t0 = now_ms(), dt;
 
-	setenv("SOFTRDMA_CM_TIMEOUT_MS", "1500", 1);
-	ch = rdma_create_event_channel();
-	CHECK(ch, "rdma_create_event_channel: %s", strerror(errno));
-	if (resolve(ch, &id, RDMA_PS_TCP, port))
+	if (!ch || connect_no_qp(ch, &id, port))
 		return 1;
-	t0 = now_ms();
-	CHECK(!rdma_connect(id, &cp), "rdma_connect: %s", strerror(errno));
 	ev = expect(ch, RDMA_CM_EVENT_UNREACHABLE, id, 5000);
 	if (!ev)
 		return 1;
@@ -527,14 +592,13 @@ static int silent_client(uint16_t port)
 /* The server survives a client that dies once connected, and one that dies before being accepted. */
 static int survive_server(int wfd)
 {
-	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_event_channel *ch;
 	struct rdma_cm_id *l, *child;
 	struct rdma_cm_event *ev;
 	struct res r = { 0 };
 	long long t0;
 
-	CHECK(ch, "rdma_create_event_channel: %s", strerror(errno));
-	if (listen_on(ch, &l, RDMA_PS_TCP, wfd))
+	if (open_listener(&ch, &l, RDMA_PS_TCP, wfd))
 		return 1;
 	/* client 1: connects, then dies without disconnecting */
 	if (accept_one(ch, l, &child, &r, 1))
@@ -565,15 +629,7 @@ static int survive_server(int wfd)
 	rdma_destroy_id(child);
 	/* client 3: a normal connection still works */
 	memset(&r, 0, sizeof(r));
-	if (accept_one(ch, l, &child, &r, 1))
-		return 1;
-	if (ack_expect(ch, RDMA_CM_EVENT_DISCONNECTED, child))
-		return 1;
-	free_res(child, &r);
-	rdma_destroy_id(child);
-	rdma_destroy_id(l);
-	rdma_destroy_event_channel(ch);
-	return 0;
+	return serve_last(ch, l);
 }
 
 static int survive_client_dies_connected(uint16_t port)
@@ -636,15 +692,14 @@ static int survive_client_normal(uint16_t port)
 /* UD: the SIDR-like exchange gives the client the server's QPN and Q_Key, and they work. */
 static int ud_server(int wfd)
 {
-	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_event_channel *ch;
 	struct rdma_cm_id *l, *child;
 	struct rdma_cm_event *ev;
 	struct res r = { 0 };
 	struct ibv_wc wc;
 	char want[MSG_LEN];
 
-	CHECK(ch, "rdma_create_event_channel: %s", strerror(errno));
-	if (listen_on(ch, &l, RDMA_PS_UDP, wfd))
+	if (open_listener(&ch, &l, RDMA_PS_UDP, wfd))
 		return 1;
 	ev = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, NULL, EV_TIMEOUT_MS);
 	if (!ev)
@@ -909,7 +964,7 @@ static int ep_client(uint16_t port)
 /* Both ends in one process, on one event channel: what a single-JVM test does. */
 static int same_process(uint16_t unused)
 {
-	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_event_channel *ch;
 	struct rdma_cm_id *l, *a, *p = NULL;
 	struct rdma_cm_event *ev;
 	struct rdma_conn_param cp;
@@ -919,9 +974,8 @@ static int same_process(uint16_t unused)
 	char want[MSG_LEN];
 	int est = 0, fds[2];
 
-	CHECK(ch, "rdma_create_event_channel: %s", strerror(errno));
 	CHECK(!pipe(fds), "pipe");
-	if (listen_on(ch, &l, RDMA_PS_TCP, fds[1]))
+	if (open_listener(&ch, &l, RDMA_PS_TCP, fds[1]))
 		return 1;
 	loopback(&sin, ntohs(rdma_get_src_port(l)));
 	CHECK(!rdma_create_id(ch, &a, NULL, RDMA_PS_TCP), "rdma_create_id");
@@ -973,6 +1027,616 @@ static int same_process(uint16_t unused)
 	free_res(a, &ra);
 	free_res(p, &rp);
 	CHECK(!rdma_destroy_id(a) && !rdma_destroy_id(p) && !rdma_destroy_id(l), "destroy");
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
+
+/* ------------------------------------------------- hostile peers, raw TCP */
+
+/* A raw TCP peer that speaks (or mangles) the CM records itself. */
+static int raw_connect(uint16_t port)
+{
+	struct sockaddr_in sin;
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	loopback(&sin, port);
+	if (s < 0 || connect(s, (struct sockaddr *)&sin, sizeof(sin))) {
+		say("raw connect to %u: %s", port, strerror(errno));
+		if (s >= 0)
+			close(s);
+		return -1;
+	}
+	return s;
+}
+
+/* A well-formed record of the given type from an RC requester on 127.0.0.1. */
+static void raw_record(struct wire_msg *m, enum wire_type type)
+{
+	memset(m, 0, sizeof(*m));
+	m->magic = htonl(WIRE_MAGIC);
+	m->version = WIRE_VERSION;
+	m->type = type;
+	m->qp_type = IBV_QPT_RC;
+	m->qpn = htonl(0x4242);
+	m->psn = htonl(0x1234);
+	m->gid[10] = m->gid[11] = 0xff;
+	m->gid[12] = 127;
+	m->gid[15] = 1;
+	m->responder_resources = m->initiator_depth = 1;
+	m->retry_count = m->rnr_retry_count = 7;
+	m->mtu = IBV_MTU_1024;
+}
+
+static int raw_send(int fd, const void *p, size_t n)
+{
+	return send(fd, p, n, MSG_NOSIGNAL) == (ssize_t)n ? 0 : -1;
+}
+
+/* Read one whole record: 1, or 0 when the peer closed, -1 on timeout or error. */
+static int raw_read(int fd, struct wire_msg *m, int timeout_ms)
+{
+	size_t got = 0;
+	long long end = now_ms() + timeout_ms;
+
+	while (got < sizeof(*m)) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		long long left = end - now_ms();
+		ssize_t n;
+
+		if (left <= 0 || poll(&p, 1, (int)left) != 1)
+			return -1;
+		n = recv(fd, (char *)m + got, sizeof(*m) - got, 0);
+		if (n == 0 || (n < 0 && errno == ECONNRESET))
+			return 0;
+		if (n < 0)
+			return -1;
+		got += n;
+	}
+	return 1;
+}
+
+/* Wait until the peer closes the connection, discarding what it sends: 0 if it did in time. */
+static int raw_wait_closed(int fd, int timeout_ms)
+{
+	struct wire_msg m;
+	int rc;
+
+	while ((rc = raw_read(fd, &m, timeout_ms)) == 1)
+		;
+	return rc == 0 ? 0 : -1;
+}
+
+static void garbage(void *p, size_t n, uint8_t fill)
+{
+	memset(p, fill, n);
+}
+
+/* Accept a request without a QP (the REP names a made-up QPN). */
+static int accept_no_qp(struct rdma_event_channel *ch, struct rdma_cm_id **child)
+{
+	struct rdma_cm_event *ev = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, NULL, EV_TIMEOUT_MS);
+	struct rdma_conn_param cp;
+
+	if (!ev)
+		return 1;
+	*child = ev->id;
+	rdma_ack_cm_event(ev);
+	memset(&cp, 0, sizeof(cp));
+	cp.qp_num = 0x77;
+	cp.responder_resources = cp.initiator_depth = 1;
+	CHECK(!rdma_accept(*child, &cp), "rdma_accept: %s", strerror(errno));
+	return 0;
+}
+
+/* The listener drops malformed requests without troubling the application
+ * and keeps serving; a malformed record after its REP ends the child with
+ * UNREACHABLE, and on an established connection with DISCONNECTED, both at
+ * once rather than at the CM timeout (15 s here). */
+static int hostile_server(int wfd)
+{
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *l, *child;
+	struct rdma_cm_event *ev;
+	long long t0;
+
+	if (open_listener(&ch, &l, RDMA_PS_TCP, wfd))
+		return 1;
+	/* client 1 sends only garbage: its first event here is client 2's request */
+	if (accept_no_qp(ch, &child))
+		return 1;
+	t0 = now_ms();
+	ev = expect(ch, RDMA_CM_EVENT_UNREACHABLE, child, 5000);
+	if (!ev)
+		return 1;
+	CHECK(ev->status == -ETIMEDOUT, "UNREACHABLE status %d", ev->status);
+	CHECK(now_ms() - t0 < 5000, "UNREACHABLE only after %lld ms", now_ms() - t0);
+	rdma_ack_cm_event(ev);
+	rdma_destroy_id(child);
+	/* client 3: establishes, then sends garbage */
+	if (accept_no_qp(ch, &child) || ack_expect(ch, RDMA_CM_EVENT_ESTABLISHED, child))
+		return 1;
+	ev = expect(ch, RDMA_CM_EVENT_DISCONNECTED, child, 5000);
+	if (!ev)
+		return 1;
+	rdma_ack_cm_event(ev);
+	rdma_destroy_id(child);
+	/* client 4: a well-formed connection still works */
+	return serve_last(ch, l);
+}
+
+/* Garbage instead of a request, then a request cut short: both connections are closed. */
+static int hostile_client_garbage_request(uint16_t port)
+{
+	struct wire_msg m;
+	int fd = raw_connect(port);
+
+	CHECK(fd >= 0, "no connection");
+	garbage(&m, sizeof(m), 0xa5);
+	CHECK(!raw_send(fd, &m, sizeof(m)), "send: %s", strerror(errno));
+	CHECK(!raw_wait_closed(fd, 3000), "the listener kept a garbage connection open");
+	close(fd);
+	fd = raw_connect(port);
+	CHECK(fd >= 0, "no second connection");
+	raw_record(&m, MSG_REQ);
+	m.mtu = 0;	/* well framed, but no MTU */
+	CHECK(!raw_send(fd, &m, sizeof(m)), "send: %s", strerror(errno));
+	CHECK(!raw_wait_closed(fd, 3000), "the listener kept a request without MTU open");
+	close(fd);
+	return 0;
+}
+
+static int raw_request(uint16_t port, struct wire_msg *rep)
+{
+	struct wire_msg m;
+	int fd = raw_connect(port);
+
+	if (fd < 0)
+		return -1;
+	raw_record(&m, MSG_REQ);
+	if (raw_send(fd, &m, sizeof(m)) || raw_read(fd, rep, EV_TIMEOUT_MS) != 1 || rep->type != MSG_REP) {
+		say("no REP for a well-formed request");
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int hostile_client_garbage_after_rep(uint16_t port)
+{
+	struct wire_msg m;
+	int fd = raw_request(port, &m);
+
+	CHECK(fd >= 0, "request failed");
+	garbage(&m, sizeof(m), 0x5a);
+	CHECK(!raw_send(fd, &m, sizeof(m)), "send: %s", strerror(errno));
+	CHECK(!raw_wait_closed(fd, 3000), "the server kept the connection after garbage");
+	close(fd);
+	return 0;
+}
+
+static int hostile_client_garbage_established(uint16_t port)
+{
+	struct wire_msg m;
+	int fd = raw_request(port, &m);
+
+	CHECK(fd >= 0, "request failed");
+	raw_record(&m, MSG_RTU);
+	CHECK(!raw_send(fd, &m, sizeof(m)), "send: %s", strerror(errno));
+	usleep(200 * 1000);
+	raw_record(&m, MSG_DREQ);
+	m.magic = htonl(0xdeadbeef);
+	CHECK(!raw_send(fd, &m, sizeof(m)), "send: %s", strerror(errno));
+	CHECK(!raw_wait_closed(fd, 3000), "the server kept the connection after garbage");
+	close(fd);
+	return 0;
+}
+
+/* A fake server answering each request with something unusable. */
+#define BAD_REPLIES 3
+static int bad_reply_server(int wfd)
+{
+	int s = plain_listener(wfd);
+
+	if (s < 0)
+		return 1;
+	for (int i = 0; i < BAD_REPLIES; i++) {
+		struct wire_msg m;
+		int c = accept(s, NULL, NULL);
+
+		CHECK(c >= 0, "accept: %s", strerror(errno));
+		CHECK(raw_read(c, &m, EV_TIMEOUT_MS) == 1 && m.type == MSG_REQ, "no REQ");
+		raw_record(&m, MSG_REP);
+		if (i == 0)
+			garbage(&m, sizeof(m), 0xee);	/* garbage */
+		else if (i == 1)
+			m.mtu = 9;			/* well framed, impossible MTU */
+		/* i == 2: half a REP, then silence until the client gives up */
+		raw_send(c, &m, i == 2 ? sizeof(m) / 2 : sizeof(m));
+		raw_wait_closed(c, 10000);
+		close(c);
+	}
+	close(s);
+	return 0;
+}
+
+/* Garbage or an impossible REP ends the connect at once (UNREACHABLE); a
+ * reply cut short ends it at the CM timeout: the deadline still holds. */
+static int bad_reply_client(uint16_t port)
+{
+	struct rdma_event_channel *ch = channel_with_timeout("1500");
+
+	if (!ch)
+		return 1;
+	for (int i = 0; i < BAD_REPLIES; i++) {
+		struct rdma_cm_id *id;
+		struct rdma_cm_event *ev;
+		long long t0 = now_ms(), dt;
+
+		if (connect_no_qp(ch, &id, port))
+			return 1;
+		ev = expect(ch, RDMA_CM_EVENT_UNREACHABLE, id, 5000);
+		if (!ev)
+			return 1;
+		dt = now_ms() - t0;
+		if (i < 2)
+			CHECK(dt < 1000, "reply %d: UNREACHABLE only after %lld ms", i, dt);
+		else
+			CHECK(dt >= 1400, "half a reply: UNREACHABLE after %lld ms, before the CM timeout", dt);
+		rdma_ack_cm_event(ev);
+		rdma_destroy_id(id);
+	}
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
+
+static int count_fds(void)
+{
+	char path[64];
+	int n = 0;
+
+	for (int fd = 0; fd < 4096; fd++) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		if (!access(path, F_OK))
+			n++;
+	}
+	return n;
+}
+
+/* A well-formed request on a raw connection reaches the listener as CONNECT_REQUEST; reject it. */
+static int listener_still_serves(struct rdma_event_channel *ch, uint16_t port)
+{
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *child;
+	struct wire_msg m;
+	int fd = raw_connect(port);
+
+	CHECK(fd >= 0, "no connection");
+	raw_record(&m, MSG_REQ);
+	CHECK(!raw_send(fd, &m, sizeof(m)), "send: %s", strerror(errno));
+	ev = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, NULL, EV_TIMEOUT_MS);
+	if (!ev)
+		return 1;
+	child = ev->id;
+	rdma_ack_cm_event(ev);
+	CHECK(!rdma_reject(child, NULL, 0), "rdma_reject: %s", strerror(errno));
+	rdma_destroy_id(child);
+	CHECK(raw_read(fd, &m, EV_TIMEOUT_MS) == 1 && m.type == MSG_REJ, "no REJ");
+	close(fd);
+	return 0;
+}
+
+/* Silent connections hold at most the backlog's worth (listen_on's 4) of the
+ * listener's descriptors; the rest wait in the kernel's queue (which holds 5
+ * for a backlog of 4: 8 connections fit without a connect blocking). Out of descriptors, the CM thread
+ * pauses accepting instead of spinning, and resumes once there are some. */
+static int listener_limits(uint16_t unused)
+{
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *l;
+	struct rlimit rl, low;
+	struct timespec c0, c1;
+	int fds[2], raw[8], before, held, spare;
+	uint16_t port;
+	long cpu_ms;
+
+	CHECK(!pipe(fds), "pipe");
+	if (open_listener(&ch, &l, RDMA_PS_TCP, fds[1]))
+		return 1;
+	port = ntohs(rdma_get_src_port(l));
+	before = count_fds();
+	for (int i = 0; i < 8; i++) {
+		raw[i] = raw_connect(port);
+		CHECK(raw[i] >= 0, "connection %d", i);
+	}
+	usleep(500 * 1000);
+	held = count_fds() - 8 - before;
+	CHECK(held <= 4, "the listener holds %d silent connections, its backlog is 4", held);
+	for (int i = 0; i < 8; i++)
+		close(raw[i]);
+	usleep(300 * 1000);
+	if (listener_still_serves(ch, port))
+		return 1;
+
+	/* no descriptor left: a waiting connection must not make the CM thread spin */
+	spare = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CHECK(spare >= 0 && !getrlimit(RLIMIT_NOFILE, &rl), "socket/getrlimit");
+	low = rl;
+	low.rlim_cur = dup(0);
+	close((int)low.rlim_cur);
+	CHECK(!setrlimit(RLIMIT_NOFILE, &low), "setrlimit: %s", strerror(errno));
+	{
+		struct sockaddr_in sin;
+
+		loopback(&sin, port);
+		CHECK(!connect(spare, (struct sockaddr *)&sin, sizeof(sin)), "connect: %s", strerror(errno));
+	}
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+	usleep(1000 * 1000);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+	cpu_ms = (c1.tv_sec - c0.tv_sec) * 1000 + (c1.tv_nsec - c0.tv_nsec) / 1000000;
+	CHECK(setrlimit(RLIMIT_NOFILE, &rl) == 0, "setrlimit back");
+	CHECK(cpu_ms < 100, "the CM thread used %ld ms of CPU in 1 s out of descriptors", cpu_ms);
+	close(spare);
+	usleep(300 * 1000);
+	if (listener_still_serves(ch, port))
+		return 1;
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ fuzzing */
+
+/* A fixed-seed generator, so a failing round can be replayed. */
+static uint32_t fuzz_next(uint32_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 17;
+	*s ^= *s << 5;
+	return *s;
+}
+
+static void fuzz_bytes(uint32_t *s, void *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		((uint8_t *)p)[i] = (uint8_t)fuzz_next(s);
+}
+
+#define FUZZ_SEED 0x5eed1234u
+#define FUZZ_ROUNDS 150
+#define FUZZ_REPLIES 24
+#define FUZZ_FINAL "final-ok"
+
+/* Random, mutated, truncated, oversized and out-of-place records against a
+ * listener; then a well-formed connection must still work. The server
+ * accepts or rejects every request that makes it through (alternately) and
+ * requires each accepted id to end with an event (CM timeout 2 s here). */
+static int fuzz_listener_server(int wfd)
+{
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *l, *open[FUZZ_ROUNDS + 1], *final = NULL;
+	int nopen = 0, final_done = 0, nreq = 0;
+	long long end;
+
+	setenv("SOFTRDMA_CM_TIMEOUT_MS", "2000", 1);
+	if (open_listener(&ch, &l, RDMA_PS_TCP, wfd))
+		return 1;
+	end = now_ms() + 35000;
+	while (!final_done || nopen) {
+		struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+		struct rdma_cm_event *ev;
+		struct rdma_cm_id *id;
+		enum rdma_cm_event_type type;
+		int k;
+
+		CHECK(now_ms() < end, "%d accepted ids never got their last event (final connection %s)", nopen,
+		      final_done ? "done" : final ? "accepted" : "not seen");
+		if (poll(&p, 1, 500) != 1)
+			continue;
+		CHECK(!rdma_get_cm_event(ch, &ev), "rdma_get_cm_event: %s", strerror(errno));
+		id = ev->id;
+		type = ev->event;
+		if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
+			struct rdma_conn_param cp;
+			int is_final = !memcmp(ev->param.conn.private_data, FUZZ_FINAL, sizeof(FUZZ_FINAL));
+
+			rdma_ack_cm_event(ev);
+			if (!is_final && nreq++ % 2) {
+				CHECK(!rdma_reject(id, NULL, 0), "rdma_reject: %s", strerror(errno));
+				rdma_destroy_id(id);
+				continue;
+			}
+			memset(&cp, 0, sizeof(cp));
+			cp.qp_num = 0x77;
+			cp.responder_resources = cp.initiator_depth = 1;
+			CHECK(!rdma_accept(id, &cp), "rdma_accept: %s", strerror(errno));
+			open[nopen++] = id;
+			if (is_final)
+				final = id;
+			continue;
+		}
+		rdma_ack_cm_event(ev);
+		if (type == RDMA_CM_EVENT_ESTABLISHED)
+			continue;
+		CHECK(type == RDMA_CM_EVENT_UNREACHABLE || type == RDMA_CM_EVENT_DISCONNECTED ||
+		      type == RDMA_CM_EVENT_REJECTED || type == RDMA_CM_EVENT_CONNECT_ERROR,
+		      "unexpected %s", rdma_event_str(type));
+		for (k = 0; k < nopen && open[k] != id; k++)
+			;
+		CHECK(k < nopen, "%s for an id that was not open", rdma_event_str(type));
+		open[k] = open[--nopen];
+		if (id == final) {
+			CHECK(type == RDMA_CM_EVENT_DISCONNECTED, "the well-formed connection ended with %s",
+			      rdma_event_str(type));
+			final_done = 1;
+		}
+		rdma_destroy_id(id);
+	}
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
+
+static int fuzz_listener_client(uint16_t port)
+{
+	uint32_t seed = FUZZ_SEED;
+	long long end = now_ms() + 15000;
+	struct rdma_event_channel *ch;
+	struct rdma_conn_param cp;
+	struct rdma_cm_id *id;
+	int round;
+
+	for (round = 0; round < FUZZ_ROUNDS && now_ms() < end; round++) {
+		uint8_t junk[600];
+		struct wire_msg m, reply;
+		int kind = fuzz_next(&seed) % 6, fd = raw_connect(port);
+		size_t n;
+
+		CHECK(fd >= 0, "round %d: the listener stopped accepting", round);
+		raw_record(&m, MSG_REQ);
+		switch (kind) {
+		case 0:		/* random bytes: short, a record's worth, or more */
+			n = 1 + fuzz_next(&seed) % sizeof(junk);
+			fuzz_bytes(&seed, junk, n);
+			raw_send(fd, junk, n);
+			break;
+		case 1:		/* a request with a few bytes changed */
+			for (int k = 1 + fuzz_next(&seed) % 4; k > 0; k--)
+				((uint8_t *)&m)[fuzz_next(&seed) % sizeof(m)] = (uint8_t)fuzz_next(&seed);
+			raw_send(fd, &m, sizeof(m));
+			break;
+		case 2:		/* a request, then garbage after the answer */
+		case 3:		/* a request, an RTU, then garbage on the connection */
+			raw_send(fd, &m, sizeof(m));
+			if (raw_read(fd, &reply, 3000) == 1 && reply.type == MSG_REP && kind == 3) {
+				raw_record(&m, MSG_RTU);
+				raw_send(fd, &m, sizeof(m));
+			}
+			n = 1 + fuzz_next(&seed) % 300;
+			fuzz_bytes(&seed, junk, n);
+			raw_send(fd, junk, n);
+			break;
+		case 4:		/* a well-framed record with random header fields */
+			m.type = fuzz_next(&seed) % 12;
+			m.version = fuzz_next(&seed) % 3;
+			m.qp_type = fuzz_next(&seed) % 8;
+			m.mtu = fuzz_next(&seed) % 8;
+			m.pdata_len = (uint8_t)fuzz_next(&seed);
+			raw_send(fd, &m, sizeof(m));
+			break;
+		default:	/* a request cut short, then gone */
+			raw_send(fd, &m, fuzz_next(&seed) % sizeof(m));
+			break;
+		}
+		raw_wait_closed(fd, 150);
+		close(fd);
+	}
+	say("%d rounds", round);
+	/* the listener still takes a well-formed connection */
+	ch = rdma_create_event_channel();
+	CHECK(ch, "rdma_create_event_channel: %s", strerror(errno));
+	if (resolve(ch, &id, RDMA_PS_TCP, port))
+		return 1;
+	memset(&cp, 0, sizeof(cp));
+	cp.qp_num = 1;
+	cp.private_data = FUZZ_FINAL;
+	cp.private_data_len = sizeof(FUZZ_FINAL);
+	cp.responder_resources = cp.initiator_depth = 1;
+	CHECK(!rdma_connect(id, &cp), "rdma_connect: %s", strerror(errno));
+	if (ack_expect(ch, RDMA_CM_EVENT_CONNECT_RESPONSE, id))
+		return 1;
+	CHECK(!rdma_establish(id), "rdma_establish: %s", strerror(errno));
+	usleep(100 * 1000);
+	CHECK(!rdma_disconnect(id), "rdma_disconnect: %s", strerror(errno));
+	if (ack_expect(ch, RDMA_CM_EVENT_DISCONNECTED, id))
+		return 1;
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
+
+/* A fake server answering each request with garbage, a mangled or cut-short
+ * REP, a mangled REJ or an out-of-place record: the client's id must get
+ * its failure (or CONNECT_RESPONSE, for a mangled REP that is still valid)
+ * within the CM timeout. */
+static int fuzz_reply_server(int wfd)
+{
+	int s = plain_listener(wfd);
+	uint32_t seed = FUZZ_SEED;
+
+	if (s < 0)
+		return 1;
+	for (int i = 0; i < FUZZ_REPLIES; i++) {
+		uint8_t junk[600];
+		struct wire_msg m;
+		int c = accept(s, NULL, NULL);
+		size_t n = sizeof(m);
+
+		CHECK(c >= 0, "accept: %s", strerror(errno));
+		CHECK(raw_read(c, &m, EV_TIMEOUT_MS) == 1 && m.type == MSG_REQ, "round %d: no REQ", i);
+		raw_record(&m, MSG_REP);
+		switch (fuzz_next(&seed) % 6) {
+		case 0:
+			n = 1 + fuzz_next(&seed) % sizeof(junk);
+			fuzz_bytes(&seed, junk, n);
+			raw_send(c, junk, n);
+			break;
+		case 1:
+			for (int k = 1 + fuzz_next(&seed) % 4; k > 0; k--)
+				((uint8_t *)&m)[fuzz_next(&seed) % sizeof(m)] = (uint8_t)fuzz_next(&seed);
+			raw_send(c, &m, n);
+			break;
+		case 2:
+			m.type = MSG_REJ;
+			m.status = (uint8_t)fuzz_next(&seed);
+			m.pdata_len = (uint8_t)fuzz_next(&seed);
+			raw_send(c, &m, n);
+			break;
+		case 3:
+			m.type = fuzz_next(&seed) % 12;
+			m.mtu = fuzz_next(&seed) % 8;
+			m.qp_type = fuzz_next(&seed) % 8;
+			raw_send(c, &m, n);
+			break;
+		case 4:
+			m.type = MSG_DREQ;
+			raw_send(c, &m, n);
+			break;
+		default:	/* cut short: only the CM timeout ends it */
+			raw_send(c, &m, fuzz_next(&seed) % n);
+			break;
+		}
+		raw_wait_closed(c, 5000);
+		close(c);
+	}
+	close(s);
+	return 0;
+}
+
+static int fuzz_reply_client(uint16_t port)
+{
+	struct rdma_event_channel *ch = channel_with_timeout("1500");
+
+	if (!ch)
+		return 1;
+	for (int i = 0; i < FUZZ_REPLIES; i++) {
+		struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+		struct rdma_cm_id *id;
+		struct rdma_cm_event *ev;
+		enum rdma_cm_event_type type;
+
+		if (connect_no_qp(ch, &id, port))
+			return 1;
+		CHECK(poll(&p, 1, 4000) == 1, "round %d: no event within 4 s (CM timeout 1.5 s)", i);
+		CHECK(!rdma_get_cm_event(ch, &ev), "rdma_get_cm_event: %s", strerror(errno));
+		type = ev->event;
+		CHECK(ev->id == id, "event for another id");
+		rdma_ack_cm_event(ev);
+		CHECK(type == RDMA_CM_EVENT_UNREACHABLE || type == RDMA_CM_EVENT_REJECTED ||
+		      type == RDMA_CM_EVENT_CONNECT_ERROR || type == RDMA_CM_EVENT_CONNECT_RESPONSE,
+		      "round %d: %s", i, rdma_event_str(type));
+		rdma_destroy_id(id);
+	}
 	rdma_destroy_event_channel(ch);
 	return 0;
 }
@@ -1057,6 +1721,12 @@ int main(void)
 	client_fn ep[] = { ep_client };
 	client_fn same[] = { same_process };
 	client_fn late[] = { connect_and_disconnect };
+	client_fn hostile[] = { hostile_client_garbage_request, hostile_client_garbage_after_rep,
+				hostile_client_garbage_established, connect_and_disconnect };
+	client_fn badrep[] = { bad_reply_client };
+	client_fn limits[] = { listener_limits };
+	client_fn fuzzl[] = { fuzz_listener_client };
+	client_fn fuzzr[] = { fuzz_reply_client };
 	struct { const char *name; server_fn s; client_fn *c; int n; } tests[] = {
 		{ "rc-connect-exchange-disconnect", exchange_server, exchange, 1 },
 		{ "reject-with-private-data", reject_server, reject, 1 },
@@ -1068,6 +1738,11 @@ int main(void)
 		{ "sync-endpoints-create-ep-get-request", ep_server, ep, 1 },
 		{ "both-ends-in-one-process", NULL, same, 1 },
 		{ "listener-appearing-during-connect-is-reached", late_listener_server, late, 1 },
+		{ "malformed-records-end-connections-listener-survives", hostile_server, hostile, 4 },
+		{ "bad-reply-to-connect-unreachable-deadline-kept", bad_reply_server, badrep, 1 },
+		{ "listener-caps-pending-and-pauses-out-of-descriptors", NULL, limits, 1 },
+		{ "fuzz-listener-records-then-a-good-connection", fuzz_listener_server, fuzzl, 1 },
+		{ "fuzz-replies-to-connect-each-id-gets-its-event", fuzz_reply_server, fuzzr, 1 },
 	};
 
 	setvbuf(stdout, NULL, _IOLBF, 0);

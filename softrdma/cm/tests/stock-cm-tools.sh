@@ -24,42 +24,15 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 passed=0
 failed=0
-# A random port per tool, below the ephemeral range (32768+), not perftest's
-# default 18515 and not in use, so concurrent suites rarely collide.
-next_port() {
-	local p
-	for _ in $(seq 200); do
-		p=$((10000 + RANDOM % 20000))
-		[ "$p" = 18515 ] && continue
-		if command -v ss >/dev/null && ss -tanH "( sport = :$p or dport = :$p )" 2>/dev/null | grep -q .; then
-			continue
-		fi
-		port=$p
-		return
-	done
-}
+. "$here/../../tests/ports.sh"
 RANDOM=$$
-next_port
 TMO=${STOCK_CM_TIMEOUT:-90}
 
-wait_listening() {
-	local p=$1 pid=$2
-	if ! command -v ss >/dev/null; then
-		sleep 1
-		return 0
-	fi
-	for _ in $(seq 200); do
-		ss -ltnH "sport = :$p" 2>/dev/null | grep -q . && return 0
-		kill -0 "$pid" 2>/dev/null || return 1
-		sleep 0.05
-	done
-	return 1
-}
-
-# pair NAME "SERVER CMD" "CLIENT CMD" [check function]
+# pair NAME "SERVER CMD" "CLIENT CMD" [check function] [fixed port]
+# @P@ in the commands is the port: a free one, or the fixed one the tool insists on.
 pair() {
-	local name=$1 scmd=$2 ccmd=$3 check=${4:-}
-	local s="$tmp/$name.server" c="$tmp/$name.client" spid src=0 crc=0 why=""
+	local name=$1 scmd=$2 ccmd=$3 check=${4:-} fixed=${5:-}
+	local s="$tmp/$name.server" c="$tmp/$name.client" spid port src=0 crc=0 why=""
 
 	for tool in ${scmd%% *} ${ccmd%% *}; do
 		if ! command -v "$tool" >/dev/null; then
@@ -68,14 +41,20 @@ pair() {
 			return
 		fi
 	done
-	timeout "$TMO" $scmd >"$s" 2>&1 &
-	spid=$!
-	if ! wait_listening "$port" "$spid"; then
+	start_server "$s" "$TMO" "$fixed" "$scmd"
+	case $? in
+	2)
+		# another program holds the port: not the tool's failure
+		echo "SKIP $name: port ${fixed:-collisions on 5 ports} taken by another program"
+		return
+		;;
+	1)
 		why="server never listened on port $port"
 		kill "$spid" 2>/dev/null
-	fi
+		;;
+	esac
 	if [ -z "$why" ]; then
-		timeout "$TMO" $ccmd >"$c" 2>&1 || crc=$?
+		timeout "$TMO" ${ccmd//@P@/$port} >"$c" 2>&1 || crc=$?
 	fi
 	wait "$spid" || src=$?
 	if [ -z "$why" ] && [ "$src" != 0 -o "$crc" != 0 ]; then
@@ -94,7 +73,6 @@ pair() {
 		done
 		failed=$((failed + 1))
 	fi
-	next_port
 }
 
 # rping -V verifies every buffer itself; -v prints each ping so we can count them.
@@ -134,28 +112,23 @@ endpoint_check() {
 	grep -q 'rdma_server: end 0' "$1" && grep -q 'rdma_client: end 0' "$2" || echo "endpoint tools did not end 0"
 }
 
-P() { echo "$port"; }
-
-pair rping-V-10-iterations "rping -s -a 127.0.0.1 -p $(P) -v -V -C 10" \
-	"rping -c -a 127.0.0.1 -p $(P) -v -V -C 10" rping10
-pair rping-self-managed-qp "rping -s -q -a 127.0.0.1 -p $(P) -v -V -C 5" \
-	"rping -c -q -a 127.0.0.1 -p $(P) -v -V -C 5" rping5
-pair ib_send_lat-R "ib_send_lat -R -x 1 -p $(P)" "ib_send_lat -R -x 1 -p $(P) 127.0.0.1" perftest_check
-pair ib_write_lat-R "ib_write_lat -R -x 1 -p $(P)" "ib_write_lat -R -x 1 -p $(P) 127.0.0.1" perftest_check
-pair ib_read_lat-R "ib_read_lat -R -x 1 -p $(P)" "ib_read_lat -R -x 1 -p $(P) 127.0.0.1" perftest_client_check
-pair ib_send_lat-R-UD "ib_send_lat -R -x 1 -c UD -p $(P)" "ib_send_lat -R -x 1 -c UD -p $(P) 127.0.0.1" \
+pair rping-V-10-iterations "rping -s -a 127.0.0.1 -p @P@ -v -V -C 10" \
+	"rping -c -a 127.0.0.1 -p @P@ -v -V -C 10" rping10
+pair rping-self-managed-qp "rping -s -q -a 127.0.0.1 -p @P@ -v -V -C 5" \
+	"rping -c -q -a 127.0.0.1 -p @P@ -v -V -C 5" rping5
+pair ib_send_lat-R "ib_send_lat -R -x 1 -p @P@" "ib_send_lat -R -x 1 -p @P@ 127.0.0.1" perftest_check
+pair ib_write_lat-R "ib_write_lat -R -x 1 -p @P@" "ib_write_lat -R -x 1 -p @P@ 127.0.0.1" perftest_check
+pair ib_read_lat-R "ib_read_lat -R -x 1 -p @P@" "ib_read_lat -R -x 1 -p @P@ 127.0.0.1" perftest_client_check
+pair ib_send_lat-R-UD "ib_send_lat -R -x 1 -c UD -p @P@" "ib_send_lat -R -x 1 -c UD -p @P@ 127.0.0.1" \
 	perftest_check
-pair ib_send_lat-R-events "ib_send_lat -R -x 1 -e -p $(P)" "ib_send_lat -R -x 1 -e -p $(P) 127.0.0.1" perftest_check
-pair ib_write_bw-R-4-qps "ib_write_bw -R -x 1 -q 4 -p $(P)" "ib_write_bw -R -x 1 -q 4 -p $(P) 127.0.0.1" \
+pair ib_send_lat-R-events "ib_send_lat -R -x 1 -e -p @P@" "ib_send_lat -R -x 1 -e -p @P@ 127.0.0.1" perftest_check
+pair ib_write_bw-R-4-qps "ib_write_bw -R -x 1 -q 4 -p @P@" "ib_write_bw -R -x 1 -q 4 -p @P@ 127.0.0.1" \
 	perftest_bw_check
-pair ucmatose-4-connections "ucmatose -b 127.0.0.1 -p $(P) -c 4 -C 10" \
-	"ucmatose -s 127.0.0.1 -p $(P) -c 4 -C 10" complete_check
+pair ucmatose-4-connections "ucmatose -b 127.0.0.1 -p @P@ -c 4 -C 10" \
+	"ucmatose -s 127.0.0.1 -p @P@ -c 4 -C 10" complete_check
 # udaddy has no port option: it always uses 7174 (its -p is the port space)
-saved=$port
-port=7174
-pair udaddy-ud-2-connections "udaddy -b 127.0.0.1 -c 2 -C 10" "udaddy -s 127.0.0.1 -c 2 -C 10" complete_check
-port=$saved
-pair rdma_server-rdma_client "rdma_server -p $(P)" "rdma_client -s 127.0.0.1 -p $(P)" endpoint_check
+pair udaddy-ud-2-connections "udaddy -b 127.0.0.1 -c 2 -C 10" "udaddy -s 127.0.0.1 -c 2 -C 10" complete_check 7174
+pair rdma_server-rdma_client "rdma_server -p @P@" "rdma_client -s 127.0.0.1 -p @P@" endpoint_check
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -41,10 +41,14 @@ class CmInProcessTest {
     static final Duration T = CmTestNet.scaled(Duration.ofSeconds(10));
     static final long FUTURE_SECONDS = CmTestNet.scaledSeconds(20);
 
-    static int freePort() throws Exception {
-        try (ServerSocket s = new ServerSocket(0, 1, ADDR)) {
-            return s.getLocalPort();
-        }
+    /**
+     * A port nothing listens on while the socket stays open: bound, never listening, and without
+     * SO_REUSEADDR, so no other program can start listening there during the test.
+     */
+    static java.net.Socket reservedPort() throws Exception {
+        java.net.Socket s = new java.net.Socket();
+        s.bind(new java.net.InetSocketAddress(ADDR, 0));
+        return s;
     }
 
     @Test
@@ -156,10 +160,13 @@ class CmInProcessTest {
 
     @Test
     void connectToAPortNobodyListensOnFailsWithinItsTimeout() throws Exception {
-        int port = freePort();
-        long start = System.nanoTime();
-        CmEventException e = assertThrows(CmEventException.class,
-                () -> new RdmaClient().connect(HOST, port, T));
+        long start;
+        CmEventException e;
+        try (java.net.Socket reserved = reservedPort()) {
+            int port = reserved.getLocalPort();
+            start = System.nanoTime();
+            e = assertThrows(CmEventException.class, () -> new RdmaClient().connect(HOST, port, T));
+        }
         long ms = (System.nanoTime() - start) / 1_000_000;
         // the answer (not the timeout) ended it: a REJ "invalid service ID", as the kernel's CM sends
         assertEquals(CmEventType.REJECTED, e.event().type(), e.getMessage());

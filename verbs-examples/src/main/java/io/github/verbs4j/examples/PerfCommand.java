@@ -98,15 +98,8 @@ abstract class PerfCommand implements Callable<Integer> {
             description = "Connect to the server at <host>; without it, start a server and wait for one client.")
     String host;
 
-    @Option(names = {"-p", "--port"}, paramLabel = "<port>", defaultValue = "18515",
-            description = "TCP port of the exchange (default ${DEFAULT-VALUE}).")
-    int port;
-
-    @Option(names = {"-d", "--ib-dev"}, paramLabel = "<dev>", description = "RDMA device (default: the first).")
-    String device;
-
-    @Option(names = {"-i", "--ib-port"}, paramLabel = "<port>", defaultValue = "1", description = "Device port (default ${DEFAULT-VALUE}).")
-    int ibPort;
+    @CommandLine.Mixin
+    PeerOptions shared = new PeerOptions();
 
     @Option(names = {"-x", "--gid-index"}, paramLabel = "<index>", defaultValue = "-1",
             description = "Local GID index (default: on RoCE the first RoCE v2 ::ffff:IPv4 GID, else 0).")
@@ -128,6 +121,11 @@ abstract class PerfCommand implements Callable<Integer> {
 
     @Option(names = "--progress", description = "Show progress on stderr even when it is not a terminal.")
     boolean progress;
+
+    @Option(names = "--max-size", paramLabel = "<bytes>", defaultValue = "8388608",
+            description = "Server side: refuse clients asking for messages over <bytes> (default ${DEFAULT-VALUE}, -a's largest; "
+                    + "at most 2^30). The server's buffer is twice the largest size a client asks for.")
+    int maxSize;
 
     abstract Kind kind();
 
@@ -179,17 +177,15 @@ abstract class PerfCommand implements Callable<Integer> {
 
     private void validate() {
         CommandLine cl = spec.commandLine();
-        if (port < 0 || port > 65535) {
-            throw new CommandLine.ParameterException(cl, "-p: a TCP port is 0..65535, not " + port);
-        }
-        if (ibPort < 1) {
-            throw new CommandLine.ParameterException(cl, "-i: ports are numbered from 1, not " + ibPort);
-        }
+        shared.validate(cl);
         if (iters != null && iters < 1) {
             throw new CommandLine.ParameterException(cl, "-n: at least 1 iteration, not " + iters);
         }
         if (events && kind() == Kind.WRITE_LAT) {
             throw new CommandLine.ParameterException(cl, "write-lat spins on memory: -e does not apply");
+        }
+        if (maxSize < 1 || maxSize > (1 << 30)) {
+            throw new CommandLine.ParameterException(cl, "--max-size: 1..2^30 bytes, not " + maxSize);
         }
         if (host == null && (size != null || all || iters != null)) {
             throw new CommandLine.ParameterException(cl, "-s, -a and -n are client options: the server follows the client");
@@ -201,7 +197,7 @@ abstract class PerfCommand implements Callable<Integer> {
         validate();
         out = spec.commandLine().getOut();
         try {
-            ctx = own(DeviceChoice.open(device));
+            ctx = own(DeviceChoice.open(shared.device));
             return host == null ? serve() : drive();
         } finally {
             RuntimeException first = null;
@@ -222,7 +218,7 @@ abstract class PerfCommand implements Callable<Integer> {
 
     /** Opens the device and builds the QP and the buffer: two slots of the largest size (source, target). */
     private Endpoint setUp(int maxSize, boolean withEvents) {
-        Port p = ctx.port(ibPort);
+        Port p = ctx.port(shared.ibPort);
         PortAttributes pa = p.query();
         int gid = gidIndex >= 0 ? gidIndex : defaultGidIndex(p, pa);
         channel = withEvents ? own(ctx.createCompletionChannel()) : null;
@@ -240,13 +236,13 @@ abstract class PerfCommand implements Callable<Integer> {
             cq.requestNotify(false);
         }
         this.gidIndex = gid;
-        return qp.endpoint(ibPort, gid);
+        return qp.endpoint(shared.ibPort, gid);
     }
 
     private ConnectOptions connectOptions(int gid) {
         DeviceAttributes da = ctx.queryDevice();
         int depth = Math.max(1, Math.min(16, Math.min(da.maxQpRdAtomic(), da.maxQpInitRdAtomic())));
-        return ConnectOptions.defaults().port(ibPort).gidIndex(gid).maxRdAtomic(depth).maxDestRdAtomic(depth);
+        return ConnectOptions.defaults().port(shared.ibPort).gidIndex(gid).maxRdAtomic(depth).maxDestRdAtomic(depth);
     }
 
     private static int defaultGidIndex(Port p, PortAttributes pa) {
@@ -268,28 +264,29 @@ abstract class PerfCommand implements Callable<Integer> {
     // ---- server
 
     private int serve() {
-        ServerSocket listener = Tcp.listen(port);
+        ServerSocket listener = Tcp.listen(shared.port);
         banner(null, 0);
         out.printf("%n************************************%n* Waiting for client to connect... *%n************************************%n");
         out.flush();
         try (PerfWire wire = PerfWire.accept(listener)) {
-            String[] hello = wire.receiveHandshake();
-            // HELLO <test> <iters> <sizes> <endpoint> <remote buffer>
-            if (hello.length != 6 || !hello[0].equals("HELLO")) {
-                wire.send(PerfWire.TAG + " " + PerfWire.VERSION + " ERROR malformed HELLO");
-                throw new Verbs4jTool.Verbs4jFailure("the client broke the verbs4j perf protocol: " + String.join(" ", hello));
+            PerfWire.Hello hello;
+            try {
+                hello = PerfWire.parseHello(wire.receiveHandshake(), maxSize);
+            } catch (PerfWire.BadField e) {
+                refuse(wire, e.getMessage());
+                throw new Verbs4jTool.Verbs4jFailure("the client broke the verbs4j perf protocol: " + e.getMessage());
             }
-            Kind asked = Kind.of(hello[1]);
+            Kind asked = Kind.of(hello.test());
             if (asked != kind()) {
-                String why = "this server runs " + kind().command + ", the client asked for " + hello[1];
-                wire.send(PerfWire.TAG + " " + PerfWire.VERSION + " ERROR " + why);
+                String why = "this server runs " + kind().command + ", the client asked for " + PerfWire.printable(hello.test());
+                refuse(wire, why);
                 throw new Verbs4jTool.Verbs4jFailure(why);
             }
-            int n = Integer.parseInt(hello[2]);
-            int[] sizes = Arrays.stream(hello[3].split(",")).mapToInt(Integer::parseInt).toArray();
-            Endpoint peer = Endpoint.parse(hello[4]);
-            remote = RemoteBuffer.parse(hello[5]);
-            Endpoint local = setUp(Arrays.stream(sizes).max().orElse(2), events);
+            int n = hello.iterations();
+            int[] sizes = hello.sizes();
+            Endpoint peer = hello.endpoint();
+            remote = hello.remote();
+            Endpoint local = setUp(hello.maxSize(), events);
             qp.connect(peer, connectOptions(gidIndex));
             wire.send(PerfWire.TAG + " " + PerfWire.VERSION + " OK " + local + " " + target());
             addresses(local, peer);
@@ -299,9 +296,10 @@ abstract class PerfCommand implements Callable<Integer> {
                     break;
                 }
                 if (!cmd.startsWith("GO ")) {
-                    throw new Verbs4jTool.Verbs4jFailure("the client broke the verbs4j perf protocol: expected GO or BYE, got '" + cmd + "'");
+                    throw new Verbs4jTool.Verbs4jFailure("the client broke the verbs4j perf protocol: expected GO or BYE, got '"
+                            + PerfWire.printable(cmd) + "'");
                 }
-                int s = Integer.parseInt(cmd.substring(3));
+                int s = announcedSize(cmd.substring(3), sizes);
                 prepareSize(s, n);
                 wire.send("READY");
                 switch (kind()) {
@@ -321,25 +319,57 @@ abstract class PerfCommand implements Callable<Integer> {
         return 0;
     }
 
+    /** Tells the client why it is refused (best effort: it may be gone already). */
+    private static void refuse(PerfWire wire, String why) {
+        try {
+            wire.send(PerfWire.TAG + " " + PerfWire.VERSION + " ERROR " + why);
+        } catch (Verbs4jTool.Verbs4jFailure ignored) {
+            // the client left; the server reports the first failure
+        }
+    }
+
+    /** A GO's size: one of those the HELLO announced (the buffer was sized for them). */
+    private static int announcedSize(String word, int[] sizes) {
+        int s;
+        try {
+            s = PerfWire.size(word, Integer.MAX_VALUE);
+        } catch (PerfWire.BadField e) {
+            throw new Verbs4jTool.Verbs4jFailure("the client broke the verbs4j perf protocol: " + e.getMessage());
+        }
+        for (int announced : sizes) {
+            if (announced == s) {
+                return s;
+            }
+        }
+        throw new Verbs4jTool.Verbs4jFailure("the client broke the verbs4j perf protocol: GO " + s
+                + " names a size its HELLO did not announce");
+    }
+
     // ---- client
 
     private int drive() {
         List<Integer> sizes = sizes();
         int n = iters != null ? iters : (kind().latency ? 1000 : 5000);
         Endpoint local = setUp(sizes.stream().mapToInt(Integer::intValue).max().orElse(2), events);
-        try (PerfWire wire = PerfWire.connect(host, port)) {
+        try (PerfWire wire = PerfWire.connect(host, shared.port)) {
             wire.send(PerfWire.TAG + " " + PerfWire.VERSION + " HELLO " + kind().command + " " + n + " "
                     + sizes.stream().map(String::valueOf).collect(Collectors.joining(",")) + " " + local + " " + target());
             String[] answer = wire.receiveHandshake();
             if (answer.length >= 1 && answer[0].equals("ERROR")) {
                 throw new Verbs4jTool.Verbs4jFailure("the server refused: "
-                        + String.join(" ", Arrays.copyOfRange(answer, 1, answer.length)));
+                        + PerfWire.printable(String.join(" ", Arrays.copyOfRange(answer, 1, answer.length)), PerfWire.MAX_LINE));
             }
             if (answer.length != 3 || !answer[0].equals("OK")) {
-                throw new Verbs4jTool.Verbs4jFailure("the server broke the verbs4j perf protocol: " + String.join(" ", answer));
+                throw new Verbs4jTool.Verbs4jFailure("the server broke the verbs4j perf protocol: "
+                        + PerfWire.printable(String.join(" ", answer), PerfWire.MAX_LINE));
             }
-            Endpoint peer = Endpoint.parse(answer[1]);
-            remote = RemoteBuffer.parse(answer[2]);
+            Endpoint peer;
+            try {
+                peer = PerfWire.endpoint(answer[1]);
+                remote = PerfWire.remoteBuffer(answer[2], sizes.stream().mapToInt(Integer::intValue).max().orElse(2));
+            } catch (PerfWire.BadField e) {
+                throw new Verbs4jTool.Verbs4jFailure("the server broke the verbs4j perf protocol: " + e.getMessage());
+            }
             qp.connect(peer, connectOptions(gidIndex));
             banner(peer, n);
             addresses(local, peer);
@@ -636,9 +666,9 @@ abstract class PerfCommand implements Callable<Integer> {
         if (host != null) {
             out.printf(" Iterations     : %d%n", n);
             out.printf(" GID index      : %d%n", gidIndex);
-            out.printf(" Protocol       : %s %d (TCP port %d)%n", PerfWire.TAG, PerfWire.VERSION, port);
+            out.printf(" Protocol       : %s %d (TCP port %d)%n", PerfWire.TAG, PerfWire.VERSION, shared.port);
         } else {
-            out.printf(" TCP port       : %d%n", port);
+            out.printf(" TCP port       : %d%n", shared.port);
         }
         out.println(SEPARATOR);
         out.flush();

@@ -10,6 +10,10 @@ import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.net.UnknownHostException;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+
+import io.github.verbs4j.Endpoint;
+import io.github.verbs4j.RemoteBuffer;
 
 /**
  * The control connection of the perftest-style commands: one TCP connection, ASCII lines.
@@ -27,8 +31,11 @@ final class PerfWire implements AutoCloseable {
 
     static final String TAG = "VERBS4J-PERF";
     static final int VERSION = 1;
-    private static final int MAX_LINE = 1024;
+    static final int MAX_LINE = 1024;
     private static final int HANDSHAKE_TIMEOUT_MS = 30_000;
+
+    /** The most sizes one HELLO may list (-a lists 23). */
+    static final int MAX_SIZES = 64;
 
     private final Socket socket;
     private final InputStream in;
@@ -144,15 +151,7 @@ final class PerfWire implements AutoCloseable {
     }
 
     private Verbs4jTool.Verbs4jFailure anotherProtocol(String got) {
-        StringBuilder shown = new StringBuilder();
-        for (char c : got.toCharArray()) {
-            shown.append(c >= 0x20 && c < 0x7f ? c : '?');
-            if (shown.length() >= 40) {
-                shown.append("...");
-                break;
-            }
-        }
-        return new Verbs4jTool.Verbs4jFailure(peer + " speaks another protocol (it sent '" + shown
+        return new Verbs4jTool.Verbs4jFailure(peer + " speaks another protocol (it sent '" + printable(got)
                 + "', not a verbs4j perf handshake)");
     }
 
@@ -161,7 +160,7 @@ final class PerfWire implements AutoCloseable {
         String line = receive();
         if (!line.equals(expected) && !line.startsWith(expected + " ")) {
             throw new Verbs4jTool.Verbs4jFailure(peer + " broke the verbs4j perf protocol: expected " + expected
-                    + ", got '" + line + "'");
+                    + ", got '" + printable(line) + "'");
         }
         return line;
     }
@@ -186,6 +185,111 @@ final class PerfWire implements AutoCloseable {
         } catch (IOException e) {
             throw new Verbs4jTool.Verbs4jFailure("lost the control connection to " + peer + ": " + e.getMessage());
         }
+    }
+
+    /** A client's HELLO, every field checked. */
+    record Hello(String test, int iterations, int[] sizes, Endpoint endpoint, RemoteBuffer remote) {
+
+        int maxSize() {
+            return Arrays.stream(sizes).max().orElseThrow();
+        }
+    }
+
+    /** Why a peer's line cannot be used; the message names the field. */
+    static final class BadField extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        BadField(String message) {
+            super(message, null, false, false);
+        }
+    }
+
+    /**
+     * Parses and checks {@code HELLO <test> <iterations> <sizes> <endpoint> <remote buffer>}
+     * (the words after the tag and version): at least one iteration, 1..{@value #MAX_SIZES}
+     * sizes each 1..{@code maxSize} bytes, an endpoint, and a remote buffer that holds the
+     * largest size.
+     */
+    static Hello parseHello(String[] words, int maxSize) {
+        if (words.length != 6 || !words[0].equals("HELLO")) {
+            throw new BadField("malformed HELLO (want HELLO <test> <iterations> <sizes> <endpoint> <remote buffer>)");
+        }
+        int iterations = number(words[2], "iteration count");
+        if (iterations < 1) {
+            throw new BadField("iteration count " + iterations + " is not positive");
+        }
+        String[] list = words[3].split(",", -1);
+        if (list.length > MAX_SIZES) {
+            throw new BadField("more than " + MAX_SIZES + " sizes");
+        }
+        int[] sizes = new int[list.length];
+        for (int k = 0; k < list.length; k++) {
+            sizes[k] = size(list[k], maxSize);
+        }
+        Endpoint endpoint = endpoint(words[4]);
+        RemoteBuffer remote = remoteBuffer(words[5], Arrays.stream(sizes).max().orElseThrow());
+        return new Hello(words[1], iterations, sizes, endpoint, remote);
+    }
+
+    /** A message size: a decimal number of bytes, 1..{@code maxSize}. */
+    static int size(String word, int maxSize) {
+        int s = number(word, "size");
+        if (s < 1 || s > maxSize) {
+            throw new BadField("size " + s + " is outside 1.." + maxSize + " bytes"
+                    + (s > maxSize ? " (the server's --max-size)" : ""));
+        }
+        return s;
+    }
+
+    static Endpoint endpoint(String word) {
+        try {
+            return Endpoint.parse(word);
+        } catch (IllegalArgumentException e) {
+            throw new BadField("bad endpoint '" + printable(word) + "'");
+        }
+    }
+
+    /** A remote buffer that can hold {@code atLeast} bytes. */
+    static RemoteBuffer remoteBuffer(String word, long atLeast) {
+        RemoteBuffer r;
+        try {
+            r = RemoteBuffer.parse(word);
+        } catch (IllegalArgumentException e) {
+            throw new BadField("bad remote buffer '" + printable(word) + "'");
+        }
+        if (r.length() < atLeast) {
+            throw new BadField("remote buffer of " + r.length() + " bytes is smaller than the largest size, " + atLeast);
+        }
+        return r;
+    }
+
+    private static int number(String word, String what) {
+        if (word.isEmpty() || word.length() > 10 || !word.chars().allMatch(c -> c >= '0' && c <= '9')) {
+            throw new BadField("bad " + what + " '" + printable(word) + "'");
+        }
+        long v = Long.parseLong(word);
+        if (v > Integer.MAX_VALUE) {
+            throw new BadField(what + " " + word + " is too large");
+        }
+        return (int) v;
+    }
+
+    /** A peer's text, safe to print on one line: control and non-ASCII characters as '?', cut at 40. */
+    static String printable(String got) {
+        return printable(got, 40);
+    }
+
+    /** A peer's text, safe to print on one line, cut after {@code max} characters. */
+    static String printable(String got, int max) {
+        StringBuilder shown = new StringBuilder();
+        for (char c : got.toCharArray()) {
+            shown.append(c >= 0x20 && c < 0x7f ? c : '?');
+            if (shown.length() >= max) {
+                shown.append("...");
+                break;
+            }
+        }
+        return shown.toString();
     }
 
     @Override

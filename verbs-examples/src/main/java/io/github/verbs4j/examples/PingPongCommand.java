@@ -53,15 +53,8 @@ abstract class PingPongCommand implements Callable<Integer> {
             description = "Connect to the server at <host>; without it, start a server and wait for a connection.")
     String host;
 
-    @Option(names = {"-p", "--port"}, paramLabel = "<port>", defaultValue = "18515",
-            description = "Listen on/connect to TCP port <port> (default ${DEFAULT-VALUE}).")
-    int port;
-
-    @Option(names = {"-d", "--ib-dev"}, paramLabel = "<dev>", description = "Use RDMA device <dev> (default: the first device found).")
-    String device;
-
-    @Option(names = {"-i", "--ib-port"}, paramLabel = "<port>", defaultValue = "1", description = "Use port <port> of the device (default ${DEFAULT-VALUE}).")
-    int ibPort;
+    @CommandLine.Mixin
+    PeerOptions shared = new PeerOptions();
 
     @Option(names = {"-r", "--rx-depth"}, paramLabel = "<dep>", defaultValue = "500",
             description = "Number of receives to post at a time (default ${DEFAULT-VALUE}).")
@@ -121,12 +114,7 @@ abstract class PingPongCommand implements Callable<Integer> {
 
     void validate() {
         CommandLine cl = spec.commandLine();
-        if (port < 0 || port > 65535) {
-            throw new CommandLine.ParameterException(cl, "-p: a TCP port is 0..65535, not " + port);
-        }
-        if (ibPort < 1) {
-            throw new CommandLine.ParameterException(cl, "-i: ports are numbered from 1, not " + ibPort);
-        }
+        shared.validate(cl);
         Integer s = sizeOption();
         size = s == null ? defaultSize() : s;
         if (size < 1) {
@@ -175,8 +163,8 @@ abstract class PingPongCommand implements Callable<Integer> {
     }
 
     private int run() {
-        Context ctx = own(DeviceChoice.open(device));
-        PortAttributes portAttributes = ctx.port(ibPort).query();
+        Context ctx = own(DeviceChoice.open(shared.device));
+        PortAttributes portAttributes = ctx.port(shared.ibPort).query();
         checkPort(portAttributes);
         CompletionChannel channel = events ? own(ctx.createCompletionChannel()) : null;
         ProtectionDomain pd = own(ctx.allocatePd());
@@ -196,12 +184,12 @@ abstract class PingPongCommand implements Callable<Integer> {
 
         int lid = portAttributes.lid();
         if (portAttributes.linkLayer() != LinkLayer.ETHERNET && lid == 0) {
-            throw new Verbs4jTool.Verbs4jFailure("couldn't get local LID (port " + ibPort + " has LID 0: no subnet manager?)");
+            throw new Verbs4jTool.Verbs4jFailure("couldn't get local LID (port " + shared.ibPort + " has LID 0: no subnet manager?)");
         }
-        Gid gid = gidIndex >= 0 ? ctx.port(ibPort).gid(gidIndex) : Gid.ZERO;
+        Gid gid = gidIndex >= 0 ? ctx.port(shared.ibPort).gid(gidIndex) : Gid.ZERO;
         if (gidIndex < 0 && portAttributes.needsGrh()) {
             // the stock tool goes on and fails at RTR; say what is missing instead
-            throw new Verbs4jTool.Verbs4jFailure("port " + ibPort + " of " + ctx.device().name()
+            throw new Verbs4jTool.Verbs4jFailure("port " + shared.ibPort + " of " + ctx.device().name()
                     + " is RoCE (link layer Ethernet): choose a GID with -g (e.g. -g 1 for ::ffff:IPv4)");
         }
         Endpoint local = new Endpoint(lid, qp.qpNumber(), qp.initialPsn(), gid);
@@ -210,12 +198,12 @@ abstract class PingPongCommand implements Callable<Integer> {
         Endpoint remote;
         if (host == null) {
             // bound before the address line appears, so a client started on seeing it finds the port open
-            ServerSocket listener = Tcp.listen(port);
+            ServerSocket listener = Tcp.listen(shared.port);
             printAddress("  local address:  ", local, localGidSeparator());
             remote = PingPongWire.serve(listener, local, r -> connect(qp, r, pd, send));
         } else {
             printAddress("  local address:  ", local, localGidSeparator());
-            remote = PingPongWire.connect(host, port, local);
+            remote = PingPongWire.connect(host, shared.port, local);
         }
         printAddress("  remote address: ", remote, ",");
         if (host != null) {

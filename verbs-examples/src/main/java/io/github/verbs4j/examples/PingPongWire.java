@@ -11,10 +11,12 @@ import java.net.ConnectException;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.net.SocketTimeoutException;
 import java.net.UnknownHostException;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.HexFormat;
+import java.util.regex.Pattern;
 
 /**
  * The TCP exchange of rdma-core's {@code ibv_rc_pingpong} and {@code ibv_ud_pingpong}, so that
@@ -34,6 +36,9 @@ final class PingPongWire {
     static final int MESSAGE_BYTES = "0000:000000:000000:00000000000000000000000000000000".length() + 1;
     private static final byte[] DONE = "done\0".getBytes(StandardCharsets.US_ASCII);
     static final int DEFAULT_PORT = 18515;
+    /** How long a peer may take to send its part of the exchange. */
+    static final int EXCHANGE_TIMEOUT_MS = 30_000;
+    private static final Pattern ADDRESS = Pattern.compile("\\p{XDigit}{4}:\\p{XDigit}{6}:\\p{XDigit}{6}:\\p{XDigit}{32}");
 
     private PingPongWire() {
     }
@@ -49,12 +54,13 @@ final class PingPongWire {
         while (end < msg.length && msg[end] != 0) {
             end++;
         }
-        String text = new String(msg, 0, end, StandardCharsets.US_ASCII);
-        String[] parts = text.split(":", 4);
+        String text = new String(msg, 0, end, StandardCharsets.ISO_8859_1);
         try {
-            if (parts.length != 4 || parts[3].length() != 32) {
+            // exactly the stock tool's "%04x:%06x:%06x:%s": hex digits only, no signs or spaces
+            if (!ADDRESS.matcher(text).matches()) {
                 throw new IllegalArgumentException();
             }
+            String[] parts = text.split(":", 4);
             return new Endpoint(Integer.parseInt(parts[0], 16), Integer.parseInt(parts[1], 16),
                     Integer.parseInt(parts[2], 16), Gid.of(HexFormat.of().parseHex(parts[3])));
         } catch (IllegalArgumentException e) {
@@ -83,6 +89,7 @@ final class PingPongWire {
     /** Server side: accepts one client, exchanges addresses, returns the client's. */
     static Endpoint serve(ServerSocket listener, Endpoint local, Readiness readiness) {
         try (listener; Socket s = listener.accept()) {
+            s.setSoTimeout(EXCHANGE_TIMEOUT_MS);
             InputStream in = s.getInputStream();
             OutputStream out = s.getOutputStream();
             Endpoint remote = decode(readFully(in, MESSAGE_BYTES, "the client's address"));
@@ -91,6 +98,9 @@ final class PingPongWire {
             out.flush();
             readFully(in, DONE.length, "the client's \"done\"");
             return remote;
+        } catch (SocketTimeoutException e) {
+            throw new Verbs4jTool.Verbs4jFailure("the client sent no ping-pong address within "
+                    + EXCHANGE_TIMEOUT_MS / 1000 + " s: it speaks another protocol");
         } catch (IOException e) {
             throw new Verbs4jTool.Verbs4jFailure("address exchange with the client failed: " + e.getMessage());
         }
@@ -100,6 +110,7 @@ final class PingPongWire {
     static Endpoint connect(String host, int port, Endpoint local) {
         try (Socket s = new Socket()) {
             s.connect(new InetSocketAddress(host, port), 10_000);
+            s.setSoTimeout(EXCHANGE_TIMEOUT_MS);
             OutputStream out = s.getOutputStream();
             out.write(encode(local));
             out.flush();
@@ -111,6 +122,9 @@ final class PingPongWire {
             throw new Verbs4jTool.Verbs4jFailure("couldn't connect to " + host + ":" + port + ": unknown host");
         } catch (ConnectException e) {
             throw new Verbs4jTool.Verbs4jFailure("couldn't connect to " + host + ":" + port + ": " + e.getMessage());
+        } catch (SocketTimeoutException e) {
+            throw new Verbs4jTool.Verbs4jFailure(host + ":" + port + " sent no ping-pong address within "
+                    + EXCHANGE_TIMEOUT_MS / 1000 + " s: it speaks another protocol");
         } catch (IOException e) {
             throw new Verbs4jTool.Verbs4jFailure("address exchange with " + host + ":" + port + " failed: " + e.getMessage());
         }

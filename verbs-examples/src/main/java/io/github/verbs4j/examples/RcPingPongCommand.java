@@ -87,7 +87,7 @@ final class RcPingPongCommand extends PingPongCommand {
     @Override
     ConnectOptions connectOptions() {
         // as the stock tool: no remote access to the QP, RTR/RTS timers 12/14, retries 7
-        return ConnectOptions.defaults().port(ibPort).gidIndex(Math.max(0, gidIndex)).mtu(pathMtu)
+        return ConnectOptions.defaults().port(shared.ibPort).gidIndex(Math.max(0, gidIndex)).mtu(pathMtu)
                 .serviceLevel(sl).access();
     }
 

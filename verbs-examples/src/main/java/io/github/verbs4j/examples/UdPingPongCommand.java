@@ -72,13 +72,13 @@ final class UdPingPongCommand extends PingPongCommand {
 
     @Override
     ConnectOptions connectOptions() {
-        return ConnectOptions.defaults().port(ibPort).qkey(QKEY).serviceLevel(sl);
+        return ConnectOptions.defaults().port(shared.ibPort).qkey(QKEY).serviceLevel(sl);
     }
 
     @Override
     void connect(QueuePair qp, Endpoint remote, ProtectionDomain pd, SendRequest send) {
         qp.activate(connectOptions());
-        AddressVector av = AddressVector.to(remote).port(ibPort).serviceLevel(sl).sgidIndex(Math.max(0, gidIndex))
+        AddressVector av = AddressVector.to(remote).port(shared.ibPort).serviceLevel(sl).sgidIndex(Math.max(0, gidIndex))
                 .hopLimit(1);
         AddressHandle ah = own(pd.createAh(av));
         send.ud(ah, remote.qpn(), QKEY);

@@ -80,9 +80,8 @@ class PerfToolTest {
     }
 
     private static Proc[] runPair(String command, List<String> clientArgs) {
-        String port = Integer.toString(Proc.freePort());
-        Proc server = Proc.tool(command, "-x", GID_INDEX, "-p", port);
-        server.awaitListening(Integer.parseInt(port), 60);
+        Proc server = Proc.serverOnFreePort(p -> Proc.tool(command, "-x", GID_INDEX, "-p", Integer.toString(p)), 60);
+        String port = Integer.toString(server.port());
         List<String> a = new ArrayList<>(List.of(command, "-x", GID_INDEX, "-p", port));
         a.addAll(clientArgs);
         a.add("127.0.0.1");
@@ -129,9 +128,9 @@ class PerfToolTest {
     void progressGoesToStderrOnlyWhenAskedFor() {
         // stderr is a file here, not a terminal: without --progress nothing; with it, the
         // "<test> <size> B: done/total" line (shown from the start by the test-only threshold 0)
-        String port = Integer.toString(Proc.freePort());
-        try (Proc server = Proc.tool(List.of("-Dverbs4j.progress.after.ms=0"), "send-lat", "-x", GID_INDEX, "-p", port)) {
-            server.awaitListening(Integer.parseInt(port), 60);
+        try (Proc server = Proc.serverOnFreePort(p -> Proc.tool(List.of("-Dverbs4j.progress.after.ms=0"), "send-lat",
+                "-x", GID_INDEX, "-p", Integer.toString(p)), 60)) {
+            String port = Integer.toString(server.port());
             try (Proc client = Proc.tool(List.of("-Dverbs4j.progress.after.ms=0"),
                     "send-lat", "--progress", "-x", GID_INDEX, "-p", port, "-s", "64", "-n", "600", "127.0.0.1")) {
                 client.await(120).assertSuccess();
@@ -160,9 +159,8 @@ class PerfToolTest {
 
     @Test
     void aServerOfAnotherTestRefusesTheClient() {
-        String port = Integer.toString(Proc.freePort());
-        try (Proc server = Proc.tool("read-lat", "-x", GID_INDEX, "-p", port)) {
-            server.awaitListening(Integer.parseInt(port), 60);
+        try (Proc server = Proc.serverOnFreePort(p -> Proc.tool("read-lat", "-x", GID_INDEX, "-p", Integer.toString(p)), 60)) {
+            String port = Integer.toString(server.port());
             try (Proc client = Proc.tool("write-bw", "-x", GID_INDEX, "-p", port, "-n", "10", "127.0.0.1")) {
                 client.await(60);
                 server.await(30);
@@ -177,9 +175,8 @@ class PerfToolTest {
     @Test
     void theServerNamesAClientThatSpeaksAnotherProtocol() {
         // rdma-core's ping-pong client opens with its 52-byte address message
-        String port = Integer.toString(Proc.freePort());
-        try (Proc server = Proc.tool("send-lat", "-x", GID_INDEX, "-p", port)) {
-            server.awaitListening(Integer.parseInt(port), 60);
+        try (Proc server = Proc.serverOnFreePort(p -> Proc.tool("send-lat", "-x", GID_INDEX, "-p", Integer.toString(p)), 60)) {
+            String port = Integer.toString(server.port());
             try (Proc stock = Proc.stock("ibv_rc_pingpong", "-g", GID_INDEX, "-p", port, "-n", "1", "127.0.0.1")) {
                 server.await(60);
                 stock.await(60);
@@ -238,6 +235,17 @@ class PerfToolTest {
     }
 
     @Test
+    void theClientNamesAServerThatSendsAnUnusableAnswerInOneLine() throws Exception {
+        ToolRun endpoint = clientAgainst("VERBS4J-PERF 1 OK zz 1:2:3\n");
+        assertEquals(1, endpoint.exitCode(), endpoint.err());
+        assertEquals("verbs4j: the server broke the verbs4j perf protocol: bad endpoint 'zz'\n", endpoint.err());
+        ToolRun small = clientAgainst("VERBS4J-PERF 1 OK 0000:000011:abcdef:00000000000000000000ffff7f000001 1000:1:1\n");
+        assertEquals(1, small.exitCode(), small.err());
+        assertEquals("verbs4j: the server broke the verbs4j perf protocol: remote buffer of 1 bytes is smaller than the"
+                + " largest size, 2\n", small.err());
+    }
+
+    @Test
     void badFlagsAreUsageErrors() {
         ToolRun both = inProcess("send-bw", "-a", "-s", "64", "localhost");
         assertEquals(2, both.exitCode(), both.err());
@@ -257,10 +265,12 @@ class PerfToolTest {
     }
 
     @Test
-    void anUnreachableServerIsOneLineAndExit1() {
-        String port = Integer.toString(Proc.freePort());
-        ToolRun run = inProcess("read-lat", "-x", GID_INDEX, "-p", port, "127.0.0.1");
-        assertEquals(1, run.exitCode(), run.err());
-        assertEquals("verbs4j: couldn't connect to 127.0.0.1:" + port + ": Connection refused\n", run.err());
+    void anUnreachableServerIsOneLineAndExit1() throws IOException {
+        try (Socket reserved = Proc.reservedPort()) {
+            String port = Integer.toString(reserved.getLocalPort());
+            ToolRun run = inProcess("read-lat", "-x", GID_INDEX, "-p", port, "127.0.0.1");
+            assertEquals(1, run.exitCode(), run.err());
+            assertEquals("verbs4j: couldn't connect to 127.0.0.1:" + port + ": Connection refused\n", run.err());
+        }
     }
 }

@@ -96,10 +96,9 @@ class PingPongInteropTest {
     })
     void interoperatesWithTheStockTool(String command, boolean verbs4jServer, int size, int iters, boolean check,
                                        boolean events) {
-        String port = Integer.toString(Proc.freePort());
-        List<String> a = args(port, size, iters, check, events);
-        try (Proc server = start(verbs4jServer, command, a, null)) {
-            server.awaitListening(Integer.parseInt(port), 60);
+        try (Proc server = Proc.serverOnFreePort(
+                p -> start(verbs4jServer, command, args(Integer.toString(p), size, iters, check, events), null), 60)) {
+            List<String> a = args(Integer.toString(server.port()), size, iters, check, events);
             try (Proc client = start(!verbs4jServer, command, a, "127.0.0.1")) {
                 client.await(90).assertSuccess();
                 server.await(30).assertSuccess();
@@ -120,10 +119,10 @@ class PingPongInteropTest {
     void theServersCheckFailsWhenTheClientDidNotWriteThePattern() {
         // -c on the verbs4j server only: the stock client sends its 0x7b fill without the zeroed
         // page starts, so the check must find page 0 (and every other page) invalid and exit 1
-        String port = Integer.toString(Proc.freePort());
         int size = 3 * 4096;
-        try (Proc server = Proc.tool(prepend("rc-pingpong", args(port, size, 20, true, false)))) {
-            server.awaitListening(Integer.parseInt(port), 60);
+        try (Proc server = Proc.serverOnFreePort(
+                p -> Proc.tool(prepend("rc-pingpong", args(Integer.toString(p), size, 20, true, false))), 60)) {
+            String port = Integer.toString(server.port());
             List<String> clientArgs = args(port, size, 20, false, false);
             clientArgs.add("127.0.0.1");
             try (Proc client = Proc.stock(prepend("ibv_rc_pingpong", clientArgs))) {
@@ -177,11 +176,13 @@ class PingPongInteropTest {
     }
 
     @Test
-    void anUnreachablePeerIsOneLineAndExit1() {
-        String port = Integer.toString(Proc.freePort());
-        ToolRun run = inProcess("rc-pingpong", "-g", GID_INDEX, "-p", port, "127.0.0.1");
-        assertEquals(1, run.exitCode(), run.err());
-        assertTrue(run.out().startsWith("  local address:  LID "), run.out());
-        assertEquals("verbs4j: couldn't connect to 127.0.0.1:" + port + ": Connection refused\n", run.err());
+    void anUnreachablePeerIsOneLineAndExit1() throws java.io.IOException {
+        try (java.net.Socket reserved = Proc.reservedPort()) {
+            String port = Integer.toString(reserved.getLocalPort());
+            ToolRun run = inProcess("rc-pingpong", "-g", GID_INDEX, "-p", port, "127.0.0.1");
+            assertEquals(1, run.exitCode(), run.err());
+            assertTrue(run.out().startsWith("  local address:  LID "), run.out());
+            assertEquals("verbs4j: couldn't connect to 127.0.0.1:" + port + ": Connection refused\n", run.err());
+        }
     }
 }

@@ -2,7 +2,10 @@ package io.github.verbs4j.examples;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.net.ServerSocket;
+import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -11,6 +14,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
+import java.util.function.IntFunction;
+import java.util.regex.Pattern;
 
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.fail;
@@ -26,6 +31,7 @@ final class Proc implements AutoCloseable {
     private final Process process;
     private final Path out;
     private final Path err;
+    private int port = -1;
 
     private Proc(List<String> command) {
         this(command, pb -> { });
@@ -169,15 +175,68 @@ final class Proc implements AutoCloseable {
         }
     }
 
-    /** Waits until something listens on TCP {@code port}, failing when this process exits first. */
+    /**
+     * A loopback TCP port that nothing listens on for as long as the socket stays open: bound,
+     * never listening (so connecting to it is refused), and without SO_REUSEADDR (so no other
+     * program can listen there meanwhile).
+     */
+    static Socket reservedPort() {
+        Socket s = new Socket();
+        try {
+            s.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+            return s;
+        } catch (IOException e) {
+            try {
+                s.close();
+            } catch (IOException ignored) {
+                // failing anyway
+            }
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** What a server says when its port was taken: a collision, not the server's failure. */
+    private static final Pattern PORT_TAKEN = Pattern.compile("(?i)address already in use|EADDRINUSE|couldn't listen");
+
+    /**
+     * Starts a server ({@code start} gets the port) on a port that was free, and waits until it
+     * listens there itself. When another program took the port in between, the server is started
+     * again on another port; only the server's own failures fail the test.
+     */
+    static Proc serverOnFreePort(IntFunction<Proc> start, int seconds) {
+        for (int attempt = 1; ; attempt++) {
+            int port = freePort();
+            Proc p = start.apply(port);
+            if (p.awaitListening(port, seconds, attempt < 5)) {
+                p.port = port;
+                return p;
+            }
+            p.close();
+        }
+    }
+
+    /** The port {@link #serverOnFreePort} started this server on. */
+    int port() {
+        return port;
+    }
+
+    /** Waits until this process listens on TCP {@code port}, failing when it exits first. */
     void awaitListening(int port, int seconds) {
+        awaitListening(port, seconds, false);
+    }
+
+    /** True once this process listens on {@code port}; false when it exited because the port was taken (if allowed). */
+    private boolean awaitListening(int port, int seconds, boolean collisionsRetried) {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
         while (System.nanoTime() < deadline) {
-            if (!process.isAlive()) {
-                fail("the server exited (" + process.exitValue() + ") before listening: " + describe());
+            if (TcpListeners.listening(port, process.toHandle())) {
+                return true;
             }
-            if (TcpListeners.listening(port)) {
-                return;
+            if (!process.isAlive()) {
+                if (collisionsRetried && PORT_TAKEN.matcher(out() + err()).find()) {
+                    return false;
+                }
+                fail("the server exited (" + process.exitValue() + ") before listening: " + describe());
             }
             try {
                 Thread.sleep(20);
@@ -187,6 +246,7 @@ final class Proc implements AutoCloseable {
             }
         }
         process.destroyForcibly();
-        fail("nothing listened on port " + port + " within " + seconds + " s: " + describe());
+        fail("the server did not listen on port " + port + " within " + seconds + " s: " + describe());
+        return false;
     }
 }

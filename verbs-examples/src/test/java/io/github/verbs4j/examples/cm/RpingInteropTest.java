@@ -96,19 +96,38 @@ class RpingInteropTest {
         }
     }
 
-    /** Waits until something listens on TCP {@code port} (softrdma's rdma_cm listeners do). */
-    static void awaitListening(int port, Process owner) throws Exception {
+    /**
+     * Waits until the server listens on TCP {@code port} (softrdma's rdma_cm listeners do):
+     * {@code owner} itself, or for an in-process server ({@code owner} null) this JVM. False when
+     * the server ended because another program held the port (its {@code output} says so): the
+     * caller tries another port, a collision is not the server's failure.
+     */
+    static boolean awaitListening(int port, ProcessHandle owner, java.util.function.BooleanSupplier ended,
+                                  java.util.function.Supplier<String> output) throws Exception {
+        ProcessHandle who = owner != null ? owner : ProcessHandle.current();
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
         while (System.nanoTime() < deadline) {
-            if (TcpListeners.listening(port)) {
-                return;
+            if (TcpListeners.listening(port, who)) {
+                return true;
             }
-            if (owner != null && !owner.isAlive()) {
-                throw new AssertionError("the server exited with " + owner.exitValue() + " before listening");
+            if (ended.getAsBoolean()) {
+                String said = output.get();
+                if (said.matches("(?s).*(Address already in use|EADDRINUSE).*")) {
+                    return false;
+                }
+                throw new AssertionError("the server ended before listening: " + said);
             }
             Thread.sleep(20);
         }
-        throw new AssertionError("nothing listens on port " + port + " after 20 s");
+        throw new AssertionError("the server does not listen on port " + port + " after 20 s");
+    }
+
+    private static String read(Path log) {
+        try {
+            return Files.readString(log);
+        } catch (IOException e) {
+            return "(no log: " + e + ")";
+        }
     }
 
     /** The lines rping -v prints for pings 0..count-1 with size 64 (its pattern, computed here independently). */
@@ -160,7 +179,16 @@ class RpingInteropTest {
 
     @Test
     void theClientFailsInOneLineWhenNobodyListens() throws Exception {
-        int port = freePort();
+        // bound and never listening, without SO_REUSEADDR: nobody can listen there meanwhile
+        java.net.Socket reserved = new java.net.Socket();
+        reserved.bind(new java.net.InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+        int port = reserved.getLocalPort();
+        try (reserved) {
+            theClientFailsInOneLine(port);
+        }
+    }
+
+    private static void theClientFailsInOneLine(int port) {
         StringWriter err = new StringWriter();
         long start = System.nanoTime();
         int code = io.github.verbs4j.examples.Verbs4jTool.execute(new PrintWriter(new StringWriter(), true),
@@ -188,11 +216,20 @@ class RpingInteropTest {
 
     @Test
     void stockServerWithVerbs4jClient() throws Exception {
-        int port = freePort();
-        Path log = log("rping-server");
-        Process server = startStock(log, "-s", "-a", "127.0.0.1", "-p", Integer.toString(port), "-v", "-V",
-                "-C", Integer.toString(COUNT));
-        awaitListening(port, server);
+        int port;
+        Path log;
+        Process server;
+        while (true) {
+            port = freePort();
+            log = log("rping-server");
+            Process s = startStock(log, "-s", "-a", "127.0.0.1", "-p", Integer.toString(port), "-v", "-V",
+                    "-C", Integer.toString(COUNT));
+            Path l = log;
+            server = s;
+            if (awaitListening(port, s.toHandle(), () -> !s.isAlive(), () -> read(l))) {
+                break;
+            }
+        }
         Run client = verbs4jRping("-c", "-a", "127.0.0.1", "-p", Integer.toString(port), "-v", "-V",
                 "-C", Integer.toString(COUNT));
         assertEquals(0, client.exitCode(), client.err());
@@ -205,11 +242,19 @@ class RpingInteropTest {
 
     @Test
     void verbs4jServerWithStockClient() throws Exception {
-        int port = freePort();
         int size = 100;
-        CompletableFuture<Run> server = CompletableFuture.supplyAsync(() -> verbs4jRping("-s", "-a", "127.0.0.1",
-                "-p", Integer.toString(port), "-v", "-V", "-S", Integer.toString(size), "-t", "30"));
-        awaitListening(port, null);
+        int port;
+        CompletableFuture<Run> server;
+        while (true) {
+            port = freePort();
+            String p = Integer.toString(port);
+            CompletableFuture<Run> s = CompletableFuture.supplyAsync(() -> verbs4jRping("-s", "-a", "127.0.0.1",
+                    "-p", p, "-v", "-V", "-S", Integer.toString(size), "-t", "30"));
+            server = s;
+            if (awaitListening(port, null, s::isDone, () -> s.join().err())) {
+                break;
+            }
+        }
         Path log = log("rping-client");
         Process client = startStock(log, "-c", "-a", "127.0.0.1", "-p", Integer.toString(port), "-v", "-V",
                 "-S", Integer.toString(size), "-C", Integer.toString(COUNT));
@@ -220,5 +265,54 @@ class RpingInteropTest {
         Run s = server.get(30, TimeUnit.SECONDS);
         assertEquals(0, s.exitCode(), s.err());
         assertEquals(expectedPingData(COUNT, size), linesWith(s.out(), "server ping data: "));
+    }
+
+    /**
+     * softrdma's CM record (cm_internal.h's struct wire_msg, 240 bytes): a well-formed REQ from an
+     * RC requester on 127.0.0.1.
+     */
+    private static byte[] softrdmaReq() {
+        java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(240);
+        b.putInt(0x53524d43).put((byte) 1).put((byte) 1).put((byte) 2).put((byte) 0);  // magic, REQ, v1, RC
+        b.putInt(0x4242).putInt(0x1234).putInt(0);                                     // qpn, psn, qkey
+        b.put(new byte[] {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, (byte) 0xff, (byte) 0xff, 127, 0, 0, 1});
+        b.put((byte) 1).put((byte) 1).put((byte) 7).put((byte) 7).put((byte) 0).put((byte) 0).put((byte) 3).put((byte) 0);
+        return b.array();
+    }
+
+    @Test
+    void theServerDropsAClientThatSendsGarbageAfterTheReplyAndServesTheNext() throws Exception {
+        // the request is accepted, then the "client" sends garbage instead of the RTU: the CM must
+        // end that connection at once (it used to drop the socket silently and leave rping -s
+        // waiting for its ESTABLISHED for good, deaf to every later client)
+        org.junit.jupiter.api.Assumptions.assumeTrue(System.getProperty("verbs4j.libibverbs", "").contains("softrdma"),
+                "speaks softrdma's CM records over TCP");
+        while (true) {
+            int port = freePort();
+            StringWriter out = new StringWriter();
+            StringWriter err = new StringWriter();
+            CompletableFuture<Integer> server = CompletableFuture.supplyAsync(() -> io.github.verbs4j.examples.Verbs4jTool.execute(
+                    new PrintWriter(out, true), new PrintWriter(err, true),
+                    "rping", "-s", "-a", "127.0.0.1", "-p", Integer.toString(port), "-v", "-t", "60"));
+            if (!awaitListening(port, null, server::isDone, err::toString)) {
+                continue;
+            }
+            try (java.net.Socket s = new java.net.Socket("127.0.0.1", port)) {
+                s.getOutputStream().write(softrdmaReq());
+                s.setSoTimeout(10_000);
+                byte[] rep = s.getInputStream().readNBytes(240);
+                assertEquals(240, rep.length, "no REP");
+                assertEquals(2, rep[4], "not a REP");
+                byte[] junk = new byte[240];
+                java.util.Arrays.fill(junk, (byte) 0x5a);
+                s.getOutputStream().write(junk);
+                assertEquals(-1, s.getInputStream().read(), "the server kept the connection after garbage");
+            }
+            Run client = verbs4jRping("-c", "-a", "127.0.0.1", "-p", Integer.toString(port), "-v", "-C", "3", "-t", "20");
+            assertEquals(0, client.exitCode(), client.err());
+            assertEquals(0, (int) server.get(30, TimeUnit.SECONDS), err.toString());
+            assertEquals(expectedPingData(3, 64), linesWith(out.toString(), "server ping data: "), out.toString());
+            return;
+        }
     }
 }
