@@ -13,7 +13,8 @@ export LD_LIBRARY_PATH=$lib
 logdir=$(mktemp -d /tmp/softrdma-stock.XXXXXX)
 pass=0
 fail=0
-port=$((20000 + RANDOM % 20000))
+. "$here/ports.sh"
+RANDOM=$$
 N=${STOCK_ITERS:-5}
 
 missing() { command -v "$1" >/dev/null 2>&1 || { echo "SKIP-AS-FAIL $1 (not installed)"; fail=$((fail + 1)); return 0; }; return 1; }
@@ -42,19 +43,19 @@ single() { # name cmd...
 pair() { # name tool args... : server then client on 127.0.0.1
 	local name=$1 tool=$2; shift 2
 	missing "$tool" && return
-	port=$((port + 1))
-	# skip ports another run (or anything else) already listens on
-	while ss -ltn 2>/dev/null | grep -q ":$port "; do port=$((port + 1)); done
 	local log=$logdir/$(echo "$name" | tr ' /' '__')
-	local pflag=-p
-	timeout 120 "$tool" "$@" $pflag $port >"$log.server" 2>&1 &
-	local spid=$!
-	local rc=1
-	# start the client once the server listens on its TCP port (tools take seconds to start)
-	for _ in $(seq 1 100); do
-		ss -ltn 2>/dev/null | grep -q ":$port " && break
-		sleep 0.1
+	local pflag=-p port spid _
+	# a server that exits before it listens (its port taken meanwhile) is retried on another
+	for _ in 1 2 3; do
+		pick_port port || { report "$name" 1 "(no free port)"; return; }
+		timeout 120 "$tool" "$@" $pflag $port >"$log.server" 2>&1 &
+		spid=$!
+		# start the client once the server listens on its TCP port (tools take seconds to
+		# start); one still starting after 10 s gets its client anyway
+		if wait_listen "$port" "$spid" || kill -0 "$spid" 2>/dev/null; then break; fi
+		wait $spid
 	done
+	local rc=1
 	timeout 120 "$tool" "$@" $pflag $port 127.0.0.1 >"$log.client" 2>&1
 	rc=$?
 	wait $spid
