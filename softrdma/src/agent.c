@@ -23,7 +23,7 @@
 static pthread_once_t g_agent_once = PTHREAD_ONCE_INIT;
 static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
 
-static void handle_packet(const uint8_t *buf, size_t n)
+static void handle_packet(const uint8_t *buf, size_t n, const struct sockaddr_in6 *from)
 {
 	if (n < sizeof(struct pkt_hdr))
 		return;
@@ -44,6 +44,8 @@ static void handle_packet(const uint8_t *buf, size_t n)
 			srd_ud_deliver(qp, h.rkey, h.sqpn, h.sgid, &s, 1, h.len, (h.flags & F_IMM) != 0, h.imm,
 				       (h.flags & F_SOLICITED) != 0);
 			srd_mr_unlock();
+		} else if (!srd_net_from_peer(qp, from)) {
+			ST(invalid); /* connected QPs take packets from their peer only */
 		} else if (h.op == OP_ACK || h.op == OP_READ_RESP || h.op == OP_ATOMIC_RESP) {
 			if (h.sqpn == qp->attr.dest_qp_num)
 				srd_requester_rx(qp, &h, payload);
@@ -79,12 +81,14 @@ static void *agent_main(void *arg)
 	uint8_t *buf = malloc((size_t)RBATCH * MAX_PKT);
 	struct mmsghdr rmsgs[RBATCH];
 	struct iovec riov[RBATCH];
+	struct sockaddr_in6 from[RBATCH];
 	for (int j = 0; j < RBATCH; j++) {
 		riov[j].iov_base = buf + (size_t)j * MAX_PKT;
 		riov[j].iov_len = MAX_PKT;
 		memset(&rmsgs[j], 0, sizeof(rmsgs[j]));
 		rmsgs[j].msg_hdr.msg_iov = &riov[j];
 		rmsgs[j].msg_hdr.msg_iovlen = 1;
+		rmsgs[j].msg_hdr.msg_name = &from[j];
 	}
 	struct epoll_event evs[16];
 	uint64_t last_scan = 0;
@@ -100,11 +104,13 @@ static void *agent_main(void *arg)
 			}
 			srd_batch_begin();
 			for (int k = 0; k < 16; k++) {
+				for (int j = 0; j < RBATCH; j++)
+					rmsgs[j].msg_hdr.msg_namelen = sizeof(from[j]);
 				int r = recvmmsg(fd, rmsgs, RBATCH, MSG_DONTWAIT, NULL);
 				if (r <= 0)
 					break;
 				for (int j = 0; j < r; j++)
-					handle_packet(buf + (size_t)j * MAX_PKT, rmsgs[j].msg_len);
+					handle_packet(buf + (size_t)j * MAX_PKT, rmsgs[j].msg_len, &from[j]);
 				if (r < RBATCH)
 					break;
 			}

@@ -25,9 +25,9 @@ struct srd_stats srd_st;
 
 static void print_stats(void)
 {
-	fprintf(stderr, "softrdma[%d]: tx %lu rx %lu nak_seq %lu rnr %lu timeouts %lu dup_rx %lu eagain %lu\n",
-		(int)getpid(), srd_st.tx, srd_st.rx, srd_st.nak_seq, srd_st.rnr, srd_st.timeouts,
-		srd_st.dup_rx, srd_st.eagain);
+	fprintf(stderr, "softrdma[%d]: tx %lu rx %lu nak_seq %lu rnr %lu timeouts %lu dup_rx %lu eagain %lu "
+		"invalid %lu\n", (int)getpid(), srd_st.tx, srd_st.rx, srd_st.nak_seq, srd_st.rnr,
+		srd_st.timeouts, srd_st.dup_rx, srd_st.eagain, srd_st.invalid);
 }
 
 /* ---------------------------------------------------------------- sockets, QPN table, wake-ups */
@@ -209,6 +209,22 @@ struct srd_qp *srd_net_lookup(uint32_t qpn)
 		if (g_socks[i]->port == port)
 			return g_socks[i]->slots[qpn & 0xff];
 	return NULL;
+}
+
+static bool is_loopback(const struct in6_addr *a)
+{
+	return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+}
+
+bool srd_net_from_peer(const struct srd_qp *qp, const struct sockaddr_in6 *from)
+{
+	if (from->sin6_family != AF_INET6 || from->sin6_port != qp->peer.sin6_port)
+		return false;
+	/* a peer on this host is reached over loopback; which loopback address its
+	 * packets come from depends on the GID it uses for us, not on the one we use */
+	if (is_loopback(&qp->peer.sin6_addr))
+		return is_loopback(&from->sin6_addr);
+	return !memcmp(&from->sin6_addr, &qp->peer.sin6_addr, sizeof(from->sin6_addr));
 }
 
 void srd_net_rdlock(void) { pthread_rwlock_rdlock(&g_qpt); }

@@ -5,7 +5,7 @@
 #include "wire.h"
 #include <sys/epoll.h>
 
-struct srd_stats { unsigned long tx, rx, nak_seq, rnr, timeouts, dup_rx, eagain; };
+struct srd_stats { unsigned long tx, rx, nak_seq, rnr, timeouts, dup_rx, eagain, invalid; };
 extern struct srd_stats srd_st;
 #define ST(x) __atomic_fetch_add(&srd_st.x, 1, __ATOMIC_RELAXED)
 
@@ -19,6 +19,9 @@ bool srd_net_owns_qpn(uint32_t qpn); /* the QPN's socket is one of this process'
 void srd_net_rdlock(void);
 void srd_net_unlock(void);
 struct srd_qp *srd_net_lookup(uint32_t qpn); /* read lock held */
+/* A packet from `from` comes from qp's connected peer (for a peer on this host: any
+ * loopback address, the peer's port). */
+bool srd_net_from_peer(const struct srd_qp *qp, const struct sockaddr_in6 *from);
 void srd_net_for_each_qp(void (*fn)(struct srd_qp *qp, void *arg), void *arg);
 
 /* Transmission: srd_xmit sends one packet from qp's socket; between srd_batch_begin and

@@ -317,11 +317,12 @@ SRD_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 	if (next == IBV_QPS_RTS && cur == IBV_QPS_RTR) {
 		qp->snd_psn = a->sq_psn;
 		qp->una_psn = a->sq_psn;
+		qp->sent_psn = a->sq_psn;
 		qp->retry_left = a->retry_cnt;
 		qp->rnr_left = a->rnr_retry;
 	}
 	if ((mask & IBV_QP_SQ_PSN) && cur != IBV_QPS_RTR) {
-		qp->snd_psn = qp->una_psn = a->sq_psn;
+		qp->snd_psn = qp->una_psn = qp->sent_psn = a->sq_psn;
 	}
 	if (next == IBV_QPS_RESET && cur != IBV_QPS_RESET) {
 		srd_req_reset(qp);

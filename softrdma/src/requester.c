@@ -29,7 +29,7 @@ static void requester_fail(struct srd_qp *qp, enum ibv_wc_status st)
 }
 void srd_req_reset(struct srd_qp *qp)
 {
-	qp->snd_psn = qp->una_psn = 0;
+	qp->snd_psn = qp->una_psn = qp->sent_psn = 0;
 	qp->outstanding_rd = 0;
 	qp->timer_deadline_ns = 0;
 	qp->rnr_wait = false;
@@ -324,6 +324,9 @@ void srd_sq_progress(struct srd_qp *qp)
 			uint32_t sent;
 			send_pkt(qp, w, w->tx_pkt, src, nsrc, &sent);
 			w->tx_pkt += sent;
+			uint32_t end = psn_add(w->first_psn, w->tx_pkt);
+			if (psn_diff(end, qp->sent_psn) > 0)
+				qp->sent_psn = end;
 		}
 		srd_batch_end();
 		srd_mr_unlock();
@@ -410,11 +413,25 @@ static void ack_upto(struct srd_qp *qp, uint32_t psn)
 	}
 }
 
+/*
+ * A response (ACK, NAK, RNR NAK, READ or atomic response) is valid only while the
+ * requester runs (RTS, SQD) and only for a PSN inside the outstanding window: at or
+ * after the oldest unacknowledged PSN and before the next PSN not yet transmitted.
+ * Anything else (a PSN never sent, a stale one) is dropped without touching state.
+ */
+static bool response_valid(const struct srd_qp *qp, const struct pkt_hdr *h)
+{
+	int st = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
+	if ((st != IBV_QPS_RTS && st != IBV_QPS_SQD) || qp->ibqp.qp_type != IBV_QPT_RC)
+		return false;
+	return psn_diff(h->psn, qp->una_psn) >= 0 && psn_diff(h->psn, qp->sent_psn) < 0;
+}
+
 void srd_requester_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t *payload)
 {
 	pthread_mutex_lock(&qp->sq_lock);
-	if (__atomic_load_n(&qp->state, __ATOMIC_ACQUIRE) == IBV_QPS_ERR ||
-	    qp->ibqp.qp_type != IBV_QPT_RC) {
+	if (!response_valid(qp, h)) {
+		ST(invalid);
 		pthread_mutex_unlock(&qp->sq_lock);
 		return;
 	}
@@ -429,6 +446,8 @@ void srd_requester_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t 
 			break;
 		case SYN_RNR:
 			ST(rnr);
+			if (qp->rnr_wait)
+				break; /* already waiting to resend this PSN: a repeat counts once */
 			ack_upto(qp, psn_add(h->psn, SRD_HDR_PSN_MASK));
 			if (qp->rnr_left == 0) {
 				requester_fail(qp, IBV_WC_RNR_RETRY_EXC_ERR);
@@ -459,10 +478,15 @@ void srd_requester_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t 
 		int32_t d = psn_diff(h->psn, w->first_psn);
 		if (d < 0 || d >= (int32_t)w->npkts)
 			continue;
-		if (!srd_is_rd(w))
-			break;
+		if (!srd_is_rd(w) || (h->op == OP_READ_RESP) != (w->opcode == IBV_WR_RDMA_READ))
+			break; /* a response of the wrong kind */
 		if ((uint32_t)d != w->resp_pkt)
 			break; /* out of order: wait for the gap to be re-requested */
+		if (h->op == OP_READ_RESP) {
+			uint32_t mtu = mtu_bytes(qp->attr.path_mtu), off = (uint32_t)d * mtu;
+			if (h->len != (w->length - off < mtu ? w->length - off : mtu))
+				break; /* not the length this response must have */
+		}
 		/* everything before this WQE is implicitly acknowledged */
 		ack_upto(qp, psn_add(w->first_psn, SRD_HDR_PSN_MASK));
 		struct srd_seg lseg[SRD_MAX_SGE];

@@ -164,6 +164,7 @@ struct srd_qp {
 	/* requester transport state */
 	uint32_t snd_psn;        /* next PSN to assign */
 	uint32_t una_psn;        /* oldest unacknowledged PSN */
+	uint32_t sent_psn;       /* one past the newest PSN transmitted: responses must be older */
 	int outstanding_rd;      /* READ/ATOMIC in flight */
 	int retry_left, rnr_left;
 	uint64_t timer_deadline_ns; /* 0 = no timer */

@@ -1,0 +1,419 @@
+/*
+ * Hostile input on softrdma's packet path: the test plays a QP's connected peer
+ * itself (a UDP socket whose port makes up the peer QPN) and forges datagrams in
+ * softrdma's wire format: responses and ACK/NAK/RNR outside the outstanding PSN
+ * window or from an address other than the peer's, requests with unknown or
+ * out-of-sequence opcodes, truncated datagrams, a reserved QPN byte, and a
+ * fixed-seed stream of random datagrams. Every QP must ignore what it should
+ * ignore, NAK what the IB spec NAKs, and keep working. Bounded by alarm().
+ */
+#define _GNU_SOURCE
+#include <infiniband/verbs.h>
+#include <poll.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <stdint.h>
+#include "testlib.h"
+#include "../src/wire.h"
+
+#define SQ_PSN 0x200
+#define RQ_PSN 0x300
+#define BUFSZ (1 << 20)
+
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+static struct ibv_cq *cq;
+static struct ibv_mr *mr;
+static unsigned char *buf;
+static union ibv_gid gid;
+
+/* ---------------------------------------------------------------- sockets */
+
+struct sock { int fd; uint16_t port; };
+
+static struct sock udp_sock(void)
+{
+	struct sock s = { socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), 0 };
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t l = sizeof(a);
+	if (s.fd < 0 || bind(s.fd, (struct sockaddr *)&a, sizeof(a)) ||
+	    getsockname(s.fd, (struct sockaddr *)&a, &l)) {
+		perror("udp socket");
+		exit(2);
+	}
+	s.port = ntohs(a.sin_port);
+	return s;
+}
+
+static uint32_t qpn_of(struct sock s) { return ((uint32_t)s.port << 8) | 1; }
+
+/* Sends header + payload from s to the QP numbered qpn (its UDP port is qpn >> 8). */
+static void tx_raw(struct sock s, uint32_t qpn, const void *data, size_t len)
+{
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons((uint16_t)((qpn & 0xffffff) >> 8)),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	if (sendto(s.fd, data, len, 0, (struct sockaddr *)&to, sizeof(to)) != (ssize_t)len)
+		perror("sendto");
+}
+
+static void tx(struct sock s, uint32_t qpn, struct pkt_hdr *h, const void *payload, uint32_t len)
+{
+	unsigned char b[sizeof(*h) + 4096];
+	h->magic = PKT_MAGIC;
+	memcpy(b, h, sizeof(*h));
+	if (len)
+		memcpy(b + sizeof(*h), payload, len);
+	tx_raw(s, qpn, b, sizeof(*h) + len);
+}
+
+/* Receives one packet within ms; its payload length, or -1. */
+static int rx(struct sock s, struct pkt_hdr *h, unsigned char *payload, int ms)
+{
+	struct pollfd p = { s.fd, POLLIN, 0 };
+	if (poll(&p, 1, ms) != 1)
+		return -1;
+	unsigned char b[sizeof(*h) + 4096];
+	ssize_t n = recv(s.fd, b, sizeof(b), 0);
+	if (n < (ssize_t)sizeof(*h))
+		return -1;
+	memcpy(h, b, sizeof(*h));
+	if (payload)
+		memcpy(payload, b + sizeof(*h), (size_t)n - sizeof(*h));
+	return (int)(n - (ssize_t)sizeof(*h));
+}
+
+static void drain(struct sock s)
+{
+	struct pkt_hdr h;
+	while (rx(s, &h, NULL, 0) >= 0)
+		;
+}
+
+static struct pkt_hdr hdr(int op, unsigned flags, uint32_t dqpn, uint32_t sqpn, uint32_t psn)
+{
+	struct pkt_hdr h;
+	memset(&h, 0, sizeof(h));
+	h.op = (uint8_t)op;
+	h.flags = (uint8_t)flags;
+	h.dqpn = dqpn;
+	h.sqpn = sqpn;
+	h.psn = psn;
+	return h;
+}
+
+static struct pkt_hdr ack(int syn, uint32_t dqpn, uint32_t sqpn, uint32_t psn, uint32_t extra)
+{
+	struct pkt_hdr h = hdr(OP_ACK, 0, dqpn, sqpn, psn);
+	h.syndrome = (uint8_t)syn;
+	h.imm = extra;
+	return h;
+}
+
+/* ---------------------------------------------------------------- verbs */
+
+static struct ibv_qp *rc_qp(uint32_t dqpn, enum ibv_qp_state upto, uint8_t rnr_retry)
+{
+	struct ibv_qp_init_attr ia = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+				       .cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
+						.max_recv_sge = 1 } };
+	struct ibv_qp *q = ibv_create_qp(pd, &ia);
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+						    IBV_ACCESS_REMOTE_ATOMIC };
+	if (!q || ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
+		fprintf(stderr, "qp setup failed\n");
+		exit(2);
+	}
+	if (upto == IBV_QPS_INIT)
+		return q;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = dqpn;
+	a.rq_psn = RQ_PSN;
+	a.max_dest_rd_atomic = 4;
+	a.min_rnr_timer = 12;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = gid;
+	a.ah_attr.grh.sgid_index = 1;
+	a.ah_attr.port_num = 1;
+	if (ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)) {
+		fprintf(stderr, "to RTR failed\n");
+		exit(2);
+	}
+	if (upto == IBV_QPS_RTR)
+		return q;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = SQ_PSN;
+	a.timeout = 14; /* ~67 ms: 7 retries outlast a busy machine's scheduling gaps */
+	a.retry_cnt = 7;
+	a.rnr_retry = rnr_retry;
+	a.max_rd_atomic = 4;
+	if (ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			  IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC)) {
+		fprintf(stderr, "to RTS failed\n");
+		exit(2);
+	}
+	return q;
+}
+
+static enum ibv_qp_state qp_state(struct ibv_qp *q)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+	if (ibv_query_qp(q, &a, IBV_QP_STATE, &ia))
+		return (enum ibv_qp_state)-1;
+	return a.qp_state;
+}
+
+static int post(struct ibv_qp *q, enum ibv_wr_opcode op, uint32_t off, uint32_t len, uint64_t id)
+{
+	struct ibv_sge s = { (uintptr_t)buf + off, len, mr->lkey };
+	struct ibv_send_wr w = { .wr_id = id, .sg_list = &s, .num_sge = 1, .opcode = op,
+				 .send_flags = IBV_SEND_SIGNALED }, *bad;
+	w.wr.rdma.remote_addr = 0x10000;
+	w.wr.rdma.rkey = 0x1234;
+	return ibv_post_send(q, &w, &bad);
+}
+
+/* Polls for up to ms; the number of completions read into wc. */
+static int poll_for(struct ibv_wc *wc, int max, int ms)
+{
+	int n = 0;
+	for (int i = 0; i < ms * 10 && n < max; i++) {
+		n += ibv_poll_cq(cq, max - n, wc + n);
+		if (n < max)
+			usleep(100);
+	}
+	return n;
+}
+
+static void drain_cq(void)
+{
+	struct ibv_wc wc[16];
+	while (ibv_poll_cq(cq, 16, wc) > 0)
+		;
+}
+
+/* The next request packet from the QP under test (ACKs the test does not want are skipped). */
+static int rx_req(struct sock peer, struct pkt_hdr *h, unsigned char *payload, int ms)
+{
+	for (int i = 0; i < 8; i++) {
+		int n = rx(peer, h, payload, ms);
+		if (n < 0 || h->op != OP_ACK)
+			return n;
+	}
+	return -1;
+}
+
+/* ---------------------------------------------------------------- requester: responses */
+
+/* A NAK from an address other than the peer's is ignored, whatever its PSN. */
+static void t_nak_wrong_source(void)
+{
+	drain_cq();
+	struct sock peer = udp_sock(), evil = udp_sock();
+	struct ibv_qp *q = rc_qp(qpn_of(peer), IBV_QPS_RTS, 7);
+	struct pkt_hdr h = ack(SYN_NAK_INV, q->qp_num, qpn_of(peer), SQ_PSN, 0);
+	tx(evil, q->qp_num, &h, NULL, 0);
+	usleep(20000);
+	CHECK_EQ(qp_state(q), IBV_QPS_RTS, "idle QP after a NAK from a stranger");
+	CHECK_EQ(post(q, IBV_WR_SEND, 0, 64, 1), 0, "post send");
+	struct pkt_hdr r;
+	CHECK(rx_req(peer, &r, NULL, 1000) == 64 && r.op == OP_SEND && r.psn == SQ_PSN, "peer gets the SEND");
+	tx(evil, q->qp_num, &h, NULL, 0);
+	struct ibv_wc wc;
+	CHECK_EQ(poll_for(&wc, 1, 30), 0, "no completion from a stranger's NAK");
+	CHECK_EQ(qp_state(q), IBV_QPS_RTS, "busy QP after a NAK from a stranger");
+	h = ack(SYN_ACK, q->qp_num, qpn_of(peer), SQ_PSN, 0);
+	tx(peer, q->qp_num, &h, NULL, 0);
+	CHECK(poll_for(&wc, 1, 1000) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 1,
+	      "the peer's ACK completes the SEND (status %d)", wc.status);
+	ibv_destroy_qp(q);
+	close(peer.fd);
+	close(evil.fd);
+}
+
+/* A NAK to a QP whose requester is not running (INIT, RTR) is ignored. */
+static void t_nak_not_rts(void)
+{
+	drain_cq();
+	struct sock peer = udp_sock();
+	struct ibv_qp *qi = rc_qp(qpn_of(peer), IBV_QPS_INIT, 7);
+	struct ibv_qp *qr = rc_qp(qpn_of(peer), IBV_QPS_RTR, 7);
+	for (int syn = SYN_RNR; syn <= SYN_NAK_OP; syn++) {
+		struct pkt_hdr h = ack(syn, qi->qp_num, qpn_of(peer), 0, 0);
+		tx(peer, qi->qp_num, &h, NULL, 0);
+		h = ack(syn, qr->qp_num, qpn_of(peer), SQ_PSN, 0);
+		tx(peer, qr->qp_num, &h, NULL, 0);
+	}
+	usleep(20000);
+	CHECK_EQ(qp_state(qi), IBV_QPS_INIT, "INIT QP after NAKs");
+	CHECK_EQ(qp_state(qr), IBV_QPS_RTR, "RTR QP after NAKs from its peer");
+	ibv_destroy_qp(qi);
+	ibv_destroy_qp(qr);
+	close(peer.fd);
+}
+
+/*
+ * The peer's own ACK/NAK with a PSN never sent is invalid: it neither completes
+ * the outstanding SEND nor moves the unacknowledged PSN, so the lost SEND is
+ * retransmitted and completes once really acknowledged.
+ */
+static void t_ack_beyond_sent(void)
+{
+	drain_cq();
+	struct sock peer = udp_sock();
+	struct ibv_qp *q = rc_qp(qpn_of(peer), IBV_QPS_RTS, 7);
+	CHECK_EQ(post(q, IBV_WR_SEND, 0, 64, 7), 0, "post send");
+	struct pkt_hdr r, h;
+	CHECK(rx_req(peer, &r, NULL, 1000) == 64 && r.psn == SQ_PSN, "first transmission");
+	h = ack(SYN_ACK, q->qp_num, qpn_of(peer), SQ_PSN + 5, 0);
+	tx(peer, q->qp_num, &h, NULL, 0);
+	h = ack(SYN_NAK_SEQ, q->qp_num, qpn_of(peer), SQ_PSN + 3, 0);
+	tx(peer, q->qp_num, &h, NULL, 0);
+	h = ack(SYN_NAK_INV, q->qp_num, qpn_of(peer), SQ_PSN + 1, 0);
+	tx(peer, q->qp_num, &h, NULL, 0);
+	struct ibv_wc wc;
+	CHECK_EQ(poll_for(&wc, 1, 30), 0, "no completion from ACK/NAKs beyond the sent PSNs");
+	CHECK_EQ(qp_state(q), IBV_QPS_RTS, "QP after NAKs beyond the sent PSNs");
+	/* the "lost" SEND comes again at its own PSN after the timeout */
+	CHECK(rx_req(peer, &r, NULL, 1000) == 64 && r.psn == SQ_PSN, "retransmission at psn %#x", r.psn);
+	h = ack(SYN_ACK, q->qp_num, qpn_of(peer), SQ_PSN, 0);
+	tx(peer, q->qp_num, &h, NULL, 0);
+	CHECK(poll_for(&wc, 1, 1000) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 7,
+	      "SEND completes on the real ACK (status %d)", wc.status);
+	/* the next SEND gets the next PSN and is acknowledged normally */
+	drain(peer); /* retransmissions of the first that were on their way */
+	CHECK_EQ(post(q, IBV_WR_SEND, 0, 16, 8), 0, "post second send");
+	CHECK(rx_req(peer, &r, NULL, 1000) == 16 && r.psn == SQ_PSN + 1, "second SEND at psn %#x", r.psn);
+	h = ack(SYN_ACK, q->qp_num, qpn_of(peer), SQ_PSN + 1, 0);
+	tx(peer, q->qp_num, &h, NULL, 0);
+	CHECK(poll_for(&wc, 1, 1000) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 8, "second SEND done");
+	ibv_destroy_qp(q);
+	close(peer.fd);
+}
+
+/* A blind ACK naming the right QPNs and PSN, from another address, completes nothing. */
+static void t_blind_ack(void)
+{
+	drain_cq();
+	struct sock peer = udp_sock(), evil = udp_sock();
+	struct ibv_qp *q = rc_qp(qpn_of(peer), IBV_QPS_RTS, 7);
+	CHECK_EQ(post(q, IBV_WR_SEND, 0, 64, 3), 0, "post send");
+	struct pkt_hdr r, h = ack(SYN_ACK, q->qp_num, qpn_of(peer), SQ_PSN, 0);
+	CHECK(rx_req(peer, &r, NULL, 1000) == 64, "peer gets the SEND");
+	tx(evil, q->qp_num, &h, NULL, 0);
+	struct ibv_wc wc;
+	CHECK_EQ(poll_for(&wc, 1, 30), 0, "no completion from a blind ACK");
+	tx(peer, q->qp_num, &h, NULL, 0);
+	CHECK(poll_for(&wc, 1, 1000) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 3, "real ACK completes");
+	ibv_destroy_qp(q);
+	close(peer.fd);
+	close(evil.fd);
+}
+
+/* RNR NAKs: a stranger's is ignored (rnr_retry 0 would fail the SEND at once); the
+ * peer's repeated RNR for the PSN already waited on counts once. */
+static void t_rnr(void)
+{
+	drain_cq();
+	struct sock peer = udp_sock(), evil = udp_sock();
+	struct ibv_qp *q = rc_qp(qpn_of(peer), IBV_QPS_RTS, 0);
+	CHECK_EQ(post(q, IBV_WR_SEND, 0, 64, 4), 0, "post send");
+	struct pkt_hdr r, h = ack(SYN_RNR, q->qp_num, qpn_of(peer), SQ_PSN, 20);
+	CHECK(rx_req(peer, &r, NULL, 1000) == 64, "peer gets the SEND");
+	tx(evil, q->qp_num, &h, NULL, 0);
+	usleep(10000);
+	h = ack(SYN_ACK, q->qp_num, qpn_of(peer), SQ_PSN, 0);
+	tx(peer, q->qp_num, &h, NULL, 0);
+	struct ibv_wc wc;
+	CHECK(poll_for(&wc, 1, 1000) == 1 && wc.status == IBV_WC_SUCCESS,
+	      "a stranger's RNR NAK is ignored (status %d)", wc.status);
+	ibv_destroy_qp(q);
+
+	q = rc_qp(qpn_of(peer), IBV_QPS_RTS, 1);
+	drain(peer);
+	CHECK_EQ(post(q, IBV_WR_SEND, 0, 64, 5), 0, "post send");
+	CHECK(rx_req(peer, &r, NULL, 1000) == 64, "peer gets the SEND");
+	h = ack(SYN_RNR, q->qp_num, qpn_of(peer), SQ_PSN, 20); /* ~10 ms */
+	tx(peer, q->qp_num, &h, NULL, 0);
+	tx(peer, q->qp_num, &h, NULL, 0);
+	CHECK(rx_req(peer, &r, NULL, 1000) == 64 && r.psn == SQ_PSN, "resent after the RNR wait");
+	h = ack(SYN_ACK, q->qp_num, qpn_of(peer), SQ_PSN, 0);
+	tx(peer, q->qp_num, &h, NULL, 0);
+	CHECK(poll_for(&wc, 1, 1000) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 5,
+	      "a repeated RNR NAK for the PSN waited on counts once (status %d)", wc.status);
+	ibv_destroy_qp(q);
+	close(peer.fd);
+	close(evil.fd);
+}
+
+/* READ responses: a stranger's, one of the wrong kind and one outside the window are
+ * ignored; the peer's right one fills the buffer. */
+static void t_read_resp(void)
+{
+	drain_cq();
+	struct sock peer = udp_sock(), evil = udp_sock();
+	struct ibv_qp *q = rc_qp(qpn_of(peer), IBV_QPS_RTS, 7);
+	memset(buf, 0, 64);
+	CHECK_EQ(post(q, IBV_WR_RDMA_READ, 0, 64, 9), 0, "post read");
+	struct pkt_hdr r;
+	CHECK(rx_req(peer, &r, NULL, 1000) == 0 && r.op == OP_READ_REQ && r.len == 64, "peer gets the READ");
+	unsigned char bad[64], good[64];
+	memset(bad, 0xee, sizeof(bad));
+	memset(good, 0x5a, sizeof(good));
+	struct pkt_hdr h = hdr(OP_READ_RESP, F_FIRST | F_LAST, q->qp_num, qpn_of(peer), SQ_PSN);
+	h.len = 64;
+	tx(evil, q->qp_num, &h, bad, 64);
+	struct pkt_hdr a = hdr(OP_ATOMIC_RESP, F_FIRST | F_LAST, q->qp_num, qpn_of(peer), SQ_PSN);
+	a.cmp = 0xeeeeeeeeeeeeeeeeull;
+	tx(peer, q->qp_num, &a, NULL, 0);
+	struct pkt_hdr o = h;
+	o.psn = SQ_PSN + 1;
+	tx(peer, q->qp_num, &o, bad, 64);
+	struct ibv_wc wc;
+	CHECK_EQ(poll_for(&wc, 1, 30), 0, "no completion from forged READ responses");
+	tx(peer, q->qp_num, &h, good, 64);
+	CHECK(poll_for(&wc, 1, 1000) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 9, "READ completes");
+	CHECK(!memcmp(buf, good, 64), "READ data is the peer's");
+	ibv_destroy_qp(q);
+	close(peer.fd);
+	close(evil.fd);
+}
+
+int main(void)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	alarm(120); /* bounded: a hang is a failure */
+	int n = 0;
+	struct ibv_device **l = ibv_get_device_list(&n);
+	if (!l || n < 1 || !(ctx = ibv_open_device(l[0]))) {
+		fprintf(stderr, "no RDMA device\n");
+		return 2;
+	}
+	ibv_free_device_list(l);
+	pd = ibv_alloc_pd(ctx);
+	cq = ibv_create_cq(ctx, 256, NULL, NULL, 0);
+	buf = aligned_alloc(4096, BUFSZ);
+	mr = ibv_reg_mr(pd, buf, BUFSZ, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+	if (!pd || !cq || !mr || ibv_query_gid(ctx, 1, 1, &gid)) {
+		fprintf(stderr, "setup failed\n");
+		return 2;
+	}
+	t_nak_wrong_source();
+	t_nak_not_rts();
+	t_ack_beyond_sent();
+	t_blind_ack();
+	t_rnr();
+	t_read_resp();
+	return t_report();
+}
