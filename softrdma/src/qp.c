@@ -307,6 +307,7 @@ SRD_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 		qp->msn = 0;
 		qp->nak_sent = false;
 		qp->recv_in_progress = false;
+		qp->write_in_progress = false;
 		if (ibqp->qp_type != IBV_QPT_UD) {
 			srd_gid_to_sockaddr(&a->ah_attr.grh.dgid, (uint16_t)(a->dest_qp_num >> 8),
 					    qp->dev->ifindex, &qp->peer);

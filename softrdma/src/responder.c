@@ -142,19 +142,46 @@ static int exec_write(struct srd_qp *qp, const struct srd_req *r, struct srd_res
 		struct ibv_sge rs[SRD_MAX_SGE]; /* the completion needs only the WQE's wr_id */
 		s = take_or_rnr(qp, &out->rw, rs);
 		if (s != SYN_ACK)
-			return s;
+			return s; /* RNR: this last packet comes again, the WRITE stays in progress */
 		out->rw.sge = NULL;
 		out->pend = true;
 		out->wc_op = IBV_WC_RECV_RDMA_WITH_IMM;
 		out->wc_len = r->total;
 	}
 	copy_payload(r, t);
+	qp->write_in_progress = !(r->flags & F_LAST);
 	return SYN_ACK;
+}
+
+/*
+ * RC opcode sequence: a multi-packet SEND or WRITE in progress continues with
+ * middle/last packets of the same operation; anything else starts with a first
+ * packet. A violation is an invalid request (NAK, QP to ERR); the receive WQE
+ * the broken SEND held completes flushed rather than being lost.
+ */
+static int sequence_check(struct srd_qp *qp, const struct srd_req *r)
+{
+	bool first = (r->flags & F_FIRST) != 0;
+	int cur = qp->recv_in_progress ? OP_SEND : qp->write_in_progress ? OP_WRITE : 0;
+	if (qp->ibqp.qp_type != IBV_QPT_RC || (cur ? r->op == cur && !first : first))
+		return SYN_ACK;
+	if (qp->recv_in_progress)
+		srd_recv_complete(qp, &qp->cur_rwqe, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, false, 0, 0,
+				  false, true);
+	qp->recv_in_progress = qp->write_in_progress = false;
+	responder_error(qp, IBV_EVENT_QP_REQ_ERR);
+	return SYN_NAK_INV;
 }
 
 int srd_resp_execute(struct srd_qp *qp, const struct srd_req *r, struct srd_resp *out)
 {
 	out->pend = false;
+	if (r->op != OP_SEND && r->op != OP_WRITE && r->op != OP_READ_REQ && r->op != OP_CAS &&
+	    r->op != OP_FAA)
+		return RESP_IGNORE;
+	int s = sequence_check(qp, r);
+	if (s != SYN_ACK)
+		return s;
 	switch (r->op) {
 	case OP_SEND:
 		return exec_send(qp, r, out);
@@ -186,7 +213,7 @@ int srd_resp_execute(struct srd_qp *qp, const struct srd_req *r, struct srd_resp
 		return SYN_ACK;
 	}
 	default:
-		return SYN_NAK_INV;
+		return RESP_IGNORE;
 	}
 }
 
@@ -195,6 +222,7 @@ void srd_resp_reset(struct srd_qp *qp)
 	pthread_mutex_lock(&qp->resp_lock);
 	qp->epsn = 0;
 	qp->recv_in_progress = false;
+	qp->write_in_progress = false;
 	qp->nak_sent = false;
 	memset(qp->atomic_cache, 0, sizeof(qp->atomic_cache));
 	pthread_mutex_unlock(&qp->resp_lock);
@@ -309,17 +337,18 @@ void srd_responder_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t 
 	}
 	uint32_t advance = 1;
 	struct srd_resp out = { 0 };
-	int s = SYN_ACK;
+	struct srd_seg seg = { (uint8_t *)payload, h->op == OP_READ_REQ ? 0 : h->len };
+	struct srd_req r = { .op = h->op, .flags = h->flags, .sqpn = h->sqpn, .imm = h->imm,
+			     .rkey = h->rkey, .len = h->len, .total = h->total, .va = h->va,
+			     .cmp = h->cmp, .swap = h->swap, .src = &seg, .nsrc = 1 };
 	srd_mr_rdlock();
-	if (h->op == OP_SEND || h->op == OP_WRITE || h->op == OP_READ_REQ || h->op == OP_CAS ||
-	    h->op == OP_FAA) {
-		struct srd_seg seg = { (uint8_t *)payload, h->op == OP_READ_REQ ? 0 : h->len };
-		struct srd_req r = { .op = h->op, .flags = h->flags, .sqpn = h->sqpn, .imm = h->imm,
-				     .rkey = h->rkey, .len = h->len, .total = h->total, .va = h->va,
-				     .cmp = h->cmp, .swap = h->swap, .src = &seg, .nsrc = 1 };
-		s = srd_resp_execute(qp, &r, &out);
-	}
+	int s = srd_resp_execute(qp, &r, &out);
 	srd_mr_unlock();
+	if (s == RESP_IGNORE) {
+		ST(invalid); /* an opcode no request has: dropped, the PSN stays expected */
+		pthread_mutex_unlock(&qp->resp_lock);
+		return;
+	}
 	if (s == SYN_RNR) {
 		send_ack(qp, h->sqpn, qp->epsn, SYN_RNR, qp->attr.min_rnr_timer);
 		pthread_mutex_unlock(&qp->resp_lock);

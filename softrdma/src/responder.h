@@ -31,6 +31,8 @@ struct srd_resp {
 /* srd_resp_execute's result besides SYN_ACK (done), SYN_RNR and the NAK syndromes:
  * UC with no receive posted, the message is dropped. */
 #define RESP_DROP 0x100
+/* ... and: not a request opcode at all; nothing done, the PSN is still expected. */
+#define RESP_IGNORE 0x101
 
 /* The QP takes requests from sqpn now (RTR/RTS/SQD, connected, sqpn its peer). */
 bool srd_resp_accepts(struct srd_qp *qp, uint32_t sqpn);

@@ -174,6 +174,7 @@ struct srd_qp {
 	uint32_t msn;
 	bool nak_sent;           /* one NAK per sequence error */
 	bool recv_in_progress;   /* multi-packet SEND being placed */
+	bool write_in_progress;  /* multi-packet WRITE being placed */
 	struct srd_rwqe cur_rwqe;
 	struct ibv_sge cur_sges[SRD_MAX_SGE];
 	uint32_t recv_off;

@@ -183,6 +183,13 @@ static int post(struct ibv_qp *q, enum ibv_wr_opcode op, uint32_t off, uint32_t 
 	return ibv_post_send(q, &w, &bad);
 }
 
+static int post_recv(struct ibv_qp *q, uint32_t off, uint32_t len, uint64_t id)
+{
+	struct ibv_sge s = { (uintptr_t)buf + off, len, mr->lkey };
+	struct ibv_recv_wr w = { .wr_id = id, .sg_list = &s, .num_sge = 1 }, *bad;
+	return ibv_post_recv(q, &w, &bad);
+}
+
 /* Polls for up to ms; the number of completions read into wc. */
 static int poll_for(struct ibv_wc *wc, int max, int ms)
 {
@@ -389,6 +396,141 @@ static void t_read_resp(void)
 	close(evil.fd);
 }
 
+/* ---------------------------------------------------------------- responder: requests */
+
+/* A responder QP connected to the test's peer socket, with two 4 KiB receives posted. */
+static struct ibv_qp *responder(struct sock peer)
+{
+	drain_cq();
+	drain(peer);
+	struct ibv_qp *q = rc_qp(qpn_of(peer), IBV_QPS_RTS, 7);
+	if (post_recv(q, 65536, 4096, 1) || post_recv(q, 65536 + 4096, 4096, 2)) {
+		fprintf(stderr, "post_recv failed\n");
+		exit(2);
+	}
+	return q;
+}
+
+/* The next ACK/NAK the responder sends to the peer within ms; -1 for none. */
+static int rx_ack(struct sock peer, uint32_t *psn, int ms)
+{
+	struct pkt_hdr h;
+	for (int i = 0; i < 8; i++) {
+		if (rx(peer, &h, NULL, ms) < 0)
+			return -1;
+		if (h.op == OP_ACK) {
+			*psn = h.psn;
+			return h.syndrome;
+		}
+	}
+	return -1;
+}
+
+static void send_req(struct sock from, struct ibv_qp *q, struct sock peer, int op, unsigned flags,
+		     uint32_t psn, const void *payload, uint32_t len)
+{
+	struct pkt_hdr h = hdr(op, flags, q->qp_num, qpn_of(peer), psn);
+	h.len = len;
+	h.total = len;
+	tx(from, q->qp_num, &h, payload, len);
+}
+
+/* After an invalid request: the peer got NAK invalid-request for psn, the QP is in ERR,
+ * and both receive WQEs came back (flushed), none with SUCCESS. */
+static void expect_invalid_request(struct sock peer, struct ibv_qp *q, uint32_t psn, const char *what)
+{
+	uint32_t got = 0;
+	int syn = rx_ack(peer, &got, 1000);
+	CHECK(syn == SYN_NAK_INV && got == psn, "%s: NAK invalid request for %#x (syndrome %d psn %#x)",
+	      what, psn, syn, got);
+	CHECK_EQ(qp_state(q), IBV_QPS_ERR, what);
+	struct ibv_wc wc[4];
+	int n = poll_for(wc, 2, 1000);
+	CHECK(n == 2 && wc[0].wr_id == 1 && wc[1].wr_id == 2 && wc[0].status != IBV_WC_SUCCESS &&
+	      wc[1].status != IBV_WC_SUCCESS, "%s: both receive WQEs complete in error (%d)", what, n);
+}
+
+/* An unknown opcode is dropped and does not take the PSN: the SEND at that PSN arrives. */
+static void t_unknown_opcode(void)
+{
+	struct sock peer = udp_sock();
+	struct ibv_qp *q = responder(peer);
+	unsigned char msg[16];
+	t_fill(msg, sizeof(msg), 11);
+	send_req(peer, q, peer, 0x2a, F_FIRST | F_LAST, RQ_PSN, NULL, 0);
+	send_req(peer, q, peer, 0, F_FIRST | F_LAST, RQ_PSN, NULL, 0);
+	send_req(peer, q, peer, OP_SEND, F_FIRST | F_LAST, RQ_PSN, msg, sizeof(msg));
+	uint32_t psn = 0;
+	int syn = rx_ack(peer, &psn, 1000);
+	CHECK(syn == SYN_ACK && psn == RQ_PSN, "SEND after unknown opcodes ACKed (syndrome %d psn %#x)", syn, psn);
+	struct ibv_wc wc;
+	CHECK(poll_for(&wc, 1, 1000) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 1 &&
+	      wc.byte_len == sizeof(msg), "SEND after unknown opcodes delivered (status %d)", wc.status);
+	CHECK(!memcmp(buf + 65536, msg, sizeof(msg)), "SEND data");
+	CHECK_EQ(qp_state(q), IBV_QPS_RTS, "QP after unknown opcodes");
+	ibv_destroy_qp(q);
+	close(peer.fd);
+}
+
+/* RC opcode sequence errors are invalid requests, and the PSN is not consumed. */
+static void t_sequence(void)
+{
+	struct sock peer = udp_sock();
+	unsigned char msg[1024];
+	t_fill(msg, sizeof(msg), 12);
+
+	struct ibv_qp *q = responder(peer);
+	send_req(peer, q, peer, OP_SEND, 0, RQ_PSN, msg, 64); /* a middle packet, no first */
+	expect_invalid_request(peer, q, RQ_PSN, "stray SEND middle");
+	ibv_destroy_qp(q);
+
+	q = responder(peer);
+	send_req(peer, q, peer, OP_SEND, F_LAST, RQ_PSN, msg, 64); /* a last packet, no first */
+	expect_invalid_request(peer, q, RQ_PSN, "stray SEND last");
+	ibv_destroy_qp(q);
+
+	q = responder(peer);
+	send_req(peer, q, peer, OP_SEND, F_FIRST, RQ_PSN, msg, sizeof(msg));
+	send_req(peer, q, peer, OP_SEND, F_FIRST, RQ_PSN + 1, msg, sizeof(msg));
+	expect_invalid_request(peer, q, RQ_PSN + 1, "second SEND first");
+	ibv_destroy_qp(q);
+
+	q = responder(peer);
+	send_req(peer, q, peer, OP_SEND, F_FIRST, RQ_PSN, msg, sizeof(msg));
+	struct pkt_hdr h = hdr(OP_READ_REQ, F_FIRST | F_LAST, q->qp_num, qpn_of(peer), RQ_PSN + 1);
+	h.rkey = mr->rkey;
+	h.va = (uintptr_t)buf;
+	h.len = 64;
+	tx(peer, q->qp_num, &h, NULL, 0);
+	expect_invalid_request(peer, q, RQ_PSN + 1, "READ inside a SEND");
+	ibv_destroy_qp(q);
+
+	q = responder(peer);
+	memset(buf + 4096, 0, 64);
+	h = hdr(OP_WRITE, 0, q->qp_num, qpn_of(peer), RQ_PSN);
+	h.rkey = mr->rkey;
+	h.va = (uintptr_t)buf + 4096;
+	h.len = h.total = 64;
+	tx(peer, q->qp_num, &h, msg, 64);
+	expect_invalid_request(peer, q, RQ_PSN, "stray WRITE middle");
+	static const unsigned char zero[64];
+	CHECK(!memcmp(buf + 4096, zero, 64), "a stray WRITE middle writes nothing");
+	ibv_destroy_qp(q);
+
+	/* a multi-packet SEND whose packets come in order is still fine */
+	q = responder(peer);
+	send_req(peer, q, peer, OP_SEND, F_FIRST, RQ_PSN, msg, sizeof(msg));
+	send_req(peer, q, peer, OP_SEND, 0, RQ_PSN + 1, msg, sizeof(msg));
+	send_req(peer, q, peer, OP_SEND, F_LAST, RQ_PSN + 2, msg, 100);
+	uint32_t psn = 0;
+	CHECK(rx_ack(peer, &psn, 1000) == SYN_ACK && psn == RQ_PSN + 2, "3-packet SEND ACKed (psn %#x)", psn);
+	struct ibv_wc wc;
+	CHECK(poll_for(&wc, 1, 1000) == 1 && wc.status == IBV_WC_SUCCESS && wc.byte_len == 2148,
+	      "3-packet SEND delivered (status %d, %u bytes)", wc.status, wc.byte_len);
+	ibv_destroy_qp(q);
+	close(peer.fd);
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -415,5 +557,7 @@ int main(void)
 	t_blind_ack();
 	t_rnr();
 	t_read_resp();
+	t_unknown_opcode();
+	t_sequence();
 	return t_report();
 }
