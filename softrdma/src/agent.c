@@ -23,17 +23,29 @@
 static pthread_once_t g_agent_once = PTHREAD_ONCE_INIT;
 static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
 
-static void handle_packet(const uint8_t *buf, size_t n, const struct sockaddr_in6 *from)
+/*
+ * One received datagram. Dropped before any QP sees it: a truncated one (larger
+ * than any packet softrdma sends), one shorter than a header or of another
+ * protocol, one whose QPNs or PSN use the reserved top byte, one whose length is
+ * not what its header says (a READ request carries no payload).
+ */
+static void handle_packet(const uint8_t *buf, size_t n, const struct sockaddr_in6 *from,
+			  int msg_flags)
 {
-	if (n < sizeof(struct pkt_hdr))
+	if ((msg_flags & MSG_TRUNC) || n < sizeof(struct pkt_hdr)) {
+		ST(invalid);
 		return;
+	}
 	struct pkt_hdr h;
 	memcpy(&h, buf, sizeof(h));
 	if (h.magic != PKT_MAGIC)
 		return;
 	ST(rx);
-	if (h.op != OP_READ_REQ && h.len != n - sizeof(h))
+	if (((h.dqpn | h.sqpn | h.psn) & ~SRD_HDR_PSN_MASK) ||
+	    (h.op == OP_READ_REQ ? n != sizeof(h) : h.len != n - sizeof(h))) {
+		ST(invalid);
 		return;
+	}
 	const uint8_t *payload = buf + sizeof(h);
 	srd_net_rdlock();
 	struct srd_qp *qp = srd_net_lookup(h.dqpn);
@@ -110,7 +122,8 @@ static void *agent_main(void *arg)
 				if (r <= 0)
 					break;
 				for (int j = 0; j < r; j++)
-					handle_packet(buf + (size_t)j * MAX_PKT, rmsgs[j].msg_len, &from[j]);
+					handle_packet(buf + (size_t)j * MAX_PKT, rmsgs[j].msg_len, &from[j],
+						      rmsgs[j].msg_hdr.msg_flags);
 				if (r < RBATCH)
 					break;
 			}

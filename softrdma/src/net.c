@@ -204,6 +204,8 @@ bool srd_net_owns_qpn(uint32_t qpn)
 /* caller holds g_qpt for reading */
 struct srd_qp *srd_net_lookup(uint32_t qpn)
 {
+	if (qpn > SRD_HDR_PSN_MASK)
+		return NULL; /* QPNs are 24 bits: the top byte is reserved */
 	uint16_t port = (uint16_t)(qpn >> 8);
 	for (int i = 0; i < g_nsocks; i++)
 		if (g_socks[i]->port == port)

@@ -531,6 +531,59 @@ static void t_sequence(void)
 	close(peer.fd);
 }
 
+/* ---------------------------------------------------------------- malformed datagrams */
+
+/* Truncated datagrams, reserved QPN/PSN bytes and lengths that disagree with the header
+ * are dropped: the real SEND at the same PSN after them is the one delivered. */
+static void t_malformed(void)
+{
+	drain_cq();
+	struct sock peer = udp_sock();
+	struct ibv_qp *q = responder(peer);
+	unsigned char msg[16];
+	t_fill(msg, sizeof(msg), 13);
+	struct ibv_wc wc;
+	uint32_t psn = 0;
+
+	/* a datagram larger than any packet, cut to the receive buffer */
+	static unsigned char big[sizeof(struct pkt_hdr) + 4096 + 64];
+	struct pkt_hdr h = hdr(OP_SEND, F_FIRST | F_LAST, q->qp_num, qpn_of(peer), RQ_PSN);
+	h.len = h.total = 4096; /* what survives a truncation to the largest packet */
+	h.magic = PKT_MAGIC;
+	memcpy(big, &h, sizeof(h));
+	tx_raw(peer, q->qp_num, big, sizeof(big));
+	send_req(peer, q, peer, OP_SEND, F_FIRST | F_LAST, RQ_PSN, msg, sizeof(msg));
+	CHECK(poll_for(&wc, 1, 1000) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 1 &&
+	      wc.byte_len == sizeof(msg), "a truncated datagram is dropped (delivered %u bytes)", wc.byte_len);
+	CHECK(!memcmp(buf + 65536, msg, sizeof(msg)), "the real SEND's data");
+	CHECK(rx_ack(peer, &psn, 1000) == SYN_ACK && psn == RQ_PSN, "and ACKed (psn %#x)", psn);
+
+	/* reserved top bytes of the QPNs and the PSN, a length the payload does not have */
+	unsigned char junk[32];
+	memset(junk, 0xee, sizeof(junk));
+	struct pkt_hdr r = hdr(OP_SEND, F_FIRST | F_LAST, q->qp_num | 0x5a000000u, qpn_of(peer), RQ_PSN + 1);
+	r.len = r.total = sizeof(junk);
+	tx(peer, q->qp_num, &r, junk, sizeof(junk));
+	r = hdr(OP_SEND, F_FIRST | F_LAST, q->qp_num, qpn_of(peer) | 0x01000000u, RQ_PSN + 1);
+	r.len = r.total = sizeof(junk);
+	tx(peer, q->qp_num, &r, junk, sizeof(junk));
+	r = hdr(OP_SEND, F_FIRST | F_LAST, q->qp_num, qpn_of(peer), (RQ_PSN + 1) | 0x7f000000u);
+	r.len = r.total = sizeof(junk);
+	tx(peer, q->qp_num, &r, junk, sizeof(junk));
+	r = hdr(OP_SEND, F_FIRST | F_LAST, q->qp_num, qpn_of(peer), RQ_PSN + 1);
+	r.len = r.total = sizeof(junk) + 1; /* says more than it carries */
+	tx(peer, q->qp_num, &r, junk, sizeof(junk));
+	t_fill(msg, sizeof(msg), 14);
+	send_req(peer, q, peer, OP_SEND, F_FIRST | F_LAST, RQ_PSN + 1, msg, sizeof(msg));
+	CHECK(poll_for(&wc, 1, 1000) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 2 &&
+	      wc.byte_len == sizeof(msg), "reserved bytes set: dropped (delivered %u bytes)", wc.byte_len);
+	CHECK(!memcmp(buf + 65536 + 4096, msg, sizeof(msg)), "the second real SEND's data");
+	CHECK(rx_ack(peer, &psn, 1000) == SYN_ACK && psn == RQ_PSN + 1, "and ACKed (psn %#x)", psn);
+	CHECK_EQ(qp_state(q), IBV_QPS_RTS, "QP after malformed datagrams");
+	ibv_destroy_qp(q);
+	close(peer.fd);
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -559,5 +612,6 @@ int main(void)
 	t_read_resp();
 	t_unknown_opcode();
 	t_sequence();
+	t_malformed();
 	return t_report();
 }
