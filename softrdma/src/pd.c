@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/random.h>
 
 /* ---------------------------------------------------------------- PD */
 
@@ -36,17 +38,67 @@ SRD_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 
 /* ---------------------------------------------------------------- MR */
 
+/*
+ * Keys: like a NIC's, a key is a 24-bit table index above an 8-bit key byte that
+ * belongs to the consumer (ibv_inc_rkey changes only that byte). So that keys are
+ * not predictable, the index is stored XORed with a per-process random salt and the
+ * key byte is random (never the byte of the previous registration, so a key of one
+ * MR with a neighbour's index never matches that neighbour). lkey == rkey.
+ */
 static pthread_rwlock_t g_mr_lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct srd_mr **g_mrs;
 static uint32_t g_mr_cap, g_mr_hint = 1;
-static uint8_t g_mr_gen;
+static uint32_t g_mr_salt;        /* 24 bits */
+static uint64_t g_mr_rng;         /* xorshift64*, written under the write lock */
+static uint8_t g_mr_last;         /* key byte of the previous registration */
+static pthread_once_t g_mr_once = PTHREAD_ONCE_INIT;
+
+static uint64_t seed(void)
+{
+	uint64_t s = 0;
+	if (getrandom(&s, sizeof(s), GRND_NONBLOCK) != (ssize_t)sizeof(s))
+		s = srd_now_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)&s;
+	return s | 1;
+}
+
+static uint64_t mr_rand(void)
+{
+	g_mr_rng ^= g_mr_rng >> 12;
+	g_mr_rng ^= g_mr_rng << 25;
+	g_mr_rng ^= g_mr_rng >> 27;
+	return g_mr_rng * 2685821657736338717ull;
+}
+
+/* a child of fork() keeps the table and its salt, but must not repeat the parent's key bytes */
+static void mr_atfork_child(void)
+{
+	g_mr_rng = seed();
+}
+
+static void mr_keys_init(void)
+{
+	g_mr_rng = seed();
+	g_mr_salt = (uint32_t)(mr_rand() >> 40) & 0xffffffu;
+	pthread_atfork(NULL, NULL, mr_atfork_child);
+}
+
+/* An index whose key would have a zero index part is never used (keys stay >= 0x100). */
+static bool idx_usable(uint32_t i)
+{
+	return ((i ^ g_mr_salt) & 0xffffffu) != 0;
+}
 
 void srd_mr_rdlock(void) { pthread_rwlock_rdlock(&g_mr_lock); }
 void srd_mr_unlock(void) { pthread_rwlock_unlock(&g_mr_lock); }
 
+static uint32_t key_idx(uint32_t key)
+{
+	return ((key >> 8) ^ g_mr_salt) & 0xffffffu;
+}
+
 static struct srd_mr *mr_get(uint32_t key)
 {
-	uint32_t idx = key >> 8;
+	uint32_t idx = key_idx(key);
 	if (idx == 0 || idx >= g_mr_cap)
 		return NULL;
 	struct srd_mr *mr = g_mrs[idx];
@@ -81,13 +133,14 @@ SRD_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t
 		errno = ENOMEM;
 		return NULL;
 	}
+	pthread_once(&g_mr_once, mr_keys_init);
 	pthread_rwlock_wrlock(&g_mr_lock);
 	uint32_t idx = 0;
 	for (uint32_t i = g_mr_hint; i < g_mr_cap; i++)
-		if (!g_mrs[i]) { idx = i; break; }
+		if (!g_mrs[i] && idx_usable(i)) { idx = i; break; }
 	if (!idx) {
 		for (uint32_t i = 1; i < g_mr_hint && i < g_mr_cap; i++)
-			if (!g_mrs[i]) { idx = i; break; }
+			if (!g_mrs[i] && idx_usable(i)) { idx = i; break; }
 	}
 	if (!idx) {
 		uint32_t ncap = g_mr_cap ? g_mr_cap * 2 : 1024;
@@ -106,11 +159,18 @@ SRD_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t
 		}
 		memset(n + g_mr_cap, 0, (ncap - g_mr_cap) * sizeof(*n));
 		idx = g_mr_cap ? g_mr_cap : 1;
+		if (!idx_usable(idx))
+			idx++;
 		g_mrs = n;
 		g_mr_cap = ncap;
 	}
 	g_mr_hint = idx + 1;
-	uint32_t key = (idx << 8) | (g_mr_gen++);
+	uint8_t kb;
+	do
+		kb = (uint8_t)(mr_rand() >> 56);
+	while (kb == g_mr_last);
+	g_mr_last = kb;
+	uint32_t key = (((idx ^ g_mr_salt) & 0xffffffu) << 8) | kb;
 	mr->ibmr.context = pd->context;
 	mr->ibmr.pd = pd;
 	mr->ibmr.addr = addr;
@@ -143,7 +203,7 @@ SRD_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 {
 	struct srd_mr *mr = container_of(ibmr, struct srd_mr, ibmr);
 	pthread_rwlock_wrlock(&g_mr_lock);
-	uint32_t idx = ibmr->lkey >> 8;
+	uint32_t idx = key_idx(ibmr->lkey);
 	if (idx < g_mr_cap && g_mrs[idx] == mr)
 		g_mrs[idx] = NULL;
 	pthread_rwlock_unlock(&g_mr_lock);

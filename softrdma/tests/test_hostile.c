@@ -584,10 +584,51 @@ static void t_malformed(void)
 	close(peer.fd);
 }
 
+/* ---------------------------------------------------------------- memory keys */
+
+/* The first MR of a fresh process: its rkey, or 0 when registration fails. */
+static uint32_t first_rkey_in_child(void)
+{
+	int fd[2];
+	if (pipe(fd))
+		return 0;
+	pid_t pid = fork();
+	if (pid == 0) {
+		uint32_t k = 0;
+		struct ibv_device **l = ibv_get_device_list(NULL);
+		struct ibv_context *c = l && l[0] ? ibv_open_device(l[0]) : NULL;
+		struct ibv_pd *p = c ? ibv_alloc_pd(c) : NULL;
+		static char area[4096];
+		struct ibv_mr *m = p ? ibv_reg_mr(p, area, sizeof(area), IBV_ACCESS_LOCAL_WRITE |
+						  IBV_ACCESS_REMOTE_WRITE) : NULL;
+		if (m)
+			k = m->rkey;
+		_exit(write(fd[1], &k, 4) == 4 ? 0 : 1);
+	}
+	uint32_t k = 0;
+	if (read(fd[0], &k, 4) != 4)
+		k = 0;
+	waitpid(pid, NULL, 0);
+	close(fd[0]);
+	close(fd[1]);
+	return k;
+}
+
+/* rkeys are not predictable: the first MR of two fresh processes gets different keys
+ * (not the 0x100 every process used to start with). */
+static void t_rkeys(void)
+{
+	uint32_t a = first_rkey_in_child(), b = first_rkey_in_child();
+	CHECK(a && b, "MR registration in fresh processes (%#x, %#x)", a, b);
+	CHECK(a != b, "first rkeys of two processes differ (%#x, %#x)", a, b);
+	CHECK(a != 0x100 && b != 0x100, "first rkey is not 0x100 (%#x, %#x)", a, b);
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	alarm(120); /* bounded: a hang is a failure */
+	t_rkeys(); /* first: its children must be the first MR users of their process */
 	int n = 0;
 	struct ibv_device **l = ibv_get_device_list(&n);
 	if (!l || n < 1 || !(ctx = ibv_open_device(l[0]))) {
