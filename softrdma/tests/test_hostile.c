@@ -624,6 +624,101 @@ static void t_rkeys(void)
 	CHECK(a != 0x100 && b != 0x100, "first rkey is not 0x100 (%#x, %#x)", a, b);
 }
 
+/* ---------------------------------------------------------------- random datagrams */
+
+static uint64_t rng = 0x5eed5eed5eedull; /* fixed seed: every run forges the same stream */
+
+static uint32_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (uint32_t)(rng >> 16);
+}
+
+/* One random datagram for qp: random opcode, flags, keys, lengths, sometimes a reserved
+ * byte, a short or long datagram or another protocol; psn as given. */
+static void forge(struct sock from, uint32_t qpn, uint32_t peer_qpn, uint32_t psn)
+{
+	struct pkt_hdr h = hdr((int)(rnd() % 12), rnd() & 0xff, qpn, peer_qpn, psn);
+	h.syndrome = (uint8_t)(rnd() % 8);
+	h.imm = rnd();
+	h.rkey = rnd() % 4 ? rnd() : mr->rkey;
+	h.va = rnd() % 2 ? (uintptr_t)buf + rnd() % BUFSZ : ((uint64_t)rnd() << 32 | rnd());
+	h.cmp = rnd();
+	h.swap = rnd();
+	uint32_t len = rnd() % 3 ? rnd() % 1100 : 0;
+	h.len = rnd() % 8 ? len : rnd();
+	h.total = rnd() % 2 ? len : rnd();
+	if (rnd() % 16 == 0)
+		h.dqpn |= rnd() << 24;
+	unsigned char b[sizeof(h) + 1100];
+	h.magic = rnd() % 32 ? PKT_MAGIC : rnd();
+	memcpy(b, &h, sizeof(h));
+	for (uint32_t i = 0; i < len; i++)
+		b[sizeof(h) + i] = (unsigned char)rnd();
+	size_t n = sizeof(h) + len;
+	if (rnd() % 16 == 0)
+		n = rnd() % sizeof(h); /* shorter than a header */
+	tx_raw(from, qpn, b, n);
+}
+
+/*
+ * A responder and a requester with a SEND outstanding take a fixed-seed stream of
+ * random datagrams: from a stranger at any PSN, and from the peer at PSNs no request
+ * or response may have now. Neither QP changes state or completes anything; after
+ * the stream both still work.
+ */
+static void t_fuzz(void)
+{
+	struct sock peer = udp_sock(), evil = udp_sock();
+	struct ibv_qp *q = responder(peer);
+	for (int i = 0; i < 3000; i++) {
+		if (i % 2) {
+			forge(evil, q->qp_num, qpn_of(peer), (RQ_PSN + rnd() % 9 - 4) & SRD_HDR_PSN_MASK);
+		} else {
+			uint32_t off = 1 + rnd() % 300;
+			forge(peer, q->qp_num, qpn_of(peer), (rnd() % 2 ? RQ_PSN + off : RQ_PSN - off) & SRD_HDR_PSN_MASK);
+		}
+		if (i % 64 == 0)
+			drain(peer); /* NAKs and duplicate ACKs for the forged requests */
+	}
+	usleep(50000);
+	struct ibv_wc wc;
+	CHECK_EQ(poll_for(&wc, 1, 20), 0, "no completion from random datagrams");
+	CHECK_EQ(qp_state(q), IBV_QPS_RTS, "responder after random datagrams");
+	drain(peer);
+	unsigned char msg[100];
+	t_fill(msg, sizeof(msg), 15);
+	send_req(peer, q, peer, OP_SEND, F_FIRST | F_LAST, RQ_PSN, msg, sizeof(msg));
+	CHECK(poll_for(&wc, 1, 1000) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 1 &&
+	      wc.byte_len == sizeof(msg), "a real SEND after random datagrams (status %d)", wc.status);
+	CHECK(!memcmp(buf + 65536, msg, sizeof(msg)), "its data");
+	ibv_destroy_qp(q);
+
+	drain_cq();
+	q = rc_qp(qpn_of(peer), IBV_QPS_RTS, 7);
+	drain(peer);
+	CHECK_EQ(post(q, IBV_WR_SEND, 0, 64, 6), 0, "post send");
+	struct pkt_hdr r;
+	CHECK(rx_req(peer, &r, NULL, 1000) == 64, "peer gets the SEND");
+	for (int i = 0; i < 500; i++) {
+		if (i % 2)
+			forge(evil, q->qp_num, qpn_of(peer), (SQ_PSN + rnd() % 9 - 4) & SRD_HDR_PSN_MASK);
+		else
+			forge(peer, q->qp_num, qpn_of(peer), (SQ_PSN + 1 + rnd() % 300) & SRD_HDR_PSN_MASK);
+	}
+	CHECK_EQ(poll_for(&wc, 1, 20), 0, "requester: no completion from random datagrams");
+	CHECK_EQ(qp_state(q), IBV_QPS_RTS, "requester after random datagrams");
+	struct pkt_hdr h = ack(SYN_ACK, q->qp_num, qpn_of(peer), SQ_PSN, 0);
+	tx(peer, q->qp_num, &h, NULL, 0);
+	CHECK(poll_for(&wc, 1, 1000) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 6,
+	      "requester: the real ACK completes the SEND (status %d)", wc.status);
+	ibv_destroy_qp(q);
+	close(peer.fd);
+	close(evil.fd);
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -654,5 +749,6 @@ int main(void)
 	t_unknown_opcode();
 	t_sequence();
 	t_malformed();
+	t_fuzz();
 	return t_report();
 }
