@@ -32,8 +32,22 @@ static void print_stats(void)
 
 /* ---------------------------------------------------------------- sockets, QPN table, wake-ups */
 
+/*
+ * A QPN's port is served by a set of UDP sockets bound to that port on specific
+ * addresses, never the wildcard: the loopback addresses (peers on this host are
+ * reached over loopback) and the addresses of the QP's device (its GIDs). A packet
+ * leaves from the member whose address is of the destination's kind, so the peer
+ * sees it come from the address it knows us by.
+ */
+#define SOCK_ADDRS (SRD_GID_TBL_LEN + 2)
+enum addr_kind { K_LO4, K_LO6, K_V4, K_LL6, K_V6 };
+
 struct srd_sock {
-	int fd;
+	int nfd;
+	int fds[SOCK_ADDRS];
+	enum addr_kind kinds[SOCK_ADDRS];
+	struct in6_addr addrs[SOCK_ADDRS];
+	struct srd_device *dev;
 	uint16_t port;
 	int used;
 	struct srd_qp *slots[256];
@@ -46,8 +60,6 @@ static int g_epfd = -1, g_kickfd = -1;
 static volatile int g_timers_hint;
 static bool g_faults; /* fault injection configured: every packet goes through faults.c */
 
-#define KICK_EVENT 0xffffffffu
-
 void srd_net_init(void)
 {
 	g_faults = srd_faults_enabled();
@@ -55,14 +67,15 @@ void srd_net_init(void)
 	g_kickfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (getenv("SOFTRDMA_STATS"))
 		atexit(print_stats);
-	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = KICK_EVENT };
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = g_kickfd };
 	epoll_ctl(g_epfd, EPOLL_CTL_ADD, g_kickfd, &ev);
 }
 
 void srd_net_atfork_child(void)
 {
 	for (int i = 0; i < g_nsocks; i++) {
-		close(g_socks[i]->fd);
+		for (int k = 0; k < g_socks[i]->nfd; k++)
+			close(g_socks[i]->fds[k]);
 		free(g_socks[i]);
 		g_socks[i] = NULL;
 	}
@@ -106,41 +119,112 @@ int srd_net_wait(struct epoll_event *evs, int max, int tmo_ms)
 
 int srd_net_event_fd(const struct epoll_event *ev)
 {
-	if (ev->data.u32 == KICK_EVENT) {
+	if (ev->data.fd == g_kickfd) {
 		uint64_t v;
 		if (read(g_kickfd, &v, 8) < 0) { /* already drained */ }
 		return -1;
 	}
-	return g_socks[ev->data.u32]->fd;
+	return ev->data.fd;
 }
 
-static struct srd_sock *open_sock(void)
+static enum addr_kind kind_of(const struct in6_addr *a)
+{
+	if (IN6_IS_ADDR_V4MAPPED(a))
+		return a->s6_addr[12] == 127 ? K_LO4 : K_V4;
+	if (IN6_IS_ADDR_LOOPBACK(a))
+		return K_LO6;
+	return IN6_IS_ADDR_LINKLOCAL(a) ? K_LL6 : K_V6;
+}
+
+static int bind_member(struct srd_sock *s, const struct in6_addr *addr, int ifindex, uint16_t port)
 {
 	int fd = socket(AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return NULL;
+		return -errno;
 	int zero = 0, big = 4 << 20;
 	setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
 	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big)))
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
 	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof(big)))
 		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
-	struct sockaddr_in6 sa = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT };
+	struct sockaddr_in6 sa = { .sin6_family = AF_INET6, .sin6_addr = *addr, .sin6_port = htons(port) };
+	if (IN6_IS_ADDR_LINKLOCAL(addr))
+		sa.sin6_scope_id = (uint32_t)ifindex;
 	socklen_t sl = sizeof(sa);
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || getsockname(fd, (struct sockaddr *)&sa, &sl)) {
+		int e = errno;
 		close(fd);
-		return NULL;
+		return -e;
+	}
+	s->port = ntohs(sa.sin6_port);
+	s->kinds[s->nfd] = kind_of(addr);
+	s->addrs[s->nfd] = *addr;
+	s->fds[s->nfd++] = fd;
+	return 0;
+}
+
+/*
+ * Opens the socket set of a new port for dev: the first member takes an ephemeral
+ * port on loopback, the others bind the same port on their addresses. An address
+ * that cannot be bound here (an interface without IPv6, a GID derived from the MAC
+ * that no interface holds) is left out; a port another socket already holds on one
+ * of the addresses makes the whole set start again on a new port.
+ */
+static struct srd_sock *open_sock(struct srd_device *dev)
+{
+	struct in6_addr addrs[SOCK_ADDRS];
+	int n = 0;
+	struct in6_addr lo4 = { .s6_addr = { [10] = 0xff, [11] = 0xff, [12] = 127, [15] = 1 } };
+	addrs[n++] = lo4;
+	addrs[n++] = in6addr_loopback;
+	for (int g = 0; g < dev->ngids && n < SOCK_ADDRS; g++) {
+		const struct in6_addr *a = (const struct in6_addr *)dev->gids[g].raw;
+		bool dup = false;
+		for (int k = 0; k < n; k++)
+			dup |= !memcmp(&addrs[k], a, sizeof(*a));
+		if (!dup && !IN6_IS_ADDR_UNSPECIFIED(a))
+			addrs[n++] = *a;
 	}
 	struct srd_sock *s = calloc(1, sizeof(*s));
-	if (!s) {
-		close(fd);
+	if (!s)
 		return NULL;
+	s->dev = dev;
+	for (int attempt = 0; attempt < 32; attempt++) {
+		s->nfd = 0;
+		int e = 0;
+		for (int k = 0; k < n && e != -EADDRINUSE; k++) {
+			/* until one member is bound, the next address takes an ephemeral port */
+			e = bind_member(s, &addrs[k], dev->ifindex, s->nfd ? s->port : 0);
+		}
+		if (e != -EADDRINUSE && s->nfd) {
+			for (int k = 0; k < s->nfd; k++) {
+				struct epoll_event ev = { .events = EPOLLIN, .data.fd = s->fds[k] };
+				epoll_ctl(g_epfd, EPOLL_CTL_ADD, s->fds[k], &ev);
+			}
+			return s;
+		}
+		for (int k = 0; k < s->nfd; k++)
+			close(s->fds[k]);
 	}
-	s->fd = fd;
-	s->port = ntohs(sa.sin6_port);
-	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = (uint32_t)g_nsocks };
-	epoll_ctl(g_epfd, EPOLL_CTL_ADD, fd, &ev);
-	return s;
+	free(s);
+	errno = EADDRINUSE;
+	return NULL;
+}
+
+/* The member to send to `to` from: for a peer on this host the loopback member of the
+ * destination's family, else the member bound to our GID in use (sgid), else one of the
+ * destination's kind, else the first. */
+static int pick_fd(const struct srd_sock *s, const struct sockaddr_in6 *to, const uint8_t *sgid)
+{
+	enum addr_kind k = kind_of(&to->sin6_addr);
+	if (k != K_LO4 && k != K_LO6)
+		for (int i = 0; i < s->nfd; i++)
+			if (!memcmp(&s->addrs[i], sgid, 16))
+				return s->fds[i];
+	for (int i = 0; i < s->nfd; i++)
+		if (s->kinds[i] == k)
+			return s->fds[i];
+	return s->fds[0];
 }
 
 int srd_net_alloc_qpn(struct srd_qp *qp)
@@ -148,7 +232,7 @@ int srd_net_alloc_qpn(struct srd_qp *qp)
 	pthread_rwlock_wrlock(&g_qpt);
 	int si = -1;
 	for (int i = 0; i < g_nsocks; i++)
-		if (g_socks[i]->used < 256) {
+		if (g_socks[i]->dev == qp->dev && g_socks[i]->used < 256) {
 			si = i;
 			break;
 		}
@@ -157,7 +241,7 @@ int srd_net_alloc_qpn(struct srd_qp *qp)
 			pthread_rwlock_unlock(&g_qpt);
 			return ENOMEM;
 		}
-		struct srd_sock *s = open_sock();
+		struct srd_sock *s = open_sock(qp->dev);
 		if (!s) {
 			int e = errno ? errno : ENOMEM;
 			pthread_rwlock_unlock(&g_qpt);
@@ -292,7 +376,9 @@ void srd_xmit(struct srd_qp *qp, const struct sockaddr_in6 *to, struct pkt_hdr *
 		 const void *payload, size_t len)
 {
 	h->magic = PKT_MAGIC;
-	int fd = g_socks[qp->sock]->fd;
+	const uint8_t *sgid = qp->ibqp.qp_type == IBV_QPT_UD ? h->sgid :
+			      qp->dev->gids[qp->attr.ah_attr.grh.sgid_index].raw;
+	int fd = pick_fd(g_socks[qp->sock], to, sgid);
 	struct batch *b = tl_batch;
 	if (!g_faults && b && b->depth) {
 		if (b->n && (b->fd != fd || b->n == BATCH))

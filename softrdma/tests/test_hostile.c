@@ -719,6 +719,44 @@ static void t_fuzz(void)
 	close(evil.fd);
 }
 
+/* ---------------------------------------------------------------- socket binding */
+
+/* Counts the UDP sockets of this host bound to port (all, and those on a wildcard address). */
+static void bound_sockets(uint16_t port, int *all, int *wild)
+{
+	*all = *wild = 0;
+	const char *files[] = { "/proc/net/udp", "/proc/net/udp6" };
+	for (int f = 0; f < 2; f++) {
+		FILE *fp = fopen(files[f], "r");
+		if (!fp)
+			continue;
+		char line[512], addr[64];
+		unsigned p;
+		while (fgets(line, sizeof(line), fp)) {
+			if (sscanf(line, " %*d: %63[0-9A-Fa-f]:%x", addr, &p) != 2 || p != port)
+				continue;
+			(*all)++;
+			if (strspn(addr, "0") == strlen(addr))
+				(*wild)++;
+		}
+		fclose(fp);
+	}
+}
+
+/* A QP's UDP sockets listen on the device's and the loopback addresses, not on every
+ * interface's (a wildcard bind). */
+static void t_bound(void)
+{
+	struct sock peer = udp_sock();
+	struct ibv_qp *q = rc_qp(qpn_of(peer), IBV_QPS_INIT, 7);
+	int all, wild;
+	bound_sockets((uint16_t)(q->qp_num >> 8), &all, &wild);
+	CHECK(all > 0, "the QP's port %u has sockets (%d)", q->qp_num >> 8, all);
+	CHECK_EQ(wild, 0, "sockets of the QP's port bound to a wildcard address");
+	ibv_destroy_qp(q);
+	close(peer.fd);
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -750,5 +788,6 @@ int main(void)
 	t_sequence();
 	t_malformed();
 	t_fuzz();
+	t_bound();
 	return t_report();
 }
