@@ -220,6 +220,16 @@ static int rx_req(struct sock peer, struct pkt_hdr *h, unsigned char *payload, i
 	return -1;
 }
 
+/* The peer ACKs psn: the SEND wr_id completes with SUCCESS. */
+static void peer_acks(struct sock peer, struct ibv_qp *q, uint32_t psn, uint64_t wr_id, const char *what)
+{
+	struct pkt_hdr h = ack(SYN_ACK, q->qp_num, qpn_of(peer), psn, 0);
+	tx(peer, q->qp_num, &h, NULL, 0);
+	struct ibv_wc wc = { 0 };
+	CHECK(poll_for(&wc, 1, 1000) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == wr_id,
+	      "%s (status %d, wr_id %llu)", what, wc.status, (unsigned long long)wc.wr_id);
+}
+
 /* ---------------------------------------------------------------- requester: responses */
 
 /* A NAK from an address other than the peer's is ignored, whatever its PSN. */
@@ -239,10 +249,7 @@ static void t_nak_wrong_source(void)
 	struct ibv_wc wc;
 	CHECK_EQ(poll_for(&wc, 1, 30), 0, "no completion from a stranger's NAK");
 	CHECK_EQ(qp_state(q), IBV_QPS_RTS, "busy QP after a NAK from a stranger");
-	h = ack(SYN_ACK, q->qp_num, qpn_of(peer), SQ_PSN, 0);
-	tx(peer, q->qp_num, &h, NULL, 0);
-	CHECK(poll_for(&wc, 1, 1000) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 1,
-	      "the peer's ACK completes the SEND (status %d)", wc.status);
+	peer_acks(peer, q, SQ_PSN, 1, "the peer's ACK completes the SEND");
 	ibv_destroy_qp(q);
 	close(peer.fd);
 	close(evil.fd);
@@ -293,17 +300,12 @@ static void t_ack_beyond_sent(void)
 	CHECK_EQ(qp_state(q), IBV_QPS_RTS, "QP after NAKs beyond the sent PSNs");
 	/* the "lost" SEND comes again at its own PSN after the timeout */
 	CHECK(rx_req(peer, &r, NULL, 1000) == 64 && r.psn == SQ_PSN, "retransmission at psn %#x", r.psn);
-	h = ack(SYN_ACK, q->qp_num, qpn_of(peer), SQ_PSN, 0);
-	tx(peer, q->qp_num, &h, NULL, 0);
-	CHECK(poll_for(&wc, 1, 1000) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 7,
-	      "SEND completes on the real ACK (status %d)", wc.status);
+	peer_acks(peer, q, SQ_PSN, 7, "SEND completes on the real ACK");
 	/* the next SEND gets the next PSN and is acknowledged normally */
 	drain(peer); /* retransmissions of the first that were on their way */
 	CHECK_EQ(post(q, IBV_WR_SEND, 0, 16, 8), 0, "post second send");
 	CHECK(rx_req(peer, &r, NULL, 1000) == 16 && r.psn == SQ_PSN + 1, "second SEND at psn %#x", r.psn);
-	h = ack(SYN_ACK, q->qp_num, qpn_of(peer), SQ_PSN + 1, 0);
-	tx(peer, q->qp_num, &h, NULL, 0);
-	CHECK(poll_for(&wc, 1, 1000) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 8, "second SEND done");
+	peer_acks(peer, q, SQ_PSN + 1, 8, "second SEND done");
 	ibv_destroy_qp(q);
 	close(peer.fd);
 }
@@ -320,8 +322,7 @@ static void t_blind_ack(void)
 	tx(evil, q->qp_num, &h, NULL, 0);
 	struct ibv_wc wc;
 	CHECK_EQ(poll_for(&wc, 1, 30), 0, "no completion from a blind ACK");
-	tx(peer, q->qp_num, &h, NULL, 0);
-	CHECK(poll_for(&wc, 1, 1000) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 3, "real ACK completes");
+	peer_acks(peer, q, SQ_PSN, 3, "real ACK completes");
 	ibv_destroy_qp(q);
 	close(peer.fd);
 	close(evil.fd);
@@ -354,10 +355,7 @@ static void t_rnr(void)
 	tx(peer, q->qp_num, &h, NULL, 0);
 	tx(peer, q->qp_num, &h, NULL, 0);
 	CHECK(rx_req(peer, &r, NULL, 1000) == 64 && r.psn == SQ_PSN, "resent after the RNR wait");
-	h = ack(SYN_ACK, q->qp_num, qpn_of(peer), SQ_PSN, 0);
-	tx(peer, q->qp_num, &h, NULL, 0);
-	CHECK(poll_for(&wc, 1, 1000) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 5,
-	      "a repeated RNR NAK for the PSN waited on counts once (status %d)", wc.status);
+	peer_acks(peer, q, SQ_PSN, 5, "a repeated RNR NAK for the PSN waited on counts once");
 	ibv_destroy_qp(q);
 	close(peer.fd);
 	close(evil.fd);
@@ -710,10 +708,7 @@ static void t_fuzz(void)
 	}
 	CHECK_EQ(poll_for(&wc, 1, 20), 0, "requester: no completion from random datagrams");
 	CHECK_EQ(qp_state(q), IBV_QPS_RTS, "requester after random datagrams");
-	struct pkt_hdr h = ack(SYN_ACK, q->qp_num, qpn_of(peer), SQ_PSN, 0);
-	tx(peer, q->qp_num, &h, NULL, 0);
-	CHECK(poll_for(&wc, 1, 1000) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 6,
-	      "requester: the real ACK completes the SEND (status %d)", wc.status);
+	peer_acks(peer, q, SQ_PSN, 6, "requester: the real ACK completes the SEND");
 	ibv_destroy_qp(q);
 	close(peer.fd);
 	close(evil.fd);
