@@ -1,5 +1,11 @@
-/* Devices, contexts, queries, sysfs emulation and async events. */
-#include "srd.h"
+/*
+ * Devices: the device table (from SOFTRDMA_DEVICES or the first usable
+ * interface), GIDs and this host's addresses (when a destination is "us",
+ * GID to UDP address), device and port attributes, GID/P_Key queries and the
+ * sysfs emulation that ibv_devinfo reads.
+ * Owns: struct srd_device and the device table. Calls: no other unit (a leaf).
+ */
+#include "device.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -244,7 +250,7 @@ SRD_EXPORT __be64 ibv_get_device_guid(struct ibv_device *device)
 
 /* ---------------------------------------------------------------- queries */
 
-void srd_fill_device_attr(struct srd_device *dev, struct ibv_device_attr *a)
+static void fill_device_attr(struct srd_device *dev, struct ibv_device_attr *a)
 {
 	memset(a, 0, sizeof(*a));
 	snprintf(a->fw_ver, sizeof(a->fw_ver), "0.1.0");
@@ -282,20 +288,15 @@ void srd_fill_device_attr(struct srd_device *dev, struct ibv_device_attr *a)
 	a->phys_port_cnt = 1;
 }
 
-static struct srd_context *ctx_of(struct ibv_context *c)
-{
-	return container_of(c, struct srd_context, vctx.context);
-}
-
 SRD_EXPORT int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *attr)
 {
 	if (!context || !attr)
 		return EINVAL;
-	srd_fill_device_attr(ctx_of(context)->dev, attr);
+	fill_device_attr(srd_ctx_of(context)->dev, attr);
 	return 0;
 }
 
-static int srd_query_device_ex(struct ibv_context *context,
+int srd_query_device_ex(struct ibv_context *context,
 			       const struct ibv_query_device_ex_input *input,
 			       struct ibv_device_attr_ex *attr, size_t attr_size)
 {
@@ -305,7 +306,7 @@ static int srd_query_device_ex(struct ibv_context *context,
 		return EINVAL;
 	struct ibv_device_attr_ex full;
 	memset(&full, 0, sizeof(full));
-	srd_fill_device_attr(ctx_of(context)->dev, &full.orig_attr);
+	fill_device_attr(srd_ctx_of(context)->dev, &full.orig_attr);
 	full.max_dm_size = 0;
 	full.phys_port_cnt_ex = 1;
 	memcpy(attr, &full, attr_size < sizeof(full) ? attr_size : sizeof(full));
@@ -331,13 +332,13 @@ static void fill_port(struct srd_device *dev, struct ibv_port_attr *p)
 	(void)dev;
 }
 
-static int srd_query_port(struct ibv_context *context, uint8_t port, struct ibv_port_attr *attr,
+int srd_query_port(struct ibv_context *context, uint8_t port, struct ibv_port_attr *attr,
 			  size_t len)
 {
 	if (port != 1)
 		return EINVAL;
 	struct ibv_port_attr full;
-	fill_port(ctx_of(context)->dev, &full);
+	fill_port(srd_ctx_of(context)->dev, &full);
 	memset(attr, 0, len);
 	memcpy(attr, &full, len < sizeof(full) ? len : sizeof(full));
 	return 0;
@@ -355,7 +356,7 @@ SRD_EXPORT int ibv_query_port(struct ibv_context *context, uint8_t port_num,
 SRD_EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index,
 			     union ibv_gid *gid)
 {
-	struct srd_device *d = ctx_of(context)->dev;
+	struct srd_device *d = srd_ctx_of(context)->dev;
 	if (port_num != 1 || index < 0 || index >= SRD_GID_TBL_LEN)
 		return -1;
 	/* unused entries read as zero, like an empty kernel table slot */
@@ -370,7 +371,7 @@ SRD_EXPORT int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num,
 				 uint32_t gid_index, struct ibv_gid_entry *entry,
 				 uint32_t flags, size_t entry_size)
 {
-	struct srd_device *d = ctx_of(context)->dev;
+	struct srd_device *d = srd_ctx_of(context)->dev;
 	if (flags || entry_size < sizeof(*entry))
 		return EINVAL;
 	if (port_num != 1)
@@ -391,7 +392,7 @@ SRD_EXPORT int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num,
 SRD_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context, struct ibv_gid_entry *entries,
 					size_t max_entries, uint32_t flags, size_t entry_size)
 {
-	struct srd_device *d = ctx_of(context)->dev;
+	struct srd_device *d = srd_ctx_of(context)->dev;
 	if (flags || entry_size < sizeof(*entries))
 		return -EINVAL;
 	if (max_entries < (size_t)d->ngids)
@@ -407,7 +408,7 @@ SRD_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context, struct ibv_
 SRD_EXPORT int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
 				  unsigned int index, int *type)
 {
-	struct srd_device *d = ctx_of(context)->dev;
+	struct srd_device *d = srd_ctx_of(context)->dev;
 	if (port_num != 1 || index >= SRD_GID_TBL_LEN || (int)index >= d->ngids) {
 		errno = EINVAL;
 		return -1;
@@ -563,111 +564,4 @@ SRD_EXPORT int ibv_read_ibdev_sysfs_file(char *buf, size_t size, const char *sys
 		if (!strcmp(d[i].ibdev.name, sysfs_name))
 			return fake_sysfs(&d[i], file, buf, size);
 	return ibv_read_sysfs_file(dir, file, buf, size);
-}
-
-/* ---------------------------------------------------------------- open/close */
-
-SRD_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
-{
-	int n;
-	struct srd_device *devs = srd_devices(&n);
-	struct srd_device *dev = container_of(device, struct srd_device, ibdev);
-	if (!device || dev < devs || dev >= devs + n) {
-		errno = ENODEV;
-		return NULL;
-	}
-	struct srd_context *ctx = calloc(1, sizeof(*ctx));
-	if (!ctx) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	ctx->dev = dev;
-	struct ibv_context *c = &ctx->vctx.context;
-	c->device = device;
-	c->cmd_fd = -1;
-	c->async_fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
-	if (c->async_fd < 0) {
-		int e = errno;
-		free(ctx);
-		errno = e;
-		return NULL;
-	}
-	c->num_comp_vectors = 1;
-	pthread_mutex_init(&c->mutex, NULL);
-	pthread_mutex_init(&ctx->async_lock, NULL);
-	c->abi_compat = __VERBS_ABI_IS_EXTENDED;
-	ctx->vctx.sz = sizeof(struct verbs_context);
-	ctx->vctx.query_port = srd_query_port;
-	ctx->vctx.query_device_ex = srd_query_device_ex;
-	c->ops.post_send = srd_post_send;
-	c->ops.post_recv = srd_post_recv;
-	c->ops.poll_cq = srd_poll_cq;
-	c->ops.req_notify_cq = srd_req_notify_cq;
-	c->ops.post_srq_recv = srd_post_srq_recv;
-	srd_agent_start();
-	return c;
-}
-
-SRD_EXPORT int ibv_close_device(struct ibv_context *context)
-{
-	struct srd_context *ctx = ctx_of(context);
-	pthread_mutex_lock(&ctx->async_lock);
-	while (ctx->async_head) {
-		struct srd_async_node *n = ctx->async_head;
-		ctx->async_head = n->next;
-		free(n);
-	}
-	pthread_mutex_unlock(&ctx->async_lock);
-	close(context->async_fd);
-	free(ctx);
-	return 0;
-}
-
-/* ---------------------------------------------------------------- async events */
-
-void srd_async_post(struct srd_context *ctx, struct ibv_async_event *ev)
-{
-	struct srd_async_node *n = malloc(sizeof(*n));
-	if (!n)
-		return;
-	n->next = NULL;
-	n->ev = *ev;
-	pthread_mutex_lock(&ctx->async_lock);
-	if (ctx->async_tail)
-		ctx->async_tail->next = n;
-	else
-		ctx->async_head = n;
-	ctx->async_tail = n;
-	pthread_mutex_unlock(&ctx->async_lock);
-	uint64_t one = 1;
-	if (write(ctx->vctx.context.async_fd, &one, 8) != 8)
-		return;
-}
-
-SRD_EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
-{
-	struct srd_context *ctx = ctx_of(context);
-	uint64_t v;
-	if (read(context->async_fd, &v, 8) != 8)
-		return -1;
-	pthread_mutex_lock(&ctx->async_lock);
-	struct srd_async_node *n = ctx->async_head;
-	if (n) {
-		ctx->async_head = n->next;
-		if (!ctx->async_head)
-			ctx->async_tail = NULL;
-	}
-	pthread_mutex_unlock(&ctx->async_lock);
-	if (!n) {
-		errno = EAGAIN;
-		return -1;
-	}
-	*event = n->ev;
-	free(n);
-	return 0;
-}
-
-SRD_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
-{
-	(void)event;
 }

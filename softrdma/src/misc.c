@@ -1,4 +1,5 @@
-/* Helpers with no device state: strings, rates, fork control, and verbs this device lacks. */
+/* Helpers with no device state: strings, rates, fork control, and verbs this device lacks.
+ * Calls: no other unit (a leaf). */
 #include "srd.h"
 #include <errno.h>
 #include <stdio.h>

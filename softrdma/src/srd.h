@@ -1,5 +1,11 @@
 /*
- * softrdma internal definitions.
+ * softrdma's object types: the private structs behind every verbs object, and
+ * the limits the device reports. Types and a few inline accessors only; each
+ * unit's functions are declared in that unit's own header, and the units call
+ * each other one way (docs/softrdma.md, "Units"; tests/layering.sh checks it):
+ *
+ *   context.c qp.c   >  agent.c  >  requester.c  >  responder.c  >  sq.c  >  rq.c
+ *   >  cq.c net.c  >  events.c device.c pd.c faults.c misc.c
  *
  * Every verbs object is a private struct that embeds the public rdma-core
  * struct as its first member, so the pointer handed to the application is the
@@ -16,6 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <netinet/in.h>
+#include <time.h>
 
 #define SRD_EXPORT __attribute__((visibility("default")))
 #define SRD_MAX_DEVICES 8
@@ -157,6 +164,7 @@ struct srd_qp {
 	/* requester transport state */
 	uint32_t snd_psn;        /* next PSN to assign */
 	uint32_t una_psn;        /* oldest unacknowledged PSN */
+	uint32_t sent_psn;       /* one past the newest PSN transmitted: responses must be older */
 	int outstanding_rd;      /* READ/ATOMIC in flight */
 	int retry_left, rnr_left;
 	uint64_t timer_deadline_ns; /* 0 = no timer */
@@ -166,6 +174,7 @@ struct srd_qp {
 	uint32_t msn;
 	bool nak_sent;           /* one NAK per sequence error */
 	bool recv_in_progress;   /* multi-packet SEND being placed */
+	bool write_in_progress;  /* multi-packet WRITE being placed */
 	struct srd_rwqe cur_rwqe;
 	struct ibv_sge cur_sges[SRD_MAX_SGE];
 	uint32_t recv_off;
@@ -181,39 +190,30 @@ struct srd_qp {
 	int state;                /* enum ibv_qp_state, read without locks */
 };
 
-/* device.c */
-struct srd_device *srd_devices(int *n);
-bool srd_gid_is_local(const union ibv_gid *gid);
-void srd_gid_to_sockaddr(const union ibv_gid *gid, uint16_t port, int ifindex,
-			 struct sockaddr_in6 *sa);
-void srd_fill_device_attr(struct srd_device *dev, struct ibv_device_attr *a);
-void srd_async_post(struct srd_context *ctx, struct ibv_async_event *ev);
+#define REF(x) __atomic_add_fetch(&(x)->refs, 1, __ATOMIC_ACQ_REL)
+#define PD_OF(p) container_of((p), struct srd_pd, ibpd)
+#define UNREF(x) __atomic_sub_fetch(&(x)->refs, 1, __ATOMIC_ACQ_REL)
 
-/* verbs.c */
-struct srd_mr *srd_mr_get(uint32_t key); /* called with the MR table read lock */
-void srd_mr_rdlock(void);
-void srd_mr_unlock(void);
-void srd_cq_push(struct srd_cq *cq, const struct ibv_wc *wc, bool solicited);
-int srd_rq_pop(struct srd_rq *rq, struct srd_rwqe *out, struct ibv_sge *sges);
-void srd_qp_to_error(struct srd_qp *qp, bool flush_sq_now);
-void srd_flush_sq_locked(struct srd_qp *qp);
-void srd_flush_rq(struct srd_qp *qp);
-void srd_srq_check_limit(struct srd_srq *srq);
+static inline struct srd_context *srd_ctx_of(struct ibv_context *c)
+{
+	return container_of(c, struct srd_context, vctx.context);
+}
 
-/* net.c */
-int srd_net_alloc_qpn(struct srd_qp *qp);
-void srd_net_free_qpn(struct srd_qp *qp);
-struct srd_qp *srd_net_lookup_local(uint32_t qpn);
-bool srd_net_owns_qpn(uint32_t qpn); /* the QPN's socket is one of this process's */
-int srd_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
-int srd_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
-int srd_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
-int srd_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc);
-int srd_req_notify_cq(struct ibv_cq *ibcq, int solicited_only);
-void srd_qp_reset_transport(struct srd_qp *qp);
-void srd_qp_kick(struct srd_qp *qp); /* ask the agent to look at a QP */
-bool srd_faults_enabled(void);
-void srd_agent_start(void);
-uint64_t srd_now_ns(void);
+static inline struct srd_qp *srd_qp_of(struct ibv_qp *q)
+{
+	return container_of(q, struct srd_qp, ibqp);
+}
+
+static inline struct srd_cq *srd_cq_of(struct ibv_cq *c)
+{
+	return container_of(c, struct srd_cq, ibcq);
+}
+
+static inline uint64_t srd_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 #endif

@@ -23,7 +23,7 @@ static int t_report(void)
 	return t_fail ? 1 : 0;
 }
 
-static unsigned long t_checksum(const unsigned char *p, size_t n)
+__attribute__((unused)) static unsigned long t_checksum(const unsigned char *p, size_t n)
 {
 	unsigned long h = 1469598103934665603ul;
 	for (size_t i = 0; i < n; i++)
@@ -31,7 +31,7 @@ static unsigned long t_checksum(const unsigned char *p, size_t n)
 	return h;
 }
 
-static void t_fill(unsigned char *p, size_t n, unsigned seed)
+__attribute__((unused)) static void t_fill(unsigned char *p, size_t n, unsigned seed)
 {
 	for (size_t i = 0; i < n; i++) {
 		seed = seed * 1103515245u + 12345u;

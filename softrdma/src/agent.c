@@ -1,0 +1,181 @@
+/*
+ * The agent: one thread per process (started with the first device open)
+ * that plays the NIC. It receives packets and hands each to the requester
+ * (ACK/NAK, READ/atomic responses) or the responder (requests, UD), so a
+ * target that only spins on its memory sees data without calling a verb; it
+ * runs kicked send queues and the retransmission/RNR timers, and sends the
+ * packets fault injection held back. Also fork(): the child starts afresh.
+ * Owns: the thread and its receive buffers.
+ * Calls: requester, responder, net, faults, pd (MR lock for UD delivery).
+ */
+#include "agent.h"
+#include "requester.h"
+#include "responder.h"
+#include "net.h"
+#include "faults.h"
+#include "pd.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/socket.h>
+
+static pthread_once_t g_agent_once = PTHREAD_ONCE_INIT;
+static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
+
+/*
+ * One received datagram. Dropped before any QP sees it: a truncated one (larger
+ * than any packet softrdma sends), one shorter than a header or of another
+ * protocol, one whose QPNs or PSN use the reserved top byte, one whose length is
+ * not what its header says (a READ request carries no payload).
+ */
+static void handle_packet(const uint8_t *buf, size_t n, const struct sockaddr_in6 *from,
+			  int msg_flags)
+{
+	if ((msg_flags & MSG_TRUNC) || n < sizeof(struct pkt_hdr)) {
+		ST(invalid);
+		return;
+	}
+	struct pkt_hdr h;
+	memcpy(&h, buf, sizeof(h));
+	if (h.magic != PKT_MAGIC)
+		return;
+	ST(rx);
+	if (((h.dqpn | h.sqpn | h.psn) & ~SRD_HDR_PSN_MASK) ||
+	    (h.op == OP_READ_REQ ? n != sizeof(h) : h.len != n - sizeof(h))) {
+		ST(invalid);
+		return;
+	}
+	const uint8_t *payload = buf + sizeof(h);
+	srd_net_rdlock();
+	struct srd_qp *qp = srd_net_lookup(h.dqpn);
+	if (qp) {
+		if (h.op == OP_UD_SEND) {
+			struct srd_seg s = { (uint8_t *)payload, h.len };
+			srd_mr_rdlock();
+			srd_ud_deliver(qp, h.rkey, h.sqpn, h.sgid, &s, 1, h.len, (h.flags & F_IMM) != 0, h.imm,
+				       (h.flags & F_SOLICITED) != 0);
+			srd_mr_unlock();
+		} else if (!srd_net_from_peer(qp, from)) {
+			ST(invalid); /* connected QPs take packets from their peer only */
+		} else if (h.op == OP_ACK || h.op == OP_READ_RESP || h.op == OP_ATOMIC_RESP) {
+			if (h.sqpn == qp->attr.dest_qp_num)
+				srd_requester_rx(qp, &h, payload);
+		} else {
+			srd_responder_rx(qp, &h, payload);
+		}
+	}
+	srd_net_unlock();
+}
+
+struct scan { uint64_t now; bool any; };
+
+static void service(struct srd_qp *qp, void *arg)
+{
+	struct scan *s = arg;
+	bool kick = __atomic_exchange_n(&qp->kick, false, __ATOMIC_ACQ_REL);
+	if (srd_requester_service(qp, kick, s->now))
+		s->any = true;
+}
+
+static void run_timers_and_kicks(uint64_t now)
+{
+	struct scan s = { now, false };
+	srd_net_for_each_qp(service, &s);
+	srd_timer_hint(s.any);
+}
+
+static void *agent_main(void *arg)
+{
+	(void)arg;
+
+	enum { RBATCH = 32 };
+	uint8_t *buf = malloc((size_t)RBATCH * MAX_PKT);
+	struct mmsghdr rmsgs[RBATCH];
+	struct iovec riov[RBATCH];
+	struct sockaddr_in6 from[RBATCH];
+	for (int j = 0; j < RBATCH; j++) {
+		riov[j].iov_base = buf + (size_t)j * MAX_PKT;
+		riov[j].iov_len = MAX_PKT;
+		memset(&rmsgs[j], 0, sizeof(rmsgs[j]));
+		rmsgs[j].msg_hdr.msg_iov = &riov[j];
+		rmsgs[j].msg_hdr.msg_iovlen = 1;
+		rmsgs[j].msg_hdr.msg_name = &from[j];
+	}
+	struct epoll_event evs[16];
+	uint64_t last_scan = 0;
+	for (;;) {
+		int tmo = (srd_timer_hinted() || srd_faults_pending()) ? 1 : 50;
+		int n = srd_net_wait(evs, 16, tmo);
+		bool kicked = false;
+		for (int i = 0; i < n; i++) {
+			int fd = srd_net_event_fd(&evs[i]);
+			if (fd < 0) {
+				kicked = true;
+				continue;
+			}
+			srd_batch_begin();
+			for (int k = 0; k < 16; k++) {
+				for (int j = 0; j < RBATCH; j++)
+					rmsgs[j].msg_hdr.msg_namelen = sizeof(from[j]);
+				int r = recvmmsg(fd, rmsgs, RBATCH, MSG_DONTWAIT, NULL);
+				if (r <= 0)
+					break;
+				for (int j = 0; j < r; j++)
+					handle_packet(buf + (size_t)j * MAX_PKT, rmsgs[j].msg_len, &from[j],
+						      rmsgs[j].msg_hdr.msg_flags);
+				if (r < RBATCH)
+					break;
+			}
+			srd_batch_end();
+		}
+		uint64_t now = srd_now_ns();
+		if (srd_faults_pending())
+			srd_faults_flush(now);
+		if (kicked || now - last_scan >= 1000000ull) {
+			last_scan = now;
+			srd_batch_begin();
+			run_timers_and_kicks(now);
+			srd_batch_end();
+		}
+	}
+	return NULL;
+}
+
+static void agent_init(void)
+{
+	srd_net_init();
+	pthread_t t;
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old); /* the agent never takes the app's signals */
+	if (pthread_create(&t, &a, agent_main, NULL))
+		fprintf(stderr, "softrdma: cannot start the agent thread\n");
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&a);
+}
+
+/*
+ * A child of fork() has no agent thread and shares the parent's sockets; QPs do
+ * not survive fork (as with rdma-core), but the child may open devices afresh:
+ * forget the inherited transport so the first new QP starts everything again.
+ */
+static void atfork_child(void)
+{
+	srd_net_atfork_child();
+	g_agent_once = (pthread_once_t)PTHREAD_ONCE_INIT;
+}
+
+static void atfork_register(void)
+{
+	pthread_atfork(NULL, NULL, atfork_child);
+}
+
+void srd_agent_start(void)
+{
+	pthread_once(&g_atfork_once, atfork_register);
+	pthread_once(&g_agent_once, agent_init);
+}

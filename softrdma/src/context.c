@@ -1,0 +1,66 @@
+/*
+ * Device contexts: ibv_open_device wires the data-path verbs into
+ * context->ops and starts the agent; ibv_close_device.
+ * Owns: struct srd_context's life. Calls: device, events, cq, rq, requester, agent.
+ */
+#include "device.h"
+#include "events.h"
+#include "cq.h"
+#include "rq.h"
+#include "requester.h"
+#include "agent.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+
+SRD_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
+{
+	int n;
+	struct srd_device *devs = srd_devices(&n);
+	struct srd_device *dev = container_of(device, struct srd_device, ibdev);
+	if (!device || dev < devs || dev >= devs + n) {
+		errno = ENODEV;
+		return NULL;
+	}
+	struct srd_context *ctx = calloc(1, sizeof(*ctx));
+	if (!ctx) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ctx->dev = dev;
+	struct ibv_context *c = &ctx->vctx.context;
+	c->device = device;
+	c->cmd_fd = -1;
+	c->async_fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+	if (c->async_fd < 0) {
+		int e = errno;
+		free(ctx);
+		errno = e;
+		return NULL;
+	}
+	c->num_comp_vectors = 1;
+	pthread_mutex_init(&c->mutex, NULL);
+	pthread_mutex_init(&ctx->async_lock, NULL);
+	c->abi_compat = __VERBS_ABI_IS_EXTENDED;
+	ctx->vctx.sz = sizeof(struct verbs_context);
+	ctx->vctx.query_port = srd_query_port;
+	ctx->vctx.query_device_ex = srd_query_device_ex;
+	c->ops.post_send = srd_post_send;
+	c->ops.post_recv = srd_post_recv;
+	c->ops.poll_cq = srd_poll_cq;
+	c->ops.req_notify_cq = srd_req_notify_cq;
+	c->ops.post_srq_recv = srd_post_srq_recv;
+	srd_agent_start();
+	return c;
+}
+
+SRD_EXPORT int ibv_close_device(struct ibv_context *context)
+{
+	struct srd_context *ctx = srd_ctx_of(context);
+	srd_async_drain(ctx);
+	close(context->async_fd);
+	free(ctx);
+	return 0;
+}
+

@@ -1,0 +1,10 @@
+/* cq.c: completion queues and completion channels. */
+#ifndef SRD_CQ_H
+#define SRD_CQ_H
+#include "srd.h"
+
+void srd_cq_push(struct srd_cq *cq, const struct ibv_wc *wc, bool solicited);
+int srd_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc);
+int srd_req_notify_cq(struct ibv_cq *ibcq, int solicited_only);
+
+#endif

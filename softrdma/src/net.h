@@ -1,0 +1,44 @@
+/* net.c: sockets, the QPN table, transmission, the agent's wake-ups, counters. */
+#ifndef SRD_NET_H
+#define SRD_NET_H
+#include "srd.h"
+#include "wire.h"
+#include <sys/epoll.h>
+
+struct srd_stats { unsigned long tx, rx, nak_seq, rnr, timeouts, dup_rx, eagain, invalid; };
+extern struct srd_stats srd_st;
+#define ST(x) __atomic_fetch_add(&srd_st.x, 1, __ATOMIC_RELAXED)
+
+void srd_net_init(void);
+void srd_net_atfork_child(void);
+
+/* QPN table: a QP found by number is used only under the table's read lock. */
+int srd_net_alloc_qpn(struct srd_qp *qp);
+void srd_net_free_qpn(struct srd_qp *qp);
+bool srd_net_owns_qpn(uint32_t qpn); /* the QPN's socket is one of this process's */
+void srd_net_rdlock(void);
+void srd_net_unlock(void);
+struct srd_qp *srd_net_lookup(uint32_t qpn); /* read lock held */
+/* A packet from `from` comes from qp's connected peer (for a peer on this host: any
+ * loopback address, the peer's port). */
+bool srd_net_from_peer(const struct srd_qp *qp, const struct sockaddr_in6 *from);
+void srd_net_for_each_qp(void (*fn)(struct srd_qp *qp, void *arg), void *arg);
+
+/* Transmission: srd_xmit sends one packet from qp's socket; between srd_batch_begin and
+ * srd_batch_end (nestable) packets of this thread leave together in sendmmsg calls. */
+void srd_xmit(struct srd_qp *qp, const struct sockaddr_in6 *to, struct pkt_hdr *h,
+	      const void *payload, size_t len);
+void srd_batch_begin(void);
+void srd_batch_end(void);
+void srd_batch_flush(void); /* send what this thread's batch holds now */
+
+/* Wake-ups of the agent: a kicked QP has its send queue run by the agent; the timer
+ * hint makes the agent scan timers every millisecond. */
+void srd_net_wake(void);
+void srd_qp_kick(struct srd_qp *qp);
+void srd_timer_hint(bool any);
+bool srd_timer_hinted(void);
+int srd_net_wait(struct epoll_event *evs, int max, int tmo_ms);
+int srd_net_event_fd(const struct epoll_event *ev); /* the socket's fd; -1 for a kick (drained) */
+
+#endif

@@ -1,0 +1,377 @@
+/*
+ * Protection domains and what hangs off them without a queue: memory regions
+ * (the key table, registration) and the memory access every data path uses
+ * (lkey/rkey resolution with bounds and access checks, copies between segment
+ * lists), and address handles.
+ * Owns: struct srd_pd, srd_mr, srd_ah, the MR table. Calls: no other unit (a leaf).
+ */
+#include "pd.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/random.h>
+
+/* ---------------------------------------------------------------- PD */
+
+SRD_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
+{
+	struct srd_pd *pd = calloc(1, sizeof(*pd));
+	if (!pd) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pd->ibpd.context = context;
+	pd->ibpd.handle = (uint32_t)(uintptr_t)pd;
+	return &pd->ibpd;
+}
+
+
+SRD_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
+{
+	/* like the kernel: a PD still holding objects cannot go */
+	if (__atomic_load_n(&PD_OF(pd)->refs, __ATOMIC_ACQUIRE))
+		return EBUSY;
+	free(PD_OF(pd));
+	return 0;
+}
+
+/* ---------------------------------------------------------------- MR */
+
+/*
+ * Keys: like a NIC's, a key is a 24-bit table index above an 8-bit key byte that
+ * belongs to the consumer (ibv_inc_rkey changes only that byte). So that keys are
+ * not predictable, the index is stored XORed with a per-process random salt and the
+ * key byte is random (never the byte of the previous registration, so a key of one
+ * MR with a neighbour's index never matches that neighbour). lkey == rkey.
+ */
+static pthread_rwlock_t g_mr_lock = PTHREAD_RWLOCK_INITIALIZER;
+static struct srd_mr **g_mrs;
+static uint32_t g_mr_cap, g_mr_hint = 1;
+static uint32_t g_mr_salt;        /* 24 bits */
+static uint64_t g_mr_rng;         /* xorshift64*, written under the write lock */
+static uint8_t g_mr_last;         /* key byte of the previous registration */
+static pthread_once_t g_mr_once = PTHREAD_ONCE_INIT;
+
+static uint64_t seed(void)
+{
+	uint64_t s = 0;
+	if (getrandom(&s, sizeof(s), GRND_NONBLOCK) != (ssize_t)sizeof(s))
+		s = srd_now_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)&s;
+	return s | 1;
+}
+
+static uint64_t mr_rand(void)
+{
+	g_mr_rng ^= g_mr_rng >> 12;
+	g_mr_rng ^= g_mr_rng << 25;
+	g_mr_rng ^= g_mr_rng >> 27;
+	return g_mr_rng * 2685821657736338717ull;
+}
+
+/* a child of fork() keeps the table and its salt, but must not repeat the parent's key bytes */
+static void mr_atfork_child(void)
+{
+	g_mr_rng = seed();
+}
+
+static void mr_keys_init(void)
+{
+	g_mr_rng = seed();
+	g_mr_salt = (uint32_t)(mr_rand() >> 40) & 0xffffffu;
+	pthread_atfork(NULL, NULL, mr_atfork_child);
+}
+
+/* An index whose key would have a zero index part is never used (keys stay >= 0x100). */
+static bool idx_usable(uint32_t i)
+{
+	return ((i ^ g_mr_salt) & 0xffffffu) != 0;
+}
+
+void srd_mr_rdlock(void) { pthread_rwlock_rdlock(&g_mr_lock); }
+void srd_mr_unlock(void) { pthread_rwlock_unlock(&g_mr_lock); }
+
+static uint32_t key_idx(uint32_t key)
+{
+	return ((key >> 8) ^ g_mr_salt) & 0xffffffu;
+}
+
+static struct srd_mr *mr_get(uint32_t key)
+{
+	uint32_t idx = key_idx(key);
+	if (idx == 0 || idx >= g_mr_cap)
+		return NULL;
+	struct srd_mr *mr = g_mrs[idx];
+	if (!mr || mr->ibmr.lkey != key)
+		return NULL;
+	return mr;
+}
+
+#define MR_ACCESS_ALL (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
+		       IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | \
+		       IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB | IBV_ACCESS_RELAXED_ORDERING)
+
+SRD_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
+					   uint64_t iova, unsigned int access)
+{
+	if (!pd || (access & ~(unsigned)MR_ACCESS_ALL)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	/* remote write / atomic without local write is refused by the IB spec */
+	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & IBV_ACCESS_LOCAL_WRITE)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (!addr && length) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct srd_mr *mr = calloc(1, sizeof(*mr));
+	if (!mr) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_once(&g_mr_once, mr_keys_init);
+	pthread_rwlock_wrlock(&g_mr_lock);
+	uint32_t idx = 0;
+	for (uint32_t i = g_mr_hint; i < g_mr_cap; i++)
+		if (!g_mrs[i] && idx_usable(i)) { idx = i; break; }
+	if (!idx) {
+		for (uint32_t i = 1; i < g_mr_hint && i < g_mr_cap; i++)
+			if (!g_mrs[i] && idx_usable(i)) { idx = i; break; }
+	}
+	if (!idx) {
+		uint32_t ncap = g_mr_cap ? g_mr_cap * 2 : 1024;
+		if (ncap > (1u << 24)) {
+			pthread_rwlock_unlock(&g_mr_lock);
+			free(mr);
+			errno = ENOMEM;
+			return NULL;
+		}
+		struct srd_mr **n = realloc(g_mrs, ncap * sizeof(*n));
+		if (!n) {
+			pthread_rwlock_unlock(&g_mr_lock);
+			free(mr);
+			errno = ENOMEM;
+			return NULL;
+		}
+		memset(n + g_mr_cap, 0, (ncap - g_mr_cap) * sizeof(*n));
+		idx = g_mr_cap ? g_mr_cap : 1;
+		if (!idx_usable(idx))
+			idx++;
+		g_mrs = n;
+		g_mr_cap = ncap;
+	}
+	g_mr_hint = idx + 1;
+	uint8_t kb;
+	do
+		kb = (uint8_t)(mr_rand() >> 56);
+	while (kb == g_mr_last);
+	g_mr_last = kb;
+	uint32_t key = (((idx ^ g_mr_salt) & 0xffffffu) << 8) | kb;
+	mr->ibmr.context = pd->context;
+	mr->ibmr.pd = pd;
+	mr->ibmr.addr = addr;
+	mr->ibmr.length = length;
+	mr->ibmr.handle = idx;
+	mr->ibmr.lkey = key;
+	mr->ibmr.rkey = key;
+	mr->iova = (access & IBV_ACCESS_ZERO_BASED) ? 0 : iova;
+	mr->access = (int)access;
+	g_mrs[idx] = mr;
+	REF(PD_OF(pd));
+	pthread_rwlock_unlock(&g_mr_lock);
+	return &mr->ibmr;
+}
+
+#undef ibv_reg_mr
+SRD_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
+{
+	return ibv_reg_mr_iova2(pd, addr, length, (uintptr_t)addr, (unsigned)access);
+}
+
+#undef ibv_reg_mr_iova
+SRD_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length,
+					  uint64_t iova, int access)
+{
+	return ibv_reg_mr_iova2(pd, addr, length, iova, (unsigned)access);
+}
+
+SRD_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
+{
+	struct srd_mr *mr = container_of(ibmr, struct srd_mr, ibmr);
+	pthread_rwlock_wrlock(&g_mr_lock);
+	uint32_t idx = key_idx(ibmr->lkey);
+	if (idx < g_mr_cap && g_mrs[idx] == mr)
+		g_mrs[idx] = NULL;
+	pthread_rwlock_unlock(&g_mr_lock);
+	UNREF(PD_OF(ibmr->pd));
+	free(mr);
+	return 0;
+}
+
+SRD_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr,
+			    size_t length, int access)
+{
+	struct srd_mr *mr = container_of(ibmr, struct srd_mr, ibmr);
+	if (flags & ~(IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD |
+		      IBV_REREG_MR_CHANGE_ACCESS))
+		return IBV_REREG_MR_ERR_INPUT;
+	if ((flags & IBV_REREG_MR_CHANGE_ACCESS) && (access & ~MR_ACCESS_ALL))
+		return IBV_REREG_MR_ERR_INPUT;
+	pthread_rwlock_wrlock(&g_mr_lock);
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		ibmr->addr = addr;
+		ibmr->length = length;
+		mr->iova = (uintptr_t)addr;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_PD) {
+		UNREF(PD_OF(ibmr->pd));
+		REF(PD_OF(pd));
+		ibmr->pd = pd;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
+		mr->access = access;
+	pthread_rwlock_unlock(&g_mr_lock);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- memory access */
+
+/* Resolves an SGE list against local MRs of pd; -1 on any protection violation. */
+int srd_resolve_sgl(struct ibv_pd *pd, const struct ibv_sge *sge, int n, int need,
+		       struct srd_seg *out, uint32_t *total)
+{
+	uint64_t t = 0;
+	for (int i = 0; i < n; i++) {
+		out[i].p = NULL;
+		out[i].len = sge[i].length;
+		if (!sge[i].length)
+			continue;
+		struct srd_mr *mr = mr_get(sge[i].lkey);
+		if (!mr || mr->ibmr.pd != pd || (need && !(mr->access & need)))
+			return -1;
+		if (sge[i].addr < mr->iova || sge[i].addr - mr->iova > mr->ibmr.length ||
+		    sge[i].length > mr->ibmr.length - (sge[i].addr - mr->iova))
+			return -1;
+		out[i].p = (uint8_t *)mr->ibmr.addr + (sge[i].addr - mr->iova);
+		t += sge[i].length;
+	}
+	if (total)
+		*total = (uint32_t)(t > 0xffffffffu ? 0xffffffffu : t);
+	return 0;
+}
+
+/* Remote access check; returns the host address or NULL. */
+uint8_t *srd_resolve_rkey(struct ibv_pd *pd, uint32_t rkey, uint64_t va, uint64_t len, int need)
+{
+	struct srd_mr *mr = mr_get(rkey);
+	if (!mr || mr->ibmr.pd != pd || !(mr->access & need))
+		return NULL;
+	if (va < mr->iova || va - mr->iova > mr->ibmr.length || len > mr->ibmr.length - (va - mr->iova))
+		return NULL;
+	return (uint8_t *)mr->ibmr.addr + (va - mr->iova);
+}
+
+void srd_seg_copy_out(const struct srd_seg *s, int n, uint32_t off, uint8_t *dst, uint32_t len)
+{
+	for (int i = 0; i < n && len; i++) {
+		if (off >= s[i].len) {
+			off -= s[i].len;
+			continue;
+		}
+		uint32_t k = s[i].len - off < len ? s[i].len - off : len;
+		memcpy(dst, s[i].p + off, k);
+		dst += k;
+		len -= k;
+		off = 0;
+	}
+}
+
+void srd_seg_copy_in(const struct srd_seg *s, int n, uint32_t off, const uint8_t *src, uint32_t len)
+{
+	for (int i = 0; i < n && len; i++) {
+		if (off >= s[i].len) {
+			off -= s[i].len;
+			continue;
+		}
+		uint32_t k = s[i].len - off < len ? s[i].len - off : len;
+		memcpy(s[i].p + off, src, k);
+		src += k;
+		len -= k;
+		off = 0;
+	}
+}
+
+
+/* ---------------------------------------------------------------- AH */
+
+SRD_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
+{
+	if (!attr || attr->port_num != 1) {
+		errno = EINVAL;
+		return NULL;
+	}
+	/* RoCE address handles need a GRH with a valid source GID */
+	if (!attr->is_global || attr->grh.sgid_index >= SRD_GID_TBL_LEN) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct srd_ah *ah = calloc(1, sizeof(*ah));
+	if (!ah) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ah->ibah.context = pd->context;
+	ah->ibah.pd = pd;
+	ah->attr = *attr;
+	REF(PD_OF(pd));
+	return &ah->ibah;
+}
+
+SRD_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
+{
+	UNREF(PD_OF(ah->pd));
+	free(container_of(ah, struct srd_ah, ibah));
+	return 0;
+}
+
+SRD_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num, struct ibv_wc *wc,
+				   struct ibv_grh *grh, struct ibv_ah_attr *ah_attr)
+{
+	(void)context;
+	if (!(wc->wc_flags & IBV_WC_GRH) || !grh) {
+		errno = EINVAL;
+		return -1;
+	}
+	memset(ah_attr, 0, sizeof(*ah_attr));
+	ah_attr->port_num = port_num;
+	ah_attr->is_global = 1;
+	ah_attr->grh.hop_limit = 0xff;
+	ah_attr->grh.sgid_index = 0;
+	const uint8_t *raw = (const uint8_t *)grh;
+	if (raw[20] == 0x45) {
+		/* RoCE v2 over IPv4: an IPv4 header sits in the last 20 bytes */
+		uint8_t *d = ah_attr->grh.dgid.raw;
+		memset(d, 0, 16);
+		d[10] = d[11] = 0xff;
+		memcpy(d + 12, raw + 20 + 12, 4); /* IPv4 source address */
+		ah_attr->grh.sgid_index = 1;
+	} else {
+		ah_attr->grh.dgid = grh->sgid;
+	}
+	ah_attr->sl = wc->sl;
+	return 0;
+}
+
+SRD_EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc,
+						struct ibv_grh *grh, uint8_t port_num)
+{
+	struct ibv_ah_attr attr;
+	if (ibv_init_ah_from_wc(pd->context, port_num, wc, grh, &attr))
+		return NULL;
+	return ibv_create_ah(pd, &attr);
+}
+

@@ -1,0 +1,680 @@
+/*
+ * The requester: posting sends, running the send queue (segmentation,
+ * the RC window, fences and max_rd_atomic), delivery to a QP of this process
+ * in the caller's thread through the responder, UD sends, and the RC
+ * requester's reliability: cumulative ACKs, go-back-N on a sequence NAK or a
+ * timeout, RNR waits, READ/atomic responses.
+ * Owns: the requester half of struct srd_qp (send ring, PSNs, timers), under qp->sq_lock.
+ * Calls: responder, sq, pd, device (addresses), faults, net.
+ */
+#include "requester.h"
+#include "responder.h"
+#include "sq.h"
+#include "pd.h"
+#include "device.h"
+#include "faults.h"
+#include "net.h"
+#include "rq.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The send side failed: complete the oldest WQE with st, then error the QP. */
+static void requester_fail(struct srd_qp *qp, enum ibv_wc_status st)
+{
+	if (qp->sq_tail != qp->sq_head)
+		srd_sq_complete_tail(qp, st);
+	srd_qp_to_error(qp, true);
+}
+void srd_req_reset(struct srd_qp *qp)
+{
+	qp->snd_psn = qp->una_psn = qp->sent_psn = 0;
+	qp->outstanding_rd = 0;
+	qp->timer_deadline_ns = 0;
+	qp->rnr_wait = false;
+}
+
+static uint32_t wqe_pkts(struct srd_qp *qp, const struct srd_swqe *w)
+{
+	if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
+		return 1;
+	uint32_t mtu = mtu_bytes(qp->attr.path_mtu);
+	return w->length ? (w->length + mtu - 1) / mtu : 1;
+}
+
+static void arm_timer(struct srd_qp *qp)
+{
+	uint64_t t = timeout_ns(qp->attr.timeout);
+	if (!t) {
+		qp->timer_deadline_ns = 0;
+		return;
+	}
+	qp->timer_deadline_ns = srd_now_ns() + t;
+	srd_timer_hint(true);
+}
+
+/* Sends packet k of w (for READ: a request starting at response k). */
+static void send_pkt(struct srd_qp *qp, struct srd_swqe *w, uint32_t k, const struct srd_seg *src,
+		     int nsrc, uint32_t *sent)
+{
+	uint32_t mtu = mtu_bytes(qp->attr.path_mtu);
+	struct pkt_hdr h;
+	memset(&h, 0, sizeof(h));
+	h.dqpn = qp->attr.dest_qp_num;
+	h.sqpn = qp->ibqp.qp_num;
+	h.psn = psn_add(w->first_psn, k);
+	h.total = w->length;
+	h.rkey = w->rkey;
+	memcpy(h.sgid, qp->dev->gids[qp->attr.ah_attr.grh.sgid_index].raw, 16);
+	uint8_t buf[4096];
+	uint32_t len = 0;
+	*sent = 1;
+	switch (w->opcode) {
+	case IBV_WR_RDMA_READ: {
+		/* chunks sit at fixed multiples of READ_CHUNK inside the message */
+		uint32_t n = READ_CHUNK - k % READ_CHUNK;
+		if (n > w->npkts - k)
+			n = w->npkts - k;
+		h.op = OP_READ_REQ;
+		h.va = w->remote_addr + (uint64_t)k * mtu;
+		uint64_t end = (uint64_t)(k + n) * mtu;
+		if (end > w->length)
+			end = w->length;
+		h.len = (uint32_t)(end - (uint64_t)k * mtu);
+		h.flags = F_FIRST | F_LAST;
+		*sent = n;
+		srd_xmit(qp, &qp->peer, &h, NULL, 0);
+		return;
+	}
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		h.op = w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ? OP_CAS : OP_FAA;
+		h.va = w->remote_addr;
+		h.cmp = w->compare_add;
+		h.swap = w->swap;
+		h.flags = F_FIRST | F_LAST;
+		srd_xmit(qp, &qp->peer, &h, NULL, 0);
+		return;
+	default:
+		break;
+	}
+	h.op = (w->opcode == IBV_WR_RDMA_WRITE || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) ? OP_WRITE : OP_SEND;
+	uint32_t off = k * mtu;
+	len = w->length - off < mtu ? w->length - off : mtu;
+	if (w->length == 0)
+		len = 0;
+	if (len)
+		srd_seg_copy_out(src, nsrc, off, buf, len);
+	h.len = len;
+	h.va = w->remote_addr + off;
+	if (k == 0)
+		h.flags |= F_FIRST;
+	if (k + 1 == w->npkts) {
+		h.flags |= F_LAST;
+		if (w->opcode == IBV_WR_SEND_WITH_IMM || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
+			h.flags |= F_IMM;
+			h.imm = w->imm;
+		}
+		if (w->send_flags & IBV_SEND_SOLICITED)
+			h.flags |= F_SOLICITED;
+	}
+	if ((k + 1) % ACKREQ_EVERY == 0)
+		h.flags |= F_ACKREQ;
+	srd_xmit(qp, &qp->peer, &h, buf, len);
+}
+
+static void ud_send(struct srd_qp *qp, struct srd_swqe *w, const struct srd_seg *src, int nsrc)
+{
+	const union ibv_gid *sgid = &qp->dev->gids[w->ud_av.grh.sgid_index < qp->dev->ngids ? w->ud_av.grh.sgid_index : 0];
+	bool imm = w->opcode == IBV_WR_SEND_WITH_IMM;
+	bool sol = (w->send_flags & IBV_SEND_SOLICITED) != 0;
+	if (!srd_faults_enabled() && srd_gid_is_local(&w->ud_av.grh.dgid)) {
+		srd_net_rdlock();
+		struct srd_qp *dst = srd_net_lookup(w->ud_qpn);
+		if (dst) {
+			srd_ud_deliver(dst, w->ud_qkey, qp->ibqp.qp_num, sgid->raw, src, nsrc, w->length, imm, w->imm, sol);
+			srd_net_unlock();
+			return;
+		}
+		srd_net_unlock();
+	}
+	struct pkt_hdr h;
+	memset(&h, 0, sizeof(h));
+	h.op = OP_UD_SEND;
+	h.flags = F_FIRST | F_LAST | (imm ? F_IMM : 0) | (sol ? F_SOLICITED : 0);
+	h.imm = w->imm;
+	h.dqpn = w->ud_qpn;
+	h.sqpn = qp->ibqp.qp_num;
+	h.rkey = w->ud_qkey;
+	h.len = w->length;
+	memcpy(h.sgid, sgid->raw, 16);
+	uint8_t buf[4096];
+	srd_seg_copy_out(src, nsrc, 0, buf, w->length);
+	struct sockaddr_in6 to;
+	srd_gid_to_sockaddr(&w->ud_av.grh.dgid, (uint16_t)(w->ud_qpn >> 8), qp->dev->ifindex, &to);
+	srd_xmit(qp, &to, &h, buf, w->length);
+}
+
+/* ---------------------------------------------------------------- in-process delivery */
+
+enum { X_DONE = 0, X_RNR = -1, X_LOST = -2 };
+
+/* Executes WQE w of qp directly on dst, a QP of this process, through the responder.
+ * src/nsrc: the payload; lseg: the resolved local SGEs (READ/atomic results land there).
+ * Returns X_* or an ibv_wc_status (>0) for the requester. sq_lock of qp held, MR read lock held. */
+static int deliver_local(struct srd_qp *qp, struct srd_swqe *w, struct srd_qp *dst,
+			 const struct srd_seg *src, int nsrc, const struct srd_seg *lseg,
+			 uint64_t *rnr_delay)
+{
+	pthread_mutex_lock(&dst->resp_lock);
+	if (!srd_resp_accepts(dst, qp->ibqp.qp_num) || dst->ibqp.qp_type != qp->ibqp.qp_type) {
+		pthread_mutex_unlock(&dst->resp_lock);
+		return X_LOST; /* like a packet to a QP that is not listening */
+	}
+	struct srd_req r = { .flags = F_FIRST | F_LAST, .sqpn = qp->ibqp.qp_num, .imm = w->imm,
+			     .rkey = w->rkey, .len = w->length, .total = w->length, .va = w->remote_addr,
+			     .cmp = w->compare_add, .swap = w->swap, .src = src, .nsrc = nsrc };
+	switch (w->opcode) {
+	case IBV_WR_SEND_WITH_IMM: r.flags |= F_IMM; /* fall through */
+	case IBV_WR_SEND: r.op = OP_SEND; break;
+	case IBV_WR_RDMA_WRITE_WITH_IMM: r.flags |= F_IMM; /* fall through */
+	case IBV_WR_RDMA_WRITE: r.op = OP_WRITE; break;
+	case IBV_WR_RDMA_READ: r.op = OP_READ_REQ; break;
+	case IBV_WR_ATOMIC_CMP_AND_SWP: r.op = OP_CAS; break;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD: r.op = OP_FAA; break;
+	default: r.op = 0; break;
+	}
+	if (w->send_flags & IBV_SEND_SOLICITED)
+		r.flags |= F_SOLICITED;
+	struct srd_resp out;
+	int s = srd_resp_execute(dst, &r, &out);
+	int ret = X_DONE;
+	if (s == SYN_ACK) {
+		if (r.op == OP_READ_REQ && w->length)
+			srd_seg_copy_in(lseg, w->num_sge, 0, out.read_src, w->length);
+		else if (r.op == OP_CAS || r.op == OP_FAA)
+			srd_seg_copy_in(lseg, w->num_sge, 0, (const uint8_t *)&out.orig, 8);
+		if (out.pend)
+			srd_recv_complete(dst, &out.rw, IBV_WC_SUCCESS, out.wc_op, out.wc_len,
+					  (r.flags & F_IMM) != 0, w->imm, qp->ibqp.qp_num, false,
+					  (r.flags & F_SOLICITED) != 0);
+	} else if (s == SYN_RNR) {
+		*rnr_delay = rnr_ns(dst->attr.min_rnr_timer);
+		ret = X_RNR;
+	} else if (s != RESP_DROP) { /* UC: a dropped message is done */
+		ret = (int)syn_status(s);
+	}
+	if (ret == X_DONE)
+		dst->epsn = psn_add(dst->epsn, w->npkts);
+	pthread_mutex_unlock(&dst->resp_lock);
+	return ret;
+}
+
+/* Runs the send queue as far as it can go; sq_lock held. */
+void srd_sq_progress(struct srd_qp *qp)
+{
+	int st = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
+	if (st == IBV_QPS_ERR) {
+		srd_flush_sq_locked(qp);
+		return;
+	}
+	if (st != IBV_QPS_RTS || qp->rnr_wait)
+		return;
+	enum ibv_qp_type type = qp->ibqp.qp_type;
+	bool local = type != IBV_QPT_UD && qp->peer_local && !srd_faults_enabled();
+	while (qp->sq_next_tx != qp->sq_head) {
+		struct srd_swqe *w = &qp->sq[qp->sq_next_tx % (unsigned)qp->sq_cap];
+		if (type == IBV_QPT_RC && !w->psn_assigned) {
+			int max_rd = qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
+			if (srd_is_rd(w) && qp->outstanding_rd >= max_rd)
+				break;
+			if ((w->send_flags & IBV_SEND_FENCE) && qp->outstanding_rd > 0)
+				break;
+		}
+		if (!w->psn_assigned) {
+			w->npkts = wqe_pkts(qp, w);
+			w->first_psn = qp->snd_psn;
+			qp->snd_psn = psn_add(qp->snd_psn, w->npkts);
+			w->psn_assigned = true;
+			w->tx_pkt = 0;
+			w->resp_pkt = 0;
+			if (type == IBV_QPT_RC && srd_is_rd(w))
+				qp->outstanding_rd++;
+		}
+		struct srd_seg lseg[SRD_MAX_SGE];
+		struct srd_seg inl = { w->inline_buf, w->length };
+		const struct srd_seg *src = &inl;
+		int nsrc = 1;
+		srd_mr_rdlock();
+		if (!((w->send_flags & IBV_SEND_INLINE) && w->inline_buf)) {
+			int need = srd_is_rd(w) ? IBV_ACCESS_LOCAL_WRITE : 0;
+			if (srd_resolve_sgl(qp->ibqp.pd, w->sge, w->num_sge, need, lseg, NULL)) {
+				srd_mr_unlock();
+				/* everything before this WQE must complete first */
+				if (qp->sq_next_tx == qp->sq_tail || type != IBV_QPT_RC) {
+					while (qp->sq_tail != qp->sq_next_tx)
+						srd_sq_complete_tail(qp, IBV_WC_SUCCESS);
+					requester_fail(qp, IBV_WC_LOC_PROT_ERR);
+				}
+				return;
+			}
+			src = lseg;
+			nsrc = w->num_sge;
+		}
+		if (type == IBV_QPT_UD) {
+			ud_send(qp, w, src, nsrc);
+			srd_mr_unlock();
+			qp->sq_next_tx++;
+			srd_sq_complete_tail(qp, IBV_WC_SUCCESS);
+			continue;
+		}
+		if (local) {
+			uint64_t rnr_delay = 0;
+			srd_net_rdlock();
+			struct srd_qp *dst = srd_net_lookup(qp->attr.dest_qp_num);
+			int r = dst ? deliver_local(qp, w, dst, src, nsrc, lseg, &rnr_delay) : X_LOST;
+			srd_net_unlock();
+			srd_mr_unlock();
+			if (r == X_DONE) {
+				qp->una_psn = psn_add(w->first_psn, w->npkts);
+				qp->sq_next_tx++;
+				srd_sq_complete_tail(qp, IBV_WC_SUCCESS);
+				if (type == IBV_QPT_RC) {
+					qp->retry_left = qp->attr.retry_cnt;
+					qp->rnr_left = qp->attr.rnr_retry;
+				}
+				continue;
+			}
+			if (type == IBV_QPT_UC) {
+				/* unreliable: a message nobody took is simply gone */
+				qp->sq_next_tx++;
+				srd_sq_complete_tail(qp, IBV_WC_SUCCESS);
+				continue;
+			}
+			if (r == X_RNR) {
+				if (qp->rnr_left == 0) {
+					requester_fail(qp, IBV_WC_RNR_RETRY_EXC_ERR);
+					return;
+				}
+				if (qp->rnr_left != 7)
+					qp->rnr_left--;
+				qp->rnr_wait = true;
+				qp->timer_deadline_ns = srd_now_ns() + rnr_delay;
+				srd_timer_hint(true);
+				return;
+			}
+			if (r == X_LOST) {
+				if (!qp->timer_deadline_ns)
+					arm_timer(qp);
+				return;
+			}
+			requester_fail(qp, (enum ibv_wc_status)r);
+			return;
+		}
+		/* remote: stream packets while the window allows */
+		bool blocked = false;
+		srd_batch_begin();
+		while (w->tx_pkt < w->npkts) {
+			if (type == IBV_QPT_RC &&
+			    psn_diff(psn_add(w->first_psn, w->tx_pkt), qp->una_psn) >= WINDOW) {
+				blocked = true;
+				break;
+			}
+			uint32_t sent;
+			send_pkt(qp, w, w->tx_pkt, src, nsrc, &sent);
+			w->tx_pkt += sent;
+			uint32_t end = psn_add(w->first_psn, w->tx_pkt);
+			if (psn_diff(end, qp->sent_psn) > 0)
+				qp->sent_psn = end;
+		}
+		srd_batch_end();
+		srd_mr_unlock();
+		if (type == IBV_QPT_RC && !qp->timer_deadline_ns)
+			arm_timer(qp);
+		if (blocked)
+			return;
+		qp->sq_next_tx++;
+		if (type == IBV_QPT_UC)
+			srd_sq_complete_tail(qp, IBV_WC_SUCCESS);
+	}
+}
+
+/* Go-back-N: resend from the packet with PSN psn (or the oldest outstanding). */
+static void go_back(struct srd_qp *qp, uint32_t psn)
+{
+	for (unsigned i = qp->sq_tail; i != qp->sq_head; i++) {
+		struct srd_swqe *w = &qp->sq[i % (unsigned)qp->sq_cap];
+		if (!w->psn_assigned)
+			break;
+		int32_t d = psn_diff(psn, w->first_psn);
+		if (d < (int32_t)w->npkts) {
+			uint32_t k = d > 0 ? (uint32_t)d : 0;
+			if (w->opcode == IBV_WR_RDMA_READ)
+				/* re-request the whole chunk holding the first missing response: the
+				 * responder knows chunks only by their first PSN */
+				k = w->resp_pkt - w->resp_pkt % READ_CHUNK;
+			if (srd_is_rd(w) && w->opcode != IBV_WR_RDMA_READ)
+				k = 0;
+			w->tx_pkt = k;
+			qp->sq_next_tx = i;
+			/* later WQEs start over from their first packet */
+			for (unsigned j = i + 1; j != qp->sq_head; j++) {
+				struct srd_swqe *x = &qp->sq[j % (unsigned)qp->sq_cap];
+				if (!x->psn_assigned)
+					break;
+				x->tx_pkt = 0;
+				if (x->opcode == IBV_WR_RDMA_READ)
+					x->tx_pkt = x->resp_pkt - x->resp_pkt % READ_CHUNK;
+			}
+			return;
+		}
+	}
+}
+
+/* Cumulative acknowledgment up to and including psn; sq_lock held. */
+static void ack_upto(struct srd_qp *qp, uint32_t psn)
+{
+	bool progress = false;
+	while (qp->sq_tail != qp->sq_head) {
+		struct srd_swqe *w = &qp->sq[qp->sq_tail % (unsigned)qp->sq_cap];
+		if (!w->psn_assigned || qp->sq_tail == qp->sq_next_tx)
+			break;
+		uint32_t last = psn_add(w->first_psn, w->npkts - 1);
+		if (srd_is_rd(w) || psn_diff(psn, last) < 0)
+			break;
+		srd_sq_complete_tail(qp, IBV_WC_SUCCESS);
+		progress = true;
+	}
+	/* never move past responses of a READ/atomic that have not arrived */
+	uint32_t lim = psn_add(psn, 1);
+	for (unsigned i = qp->sq_tail; i != qp->sq_head; i++) {
+		struct srd_swqe *w = &qp->sq[i % (unsigned)qp->sq_cap];
+		if (!w->psn_assigned)
+			break;
+		if (srd_is_rd(w) && w->resp_pkt < w->npkts) {
+			uint32_t got = psn_add(w->first_psn, w->resp_pkt);
+			if (psn_diff(lim, got) > 0)
+				lim = got;
+			break;
+		}
+	}
+	if (psn_diff(lim, qp->una_psn) > 0) {
+		qp->una_psn = lim;
+		progress = true;
+	}
+	if (progress) {
+		qp->retry_left = qp->attr.retry_cnt;
+		qp->rnr_left = qp->attr.rnr_retry;
+		if (qp->una_psn == qp->snd_psn && qp->sq_tail == qp->sq_next_tx)
+			qp->timer_deadline_ns = 0;
+		else
+			arm_timer(qp);
+	}
+}
+
+/*
+ * A response (ACK, NAK, RNR NAK, READ or atomic response) is valid only while the
+ * requester runs (RTS, SQD) and only for a PSN inside the outstanding window: at or
+ * after the oldest unacknowledged PSN and before the next PSN not yet transmitted.
+ * Anything else (a PSN never sent, a stale one) is dropped without touching state.
+ */
+static bool response_valid(const struct srd_qp *qp, const struct pkt_hdr *h)
+{
+	int st = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
+	if ((st != IBV_QPS_RTS && st != IBV_QPS_SQD) || qp->ibqp.qp_type != IBV_QPT_RC)
+		return false;
+	return psn_diff(h->psn, qp->una_psn) >= 0 && psn_diff(h->psn, qp->sent_psn) < 0;
+}
+
+void srd_requester_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t *payload)
+{
+	pthread_mutex_lock(&qp->sq_lock);
+	if (!response_valid(qp, h)) {
+		ST(invalid);
+		pthread_mutex_unlock(&qp->sq_lock);
+		return;
+	}
+	if (h->op == OP_ACK) {
+		switch (h->syndrome) {
+		case SYN_ACK:
+			ack_upto(qp, h->psn);
+			break;
+		case SYN_NAK_SEQ:
+			ack_upto(qp, psn_add(h->psn, SRD_HDR_PSN_MASK)); /* psn - 1 */
+			go_back(qp, h->psn);
+			break;
+		case SYN_RNR:
+			ST(rnr);
+			if (qp->rnr_wait)
+				break; /* already waiting to resend this PSN: a repeat counts once */
+			ack_upto(qp, psn_add(h->psn, SRD_HDR_PSN_MASK));
+			if (qp->rnr_left == 0) {
+				requester_fail(qp, IBV_WC_RNR_RETRY_EXC_ERR);
+				break;
+			}
+			if (qp->rnr_left != 7)
+				qp->rnr_left--;
+			go_back(qp, h->psn);
+			qp->rnr_wait = true;
+			qp->timer_deadline_ns = srd_now_ns() + rnr_ns(h->imm);
+			srd_timer_hint(true);
+			break;
+		default: {
+			ack_upto(qp, psn_add(h->psn, SRD_HDR_PSN_MASK));
+			requester_fail(qp, syn_status(h->syndrome));
+			break;
+		}
+		}
+		srd_sq_progress(qp);
+		pthread_mutex_unlock(&qp->sq_lock);
+		return;
+	}
+	/* READ / atomic responses: find the WQE whose PSN range holds h->psn */
+	for (unsigned i = qp->sq_tail; i != qp->sq_head; i++) {
+		struct srd_swqe *w = &qp->sq[i % (unsigned)qp->sq_cap];
+		if (!w->psn_assigned)
+			break;
+		int32_t d = psn_diff(h->psn, w->first_psn);
+		if (d < 0 || d >= (int32_t)w->npkts)
+			continue;
+		if (!srd_is_rd(w) || (h->op == OP_READ_RESP) != (w->opcode == IBV_WR_RDMA_READ))
+			break; /* a response of the wrong kind */
+		if ((uint32_t)d != w->resp_pkt)
+			break; /* out of order: wait for the gap to be re-requested */
+		if (h->op == OP_READ_RESP) {
+			uint32_t mtu = mtu_bytes(qp->attr.path_mtu), off = (uint32_t)d * mtu;
+			if (h->len != (w->length - off < mtu ? w->length - off : mtu))
+				break; /* not the length this response must have */
+		}
+		/* everything before this WQE is implicitly acknowledged */
+		ack_upto(qp, psn_add(w->first_psn, SRD_HDR_PSN_MASK));
+		struct srd_seg lseg[SRD_MAX_SGE];
+		srd_mr_rdlock();
+		int bad = srd_resolve_sgl(qp->ibqp.pd, w->sge, w->num_sge, IBV_ACCESS_LOCAL_WRITE, lseg, NULL);
+		if (!bad) {
+			if (h->op == OP_READ_RESP && h->len)
+				srd_seg_copy_in(lseg, w->num_sge, (uint32_t)d * mtu_bytes(qp->attr.path_mtu),
+					    payload, h->len);
+			else if (h->op == OP_ATOMIC_RESP)
+				srd_seg_copy_in(lseg, w->num_sge, 0, (const uint8_t *)&h->cmp, 8);
+		}
+		srd_mr_unlock();
+		if (bad) {
+			if (qp->sq_tail == i)
+				requester_fail(qp, IBV_WC_LOC_PROT_ERR);
+			break;
+		}
+		w->resp_pkt++;
+		qp->retry_left = qp->attr.retry_cnt; /* forward progress */
+		if (psn_diff(psn_add(h->psn, 1), qp->una_psn) > 0)
+			qp->una_psn = psn_add(h->psn, 1);
+		if (w->resp_pkt == w->npkts && qp->sq_tail == i) {
+			qp->una_psn = psn_add(w->first_psn, w->npkts);
+			srd_sq_complete_tail(qp, IBV_WC_SUCCESS);
+			qp->retry_left = qp->attr.retry_cnt;
+			/* later WQEs already acknowledged may complete now */
+			while (qp->sq_tail != qp->sq_next_tx) {
+				struct srd_swqe *x = &qp->sq[qp->sq_tail % (unsigned)qp->sq_cap];
+				if (srd_is_rd(x) && x->resp_pkt == x->npkts)
+					srd_sq_complete_tail(qp, IBV_WC_SUCCESS);
+				else
+					break;
+			}
+			if (qp->una_psn == qp->snd_psn && qp->sq_tail == qp->sq_next_tx)
+				qp->timer_deadline_ns = 0;
+			else
+				arm_timer(qp);
+		} else {
+			arm_timer(qp);
+		}
+		break;
+	}
+	srd_sq_progress(qp);
+	pthread_mutex_unlock(&qp->sq_lock);
+}
+
+int srd_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	struct srd_qp *qp = srd_qp_of(ibqp);
+	int rc = 0;
+	pthread_mutex_lock(&qp->sq_lock);
+	int st = qp->state;
+	if (st == IBV_QPS_RESET || st == IBV_QPS_INIT || st == IBV_QPS_RTR) {
+		pthread_mutex_unlock(&qp->sq_lock);
+		*bad = wr;
+		return EINVAL;
+	}
+	for (; wr; wr = wr->next) {
+		enum ibv_qp_type t = ibqp->qp_type;
+		bool ok;
+		switch (wr->opcode) {
+		case IBV_WR_SEND:
+		case IBV_WR_SEND_WITH_IMM:
+			ok = true;
+			break;
+		case IBV_WR_RDMA_WRITE:
+		case IBV_WR_RDMA_WRITE_WITH_IMM:
+			ok = t != IBV_QPT_UD;
+			break;
+		case IBV_WR_RDMA_READ:
+		case IBV_WR_ATOMIC_CMP_AND_SWP:
+		case IBV_WR_ATOMIC_FETCH_AND_ADD:
+			ok = t == IBV_QPT_RC;
+			break;
+		default:
+			ok = false;
+		}
+		if (!ok || wr->num_sge < 0 || wr->num_sge > (int)qp->cap.max_send_sge) {
+			rc = EINVAL;
+			break;
+		}
+		if (qp->sq_head - qp->sq_tail >= (unsigned)qp->sq_cap) {
+			rc = ENOMEM;
+			break;
+		}
+		uint64_t len = 0;
+		for (int i = 0; i < wr->num_sge; i++)
+			len += wr->sg_list[i].length;
+		bool inl = (wr->send_flags & IBV_SEND_INLINE) &&
+			   (wr->opcode == IBV_WR_SEND || wr->opcode == IBV_WR_SEND_WITH_IMM ||
+			    wr->opcode == IBV_WR_RDMA_WRITE || wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM);
+		if (inl && len > qp->cap.max_inline_data) {
+			rc = EINVAL;
+			break;
+		}
+		if (len > 0x80000000ull || (t == IBV_QPT_UD && len > 4096)) {
+			rc = EINVAL;
+			break;
+		}
+		if (t == IBV_QPT_UD && !wr->wr.ud.ah) {
+			rc = EINVAL;
+			break;
+		}
+		if (srd_is_rd(&(struct srd_swqe){ .opcode = wr->opcode }) && wr->opcode != IBV_WR_RDMA_READ &&
+		    (wr->num_sge < 1 || len != 8)) {
+			rc = EINVAL;
+			break;
+		}
+		struct srd_swqe *w = &qp->sq[qp->sq_head % (unsigned)qp->sq_cap];
+		w->wr_id = wr->wr_id;
+		w->opcode = wr->opcode;
+		w->send_flags = wr->send_flags & ~(inl ? 0u : (unsigned)IBV_SEND_INLINE);
+		w->imm = wr->imm_data;
+		w->num_sge = wr->num_sge;
+		w->length = (uint32_t)len;
+		w->signaled = qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
+		w->psn_assigned = false;
+		w->tx_pkt = w->resp_pkt = 0;
+		if (inl) {
+			uint32_t off = 0;
+			for (int i = 0; i < wr->num_sge; i++) {
+				memcpy(w->inline_buf + off, (void *)(uintptr_t)wr->sg_list[i].addr, wr->sg_list[i].length);
+				off += wr->sg_list[i].length;
+			}
+			w->num_sge = 0;
+		} else {
+			memcpy(w->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(struct ibv_sge));
+		}
+		if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+			w->remote_addr = wr->wr.atomic.remote_addr;
+			w->rkey = wr->wr.atomic.rkey;
+			w->compare_add = wr->wr.atomic.compare_add;
+			w->swap = wr->wr.atomic.swap;
+		} else if (t == IBV_QPT_UD) {
+			w->ud_av = container_of(wr->wr.ud.ah, struct srd_ah, ibah)->attr;
+			w->ud_qpn = wr->wr.ud.remote_qpn;
+			/* a q_key with the high bit set means "use the QP's own" */
+			w->ud_qkey = (wr->wr.ud.remote_qkey & 0x80000000u) ? qp->attr.qkey : wr->wr.ud.remote_qkey;
+		} else {
+			w->remote_addr = wr->wr.rdma.remote_addr;
+			w->rkey = wr->wr.rdma.rkey;
+		}
+		qp->sq_head++;
+	}
+	if (rc)
+		*bad = wr;
+	srd_batch_begin();
+	srd_sq_progress(qp);
+	srd_batch_end();
+	pthread_mutex_unlock(&qp->sq_lock);
+	return rc;
+}
+
+/* The agent's visit of a QP: a kick runs the send queue; an expired timer ends an RNR
+ * wait or retransmits from the oldest unacknowledged PSN (go-back-N), up to retry_cnt
+ * times. Returns whether a timer is still armed. */
+bool srd_requester_service(struct srd_qp *qp, bool kick, uint64_t now)
+{
+	if (!kick && !qp->timer_deadline_ns)
+		return false;
+	pthread_mutex_lock(&qp->sq_lock);
+	if (qp->timer_deadline_ns && now >= qp->timer_deadline_ns) {
+		qp->timer_deadline_ns = 0;
+		if (qp->rnr_wait) {
+			qp->rnr_wait = false;
+		} else if (qp->sq_tail != qp->sq_next_tx || qp->una_psn != qp->snd_psn ||
+			   (qp->peer_local && qp->sq_tail != qp->sq_head)) {
+			ST(timeouts);
+			if (getenv("SOFTRDMA_DEBUG")) {
+				struct srd_swqe *w = &qp->sq[qp->sq_tail % (unsigned)qp->sq_cap];
+				fprintf(stderr, "softrdma: timeout qp %06x una %06x snd %06x tail %u next %u head %u "
+					"op %d first %06x npk %u tx %u resp %u retry %d\n", qp->ibqp.qp_num,
+					qp->una_psn, qp->snd_psn, qp->sq_tail, qp->sq_next_tx, qp->sq_head,
+					w->opcode, w->first_psn, w->npkts, w->tx_pkt, w->resp_pkt, qp->retry_left);
+			}
+			if (qp->retry_left == 0) {
+				requester_fail(qp, IBV_WC_RETRY_EXC_ERR);
+			} else {
+				qp->retry_left--;
+				go_back(qp, qp->una_psn);
+			}
+		}
+		kick = true;
+	}
+	if (kick)
+		srd_sq_progress(qp);
+	bool armed = qp->timer_deadline_ns != 0;
+	pthread_mutex_unlock(&qp->sq_lock);
+	return armed;
+}

@@ -1,0 +1,462 @@
+/*
+ * The responder: one set of access checks and one execution of SEND, WRITE
+ * (with immediate), READ and atomics, used by the in-process path (the
+ * requester's thread calls srd_resp_execute with a whole message) and by the
+ * packet path (srd_responder_rx, per packet, with RC sequence checks,
+ * duplicates, ACK/NAK/RNR and READ/atomic responses); UD delivery.
+ * Owns: the responder half of struct srd_qp (epsn, the receive in progress,
+ * the atomic result cache), under qp->resp_lock.
+ * Calls: pd (memory access), rq, events, sq (QP to ERR), net (transmission).
+ *
+ * Lock order (never taken in the other direction):
+ *   requester qp->sq_lock  <  responder qp->resp_lock  <  rq/srq lock  <  cq lock
+ * The QPN table's read lock is held around any use of a QP found by number.
+ */
+#include "responder.h"
+#include "rq.h"
+#include "events.h"
+#include "sq.h"
+#include "net.h"
+#include <string.h>
+#include <arpa/inet.h>
+
+static bool ready(struct srd_qp *qp)
+{
+	int s = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
+	return s == IBV_QPS_RTR || s == IBV_QPS_RTS || s == IBV_QPS_SQD;
+}
+
+bool srd_resp_accepts(struct srd_qp *qp, uint32_t sqpn)
+{
+	return ready(qp) && qp->ibqp.qp_type != IBV_QPT_UD && sqpn == qp->attr.dest_qp_num;
+}
+
+/* A responder-detected error: the async event, then the QP goes to ERR. */
+static void responder_error(struct srd_qp *qp, enum ibv_event_type ev_type)
+{
+	struct ibv_async_event ev = { .element.qp = &qp->ibqp, .event_type = ev_type };
+	srd_async_post(srd_ctx_of(qp->ibqp.context), &ev);
+	srd_qp_to_error(qp, false);
+}
+
+/*
+ * The access checks of a remote WRITE, READ or atomic: the QP allows the
+ * operation (atomics: 8-byte aligned), and [va, va + len) lies in an MR of the
+ * QP's PD that grants it. Returns SYN_ACK with *where set (NULL for len 0),
+ * or, after the responder error, SYN_NAK_INV (invalid request) or
+ * SYN_NAK_ACCESS (remote access error).
+ */
+static int access_check(struct srd_qp *qp, int right, uint32_t rkey, uint64_t va, uint64_t len,
+			uint8_t **where)
+{
+	*where = NULL;
+	if (!(qp->attr.qp_access_flags & right) ||
+	    (right == IBV_ACCESS_REMOTE_ATOMIC && (va & 7))) {
+		responder_error(qp, IBV_EVENT_QP_REQ_ERR);
+		return SYN_NAK_INV;
+	}
+	if (!len)
+		return SYN_ACK;
+	*where = srd_resolve_rkey(qp->ibqp.pd, rkey, va, len, right);
+	if (!*where) {
+		responder_error(qp, IBV_EVENT_QP_ACCESS_ERR);
+		return SYN_NAK_ACCESS;
+	}
+	return SYN_ACK;
+}
+
+/* A receive WQE for the message: SYN_ACK, or RNR (RC) / drop (UC) when none is posted. */
+static int take_or_rnr(struct srd_qp *qp, struct srd_rwqe *rw, struct ibv_sge *sges)
+{
+	if (srd_take_rwqe(qp, rw, sges))
+		return SYN_ACK;
+	return qp->ibqp.qp_type == IBV_QPT_RC ? SYN_RNR : RESP_DROP;
+}
+
+static void copy_payload(const struct srd_req *r, uint8_t *dst)
+{
+	if (r->len)
+		srd_seg_copy_out(r->src, r->nsrc, 0, dst, r->len);
+}
+
+static int exec_send(struct srd_qp *qp, const struct srd_req *r, struct srd_resp *out)
+{
+	bool rc = qp->ibqp.qp_type == IBV_QPT_RC;
+	if (r->flags & F_FIRST) {
+		if (qp->recv_in_progress && !rc) {
+			/* UC: reuse the WQE of the aborted message */
+		} else {
+			int s = take_or_rnr(qp, &qp->cur_rwqe, qp->cur_sges);
+			if (s != SYN_ACK)
+				return s;
+		}
+		qp->recv_in_progress = true;
+		qp->recv_off = 0;
+	} else if (!qp->recv_in_progress) {
+		return SYN_ACK; /* stray middle packet (UC after loss) */
+	}
+	struct srd_seg rseg[SRD_MAX_SGE];
+	uint32_t room;
+	if (srd_resolve_sgl(qp->ibqp.pd, qp->cur_rwqe.sge, qp->cur_rwqe.num_sge, IBV_ACCESS_LOCAL_WRITE,
+			    rseg, &room)) {
+		srd_recv_complete(qp, &qp->cur_rwqe, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, false, 0, 0, false, true);
+		qp->recv_in_progress = false;
+		responder_error(qp, IBV_EVENT_QP_FATAL);
+		return SYN_NAK_OP;
+	}
+	if (qp->recv_off + r->len > room) {
+		srd_recv_complete(qp, &qp->cur_rwqe, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, false, 0, 0, false, true);
+		qp->recv_in_progress = false;
+		responder_error(qp, IBV_EVENT_QP_REQ_ERR);
+		return SYN_NAK_INV;
+	}
+	/* copy piecewise from the source segments into the receive segments */
+	uint32_t off = qp->recv_off;
+	for (int i = 0; i < r->nsrc; i++) {
+		if (r->src[i].len)
+			srd_seg_copy_in(rseg, qp->cur_rwqe.num_sge, off, r->src[i].p, r->src[i].len);
+		off += r->src[i].len;
+	}
+	qp->recv_off += r->len;
+	if (r->flags & F_LAST) {
+		out->pend = true;
+		out->rw = qp->cur_rwqe;
+		out->wc_op = IBV_WC_RECV;
+		out->wc_len = qp->recv_off;
+		qp->recv_in_progress = false;
+	}
+	return SYN_ACK;
+}
+
+static int exec_write(struct srd_qp *qp, const struct srd_req *r, struct srd_resp *out)
+{
+	/* the whole message range is checked on its first packet */
+	uint64_t span = r->len;
+	if ((r->flags & F_FIRST) && r->total > span)
+		span = r->total;
+	uint8_t *t;
+	int s = access_check(qp, IBV_ACCESS_REMOTE_WRITE, r->rkey, r->va, span, &t);
+	if (s != SYN_ACK)
+		return s;
+	if ((r->flags & F_LAST) && (r->flags & F_IMM)) {
+		struct ibv_sge rs[SRD_MAX_SGE]; /* the completion needs only the WQE's wr_id */
+		s = take_or_rnr(qp, &out->rw, rs);
+		if (s != SYN_ACK)
+			return s; /* RNR: this last packet comes again, the WRITE stays in progress */
+		out->rw.sge = NULL;
+		out->pend = true;
+		out->wc_op = IBV_WC_RECV_RDMA_WITH_IMM;
+		out->wc_len = r->total;
+	}
+	copy_payload(r, t);
+	qp->write_in_progress = !(r->flags & F_LAST);
+	return SYN_ACK;
+}
+
+/*
+ * RC opcode sequence: a multi-packet SEND or WRITE in progress continues with
+ * middle/last packets of the same operation; anything else starts with a first
+ * packet. A violation is an invalid request (NAK, QP to ERR); the receive WQE
+ * the broken SEND held completes flushed rather than being lost.
+ */
+static int sequence_check(struct srd_qp *qp, const struct srd_req *r)
+{
+	bool first = (r->flags & F_FIRST) != 0;
+	int cur = qp->recv_in_progress ? OP_SEND : qp->write_in_progress ? OP_WRITE : 0;
+	if (qp->ibqp.qp_type != IBV_QPT_RC || (cur ? r->op == cur && !first : first))
+		return SYN_ACK;
+	if (qp->recv_in_progress)
+		srd_recv_complete(qp, &qp->cur_rwqe, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, false, 0, 0,
+				  false, true);
+	qp->recv_in_progress = qp->write_in_progress = false;
+	responder_error(qp, IBV_EVENT_QP_REQ_ERR);
+	return SYN_NAK_INV;
+}
+
+int srd_resp_execute(struct srd_qp *qp, const struct srd_req *r, struct srd_resp *out)
+{
+	out->pend = false;
+	if (r->op != OP_SEND && r->op != OP_WRITE && r->op != OP_READ_REQ && r->op != OP_CAS &&
+	    r->op != OP_FAA)
+		return RESP_IGNORE;
+	int s = sequence_check(qp, r);
+	if (s != SYN_ACK)
+		return s;
+	switch (r->op) {
+	case OP_SEND:
+		return exec_send(qp, r, out);
+	case OP_WRITE:
+		return exec_write(qp, r, out);
+	case OP_READ_REQ:
+	case OP_CAS:
+	case OP_FAA: {
+		if (qp->ibqp.qp_type != IBV_QPT_RC) {
+			responder_error(qp, IBV_EVENT_QP_REQ_ERR);
+			return SYN_NAK_INV;
+		}
+		bool rd = r->op == OP_READ_REQ;
+		uint8_t *p;
+		int s = access_check(qp, rd ? IBV_ACCESS_REMOTE_READ : IBV_ACCESS_REMOTE_ATOMIC, r->rkey,
+				     r->va, rd ? r->len : 8, &p);
+		if (s != SYN_ACK || rd) {
+			out->read_src = p;
+			return s;
+		}
+		uint64_t *a = (uint64_t *)p;
+		if (r->op == OP_FAA) {
+			out->orig = __atomic_fetch_add(a, r->cmp, __ATOMIC_SEQ_CST);
+		} else {
+			out->orig = r->cmp;
+			__atomic_compare_exchange_n(a, &out->orig, r->swap, false, __ATOMIC_SEQ_CST,
+						    __ATOMIC_SEQ_CST);
+		}
+		return SYN_ACK;
+	}
+	default:
+		return RESP_IGNORE;
+	}
+}
+
+void srd_resp_reset(struct srd_qp *qp)
+{
+	pthread_mutex_lock(&qp->resp_lock);
+	qp->epsn = 0;
+	qp->recv_in_progress = false;
+	qp->write_in_progress = false;
+	qp->nak_sent = false;
+	memset(qp->atomic_cache, 0, sizeof(qp->atomic_cache));
+	pthread_mutex_unlock(&qp->resp_lock);
+}
+
+/* ---------------------------------------------------------------- the packet path */
+
+static void send_ack(struct srd_qp *qp, uint32_t dqpn, uint32_t psn, int syn, uint32_t extra)
+{
+	struct pkt_hdr h;
+	memset(&h, 0, sizeof(h));
+	h.op = OP_ACK;
+	h.syndrome = (uint8_t)syn;
+	h.dqpn = dqpn;
+	h.sqpn = qp->ibqp.qp_num;
+	h.psn = psn & SRD_HDR_PSN_MASK;
+	h.imm = extra;
+	srd_xmit(qp, &qp->peer, &h, NULL, 0);
+}
+
+static void send_atomic_resp(struct srd_qp *qp, uint32_t dqpn, uint32_t psn, uint64_t orig)
+{
+	struct pkt_hdr a;
+	memset(&a, 0, sizeof(a));
+	a.op = OP_ATOMIC_RESP;
+	a.dqpn = dqpn;
+	a.sqpn = qp->ibqp.qp_num;
+	a.psn = psn;
+	a.cmp = orig;
+	srd_xmit(qp, &qp->peer, &a, NULL, 0);
+}
+
+static void answer_read(struct srd_qp *qp, const struct pkt_hdr *r)
+{
+	uint32_t mtu = mtu_bytes(qp->attr.path_mtu);
+	uint32_t n = r->len ? (r->len + mtu - 1) / mtu : 1;
+	srd_mr_rdlock();
+	uint8_t *src = r->len ? srd_resolve_rkey(qp->ibqp.pd, r->rkey, r->va, r->len, IBV_ACCESS_REMOTE_READ)
+			      : (uint8_t *)1;
+	if (!src) {
+		srd_mr_unlock();
+		send_ack(qp, r->sqpn, r->psn, SYN_NAK_ACCESS, 0);
+		return;
+	}
+	srd_batch_begin();
+	for (uint32_t i = 0; i < n; i++) {
+		struct pkt_hdr h;
+		memset(&h, 0, sizeof(h));
+		h.op = OP_READ_RESP;
+		h.dqpn = r->sqpn;
+		h.sqpn = qp->ibqp.qp_num;
+		h.psn = psn_add(r->psn, i);
+		uint32_t off = i * mtu;
+		h.len = r->len - off < mtu ? r->len - off : mtu;
+		if (!r->len)
+			h.len = 0;
+		h.flags = (i == 0 ? F_FIRST : 0) | (i + 1 == n ? F_LAST : 0);
+		srd_xmit(qp, &qp->peer, &h, h.len ? src + off : NULL, h.len);
+	}
+	srd_batch_end();
+	srd_mr_unlock();
+}
+
+/* A request at a PSN already executed: acknowledge or answer again, never apply twice. */
+static void duplicate(struct srd_qp *qp, const struct pkt_hdr *h)
+{
+	ST(dup_rx);
+	if (h->op == OP_READ_REQ) {
+		answer_read(qp, h);
+	} else if (h->op == OP_CAS || h->op == OP_FAA) {
+		for (int i = 0; i < 16; i++)
+			if (qp->atomic_cache[i].valid && qp->atomic_cache[i].psn == h->psn)
+				send_atomic_resp(qp, h->sqpn, h->psn, qp->atomic_cache[i].val);
+	} else if (h->flags & (F_LAST | F_ACKREQ)) {
+		send_ack(qp, h->sqpn, psn_add(qp->epsn, SRD_HDR_PSN_MASK), SYN_ACK, 0);
+	}
+}
+
+void srd_responder_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t *payload)
+{
+	pthread_mutex_lock(&qp->resp_lock);
+	if (!srd_resp_accepts(qp, h->sqpn)) {
+		pthread_mutex_unlock(&qp->resp_lock);
+		return;
+	}
+	bool rc = qp->ibqp.qp_type == IBV_QPT_RC;
+	int32_t d = psn_diff(h->psn, qp->epsn);
+	if (!rc) {
+		/* UC: a gap loses the message in progress; resynchronise on a first packet */
+		if (d != 0) {
+			if (!(h->flags & F_FIRST)) {
+				qp->epsn = psn_add(h->psn, 1);
+				qp->recv_in_progress = false;
+				pthread_mutex_unlock(&qp->resp_lock);
+				return;
+			}
+			qp->recv_in_progress = false;
+			qp->epsn = h->psn;
+		}
+	} else if (d > 0) {
+		if (!qp->nak_sent) {
+			ST(nak_seq);
+			qp->nak_sent = true;
+			send_ack(qp, h->sqpn, qp->epsn, SYN_NAK_SEQ, 0);
+		}
+		pthread_mutex_unlock(&qp->resp_lock);
+		return;
+	} else if (d < 0) {
+		duplicate(qp, h);
+		pthread_mutex_unlock(&qp->resp_lock);
+		return;
+	}
+	uint32_t advance = 1;
+	struct srd_resp out = { 0 };
+	struct srd_seg seg = { (uint8_t *)payload, h->op == OP_READ_REQ ? 0 : h->len };
+	struct srd_req r = { .op = h->op, .flags = h->flags, .sqpn = h->sqpn, .imm = h->imm,
+			     .rkey = h->rkey, .len = h->len, .total = h->total, .va = h->va,
+			     .cmp = h->cmp, .swap = h->swap, .src = &seg, .nsrc = 1 };
+	srd_mr_rdlock();
+	int s = srd_resp_execute(qp, &r, &out);
+	srd_mr_unlock();
+	if (s == RESP_IGNORE) {
+		ST(invalid); /* an opcode no request has: dropped, the PSN stays expected */
+		pthread_mutex_unlock(&qp->resp_lock);
+		return;
+	}
+	if (s == SYN_RNR) {
+		send_ack(qp, h->sqpn, qp->epsn, SYN_RNR, qp->attr.min_rnr_timer);
+		pthread_mutex_unlock(&qp->resp_lock);
+		return;
+	}
+	if (s == RESP_DROP) {
+		qp->epsn = psn_add(h->psn, 1); /* UC drops it */
+		pthread_mutex_unlock(&qp->resp_lock);
+		return;
+	}
+	if (s != SYN_ACK) {
+		if (rc || h->op == OP_READ_REQ || h->op == OP_CAS || h->op == OP_FAA)
+			send_ack(qp, h->sqpn, h->psn, s, 0);
+		pthread_mutex_unlock(&qp->resp_lock);
+		return;
+	}
+	if (h->op == OP_READ_REQ) {
+		answer_read(qp, h);
+		uint32_t mtu = mtu_bytes(qp->attr.path_mtu);
+		advance = h->len ? (h->len + mtu - 1) / mtu : 1;
+	} else if (h->op == OP_CAS || h->op == OP_FAA) {
+		int slot = qp->atomic_cache_next++ & 15;
+		qp->atomic_cache[slot].psn = h->psn;
+		qp->atomic_cache[slot].val = out.orig;
+		qp->atomic_cache[slot].valid = true;
+		send_atomic_resp(qp, h->sqpn, h->psn, out.orig);
+	}
+	qp->epsn = psn_add(h->psn, advance);
+	qp->nak_sent = false;
+	if (rc && (h->op == OP_SEND || h->op == OP_WRITE) && (h->flags & (F_LAST | F_ACKREQ)))
+		send_ack(qp, h->sqpn, h->psn, SYN_ACK, 0);
+	/* a receive completion is written only after the ACK is on the wire, as hardware
+	 * acknowledges on placement: the application can never answer before the ACK */
+	if (out.pend) {
+		srd_batch_flush();
+		srd_recv_complete(qp, &out.rw, IBV_WC_SUCCESS, out.wc_op, out.wc_len, (h->flags & F_IMM) != 0,
+				  h->imm, h->sqpn, false, (h->flags & F_SOLICITED) != 0);
+	}
+	pthread_mutex_unlock(&qp->resp_lock);
+}
+
+/* ---------------------------------------------------------------- UD */
+
+static void write_grh(uint8_t *grh, const uint8_t *sgid, const uint8_t *dgid, uint32_t paylen)
+{
+	memset(grh, 0, 40);
+	const struct in6_addr *s = (const struct in6_addr *)sgid;
+	if (IN6_IS_ADDR_V4MAPPED(s)) {
+		/* RoCE v2 over IPv4: the IPv4 header occupies the last 20 bytes */
+		uint8_t *ip = grh + 20;
+		uint16_t tot = htons((uint16_t)(paylen + 20 + 8 + 12 + 4));
+		ip[0] = 0x45;
+		memcpy(ip + 2, &tot, 2);
+		ip[8] = 64;
+		ip[9] = 17;
+		memcpy(ip + 12, sgid + 12, 4);
+		memcpy(ip + 16, dgid + 12, 4);
+	} else {
+		uint32_t vtf = htonl(6u << 28);
+		uint16_t pl = htons((uint16_t)paylen);
+		memcpy(grh, &vtf, 4);
+		memcpy(grh + 4, &pl, 2);
+		grh[6] = 0x1b;
+		grh[7] = 64;
+		memcpy(grh + 8, sgid, 16);
+		memcpy(grh + 24, dgid, 16);
+	}
+}
+
+/* Delivers one UD datagram to dst; resp_lock not held. */
+void srd_ud_deliver(struct srd_qp *dst, uint32_t qkey, uint32_t src_qpn, const uint8_t *sgid,
+		    const struct srd_seg *src, int nsrc, uint32_t len, bool imm, uint32_t imm_data,
+		    bool sol)
+{
+	pthread_mutex_lock(&dst->resp_lock);
+	if (!ready(dst) || dst->ibqp.qp_type != IBV_QPT_UD || dst->attr.qkey != qkey) {
+		pthread_mutex_unlock(&dst->resp_lock);
+		return;
+	}
+	struct srd_rwqe rw;
+	struct ibv_sge rs[SRD_MAX_SGE];
+	if (!srd_take_rwqe(dst, &rw, rs)) {
+		pthread_mutex_unlock(&dst->resp_lock);
+		return; /* UD: no receive posted, datagram dropped */
+	}
+	struct srd_seg rseg[SRD_MAX_SGE];
+	uint32_t room;
+	if (srd_resolve_sgl(dst->ibqp.pd, rw.sge, rw.num_sge, IBV_ACCESS_LOCAL_WRITE, rseg, &room)) {
+		srd_recv_complete(dst, &rw, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, false, 0, 0, false, true);
+		pthread_mutex_unlock(&dst->resp_lock);
+		return;
+	}
+	if (room < len + 40) {
+		srd_recv_complete(dst, &rw, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, false, 0, 0, false, true);
+		pthread_mutex_unlock(&dst->resp_lock);
+		return;
+	}
+	uint8_t grh[40];
+	union ibv_gid dgid = dst->dev->gids[IN6_IS_ADDR_V4MAPPED((const struct in6_addr *)sgid) && dst->dev->ngids > 1 ? 1 : 0];
+	write_grh(grh, sgid, dgid.raw, len);
+	srd_seg_copy_in(rseg, rw.num_sge, 0, grh, 40);
+	uint32_t off = 40;
+	for (int i = 0; i < nsrc; i++) {
+		if (src[i].len)
+			srd_seg_copy_in(rseg, rw.num_sge, off, src[i].p, src[i].len);
+		off += src[i].len;
+	}
+	srd_recv_complete(dst, &rw, IBV_WC_SUCCESS, IBV_WC_RECV, len + 40, imm, imm_data, src_qpn, true, sol);
+	pthread_mutex_unlock(&dst->resp_lock);
+}
+

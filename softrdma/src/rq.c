@@ -1,0 +1,249 @@
+/*
+ * Receive queues: a QP's own RQ and shared receive queues (create, modify,
+ * query, destroy, post_recv, post_srq_recv), taking a receive WQE for an
+ * incoming message (with the SRQ limit event), writing receive completions,
+ * and flushing a QP's RQ.
+ * Owns: struct srd_rq, srd_srq, srd_rwqe. Calls: cq, events.
+ */
+#include "rq.h"
+#include "cq.h"
+#include "events.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- receive queues */
+
+int srd_rq_init(struct srd_rq *rq, int cap, int max_sge)
+{
+	pthread_mutex_init(&rq->lock, NULL);
+	rq->cap = cap > 0 ? cap : 1;
+	rq->max_sge = max_sge > 0 ? max_sge : 1;
+	rq->ring = calloc((size_t)rq->cap, sizeof(*rq->ring));
+	rq->sges = calloc((size_t)rq->cap * (size_t)rq->max_sge, sizeof(*rq->sges));
+	if (!rq->ring || !rq->sges) {
+		free(rq->ring);
+		free(rq->sges);
+		return ENOMEM;
+	}
+	for (int i = 0; i < rq->cap; i++)
+		rq->ring[i].sge = rq->sges + (size_t)i * (size_t)rq->max_sge;
+	return 0;
+}
+
+void srd_rq_free(struct srd_rq *rq)
+{
+	free(rq->ring);
+	free(rq->sges);
+}
+
+/* caller holds rq->lock */
+static int rq_pop(struct srd_rq *rq, struct srd_rwqe *out, struct ibv_sge *sges)
+{
+	if (!rq->count)
+		return -1;
+	struct srd_rwqe *w = &rq->ring[rq->head];
+	out->wr_id = w->wr_id;
+	out->num_sge = w->num_sge;
+	memcpy(sges, w->sge, (size_t)w->num_sge * sizeof(*sges));
+	out->sge = sges;
+	rq->head = (rq->head + 1) % rq->cap;
+	rq->count--;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- SRQ */
+
+SRD_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
+{
+	if (!attr || attr->attr.max_wr < 1 || attr->attr.max_wr > SRD_MAX_QP_WR ||
+	    attr->attr.max_sge > SRD_MAX_SGE || attr->attr.srq_limit > attr->attr.max_wr) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct srd_srq *srq = calloc(1, sizeof(*srq));
+	if (!srq || srd_rq_init(&srq->rq, (int)attr->attr.max_wr, (int)attr->attr.max_sge)) {
+		free(srq);
+		errno = ENOMEM;
+		return NULL;
+	}
+	srq->limit = attr->attr.srq_limit;
+	REF(PD_OF(pd));
+	srq->ibsrq.context = pd->context;
+	srq->ibsrq.srq_context = attr->srq_context;
+	srq->ibsrq.pd = pd;
+	pthread_mutex_init(&srq->ibsrq.mutex, NULL);
+	pthread_cond_init(&srq->ibsrq.cond, NULL);
+	return &srq->ibsrq;
+}
+
+SRD_EXPORT int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)
+{
+	struct srd_srq *srq = container_of(ibsrq, struct srd_srq, ibsrq);
+	if (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT))
+		return EINVAL;
+	pthread_mutex_lock(&srq->rq.lock);
+	int rc = 0;
+	if (mask & IBV_SRQ_MAX_WR) {
+		if (attr->max_wr < 1 || attr->max_wr > SRD_MAX_QP_WR || (int)attr->max_wr < srq->rq.count) {
+			rc = EINVAL;
+		} else {
+			struct srd_rq n;
+			if (srd_rq_init(&n, (int)attr->max_wr, srq->rq.max_sge)) {
+				rc = ENOMEM;
+			} else {
+				for (int i = 0; i < srq->rq.count; i++) {
+					struct srd_rwqe *w = &srq->rq.ring[(srq->rq.head + i) % srq->rq.cap];
+					n.ring[i].wr_id = w->wr_id;
+					n.ring[i].num_sge = w->num_sge;
+					memcpy(n.ring[i].sge, w->sge, (size_t)w->num_sge * sizeof(struct ibv_sge));
+				}
+				n.count = srq->rq.count;
+				srd_rq_free(&srq->rq);
+				srq->rq.ring = n.ring;
+				srq->rq.sges = n.sges;
+				srq->rq.cap = n.cap;
+				srq->rq.head = 0;
+			}
+		}
+	}
+	if (!rc && (mask & IBV_SRQ_LIMIT)) {
+		if (attr->srq_limit > (unsigned)srq->rq.cap)
+			rc = EINVAL;
+		else
+			srq->limit = attr->srq_limit;
+	}
+	pthread_mutex_unlock(&srq->rq.lock);
+	return rc;
+}
+
+SRD_EXPORT int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
+{
+	struct srd_srq *srq = container_of(ibsrq, struct srd_srq, ibsrq);
+	pthread_mutex_lock(&srq->rq.lock);
+	attr->max_wr = (uint32_t)srq->rq.cap;
+	attr->max_sge = (uint32_t)srq->rq.max_sge;
+	attr->srq_limit = srq->limit;
+	pthread_mutex_unlock(&srq->rq.lock);
+	return 0;
+}
+
+SRD_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
+{
+	struct srd_srq *srq = container_of(ibsrq, struct srd_srq, ibsrq);
+	if (__atomic_load_n(&srq->refs, __ATOMIC_ACQUIRE))
+		return EBUSY;
+	UNREF(PD_OF(ibsrq->pd));
+	srd_rq_free(&srq->rq);
+	free(srq);
+	return 0;
+}
+
+/* called with srq->rq.lock held, after a WQE was consumed */
+static void srq_check_limit(struct srd_srq *srq)
+{
+	if (srq->limit && (unsigned)srq->rq.count < srq->limit) {
+		srq->limit = 0; /* the limit event is one-shot until re-armed */
+		struct ibv_async_event ev = { .element.srq = &srq->ibsrq,
+					      .event_type = IBV_EVENT_SRQ_LIMIT_REACHED };
+		srd_async_post(srd_ctx_of(srq->ibsrq.context), &ev);
+	}
+}
+
+/* Appends a chain of receive WRs to rq: at most max_sge SGEs each, max_wr WQEs queued. */
+static int rq_post(struct srd_rq *rq, struct ibv_recv_wr *wr, int max_sge, int max_wr,
+		   struct ibv_recv_wr **bad)
+{
+	int rc = 0;
+	pthread_mutex_lock(&rq->lock);
+	for (; wr; wr = wr->next) {
+		if (wr->num_sge < 0 || wr->num_sge > max_sge) {
+			rc = EINVAL;
+			break;
+		}
+		if (rq->count >= max_wr) {
+			rc = ENOMEM;
+			break;
+		}
+		struct srd_rwqe *w = &rq->ring[(rq->head + rq->count) % rq->cap];
+		w->wr_id = wr->wr_id;
+		w->num_sge = wr->num_sge;
+		memcpy(w->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(struct ibv_sge));
+		rq->count++;
+	}
+	pthread_mutex_unlock(&rq->lock);
+	if (rc)
+		*bad = wr;
+	return rc;
+}
+
+int srd_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	struct srd_srq *srq = container_of(ibsrq, struct srd_srq, ibsrq);
+	return rq_post(&srq->rq, wr, srq->rq.max_sge, srq->rq.cap, bad);
+}
+
+static struct srd_rq *recv_queue(struct srd_qp *qp)
+{
+	return qp->srq ? &qp->srq->rq : &qp->rq;
+}
+
+/* Takes one receive WQE (own RQ or SRQ); false when none is posted. resp_lock held. */
+bool srd_take_rwqe(struct srd_qp *qp, struct srd_rwqe *out, struct ibv_sge *sges)
+{
+	struct srd_rq *rq = recv_queue(qp);
+	pthread_mutex_lock(&rq->lock);
+	int r = rq_pop(rq, out, sges);
+	if (!r && qp->srq)
+		srq_check_limit(qp->srq);
+	pthread_mutex_unlock(&rq->lock);
+	return r == 0;
+}
+
+void srd_recv_complete(struct srd_qp *qp, const struct srd_rwqe *rw, enum ibv_wc_status st,
+			  enum ibv_wc_opcode op, uint32_t len, bool imm, uint32_t imm_data,
+			  uint32_t src_qp, bool grh, bool solicited)
+{
+	struct ibv_wc wc = { .wr_id = rw->wr_id, .status = st, .opcode = op, .byte_len = len,
+			     .qp_num = qp->ibqp.qp_num, .src_qp = src_qp };
+	if (imm) {
+		wc.wc_flags |= IBV_WC_WITH_IMM;
+		wc.imm_data = imm_data;
+	}
+	if (grh)
+		wc.wc_flags |= IBV_WC_GRH;
+	srd_cq_push(container_of(qp->ibqp.recv_cq, struct srd_cq, ibcq), &wc, solicited);
+}
+
+int srd_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	struct srd_qp *qp = srd_qp_of(ibqp);
+	if (qp->srq || qp->state == IBV_QPS_RESET) {
+		*bad = wr;
+		return EINVAL;
+	}
+	int max_sge = qp->rq.max_sge < (int)qp->cap.max_recv_sge ? qp->rq.max_sge : (int)qp->cap.max_recv_sge;
+	int max_wr = qp->rq.cap < (int)qp->cap.max_recv_wr ? qp->rq.cap : (int)qp->cap.max_recv_wr;
+	int rc = rq_post(&qp->rq, wr, max_sge, max_wr, bad);
+	if (__atomic_load_n(&qp->state, __ATOMIC_ACQUIRE) == IBV_QPS_ERR)
+		srd_flush_rq(qp);
+	return rc;
+}
+
+
+void srd_flush_rq(struct srd_qp *qp)
+{
+	if (qp->srq)
+		return; /* SRQ WQEs stay with the SRQ */
+	struct srd_cq *cq = srd_cq_of(qp->ibqp.recv_cq);
+	pthread_mutex_lock(&qp->rq.lock);
+	while (qp->rq.count) {
+		struct srd_rwqe *w = &qp->rq.ring[qp->rq.head];
+		struct ibv_wc wc = { .wr_id = w->wr_id, .status = IBV_WC_WR_FLUSH_ERR,
+				     .opcode = IBV_WC_RECV, .qp_num = qp->ibqp.qp_num };
+		qp->rq.head = (qp->rq.head + 1) % qp->rq.cap;
+		qp->rq.count--;
+		srd_cq_push(cq, &wc, false);
+	}
+	pthread_mutex_unlock(&qp->rq.lock);
+}

@@ -1,0 +1,71 @@
+/*
+ * Send-queue completions and the data path's move of a QP to ERR: completing
+ * the oldest send WQE, flushing the send queue, and srd_qp_to_error (flushes
+ * both queues), which the requester and the responder share.
+ * Owns: the completion side of struct srd_qp's send ring.
+ * Calls: cq, rq (flush), net (kick the agent).
+ */
+#include "sq.h"
+#include "cq.h"
+#include "rq.h"
+#include "net.h"
+
+static enum ibv_wc_opcode wc_opcode(enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM: return IBV_WC_RDMA_WRITE;
+	case IBV_WR_RDMA_READ: return IBV_WC_RDMA_READ;
+	case IBV_WR_ATOMIC_CMP_AND_SWP: return IBV_WC_COMP_SWAP;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD: return IBV_WC_FETCH_ADD;
+	default: return IBV_WC_SEND;
+	}
+}
+
+/* Completes the oldest WQE of the send queue; sq_lock held. */
+void srd_sq_complete_tail(struct srd_qp *qp, enum ibv_wc_status st)
+{
+	struct srd_swqe *w = &qp->sq[qp->sq_tail % (unsigned)qp->sq_cap];
+	if (w->psn_assigned && srd_is_rd(w) && qp->outstanding_rd > 0)
+		qp->outstanding_rd--;
+	if (w->signaled || st != IBV_WC_SUCCESS) {
+		struct ibv_wc wc = { .wr_id = w->wr_id, .status = st, .opcode = wc_opcode(w->opcode),
+				     .qp_num = qp->ibqp.qp_num };
+		if (st == IBV_WC_SUCCESS) {
+			if (w->opcode == IBV_WR_RDMA_READ)
+				wc.byte_len = w->length;
+			else if (srd_is_rd(w))
+				wc.byte_len = 8;
+		}
+		srd_cq_push(srd_cq_of(qp->ibqp.send_cq), &wc, false);
+	}
+	qp->sq_tail++;
+	if ((int)(qp->sq_next_tx - qp->sq_tail) < 0)
+		qp->sq_next_tx = qp->sq_tail;
+}
+
+void srd_flush_sq_locked(struct srd_qp *qp)
+{
+	while (qp->sq_tail != qp->sq_head)
+		srd_sq_complete_tail(qp, IBV_WC_WR_FLUSH_ERR);
+	qp->sq_next_tx = qp->sq_tail;
+	qp->outstanding_rd = 0;
+	qp->timer_deadline_ns = 0;
+	qp->rnr_wait = false;
+}
+
+
+/* Moves a QP to ERR from the data path (responder-detected errors, retry exhaustion). */
+void srd_qp_to_error(struct srd_qp *qp, bool flush_sq_now)
+{
+	int old = __atomic_exchange_n(&qp->state, IBV_QPS_ERR, __ATOMIC_ACQ_REL);
+	qp->ibqp.state = IBV_QPS_ERR;
+	qp->attr.qp_state = IBV_QPS_ERR;
+	if (old == IBV_QPS_ERR)
+		return;
+	if (flush_sq_now)
+		srd_flush_sq_locked(qp);
+	else
+		srd_qp_kick(qp);
+	srd_flush_rq(qp);
+}

@@ -1,0 +1,72 @@
+/*
+ * softrdma's wire format and the protocol arithmetic both sides of the packet
+ * path share (header only: no unit owns it). The format is private: a
+ * little-endian header, not BTH/RETH, so softrdma talks only to softrdma.
+ */
+#ifndef SRD_WIRE_H
+#define SRD_WIRE_H
+
+#include "srd.h"
+
+#define WINDOW 256          /* packets in flight per QP */
+#define ACKREQ_EVERY 32     /* requester asks for an ACK this often */
+#define READ_CHUNK 64       /* response packets per READ request */
+
+enum { OP_SEND = 1, OP_WRITE, OP_READ_REQ, OP_READ_RESP, OP_CAS, OP_FAA, OP_ATOMIC_RESP,
+       OP_ACK, OP_UD_SEND };
+enum { F_FIRST = 1, F_LAST = 2, F_SOLICITED = 4, F_IMM = 8, F_ACKREQ = 16 };
+enum { SYN_ACK = 0, SYN_RNR, SYN_NAK_SEQ, SYN_NAK_INV, SYN_NAK_ACCESS, SYN_NAK_OP };
+
+struct pkt_hdr {
+	uint8_t op, flags, syndrome, pad;
+	uint32_t dqpn, sqpn, psn;
+	uint32_t imm;      /* immediate (network order as posted); RNR timer code in NAKs */
+	uint32_t rkey;     /* rkey, or q_key for UD */
+	uint32_t len;      /* payload bytes, or requested bytes for READ */
+	uint32_t total;    /* whole message length */
+	uint64_t va;
+	uint64_t cmp, swap; /* atomics; cmp carries the original value in responses */
+	uint8_t sgid[16];
+	uint32_t magic, pad2;
+};
+#define PKT_MAGIC 0x53524431u /* "SRD1" */
+#define MAX_PKT (sizeof(struct pkt_hdr) + 4096)
+
+static inline int32_t psn_diff(uint32_t a, uint32_t b)
+{
+	/* signed distance a - b in 24-bit PSN space */
+	int32_t d = (int32_t)((a - b) << 8);
+	return d >> 8;
+}
+
+static inline uint32_t psn_add(uint32_t a, uint32_t n) { return (a + n) & SRD_HDR_PSN_MASK; }
+
+static inline uint32_t mtu_bytes(enum ibv_mtu m) { return 128u << m; }
+
+/* IB encoding of the RNR NAK timer (IBA table 45), in nanoseconds */
+static inline uint64_t rnr_ns(unsigned code)
+{
+	static const uint32_t us100[32] = { 65536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128,
+					    192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096,
+					    6144, 8192, 12288, 16384, 24576, 32768, 49152 };
+	return (uint64_t)us100[code & 31] * 10000ull; /* table is in units of 0.01 ms */
+}
+
+static inline uint64_t timeout_ns(unsigned t)
+{
+	if (!t)
+		return 0; /* infinite */
+	uint64_t ns = 4096ull << t;  /* 4.096 us * 2^t */
+	if (ns < 1000000ull)
+		ns = 1000000ull;
+	return ns;
+}
+
+/* Maps a NAK syndrome to the requester's completion status. */
+static inline enum ibv_wc_status syn_status(int syn)
+{
+	return syn == SYN_NAK_ACCESS ? IBV_WC_REM_ACCESS_ERR :
+	       syn == SYN_NAK_INV ? IBV_WC_REM_INV_REQ_ERR : IBV_WC_REM_OP_ERR;
+}
+
+#endif
