@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 
 /* ---------------------------------------------------------------- PD */
@@ -107,6 +108,31 @@ static struct srd_mr *mr_get(uint32_t key)
 	return mr;
 }
 
+/*
+ * Whether every page of [addr, addr + length) is mapped. The kernel pins the pages of a region
+ * when it is registered and answers EFAULT for a range with a hole; a software device reaches
+ * the memory through this process's own address space, so it asks mincore(2), which fails with
+ * ENOMEM for an unmapped page. Checked a chunk of pages at a time (one vector byte per page).
+ */
+static int range_mapped(const void *addr, size_t length)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uintptr_t start = (uintptr_t)addr & ~((uintptr_t)page - 1);
+	uintptr_t end = (uintptr_t)addr + length;
+	if (end < (uintptr_t)addr)
+		return 0;
+	unsigned char vec[4096];
+	while (start < end) {
+		size_t chunk = (size_t)page * sizeof(vec);
+		if (end - start < chunk)
+			chunk = end - start;
+		if (mincore((void *)start, chunk, vec) != 0)
+			return 0;
+		start += chunk;
+	}
+	return 1;
+}
+
 #define MR_ACCESS_ALL (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
 		       IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | \
 		       IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB | IBV_ACCESS_RELAXED_ORDERING)
@@ -126,6 +152,10 @@ SRD_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t
 	}
 	if (!addr && length) {
 		errno = EINVAL;
+		return NULL;
+	}
+	if (length && !(access & IBV_ACCESS_ON_DEMAND) && !range_mapped(addr, length)) {
+		errno = EFAULT;
 		return NULL;
 	}
 	struct srd_mr *mr = calloc(1, sizeof(*mr));

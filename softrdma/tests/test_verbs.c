@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 #include <sys/wait.h>
+#include <sys/mman.h>
 #include <arpa/inet.h>
 #include <stdint.h>
 #include "testlib.h"
@@ -290,6 +291,30 @@ static void test_errors(void)
 	env_up(&e, IBV_QPT_RC, 7);
 	post1(e.qa, IBV_WR_RDMA_READ, e.a, 64, e.ma->lkey, (uintptr_t)e.b + BUF - 32, e.mb->rkey, 1, 0);
 	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_REM_ACCESS_ERR, "read past MR end %d", wc.status);
+	env_down(&e);
+
+	/* registering memory that is not mapped fails with EFAULT, as the kernel's page pinning does */
+	env_up(&e, IBV_QPT_RC, 7);
+	{
+		long pg = sysconf(_SC_PAGESIZE);
+		char *m = mmap(NULL, 3 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		CHECK(m != MAP_FAILED, "mmap for the EFAULT test");
+		munmap(m + pg, pg); /* a hole in the middle */
+		errno = 0;
+		struct ibv_mr *hole = ibv_reg_mr(e.pd, m, 3 * pg, IBV_ACCESS_LOCAL_WRITE);
+		CHECK(!hole && errno == EFAULT, "range with an unmapped page: %p errno %d", (void *)hole, errno);
+		if (hole)
+			ibv_dereg_mr(hole);
+		errno = 0;
+		struct ibv_mr *gone = ibv_reg_mr(e.pd, m + pg, 16, IBV_ACCESS_LOCAL_WRITE);
+		CHECK(!gone && errno == EFAULT, "unmapped range: errno %d", errno);
+		struct ibv_mr *ok = ibv_reg_mr(e.pd, m, pg, IBV_ACCESS_LOCAL_WRITE);
+		CHECK(ok != NULL, "the mapped page before the hole registers");
+		if (ok)
+			ibv_dereg_mr(ok);
+		munmap(m, pg);
+		munmap(m + 2 * pg, pg);
+	}
 	env_down(&e);
 
 	/* MR without remote write permission */
