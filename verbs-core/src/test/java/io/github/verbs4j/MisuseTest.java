@@ -4,6 +4,7 @@ import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 
 import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
@@ -234,6 +235,33 @@ class MisuseTest {
                 assertTrue(auto.access().contains(Access.REMOTE_WRITE));
                 assertTrue(global.access().contains(Access.REMOTE_READ));
             }
+        }
+    }
+
+    @Test
+    void registeringMemoryThatIsNotMappedFailsWithEfault() throws Throwable {
+        // an address range the process does not map: mmap three pages, unmap the middle one
+        java.lang.foreign.Linker linker = java.lang.foreign.Linker.nativeLinker();
+        var lookup = linker.defaultLookup();
+        java.lang.invoke.MethodHandle mmap = linker.downcallHandle(lookup.find("mmap").orElseThrow(),
+                java.lang.foreign.FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG,
+                        ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG));
+        java.lang.invoke.MethodHandle munmap = linker.downcallHandle(lookup.find("munmap").orElseThrow(),
+                java.lang.foreign.FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG));
+        long page = 4096;
+        // PROT_READ|PROT_WRITE = 3, MAP_PRIVATE|MAP_ANONYMOUS = 0x22
+        MemorySegment m = (MemorySegment) mmap.invokeExact(MemorySegment.NULL, 3 * page, 3, 0x22, -1, 0L);
+        assertTrue(m.address() != -1L, "mmap");
+        try (Context ctx = Rig.open(); ProtectionDomain pd = ctx.allocatePd()) {
+            assertEquals(0, (int) munmap.invokeExact(MemorySegment.ofAddress(m.address() + page), page));
+            MemorySegment withHole = MemorySegment.ofAddress(m.address()).reinterpret(3 * page);
+            VerbsException e = assertThrows(VerbsException.class, () -> pd.register(withHole, Access.LOCAL_WRITE));
+            assertEquals(Errno.EFAULT, e.error(), e.getMessage());
+            try (MemoryRegion first = pd.register(MemorySegment.ofAddress(m.address()).reinterpret(page), Access.LOCAL_WRITE)) {
+                assertEquals(page, first.length());
+            }
+        } finally {
+            int ignored = (int) munmap.invokeExact(MemorySegment.ofAddress(m.address()), 3 * page);
         }
     }
 
