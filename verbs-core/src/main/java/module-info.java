@@ -7,6 +7,7 @@
 module io.github.verbs4j.core {
     requires io.github.verbs4j.ffi;
     exports io.github.verbs4j;
-    // for verbs-cm only: the owners' shared lifecycle and the bridge to package-private parts
-    exports io.github.verbs4j.internal to io.github.verbs4j.cm;
+    // for verbs-cm (and the test harness's leak check): the owners' shared lifecycle and the
+    // bridge to package-private parts
+    exports io.github.verbs4j.internal to io.github.verbs4j.cm, io.github.verbs4j.test;
 }
