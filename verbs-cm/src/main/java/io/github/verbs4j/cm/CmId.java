@@ -466,8 +466,8 @@ public final class CmId implements AutoCloseable {
             Set<CmEventType> failure, String detail) {
         CmEvent e = channel.await(ev -> ev.id() == this && ev.type() != CmEventType.CONNECT_REQUEST, deadline);
         if (e == null) {
-            throw new VerbsException(verb, Errno.ETIMEDOUT, "no " + success + " event within " + timeout.toMillis()
-                    + " ms" + (detail == null ? "" : " (" + detail + ")"));
+            throw VerbsException.timedOut(verb, "a " + success + " event" + (detail == null ? "" : " (" + detail + ")"),
+                    timeout);
         }
         if (success.contains(e.type())) {
             return e;
