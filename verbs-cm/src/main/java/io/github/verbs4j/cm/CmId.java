@@ -446,6 +446,7 @@ public final class CmId implements AutoCloseable {
 
     /** Called by the channel for each event of this id, before anyone sees it. */
     void observe(CmEvent event) {
+        CmTelemetry.observed(this, event);
         switch (event.type()) {
             case ESTABLISHED -> {
                 QueuePair q = qp;
