@@ -46,6 +46,19 @@ class QuickstartTest {
     }
 
     @Test
+    void readmeProgramPrintsTheWrittenLine() {
+        java.io.PrintStream out = System.out;
+        java.io.ByteArrayOutputStream captured = new java.io.ByteArrayOutputStream();
+        System.setOut(new java.io.PrintStream(captured, true));
+        try {
+            Hello.main(new String[0]);
+        } finally {
+            System.setOut(out);
+        }
+        assertEquals("SUCCESS: hello, RDMA", captured.toString().strip());
+    }
+
+    @Test
     void twoProcessWrite() throws Exception {
         assertTrue(Quickstart.target().startsWith("hello from process "));
     }
