@@ -1,6 +1,7 @@
 package io.github.verbs4j.test;
 
 import io.github.verbs4j.Context;
+import io.github.verbs4j.Verbs;
 import io.github.verbs4j.raw.NativeLibraries;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -29,6 +30,7 @@ class SoftRdmaTestTest {
         Path dir = NativeLibraries.softRdmaDirectory().orElseThrow();
         assertEquals(dir.resolve("libibverbs.so.1"), NativeLibraries.verbsPath().orElseThrow());
         assertTrue(dir.getFileName().toString().startsWith("linux-"), dir.toString());
+        Verbs.useSoftRdma(); // again, after first use: idempotent while softrdma is what was loaded
     }
 
     @Test
