@@ -2,7 +2,6 @@ package io.github.verbs4j.cm;
 
 import io.github.verbs4j.CompletionQueue;
 import io.github.verbs4j.Context;
-import io.github.verbs4j.Errno;
 import io.github.verbs4j.ProtectionDomain;
 import io.github.verbs4j.QpCapabilities;
 import io.github.verbs4j.QpState;

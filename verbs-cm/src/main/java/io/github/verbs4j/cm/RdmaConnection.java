@@ -5,7 +5,6 @@ import io.github.verbs4j.Completion;
 import io.github.verbs4j.CompletionQueue;
 import io.github.verbs4j.Completions;
 import io.github.verbs4j.Context;
-import io.github.verbs4j.Errno;
 import io.github.verbs4j.MemoryRegion;
 import io.github.verbs4j.ProtectionDomain;
 import io.github.verbs4j.QueuePair;
