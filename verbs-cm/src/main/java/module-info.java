@@ -6,5 +6,6 @@
 module io.github.verbs4j.cm {
     requires transitive io.github.verbs4j.core;
     requires io.github.verbs4j.ffi;
+    requires jdk.jfr; // CmTelemetry's JFR event
     exports io.github.verbs4j.cm;
 }

@@ -6,7 +6,9 @@
  */
 module io.github.verbs4j.core {
     requires io.github.verbs4j.ffi;
+    requires jdk.jfr; // the JFR events of internal.Telemetry
     exports io.github.verbs4j;
-    // for verbs-cm only: the owners' shared lifecycle and the bridge to package-private parts
-    exports io.github.verbs4j.internal to io.github.verbs4j.cm;
+    // for verbs-cm (and the test harness's leak check): the owners' shared lifecycle and the
+    // bridge to package-private parts
+    exports io.github.verbs4j.internal to io.github.verbs4j.cm, io.github.verbs4j.test, jdk.jfr;
 }

@@ -9,5 +9,5 @@
  */
 module io.github.verbs4j.ffi {
     exports io.github.verbs4j.ffi to io.github.verbs4j.core, io.github.verbs4j.cm;
-    exports io.github.verbs4j.raw to io.github.verbs4j.core, io.github.verbs4j.cm;
+    exports io.github.verbs4j.raw to io.github.verbs4j.core, io.github.verbs4j.cm, io.github.verbs4j.test;
 }

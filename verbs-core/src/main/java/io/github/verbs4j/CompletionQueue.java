@@ -3,6 +3,7 @@ package io.github.verbs4j;
 import io.github.verbs4j.ffi.ibv_cq;
 import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.internal.NativeHandle;
+import io.github.verbs4j.internal.Telemetry;
 import io.github.verbs4j.raw.ContextOps;
 import io.github.verbs4j.raw.Downcalls;
 import io.github.verbs4j.raw.VerbsFunctions;
@@ -96,6 +97,14 @@ public final class CompletionQueue implements AutoCloseable {
             throw new VerbsException("ibv_poll_cq", 0, "the provider returned " + n);
         }
         batch.count = n;
+        if (n > 0 && Telemetry.errorCompletionsEnabled()) {
+            for (int i = 0; i < n; i++) {
+                Completion wc = batch.get(i);
+                if (!wc.ok()) {
+                    Telemetry.errorCompletion(wc.qpNumber(), wc.wrId(), wc.status().toString(), wc.vendorError());
+                }
+            }
+        }
         return n;
     }
 

@@ -9,6 +9,7 @@ import io.github.verbs4j.ffi.ibv_qp;
 import io.github.verbs4j.internal.Fds;
 import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.internal.Timeouts;
+import io.github.verbs4j.internal.Telemetry;
 import io.github.verbs4j.raw.ContextOps;
 import io.github.verbs4j.raw.Downcalls;
 import io.github.verbs4j.raw.VerbsFunctions;
@@ -103,6 +104,8 @@ public final class Context implements AutoCloseable {
                         if (Downcalls.isNull(ctx)) {
                             throw new VerbsException("ibv_open_device", Downcalls.errno(errno), "device " + name);
                         }
+                        Telemetry.LOG.log(System.Logger.Level.DEBUG, "opened device {0} (node GUID {1})", name,
+                                device.guidString());
                         return new Context(ctx.reinterpret(ibv_context.layout().byteSize()), device, false);
                     }
                 }
@@ -408,6 +411,7 @@ public final class Context implements AutoCloseable {
                 srq = child(ibv_async_event.element.srq(element), SharedReceiveQueue.class);
             }
             VerbsFunctions.need(VerbsFunctions.ACK_ASYNC_EVENT, "ibv_ack_async_event").invokeExact(errno, event);
+            Telemetry.asyncEvent(device.name(), type, port, qpNum);
             return new AsyncEvent(type, port, qpNum, openOrNull(queuePair), openOrNull(cq), openOrNull(srq));
         } catch (Throwable t) {
             throw Downcalls.unexpected("ibv_get_async_event", t);

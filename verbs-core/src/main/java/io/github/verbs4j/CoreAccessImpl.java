@@ -2,7 +2,10 @@ package io.github.verbs4j;
 
 import io.github.verbs4j.internal.CoreAccess;
 
+import io.github.verbs4j.internal.Lifecycle;
+
 import java.lang.foreign.MemorySegment;
+import java.util.List;
 
 /** verbs-core's side of {@link CoreAccess}: reaches the package-private parts verbs-cm needs. */
 final class CoreAccessImpl extends CoreAccess {
@@ -41,6 +44,22 @@ final class CoreAccessImpl extends CoreAccess {
     public QueuePair adoptQueuePair(ProtectionDomain pd, MemorySegment qp, QpType type, CompletionQueue sendCq,
             CompletionQueue recvCq, QpCapabilities capabilities, QpState state, Runnable destroyer) {
         return QueuePair.adopt(pd, qp, type, sendCq, recvCq, capabilities, state, destroyer);
+    }
+
+    @Override
+    public List<Object> dependents(Object owner) {
+        Lifecycle life = switch (owner) {
+            case Context c -> c.life;
+            case ProtectionDomain pd -> pd.life;
+            case CompletionQueue cq -> cq.life;
+            case CompletionChannel ch -> ch.life;
+            case SharedReceiveQueue srq -> srq.life;
+            case QueuePair qp -> qp.life;
+            case MemoryRegion mr -> mr.life;
+            case AddressHandle ah -> ah.life;
+            default -> null;
+        };
+        return life == null ? List.of() : life.dependents();
     }
 
     @Override

@@ -6,6 +6,7 @@ import io.github.verbs4j.ffi.ibv_qp_cap;
 import io.github.verbs4j.ffi.ibv_qp_init_attr;
 import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.internal.NativeHandle;
+import io.github.verbs4j.internal.Telemetry;
 import io.github.verbs4j.raw.ContextOps;
 import io.github.verbs4j.raw.Downcalls;
 import io.github.verbs4j.raw.VerbsFunctions;
@@ -245,7 +246,11 @@ public final class QueuePair implements AutoCloseable {
 
     /** Records a transition another library made on this QP (librdmacm on connect and disconnect). */
     void track(QpState newState) {
+        QpState from = state;
         state = newState;
+        if (from != newState) {
+            Telemetry.qpStateChange(pd.context.device().name(), qpNum, type.toString(), from, newState);
+        }
     }
 
     /** The QP number. */
@@ -400,7 +405,9 @@ public final class QueuePair implements AutoCloseable {
         } catch (Throwable t) {
             throw Downcalls.unexpected("ibv_modify_qp", t);
         }
+        QpState previous = state;
         state = to;
+        Telemetry.qpStateChange(pd.context.device().name(), qpNum, type.toString(), previous, to);
     }
 
     /** {@link #init(ConnectOptions)} with {@link ConnectOptions#defaults()}. */

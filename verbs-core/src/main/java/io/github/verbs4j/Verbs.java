@@ -25,13 +25,30 @@ import java.util.List;
  * }</pre>
  *
  * <p>Which {@code libibverbs.so.1} is bound is chosen by the system property
- * {@code verbs4j.libibverbs} (default: the system's; a path selects another, such as softrdma's).
+ * {@code verbs4j.libibverbs} (default: the system's; a path selects another, such as softrdma's),
+ * or by {@code verbs4j.substrate=softrdma} / {@link #useSoftRdma()}, which load softrdma from the
+ * {@code io.github.verbs4j:verbs4j-softrdma} jar.
  *
  * <p>Thread-safe.
  */
 public final class Verbs {
 
     private Verbs() {
+    }
+
+    /**
+     * Runs verbs4j on softrdma, the software RDMA device, from the
+     * {@code io.github.verbs4j:verbs4j-softrdma} jar on the class path: its {@code libibverbs.so.1}
+     * and {@code librdmacm.so.1} are extracted once into a private per-user folder
+     * ({@code ~/.cache/verbs4j/softrdma/}, or {@code -Dverbs4j.softrdma.dir}) and loaded. The same
+     * as {@code -Dverbs4j.substrate=softrdma}; a path in {@code -Dverbs4j.libibverbs} still wins.
+     *
+     * <p>Call it before any other use of verbs4j in this JVM. Idempotent.
+     *
+     * @throws IllegalStateException when libibverbs was already loaded from elsewhere
+     */
+    public static void useSoftRdma() {
+        NativeLibraries.useSoftRdma();
     }
 
     /**

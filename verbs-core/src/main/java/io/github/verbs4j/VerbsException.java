@@ -39,6 +39,27 @@ public class VerbsException extends RdmaException {
         this(verb, error.code(), detail);
     }
 
+    private VerbsException(String message, String verb, int errno) {
+        super(message);
+        this.verb = verb;
+        this.errno = errno;
+    }
+
+    /**
+     * A wait that ran out of time: errno ETIMEDOUT and {@link #verb()} the function waited on, with
+     * a message that says what was awaited and for how long (the verb itself did not fail), e.g.
+     * {@code timed out after 3000 ms waiting for a message on RdmaConnection[...] (ibv_poll_cq: ETIMEDOUT)}.
+     *
+     * @param verb    the function polled or waited on, e.g. {@code "ibv_poll_cq"}
+     * @param awaited what did not come, e.g. {@code "a message on RdmaConnection[...]"}
+     * @param timeout how long the caller asked to wait
+     * @return the exception
+     */
+    public static VerbsException timedOut(String verb, String awaited, java.time.Duration timeout) {
+        return new VerbsException("timed out after " + timeout.toMillis() + " ms waiting for " + awaited + " ("
+                + verb + ": " + Errno.name(Errno.ETIMEDOUT.code()) + ")", verb, Errno.ETIMEDOUT.code());
+    }
+
     /** An exception for {@code verb} failing with {@code errno}, without further detail. */
     public static VerbsException of(String verb, int errno) {
         return new VerbsException(verb, errno, null);

@@ -14,8 +14,33 @@ public class WorkCompletionException extends RdmaException {
     private final int qpNumber;
     private final WcOpcode opcode;
 
+    /**
+     * A failed completion, named by its work request id.
+     *
+     * @param status      the completion status
+     * @param wrId        the work request's id
+     * @param vendorError the device-specific error code
+     * @param qpNumber    the local QP number
+     * @param opcode      the opcode, {@link WcOpcode#UNKNOWN} when undefined
+     */
     public WorkCompletionException(WcStatus status, long wrId, int vendorError, int qpNumber, WcOpcode opcode) {
-        super("work request " + wrId + " on QP 0x" + Integer.toHexString(qpNumber) + " completed with " + status
+        this("work request " + wrId, status, wrId, vendorError, qpNumber, opcode);
+    }
+
+    /**
+     * A failed completion, named in the caller's words (for example {@code "RDMA READ #3 on
+     * RdmaConnection[...]"}) where its work request id is internal and would mean nothing.
+     *
+     * @param workRequest what the work request was, leading the message
+     * @param status      the completion status
+     * @param wrId        the work request's id
+     * @param vendorError the device-specific error code
+     * @param qpNumber    the local QP number
+     * @param opcode      the opcode, {@link WcOpcode#UNKNOWN} when undefined
+     */
+    public WorkCompletionException(String workRequest, WcStatus status, long wrId, int vendorError, int qpNumber,
+            WcOpcode opcode) {
+        super(workRequest + " on QP 0x" + Integer.toHexString(qpNumber) + " completed with " + status
                 + " (" + status.cName() + ", vendor error 0x" + Integer.toHexString(vendorError) + ")"
                 + (opcode == WcOpcode.UNKNOWN ? "" : ", opcode " + opcode));
         this.status = status;

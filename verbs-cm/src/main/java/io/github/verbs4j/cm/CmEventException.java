@@ -14,8 +14,20 @@ public final class CmEventException extends VerbsException {
     private final transient CmEvent event;
 
     CmEventException(String verb, CmEvent event, String detail) {
-        super(verb, event.errno(), event.describe() + (detail == null ? "" : ": " + detail));
+        super(verb, event.errno(), event.describe() + reason(event) + (detail == null ? "" : ": " + detail));
         this.event = event;
+    }
+
+    /** What a REJECTED's status means, in words. */
+    private static String reason(CmEvent event) {
+        if (event.type() != CmEventType.REJECTED) {
+            return "";
+        }
+        return switch (event.status()) {
+            case CmEvent.REJECT_INVALID_SERVICE_ID -> ": nobody listens on that port (no rdma_listen there)";
+            case CmEvent.REJECT_CONSUMER -> ": the peer application rejected the connection (rdma_reject)";
+            default -> "";
+        };
     }
 
     /** The event that ended the step. */

@@ -2,7 +2,6 @@ package io.github.verbs4j.cm;
 
 import io.github.verbs4j.CompletionQueue;
 import io.github.verbs4j.Context;
-import io.github.verbs4j.Errno;
 import io.github.verbs4j.ProtectionDomain;
 import io.github.verbs4j.QpCapabilities;
 import io.github.verbs4j.QpState;
@@ -446,6 +445,7 @@ public final class CmId implements AutoCloseable {
 
     /** Called by the channel for each event of this id, before anyone sees it. */
     void observe(CmEvent event) {
+        CmTelemetry.observed(this, event);
         switch (event.type()) {
             case ESTABLISHED -> {
                 QueuePair q = qp;
@@ -466,8 +466,8 @@ public final class CmId implements AutoCloseable {
             Set<CmEventType> failure, String detail) {
         CmEvent e = channel.await(ev -> ev.id() == this && ev.type() != CmEventType.CONNECT_REQUEST, deadline);
         if (e == null) {
-            throw new VerbsException(verb, Errno.ETIMEDOUT, "no " + success + " event within " + timeout.toMillis()
-                    + " ms" + (detail == null ? "" : " (" + detail + ")"));
+            throw VerbsException.timedOut(verb, "a " + success + " event" + (detail == null ? "" : " (" + detail + ")"),
+                    timeout);
         }
         if (success.contains(e.type())) {
             return e;

@@ -1,5 +1,6 @@
 package io.github.verbs4j.cm;
 
+import io.github.verbs4j.Errno;
 import io.github.verbs4j.VerbsException;
 import io.github.verbs4j.ffi.rdma_cm_event;
 import io.github.verbs4j.ffi.rdma_conn_param;
@@ -80,7 +81,13 @@ public final class EventChannel implements AutoCloseable {
             MemorySegment errno = Downcalls.errnoSegment(arena);
             MemorySegment ch = (MemorySegment) CmFunctions.CREATE_EVENT_CHANNEL.invokeExact(errno);
             if (Cm.isNull(ch)) {
-                throw VerbsException.of("rdma_create_event_channel", Downcalls.errno(errno));
+                int e = Downcalls.errno(errno);
+                throw new VerbsException("rdma_create_event_channel", e, Errno.ENODEV.is(e) || Errno.ENOENT.is(e)
+                        ? "no RDMA connection manager: " + (java.nio.file.Files.exists(java.nio.file.Path.of("/dev/infiniband/rdma_cm"))
+                                ? "the kernel's rdma_cm has no RDMA device to serve"
+                                : "the kernel has no rdma_cm (no /dev/infiniband/rdma_cm)")
+                          + " and no user-space RDMA device such as softrdma is loaded (-Dverbs4j.substrate=softrdma)"
+                        : null);
             }
             return new EventChannel(ch);
         } catch (Throwable t) {

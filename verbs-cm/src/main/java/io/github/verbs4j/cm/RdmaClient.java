@@ -1,5 +1,8 @@
 package io.github.verbs4j.cm;
 
+import io.github.verbs4j.Errno;
+import io.github.verbs4j.VerbsException;
+
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
@@ -53,6 +56,20 @@ public final class RdmaClient {
      */
     public RdmaConnection connect(InetSocketAddress address, Duration timeout) {
         Objects.requireNonNull(address, "address");
+        try {
+            return connectWithin(address, timeout);
+        } catch (VerbsException e) {
+            if (e.is(Errno.ETIMEDOUT) && !(e instanceof CmEventException)) {
+                // each step waited only for what was left of the caller's timeout: name that one
+                VerbsException timedOut = VerbsException.timedOut(e.verb(), "a connection to " + address, timeout);
+                timedOut.initCause(e);
+                throw timedOut;
+            }
+            throw e;
+        }
+    }
+
+    private RdmaConnection connectWithin(InetSocketAddress address, Duration timeout) {
         long deadline = System.nanoTime() + Cm.timeoutMillis(timeout) * 1_000_000L;
         EventChannel channel = EventChannel.create();
         CmId id = null;

@@ -5,7 +5,6 @@ import io.github.verbs4j.Completion;
 import io.github.verbs4j.CompletionQueue;
 import io.github.verbs4j.Completions;
 import io.github.verbs4j.Context;
-import io.github.verbs4j.Errno;
 import io.github.verbs4j.MemoryRegion;
 import io.github.verbs4j.ProtectionDomain;
 import io.github.verbs4j.QueuePair;
@@ -14,6 +13,7 @@ import io.github.verbs4j.RemoteBuffer;
 import io.github.verbs4j.SendRequest;
 import io.github.verbs4j.VerbsException;
 import io.github.verbs4j.WcOpcode;
+import io.github.verbs4j.WorkCompletionException;
 import io.github.verbs4j.internal.Lifecycle;
 
 import java.lang.foreign.MemorySegment;
@@ -66,6 +66,8 @@ public final class RdmaConnection implements AutoCloseable {
     private long rdmaCompleted;
     private long sendsPosted;
     private long rdmaPosted;
+    /** The one-sided operation in flight, for messages: {@code "RDMA READ #3"}. */
+    private String rdmaOperation = "RDMA operation";
     private volatile byte[] peerPrivateData = new byte[0];
     private final Lifecycle life = new Lifecycle();
     private int idlePolls;
@@ -276,9 +278,10 @@ public final class RdmaConnection implements AutoCloseable {
         ensureOpen();
         long deadline = deadline(timeout);
         rdmaPosted++;
+        rdmaOperation = request.opcode().toString().replace('_', ' ') + " #" + rdmaPosted; // "RDMA READ #3"
         qp.postSend(request.id(RDMA_ID + rdmaPosted).local(rdmaBuffer, localOffset, length).remote(remote).signaled());
         while (rdmaCompleted < rdmaPosted) {
-            pollOrWait(deadline, timeout, "the completion of an RDMA " + request.opcode());
+            pollOrWait(deadline, timeout, "the completion of an " + rdmaOperation);
         }
     }
 
@@ -286,10 +289,14 @@ public final class RdmaConnection implements AutoCloseable {
         int n = cq.poll(completions);
         for (int i = 0; i < n; i++) {
             Completion wc = completions.get(i);
-            if (!wc.ok()) {
-                throw wc.error();
-            }
             long wrId = wc.wrId();
+            if (!wc.ok()) {
+                // the work request ids are this class's bookkeeping: name the operation instead
+                String op = wrId >= RDMA_ID ? rdmaOperation : wrId >= SEND_ID ? "send #" + (wrId - SEND_ID)
+                        : "receive (buffer " + wrId + ")";
+                throw new WorkCompletionException(op + " on " + this, wc.status(), wrId, wc.vendorError(),
+                        wc.qpNumber(), WcOpcode.UNKNOWN);
+            }
             if (wc.opcode() == WcOpcode.RECV) {
                 int slot = (int) wrId;
                 byte[] message = receiveBuffers.segment().asSlice((long) slot * options.messageSize(), wc.byteLength())
@@ -316,7 +323,7 @@ public final class RdmaConnection implements AutoCloseable {
             }
         }
         if (System.nanoTime() - deadline >= 0) {
-            throw new VerbsException("ibv_poll_cq", Errno.ETIMEDOUT, "no " + what + " within " + timeout.toMillis() + " ms on " + this);
+            throw VerbsException.timedOut("ibv_poll_cq", what + " on " + this, timeout);
         }
         LockSupport.parkNanos(20_000);
     }

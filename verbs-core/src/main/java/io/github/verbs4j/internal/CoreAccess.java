@@ -9,12 +9,14 @@ import io.github.verbs4j.QpType;
 import io.github.verbs4j.QueuePair;
 
 import java.lang.foreign.MemorySegment;
+import java.util.List;
 
 /**
  * What verbs-cm needs from verbs-core beyond its public API: librdmacm opens the device itself
  * ({@code cm_id->verbs}) and creates queue pairs ({@code rdma_create_qp}), so verbs-cm wraps
  * those native objects in verbs-core's owners and passes verbs-core's owners back as pointers.
- * Visible only to io.github.verbs4j.cm (qualified export); implemented in io.github.verbs4j.
+ * Visible only to io.github.verbs4j.cm and io.github.verbs4j.test (qualified export; the test
+ * harness reads {@link #dependents} for its leak check); implemented in io.github.verbs4j.
  */
 public abstract class CoreAccess {
 
@@ -61,6 +63,13 @@ public abstract class CoreAccess {
     public abstract QueuePair adoptQueuePair(ProtectionDomain pd, MemorySegment qp, QpType type,
             CompletionQueue sendCq, CompletionQueue recvCq, QpCapabilities capabilities, QpState state,
             Runnable destroyer);
+
+    /**
+     * The open owners made from {@code owner} (a context's domains, queues and channels, a
+     * domain's regions, queue pairs, SRQs and address handles, ...): empty for an owner that
+     * has none or is not a verbs-core owner.
+     */
+    public abstract List<Object> dependents(Object owner);
 
     /** Records a state change librdmacm made on the QP (RTS on connect, ERR on disconnect). */
     public abstract void track(QueuePair qp, QpState state);

@@ -88,6 +88,11 @@ public final class Lifecycle {
         }
     }
 
+    /** The dependents registered now (a snapshot): what a leak check reports. */
+    public List<Object> dependents() {
+        return List.copyOf(dependents);
+    }
+
     /** Unregisters {@code dependent} (after its own close completed). */
     public void removeDependent(Object dependent) {
         dependents.remove(dependent);

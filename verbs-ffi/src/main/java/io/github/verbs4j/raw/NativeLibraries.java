@@ -19,6 +19,11 @@ import java.util.Optional;
  *
  * <h2>Selection</h2>
  * <ul>
+ *   <li>System property {@value #SUBSTRATE_PROPERTY}: {@code system} (the default) or
+ *       {@code softrdma}, which extracts the prebuilt softrdma libraries from the
+ *       {@code io.github.verbs4j:verbs4j-softrdma} jar on the class path into a private folder
+ *       (see {@code SoftRdmaBundle}) and loads them; {@link #useSoftRdma()} does the same from
+ *       code. A path given in one of the two properties below takes precedence.</li>
  *   <li>System property {@value #LIBIBVERBS_PROPERTY}: unset or {@code system} loads the system's
  *       {@code libibverbs.so.1} through the dynamic loader's search (so {@code LD_LIBRARY_PATH}
  *       set before the JVM starts is honoured); any other value is the path of the file to load,
@@ -43,12 +48,20 @@ public final class NativeLibraries {
     public static final String LIBIBVERBS_PROPERTY = "verbs4j.libibverbs";
     /** System property selecting librdmacm: {@code system} (default) or a file path. */
     public static final String LIBRDMACM_PROPERTY = "verbs4j.librdmacm";
+    /** System property selecting where the libraries come from: {@code system} (default) or {@code softrdma}. */
+    public static final String SUBSTRATE_PROPERTY = "verbs4j.substrate";
+
+    private static final System.Logger LOG = System.getLogger("io.github.verbs4j");
 
     static final String LIBIBVERBS_SONAME = "libibverbs.so.1";
     static final String LIBRDMACM_SONAME = "librdmacm.so.1";
 
     private static Loaded verbs;
     private static Loaded rdmacm;
+    /** Set by {@link #useSoftRdma()}: softrdma from the jar, whatever {@value #SUBSTRATE_PROPERTY} says. */
+    private static boolean softRdmaRequested;
+    /** The folder softrdma was extracted into, once it was. */
+    private static Path softRdmaDir;
 
     private NativeLibraries() {
     }
@@ -89,6 +102,57 @@ public final class NativeLibraries {
         }
     }
 
+    /**
+     * Selects softrdma from the {@code verbs4j-softrdma} jar, as {@code -Dverbs4j.substrate=softrdma}
+     * does; call it before anything else in verbs4j. Idempotent.
+     *
+     * @throws IllegalStateException when libibverbs was already loaded from elsewhere
+     */
+    public static void useSoftRdma() {
+        synchronized (NativeLibraries.class) {
+            if (verbs != null && (softRdmaDir == null || verbs.path() == null
+                    || !verbs.path().startsWith(softRdmaDir))) {
+                throw new IllegalStateException("verbs4j: useSoftRdma() comes too late: libibverbs was already "
+                        + (verbs.path() != null ? "loaded from " + verbs.path() : "looked for and not loaded")
+                        + "; call it before the first use of verbs4j, or run with -D" + SUBSTRATE_PROPERTY
+                        + "=softrdma");
+            }
+            softRdmaRequested = true;
+        }
+    }
+
+    /**
+     * Whether the libraries come from the softrdma jar: {@link #useSoftRdma()} or the property,
+     * and neither library given by path (a pair is built together; never mix).
+     */
+    private static boolean softRdmaSelected() {
+        for (String property : new String[] {LIBIBVERBS_PROPERTY, LIBRDMACM_PROPERTY}) {
+            String path = System.getProperty(property);
+            if (path != null && !path.isBlank()) {
+                return false;
+            }
+        }
+        if (softRdmaRequested) {
+            return true;
+        }
+        String substrate = System.getProperty(SUBSTRATE_PROPERTY);
+        if (substrate == null || substrate.isBlank() || substrate.equals("system")) {
+            return false;
+        }
+        if (substrate.equals("softrdma")) {
+            return true;
+        }
+        throw new UnsatisfiedLinkError("verbs4j: -D" + SUBSTRATE_PROPERTY + "=" + substrate
+                + " is not a substrate: use system (the default) or softrdma");
+    }
+
+    /** The folder the softrdma jar's libraries were extracted into, when they were. */
+    public static Optional<Path> softRdmaDirectory() {
+        synchronized (NativeLibraries.class) {
+            return Optional.ofNullable(softRdmaDir);
+        }
+    }
+
     /** The file libibverbs was loaded from, if it was loaded. */
     public static Optional<Path> verbsPath() {
         synchronized (NativeLibraries.class) {
@@ -119,7 +183,13 @@ public final class NativeLibraries {
         try {
             NativeAccess.check();
             Path path;
-            if (!isSystem(chosen)) {
+            if (softRdmaSelected()) {
+                if (softRdmaDir == null) {
+                    softRdmaDir = SoftRdmaBundle.extract(classLoader(), SoftRdmaBundle.platform(),
+                            SoftRdmaBundle.defaultBase());
+                }
+                path = softRdmaDir.resolve(soname);
+            } else if (!isSystem(chosen)) {
                 path = Path.of(chosen).toAbsolutePath();
                 if (!Files.isRegularFile(path)) {
                     throw new UnsatisfiedLinkError("verbs4j: " + property + "=" + chosen + " names no file");
@@ -130,14 +200,21 @@ public final class NativeLibraries {
                 path = resolveBySoname(soname, probeSymbol);
             }
             System.load(path.toString());
+            LOG.log(System.Logger.Level.DEBUG, "loaded {0} from {1}", soname, path);
             return new Loaded(path, null);
         } catch (UnsatisfiedLinkError e) {
+            LOG.log(System.Logger.Level.DEBUG, "cannot load " + soname, e);
             return new Loaded(null, e);
         } catch (IllegalCallerException e) {
             UnsatisfiedLinkError error = new UnsatisfiedLinkError(NativeAccess.hint());
             error.initCause(e);
             return new Loaded(null, error);
         }
+    }
+
+    private static ClassLoader classLoader() {
+        ClassLoader own = NativeLibraries.class.getClassLoader();
+        return own != null ? own : ClassLoader.getSystemClassLoader();
     }
 
     /**
