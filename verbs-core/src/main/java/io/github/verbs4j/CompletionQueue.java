@@ -83,9 +83,8 @@ public final class CompletionQueue implements AutoCloseable {
      * @return how many were taken (0 when the queue is empty); also {@code batch.count()}
      */
     public int poll(Completions batch) {
-        if (life.isClosed()) {
-            throw Lifecycle.closedException(this);
-        }
+        // refused from the moment a close begins, so that close() never waits on a stream of new calls
+        life.ensureOpen(this);
         int n;
         try {
             n = (int) ContextOps.POLL_CQ.invokeExact(pollFn, handle.segment(), batch.capacity, batch.array);
@@ -116,9 +115,8 @@ public final class CompletionQueue implements AutoCloseable {
      * {@link IllegalStateException} after close.
      */
     public void requestNotify(boolean solicitedOnly) {
-        if (life.isClosed()) {
-            throw Lifecycle.closedException(this);
-        }
+        // refused from the moment a close begins, so that close() never waits on a stream of new calls
+        life.ensureOpen(this);
         int rc;
         try {
             rc = (int) ContextOps.REQ_NOTIFY_CQ.invokeExact(notifyFn, handle.segment(), solicitedOnly ? 1 : 0);

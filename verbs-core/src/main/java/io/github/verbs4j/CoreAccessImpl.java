@@ -1,7 +1,6 @@
 package io.github.verbs4j;
 
 import io.github.verbs4j.internal.CoreAccess;
-
 import io.github.verbs4j.internal.Lifecycle;
 
 import java.lang.foreign.MemorySegment;

@@ -580,9 +580,8 @@ public final class QueuePair implements AutoCloseable {
      * {@link VerbsException}; the Java-side checks still throw.
      */
     public int tryPostSend(SendRequest request) {
-        if (life.isClosed()) {
-            throw Lifecycle.closedException(this);
-        }
+        // refused from the moment a close begins, so that close() never waits on a stream of new calls
+        life.ensureOpen(this);
         QpState s = state;
         if (s == QpState.RESET || s == QpState.INIT || s == QpState.RTR) {
             throw new IllegalStateException("cannot post a send request to " + this + " in state " + s
@@ -616,9 +615,8 @@ public final class QueuePair implements AutoCloseable {
 
     /** {@link #postRecv} returning the provider's errno (0 when posted) instead of throwing. */
     public int tryPostRecv(ReceiveRequest request) {
-        if (life.isClosed()) {
-            throw Lifecycle.closedException(this);
-        }
+        // refused from the moment a close begins, so that close() never waits on a stream of new calls
+        life.ensureOpen(this);
         if (state == QpState.RESET) {
             throw new IllegalStateException("cannot post a receive request to " + this
                     + " in state RESET: move it to INIT first");

@@ -94,9 +94,8 @@ public final class SharedReceiveQueue implements AutoCloseable {
 
     /** {@link #postRecv} returning the provider's errno (0 when posted) instead of throwing. */
     public int tryPostRecv(ReceiveRequest request) {
-        if (life.isClosed()) {
-            throw Lifecycle.closedException(this);
-        }
+        // refused from the moment a close begins, so that close() never waits on a stream of new calls
+        life.ensureOpen(this);
         request.validate(pd, maxSge, this);
         int rc;
         try {

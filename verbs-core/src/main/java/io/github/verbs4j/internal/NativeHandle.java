@@ -18,6 +18,10 @@ import java.lang.foreign.MemorySegment;
  * {@code close()} and a post on another thread end in that exception, never in the provider
  * using freed memory.
  *
+ * <p>The owners refuse new calls from the moment their close begins ({@link Lifecycle#ensureOpen}),
+ * so {@link #retire} waits only for the calls already past that check, never for a thread that
+ * keeps posting or polling in a loop.
+ *
  * <p>The cost on the hot path is the linker's acquire/release of a shared session around the
  * call (measured in docs/performance.md).
  */
