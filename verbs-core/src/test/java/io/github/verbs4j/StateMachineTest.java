@@ -57,6 +57,7 @@ class StateMachineTest {
 
     @Test
     void initOfUdNeedsQkeyAndRefusesAccess() {
+        Rig.assumeNotIwarp(ctx, "UD queue pairs");
         try (QueuePair qp = qp(QpType.UD)) {
             IllegalArgumentException missing = assertThrows(IllegalArgumentException.class,
                     () -> qp.toInit(new QpAttr().port(1).pkeyIndex(0)));
@@ -81,6 +82,7 @@ class StateMachineTest {
 
     @Test
     void rtrOfUcDoesNotTakeRcOnlyAttributes() {
+        Rig.assumeNotIwarp(ctx, "UC queue pairs");
         try (QueuePair qp = qp(QpType.UC)) {
             qp.toInit(new QpAttr().port(1).pkeyIndex(0).access(Access.REMOTE_WRITE));
             Endpoint self = qp.endpoint();
@@ -118,6 +120,7 @@ class StateMachineTest {
 
     @Test
     void fullRcWalkThroughTheTypedTransitionsThenErrorAndReset() {
+        Rig.assumeHandConnect(ctx);
         try (QueuePair a = qp(QpType.RC); QueuePair b = qp(QpType.RC)) {
             Endpoint eb = b.endpoint(1, 1);
             a.toInit(new QpAttr().port(1).pkeyIndex(0).access(Access.REMOTE_READ));
@@ -161,6 +164,7 @@ class StateMachineTest {
 
     @Test
     void connectIsForConnectedTypesAndActivateForUd() {
+        Rig.assumeNotIwarp(ctx, "UD queue pairs");
         try (QueuePair rc = qp(QpType.RC); QueuePair ud = qp(QpType.UD)) {
             assertThrows(IllegalStateException.class, rc::activate);
             IllegalStateException e = assertThrows(IllegalStateException.class, () -> ud.connect(rc.endpoint()));
