@@ -458,6 +458,9 @@ public final class QueuePair implements AutoCloseable {
         if (type == QpType.UD) {
             throw new IllegalStateException("UD QPs are not connected: call activate(), then address each send with an AddressHandle");
         }
+        if (iwarp) {
+            throw Iwarp.handConnect(this, "connect");
+        }
         if (state != QpState.RESET && state != QpState.INIT) {
             throw new IllegalStateException("connect needs " + this + " in RESET or INIT, it is in " + state);
         }
