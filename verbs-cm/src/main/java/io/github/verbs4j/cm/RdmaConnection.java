@@ -13,6 +13,7 @@ import io.github.verbs4j.RemoteBuffer;
 import io.github.verbs4j.SendRequest;
 import io.github.verbs4j.VerbsException;
 import io.github.verbs4j.WcOpcode;
+import io.github.verbs4j.WcStatus;
 import io.github.verbs4j.internal.Errno;
 
 import java.lang.foreign.MemorySegment;
@@ -286,6 +287,13 @@ public final class RdmaConnection implements AutoCloseable {
         for (int i = 0; i < n; i++) {
             Completion wc = completions.get(i);
             if (!wc.ok()) {
+                // iWARP (siw) flushes the posted requests as soon as the peer's disconnect moves the
+                // QP to ERR, before this side has read the DISCONNECTED event: a flush that comes
+                // with a disconnect is the peer leaving, not a failed request
+                if (wc.status() == WcStatus.WR_FLUSH_ERROR && disconnectArrives(deadline)) {
+                    throw new PeerDisconnectedException("ibv_poll_cq", "the connection was disconnected while waiting"
+                            + " for " + what + " on " + this + " (its requests were flushed)");
+                }
                 throw wc.error();
             }
             long wrId = wc.wrId();
@@ -318,6 +326,15 @@ public final class RdmaConnection implements AutoCloseable {
             throw new VerbsException("ibv_poll_cq", Errno.ETIMEDOUT, "no " + what + " within " + timeout.toMillis() + " ms on " + this);
         }
         LockSupport.parkNanos(20_000);
+    }
+
+    /** Whether the DISCONNECTED event is, or within a few seconds (never past {@code deadline}) becomes, pending. */
+    private boolean disconnectArrives(long deadline) {
+        long until = Math.min(deadline, System.nanoTime() + 5_000_000_000L);
+        while (!id.hasDisconnectedEvent() && until - System.nanoTime() > 0) {
+            id.awaitEvent(Duration.ofMillis(Math.max(1, (until - System.nanoTime()) / 1_000_000L)));
+        }
+        return id.hasDisconnectedEvent();
     }
 
     private static long deadline(Duration timeout) {
