@@ -106,7 +106,14 @@ class EventsTest {
     void resizeGrowsTheQueue() {
         try (Context ctx = Rig.open(); CompletionQueue cq = ctx.createCq(8)) {
             assertTrue(cq.capacity() >= 8);
-            cq.resize(300);
+            try {
+                cq.resize(300);
+            } catch (VerbsException e) {
+                // siw (iWARP) implements no resize_cq; anywhere else EOPNOTSUPP stays a failure
+                org.junit.jupiter.api.Assumptions.assumeFalse(Rig.iwarp(ctx) && e.errno() == io.github.verbs4j.internal.Errno.EOPNOTSUPP,
+                        () -> ctx.device().name() + " reports the iWARP transport and cannot resize a CQ: " + e.getMessage());
+                throw e;
+            }
             assertTrue(cq.capacity() >= 300, "capacity " + cq.capacity());
             assertThrows(IllegalArgumentException.class, () -> cq.resize(0));
         }

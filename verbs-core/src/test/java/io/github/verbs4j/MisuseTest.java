@@ -25,7 +25,7 @@ class MisuseTest {
         Context ctx = Rig.open();
         if (Rig.iwarp(ctx)) {
             ctx.close();
-            Rig.assumeNotIwarp(ctx, "UD queue pairs (this test closes one with its address handle)");
+            Rig.assumeNotIwarp(ctx, "it has no UD queue pairs (this test closes one with its address handle)");
         }
         ProtectionDomain pd = ctx.allocatePd();
         CompletionChannel ch = ctx.createCompletionChannel();

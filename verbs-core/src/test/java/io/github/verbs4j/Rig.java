@@ -62,10 +62,9 @@ final class Rig implements AutoCloseable {
                 + " the peer's QP number)");
     }
 
-    /** Skips the calling test on an iWARP device, which has no {@code what} (e.g. "UD queue pairs"). */
-    static void assumeNotIwarp(Context ctx, String what) {
-        Assumptions.assumeFalse(iwarp(ctx), () -> ctx.device().name() + " reports the iWARP transport, which has no "
-                + what);
+    /** Skips the calling test on an iWARP device, {@code why} it cannot apply there (e.g. "it has no UD queue pairs"). */
+    static void assumeNotIwarp(Context ctx, String why) {
+        Assumptions.assumeFalse(iwarp(ctx), () -> ctx.device().name() + " reports the iWARP transport: " + why);
     }
 
     static Context open() {
