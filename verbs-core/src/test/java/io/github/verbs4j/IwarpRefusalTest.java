@@ -44,8 +44,9 @@ class IwarpRefusalTest {
                  QueuePair peer = pd.queuePair(QpType.RC).cq(cq).build()) {
                 assertTrue(qp.iwarp);
                 qp.init();
+                Endpoint remote = peer.endpoint(1, 0); // GID 0: the only one an iWARP port has
                 UnsupportedOperationException rtr = assertThrows(UnsupportedOperationException.class,
-                        () -> qp.connect(peer.endpoint()));
+                        () -> qp.connect(remote));
                 assertTrue(rtr.getMessage().contains("iWARP devices (" + ctx.device().name()
                         + ") connect queue pairs only through rdma_cm"), rtr.getMessage());
                 assertEquals(QpState.INIT, qp.trackedState(), "the device was not asked to go to RTR");
