@@ -63,7 +63,7 @@ wait_listening() {
 run_client() {   # log local_server_pid|"" cmd...
   local log=$1 local_server=$2 status deadline=$((SECONDS + limit))
   shift 2
-  local refused="couldn't connect|connection refused|unable to connect|connect error|REJECTED|failed to connect|unexpected cm event bl blka 8\b"
+  local refused="couldn't connect|connection refused|unable to connect|connect error|REJECTED|failed to connect|unexpected cm event bl blka 8\b|function rdma_connect failed"
   local pid
   while true; do
     timeout "$limit" "$@" > "$log" 2>&1 &
@@ -82,7 +82,9 @@ run_client() {   # log local_server_pid|"" cmd...
     status=$?
     ((status == 0)) && return 0
     # Only a refused connection is worth another try; anything else is the verdict.
-    # (perftest over rdma_cm reports a refusal as "Unexpected CM event bl blka 8": 8 = REJECTED.)
+    # (perftest over rdma_cm reports a refusal as "Unexpected CM event bl blka 8": 8 = REJECTED,
+    # and on iWARP, where rdma_connect itself fails with ECONNREFUSED, as "Function rdma_connect
+    # failed".)
     grep -Eqi "$refused" "$log" || return "$status"
     # A server in this VM that has already given up will never accept.
     [[ -n $local_server ]] && ! kill -0 "$local_server" 2>/dev/null && return "$status"
