@@ -70,8 +70,8 @@ class StateMachineTest {
 
     @Test
     void rtrOfRcNamesEveryMissingAttribute() {
-        Rig.assumeNotIwarp(ctx, "its QPs are not walked through INIT by hand (siw reads a QP moved to INIT"
-                + " back as RESET)");
+        Rig.assumeNotIwarp(ctx, "this test reads the QP's state back, and siw's query_qp reports none"
+                + " (every QP reads RESET)");
         try (QueuePair qp = qp(QpType.RC)) {
             qp.toInit(new QpAttr().port(1).pkeyIndex(0).access(Access.REMOTE_WRITE));
             assertEquals(QpState.INIT, qp.state());
@@ -97,8 +97,8 @@ class StateMachineTest {
 
     @Test
     void roceNeedsAGrhAtRtr() {
-        Rig.assumeNotIwarp(ctx, "its QPs are not walked through INIT by hand (siw reads a QP moved to INIT"
-                + " back as RESET)");
+        Rig.assumeNotIwarp(ctx, "this test reads the QP's state back, and siw's query_qp reports none"
+                + " (every QP reads RESET)");
         assertEquals(LinkLayer.ETHERNET, ctx.port(1).query().linkLayer(), "softrdma is RoCE-style");
         try (QueuePair qp = qp(QpType.RC)) {
             qp.toInit(new QpAttr().port(1).pkeyIndex(0).access());

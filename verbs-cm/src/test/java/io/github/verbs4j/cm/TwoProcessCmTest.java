@@ -99,7 +99,7 @@ class TwoProcessCmTest {
                 assertEquals("peer-hello", new String(c.peerPrivateData(), 0, 10, StandardCharsets.US_ASCII));
                 byte[] serverData = hex.parseHex(peer.expect("CONNECTED "));
                 assertArrayEquals("server-hello".getBytes(StandardCharsets.US_ASCII), Arrays.copyOf(serverData, 12));
-                assertEquals(QpState.RTS, c.queuePair().state());
+                assertEquals(QpState.RTS, CmTestNet.state(c.queuePair()));
 
                 byte[] message = new byte[777];
                 for (int i = 0; i < message.length; i++) {
