@@ -58,6 +58,19 @@ final class CmTestNet {
     }
 
     /**
+     * Whether the RDMA device the suites run on reports the iWARP transport ({@code enum
+     * ibv_transport_type} 1; the kernel's siw0 under {@code scripts/rxe-vm --device siw}), decided
+     * from the devices' reported transport, never from a name.
+     */
+    static boolean iwarp() {
+        try {
+            return io.github.verbs4j.Verbs.devices().stream().anyMatch(d -> d.transportType() == 1);
+        } catch (RuntimeException | Error e) {
+            return false;
+        }
+    }
+
+    /**
      * The queue pair's state as the device reports it ({@code ibv_query_qp}), except on a device
      * that reports the iWARP transport ({@code enum ibv_transport_type} 1): siw's query_qp fills
      * in no state, so every QP reads back as RESET there, and verbs4j's tracked state, which
