@@ -145,6 +145,10 @@ class TwoProcessCmTest {
                 // the kernel's CM: the REJ sent as the dead process's id was destroyed raced the REP
                 assertTrue(Set.of(CmEventType.UNREACHABLE, CmEventType.REJECTED).contains(event.event().type()),
                         gone.getMessage());
+            } else if (CmTestNet.iwarp()) {
+                // iWARP: the dead process's TCP connection was reset, and rdma_accept says so
+                assertEquals("rdma_accept", gone.verb(), gone.getMessage());
+                assertEquals("ECONNRESET", gone.errnoName(), gone.getMessage());
             } else {
                 // the kernel's CM took that REJ before the accept: the id has left REQ_RCVD, so the
                 // QP's attributes cannot be had from it and rdma_create_qp fails with EINVAL
