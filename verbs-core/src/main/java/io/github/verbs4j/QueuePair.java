@@ -35,6 +35,10 @@ import java.util.concurrent.ThreadLocalRandom;
  * {@code tryPost...} variants return that errno instead, for callers that treat a full queue as
  * back-pressure.
  *
+ * <p><b>iWARP</b>: on a device whose reported transport is iWARP, a UD or UC QP, a move to RTR
+ * by hand (connect through rdma_cm instead) and atomic or immediate-data opcodes are refused
+ * with {@link UnsupportedOperationException} naming iWARP, before the provider is asked.
+ *
  * <p><b>Lifecycle</b>: {@link #close()} ({@code ibv_destroy_qp}) is idempotent; posting after
  * close throws {@link IllegalStateException}.
  *
@@ -57,6 +61,8 @@ public final class QueuePair implements AutoCloseable {
     private final MemorySegment postSendFn;
     private final MemorySegment postRecvFn;
     private final int initialPsn;
+    /** The device reports iWARP: decided once here, read by the posting checks (see {@link Iwarp}). */
+    final boolean iwarp;
     private volatile QpState state = QpState.RESET;
     private volatile int advertisedGidIndex = -1;
     /** Destroys a QP another library created (librdmacm's {@code rdma_destroy_qp}); null: ibv_destroy_qp. */
@@ -79,6 +85,7 @@ public final class QueuePair implements AutoCloseable {
         this.postSendFn = ContextOps.function(pd.context.ctx, ContextOps.POST_SEND_OFFSET, "ibv_post_send");
         this.postRecvFn = ContextOps.function(pd.context.ctx, ContextOps.POST_RECV_OFFSET, "ibv_post_recv");
         this.initialPsn = ThreadLocalRandom.current().nextInt(1 << 24);
+        this.iwarp = Iwarp.is(pd.context);
     }
 
     /**
@@ -201,6 +208,7 @@ public final class QueuePair implements AutoCloseable {
                     throw new IllegalArgumentException(srq + " belongs to another protection domain than " + pd);
                 }
             }
+            Iwarp.checkQpType(pd.context, type);
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment errno = Downcalls.errnoSegment(arena);
                 MemorySegment init = arena.allocate(ibv_qp_init_attr.layout());
@@ -393,6 +401,9 @@ public final class QueuePair implements AutoCloseable {
         if ((attr.mask & QpAttr.AV) != 0) {
             attr.addressVector.validate(pd.context, name);
         }
+        if (iwarp && to == QpState.RTR) {
+            throw Iwarp.handConnect(this, name);
+        }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
             MemorySegment a = arena.allocate(ibv_qp_attr.layout());
@@ -443,6 +454,9 @@ public final class QueuePair implements AutoCloseable {
         Objects.requireNonNull(remote, "remote");
         if (type == QpType.UD) {
             throw new IllegalStateException("UD QPs are not connected: call activate(), then address each send with an AddressHandle");
+        }
+        if (iwarp) {
+            throw Iwarp.handConnect(this, "connect");
         }
         if (state != QpState.RESET && state != QpState.INIT) {
             throw new IllegalStateException("connect needs " + this + " in RESET or INIT, it is in " + state);

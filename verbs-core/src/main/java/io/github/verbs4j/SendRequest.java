@@ -369,6 +369,9 @@ public final class SendRequest {
         if (!opcode.allowedOn(type)) {
             throw new IllegalArgumentException(opcode + " is not supported on " + type + " QPs (request " + id() + ")");
         }
+        if (qp.iwarp && Iwarp.lacks(opcode)) {
+            throw Iwarp.opcode(opcode, qp, id());
+        }
         if (type == QpType.UD) {
             if (ah == null) {
                 throw new IllegalArgumentException("a send on a UD QP needs ud(addressHandle, remoteQpn, qkey) (request "

@@ -32,6 +32,7 @@ class ConcurrencyTest {
              MemoryRegion mrA = pd.allocate(4096); MemoryRegion mrB = pd.allocate(4096, Access.LOCAL_WRITE, Access.REMOTE_WRITE);
              QueuePair a = pd.queuePair(QpType.RC).cq(cqA).maxSendWr(64).build();
              QueuePair b = pd.queuePair(QpType.RC).cq(cqB).build()) {
+            Rig.assumeHandConnect(ctx);
             Endpoint ea = a.endpoint();
             Endpoint eb = b.endpoint();
             a.connect(eb);
@@ -95,6 +96,7 @@ class ConcurrencyTest {
              MemoryRegion mr = pd.allocate(4096, Access.LOCAL_WRITE, Access.REMOTE_WRITE);
              QueuePair a = pd.queuePair(QpType.RC).cq(small).maxSendWr(64).build();
              QueuePair b = pd.queuePair(QpType.RC).cq(other).build()) {
+            Rig.assumeHandConnect(ctx);
             Endpoint ea = a.endpoint();
             Endpoint eb = b.endpoint();
             a.connect(eb);

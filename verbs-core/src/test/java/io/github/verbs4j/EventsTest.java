@@ -26,6 +26,7 @@ class EventsTest {
              MemoryRegion mr = pd.allocate(4096)) {
             assertTrue(ch.fd() >= 0);
             assertSame(ch, cqA.channel());
+            Rig.assumeHandConnect(ctx);
             QueuePair a = pd.queuePair(QpType.RC).cq(cqA).build();
             QueuePair b = pd.queuePair(QpType.RC).cq(cqB).build();
             try {
@@ -64,6 +65,7 @@ class EventsTest {
              CompletionChannel ch = ctx.createCompletionChannel();
              CompletionQueue cqA = ctx.createCq(16); CompletionQueue cqB = ctx.createCq(16, ch, 0);
              MemoryRegion mr = pd.allocate(4096)) {
+            Rig.assumeHandConnect(ctx);
             QueuePair a = pd.queuePair(QpType.RC).cq(cqA).build();
             QueuePair b = pd.queuePair(QpType.RC).cq(cqB).build();
             try {
@@ -104,7 +106,14 @@ class EventsTest {
     void resizeGrowsTheQueue() {
         try (Context ctx = Rig.open(); CompletionQueue cq = ctx.createCq(8)) {
             assertTrue(cq.capacity() >= 8);
-            cq.resize(300);
+            try {
+                cq.resize(300);
+            } catch (VerbsException e) {
+                // siw (iWARP) implements no resize_cq; anywhere else EOPNOTSUPP stays a failure
+                org.junit.jupiter.api.Assumptions.assumeFalse(Rig.iwarp(ctx) && e.is(Errno.EOPNOTSUPP),
+                        () -> ctx.device().name() + " reports the iWARP transport and cannot resize a CQ: " + e.getMessage());
+                throw e;
+            }
             assertTrue(cq.capacity() >= 300, "capacity " + cq.capacity());
             assertThrows(IllegalArgumentException.class, () -> cq.resize(0));
         }
@@ -115,6 +124,7 @@ class EventsTest {
         try (Context ctx = Rig.open(); ProtectionDomain pd = ctx.allocatePd(); CompletionQueue cq = ctx.createCq(16);
              SharedReceiveQueue srq = pd.createSrq(8, 1); MemoryRegion mr = pd.allocate(4096)) {
             assertNull(ctx.pollAsyncEvent(Duration.ZERO), "no event yet");
+            Rig.assumeHandConnect(ctx);
             QueuePair a = pd.queuePair(QpType.RC).cq(cq).build();
             QueuePair b = pd.queuePair(QpType.RC).cq(cq).srq(srq).build();
             try {
@@ -151,6 +161,7 @@ class EventsTest {
              MemoryRegion src = pd.allocate(4096);
              MemoryRegion dst = pd.allocate(4096, Access.LOCAL_WRITE, Access.REMOTE_WRITE)) {
             assertNull(ctx.pollAsyncEvent(Duration.ZERO), "no event yet");
+            Rig.assumeHandConnect(ctx);
             CompletionQueue small = ctx.createCq(4);
             int capacity = small.capacity();
             QueuePair a = pd.queuePair(QpType.RC).sendCq(small).recvCq(other).maxSendWr(capacity + 8).build();
@@ -219,6 +230,7 @@ class EventsTest {
                 events.add(e);
             });
             assertThrows(IllegalStateException.class, () -> ctx.onAsyncEvent(e -> { }));
+            Rig.assumeHandConnect(ctx);
             QueuePair a = pd.queuePair(QpType.RC).cq(cq).build();
             QueuePair b = pd.queuePair(QpType.RC).cq(cq).srq(srq).build();
             try {

@@ -61,6 +61,7 @@ class PostContractTest {
              MemoryRegion mr = pd.allocate(4096, Access.LOCAL_WRITE, Access.REMOTE_WRITE);
              QueuePair a = pd.queuePair(QpType.RC).cq(cq).signalAll(true).build();
              QueuePair b = pd.queuePair(QpType.RC).cq(cq).build()) {
+            Rig.assumeHandConnect(ctx);
             a.connect(b.endpoint());
             b.connect(a.endpoint());
             SendRequest write = SendRequest.rdmaWrite().id(5).local(mr, 0, 8).remote(mr.remote(), 8);

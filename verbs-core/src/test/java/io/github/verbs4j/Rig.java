@@ -2,6 +2,8 @@ package io.github.verbs4j;
 
 import java.time.Duration;
 
+import org.junit.jupiter.api.Assumptions;
+
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -37,8 +39,37 @@ final class Rig implements AutoCloseable {
 
     /** Whether the tests run on softrdma (rather than the system's rdma-core, e.g. kernel rxe). */
     static boolean onSoftrdma() {
+        try {
+            io.github.verbs4j.raw.NativeLibraries.verbs(); // loads it when this is the first question
+        } catch (UnsatisfiedLinkError e) {
+            return false;
+        }
         return io.github.verbs4j.raw.NativeLibraries.verbsPath().map(p -> p.toString().contains("softrdma"))
                 .orElse(false);
+    }
+
+    /** {@code enum ibv_transport_type}: {@code IBV_TRANSPORT_IWARP}. */
+    static final int TRANSPORT_IWARP = 1;
+
+    /** Whether {@code ctx}'s device reports the iWARP transport (e.g. the kernel's siw0). */
+    static boolean iwarp(Context ctx) {
+        return ctx.device().transportType() == TRANSPORT_IWARP;
+    }
+
+    /**
+     * Skips the calling test (never passes it) on a device that reports the iWARP transport:
+     * iWARP connects queue pairs only through rdma_cm, and the test connects them by hand
+     * (INIT, RTR, RTS from the peer's QP number). Call it before creating the queue pairs.
+     */
+    static void assumeHandConnect(Context ctx) {
+        Assumptions.assumeFalse(iwarp(ctx), () -> ctx.device().name() + " reports the iWARP transport, which"
+                + " connects queue pairs only through rdma_cm; this test connects them by hand (RTR/RTS from"
+                + " the peer's QP number)");
+    }
+
+    /** Skips the calling test on an iWARP device, {@code why} it cannot apply there (e.g. "it has no UD queue pairs"). */
+    static void assumeNotIwarp(Context ctx, String why) {
+        Assumptions.assumeFalse(iwarp(ctx), () -> ctx.device().name() + " reports the iWARP transport: " + why);
     }
 
     static Context open() {
@@ -54,6 +85,10 @@ final class Rig implements AutoCloseable {
 
     static Rig create(QpType type, ConnectOptions options, Access... access) {
         Context ctx = open();
+        if (iwarp(ctx)) {
+            ctx.close();
+            assumeHandConnect(ctx);
+        }
         ProtectionDomain pd = null;
         CompletionQueue cqA = null;
         CompletionQueue cqB = null;

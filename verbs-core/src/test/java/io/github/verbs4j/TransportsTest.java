@@ -134,6 +134,7 @@ class TransportsTest {
              CompletionQueue sendCq = ctx.createCq(32); CompletionQueue recvCq = ctx.createCq(32);
              SharedReceiveQueue srq = pd.createSrq(16, 2);
              MemoryRegion src = pd.allocate(8192); MemoryRegion dst = pd.allocate(8192)) {
+            Rig.assumeHandConnect(ctx);
             QueuePair s1 = pd.queuePair(QpType.RC).cq(sendCq).build();
             QueuePair s2 = pd.queuePair(QpType.RC).cq(sendCq).build();
             QueuePair r1 = pd.queuePair(QpType.RC).sendCq(sendCq).recvCq(recvCq).srq(srq).build();

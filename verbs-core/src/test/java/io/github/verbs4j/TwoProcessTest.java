@@ -30,6 +30,9 @@ class TwoProcessTest {
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void rdmaBetweenTwoJvms() throws Exception {
+        try (Context probe = Rig.open()) {
+            Rig.assumeHandConnect(probe);
+        }
         Process child = startPeer();
         PrintStream toChild = new PrintStream(child.getOutputStream(), true, StandardCharsets.UTF_8);
         BufferedReader fromChild = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));

@@ -13,6 +13,7 @@ import io.github.verbs4j.RemoteBuffer;
 import io.github.verbs4j.SendRequest;
 import io.github.verbs4j.VerbsException;
 import io.github.verbs4j.WcOpcode;
+import io.github.verbs4j.WcStatus;
 import io.github.verbs4j.WorkCompletionException;
 import io.github.verbs4j.internal.Lifecycle;
 
@@ -291,6 +292,13 @@ public final class RdmaConnection implements AutoCloseable {
             Completion wc = completions.get(i);
             long wrId = wc.wrId();
             if (!wc.ok()) {
+                // iWARP (siw) flushes the posted requests as soon as the peer's disconnect moves the
+                // QP to ERR, before this side has read the DISCONNECTED event: a flush that comes
+                // with a disconnect is the peer leaving, not a failed request
+                if (wc.status() == WcStatus.WR_FLUSH_ERROR && disconnectArrives(deadline)) {
+                    throw new PeerDisconnectedException("ibv_poll_cq", "the connection was disconnected while waiting"
+                            + " for " + what + " on " + this + " (its requests were flushed)");
+                }
                 // the work request ids are this class's bookkeeping: name the operation instead
                 String op = wrId >= RDMA_ID ? rdmaOperation : wrId >= SEND_ID ? "send #" + (wrId - SEND_ID)
                         : "receive (buffer " + wrId + ")";
@@ -326,6 +334,15 @@ public final class RdmaConnection implements AutoCloseable {
             throw VerbsException.timedOut("ibv_poll_cq", what + " on " + this, timeout);
         }
         LockSupport.parkNanos(20_000);
+    }
+
+    /** Whether the DISCONNECTED event is, or within a few seconds (never past {@code deadline}) becomes, pending. */
+    private boolean disconnectArrives(long deadline) {
+        long until = Math.min(deadline, System.nanoTime() + 5_000_000_000L);
+        while (!id.hasDisconnectedEvent() && until - System.nanoTime() > 0) {
+            id.awaitEvent(Duration.ofMillis(Math.max(1, (until - System.nanoTime()) / 1_000_000L)));
+        }
+        return id.hasDisconnectedEvent();
     }
 
     private static long deadline(Duration timeout) {

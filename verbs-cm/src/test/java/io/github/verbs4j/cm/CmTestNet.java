@@ -57,6 +57,30 @@ final class CmTestNet {
         return verbs != null && !verbs.isBlank() && !verbs.equals("system");
     }
 
+    /**
+     * Whether the RDMA device the suites run on reports the iWARP transport ({@code enum
+     * ibv_transport_type} 1; the kernel's siw0 under {@code scripts/rxe-vm --device siw}), decided
+     * from the devices' reported transport, never from a name.
+     */
+    static boolean iwarp() {
+        try {
+            return io.github.verbs4j.Verbs.devices().stream().anyMatch(d -> d.transportType() == 1);
+        } catch (RuntimeException | Error e) {
+            return false;
+        }
+    }
+
+    /**
+     * The queue pair's state as the device reports it ({@code ibv_query_qp}), except on a device
+     * that reports the iWARP transport ({@code enum ibv_transport_type} 1): siw's query_qp fills
+     * in no state, so every QP reads back as RESET there, and verbs4j's tracked state, which
+     * follows rdma_cm's events, stands in for it.
+     */
+    static io.github.verbs4j.QpState state(io.github.verbs4j.QueuePair qp) {
+        boolean iwarp = qp.protectionDomain().context().device().transportType() == 1;
+        return iwarp ? qp.trackedState() : qp.state();
+    }
+
     private static String address() {
         String env = System.getenv("VERBS4J_ADDR");
         return env == null || env.isBlank() ? "127.0.0.1" : env.trim();

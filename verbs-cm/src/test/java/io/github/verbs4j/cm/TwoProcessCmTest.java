@@ -99,7 +99,7 @@ class TwoProcessCmTest {
                 assertEquals("peer-hello", new String(c.peerPrivateData(), 0, 10, StandardCharsets.US_ASCII));
                 byte[] serverData = hex.parseHex(peer.expect("CONNECTED "));
                 assertArrayEquals("server-hello".getBytes(StandardCharsets.US_ASCII), Arrays.copyOf(serverData, 12));
-                assertEquals(QpState.RTS, c.queuePair().state());
+                assertEquals(QpState.RTS, CmTestNet.state(c.queuePair()));
 
                 byte[] message = new byte[777];
                 for (int i = 0; i < message.length; i++) {
@@ -145,6 +145,10 @@ class TwoProcessCmTest {
                 // the kernel's CM: the REJ sent as the dead process's id was destroyed raced the REP
                 assertTrue(Set.of(CmEventType.UNREACHABLE, CmEventType.REJECTED).contains(event.event().type()),
                         gone.getMessage());
+            } else if (CmTestNet.iwarp()) {
+                // iWARP: the dead process's TCP connection was reset, and rdma_accept says so
+                assertEquals("rdma_accept", gone.verb(), gone.getMessage());
+                assertEquals("ECONNRESET", gone.errnoName(), gone.getMessage());
             } else {
                 // the kernel's CM took that REJ before the accept: the id has left REQ_RCVD, so the
                 // QP's attributes cannot be had from it and rdma_create_qp fails with EINVAL

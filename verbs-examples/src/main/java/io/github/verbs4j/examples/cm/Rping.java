@@ -113,6 +113,9 @@ final class Rping {
             try (c) {
                 debug("accepted a connection from %s", c.remoteAddress());
                 MemorySegment buffer = c.rdmaBuffer().segment();
+                // The peer may leave at any step once it has what it wanted: on iWARP its disconnect
+                // flushes this side's last send before that send's completion is seen.
+                rounds:
                 while (true) {
                     RemoteBuffer source;
                     try {
@@ -141,7 +144,11 @@ final class Rping {
                     int length = cStringLength(buffer.asSlice(0, size)) + 1;
                     c.write(0, new RemoteBuffer(sinkAd.address(), Math.min(length, sinkAd.length()), sinkAd.rkey()),
                             (int) Math.min(length, sinkAd.length()), step());
-                    c.send(new byte[INFO_SIZE], step());
+                    try {
+                        c.send(new byte[INFO_SIZE], step());
+                    } catch (PeerDisconnectedException gone) {
+                        break rounds;
+                    }
                 }
                 err.println("server DISCONNECT EVENT...");
                 err.flush();
