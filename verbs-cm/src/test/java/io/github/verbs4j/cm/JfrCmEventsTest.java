@@ -30,6 +30,8 @@ class JfrCmEventsTest {
 
     @Test
     void connectionEventsAreRecorded() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeFalse(CmTestNet.iwarp(), "the recording starts with the IB CM's REJECTED"
+                + " for a port nobody listens on; on iWARP rdma_connect fails with ECONNREFUSED and no CM event");
         Path file = dir.resolve("cm.jfr");
         // held open for the whole test: a port nothing can start listening on meanwhile
         java.net.Socket reserved = CmInProcessTest.reservedPort();
