@@ -219,7 +219,8 @@ void srd_cq_push(struct srd_cq *cq, const struct ibv_wc *wc, bool solicited)
 		overflow = !cq->overflow;
 		cq->overflow = true;
 	} else {
-		cq->ring[(cq->head + cq->count) % cq->cap] = *wc;
+		int i = cq->head + cq->count;
+		cq->ring[i >= cq->cap ? i - cq->cap : i] = *wc;
 		cq->count++;
 		if (cq->armed == 1 || (cq->armed == 2 && (solicited || wc->status != IBV_WC_SUCCESS))) {
 			cq->armed = 0;
@@ -252,7 +253,7 @@ int srd_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	int k = 0;
 	while (k < n && cq->count) {
 		wc[k++] = cq->ring[cq->head];
-		cq->head = (cq->head + 1) % cq->cap;
+		cq->head = cq->head + 1 == cq->cap ? 0 : cq->head + 1;
 		cq->count--;
 	}
 	pthread_mutex_unlock(&cq->lock);

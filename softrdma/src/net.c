@@ -368,7 +368,7 @@ struct batch {
 	struct sockaddr_in6 to[BATCH];
 	uint8_t data[BATCH][MAX_PKT];
 };
-static __thread struct batch *tl_batch;
+static __thread struct batch *tl_batch __attribute__((tls_model("initial-exec")));
 
 static void batch_flush(struct batch *b)
 {

@@ -399,4 +399,5 @@ void srd_shm_atfork_child(void)
 	for (int i = 0; i < n; i++)
 		munmap(g_own[i].r, sizeof(struct ring));
 	pthread_mutex_init(&g_own_lock, NULL);
+	g_sweep_once = (pthread_once_t)PTHREAD_ONCE_INIT; /* its first ring sweeps again */
 }
