@@ -352,9 +352,14 @@ bool srd_shm_pending(void)
 	return false;
 }
 
+static int g_draining; /* one consumer at a time: the agent or a polling thread */
+
 int srd_shm_drain(void (*fn)(const uint8_t *buf, size_t n, uint16_t sport, void *arg), void *arg,
 		  int max)
 {
+	if (__atomic_load_n(&g_draining, __ATOMIC_RELAXED) ||
+	    __atomic_exchange_n(&g_draining, 1, __ATOMIC_ACQUIRE))
+		return 0;
 	int got = 0;
 	int n = __atomic_load_n(&g_nown, __ATOMIC_ACQUIRE);
 	for (int i = 0; i < n; i++) {
@@ -368,6 +373,7 @@ int srd_shm_drain(void (*fn)(const uint8_t *buf, size_t n, uint16_t sport, void 
 			got++;
 		}
 	}
+	__atomic_store_n(&g_draining, 0, __ATOMIC_RELEASE);
 	return got;
 }
 
@@ -399,5 +405,6 @@ void srd_shm_atfork_child(void)
 	for (int i = 0; i < n; i++)
 		munmap(g_own[i].r, sizeof(struct ring));
 	pthread_mutex_init(&g_own_lock, NULL);
+	g_draining = 0;
 	g_sweep_once = (pthread_once_t)PTHREAD_ONCE_INIT; /* its first ring sweeps again */
 }

@@ -15,7 +15,7 @@ bool srd_shm_create(uint16_t port);
 int srd_shm_send(uint16_t dport, uint16_t sport, const void *hdr, size_t hlen, const void *payload,
 		 size_t len, bool *doorbell);
 /* Hands up to max packets waiting in our rings to fn (buf is valid during the call);
- * returns how many. Called by one thread at a time. */
+ * returns how many, 0 when another thread is draining. */
 int srd_shm_drain(void (*fn)(const uint8_t *buf, size_t n, uint16_t sport, void *arg), void *arg,
 		  int max);
 bool srd_shm_pending(void); /* a packet waits in one of our rings */
