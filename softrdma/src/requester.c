@@ -39,8 +39,9 @@ static uint32_t wqe_pkts(struct srd_qp *qp, const struct srd_swqe *w)
 {
 	if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
 		return 1;
-	uint32_t mtu = mtu_bytes(qp->attr.path_mtu);
-	return w->length ? (w->length + mtu - 1) / mtu : 1;
+	/* the MTU is a power of two (128 << path_mtu): a shift, not a division */
+	unsigned shift = 7u + (unsigned)qp->attr.path_mtu;
+	return w->length ? (uint32_t)(((uint64_t)w->length + (1u << shift) - 1) >> shift) : 1;
 }
 
 static void arm_timer(struct srd_qp *qp)
