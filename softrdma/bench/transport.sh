@@ -4,8 +4,9 @@
 # and scripts/pingpong-demo, each run for build A then build B, ROUNDS times, with the
 # load average before and after.
 #
-#   softrdma/bench/transport.sh A_LIBDIR B_LIBDIR [ROUNDS]
+#   softrdma/bench/transport.sh A_LIBDIR B_LIBDIR [ROUNDS [all|c|pingpong]]
 #
+# (c: the C benchmark and perftest only; pingpong: scripts/pingpong-demo only)
 # A_LIBDIR/B_LIBDIR hold libibverbs.so.1 (and bench/inproc_lat one level up, as
 # `make BUILD=<dir> <dir>/bench/inproc_lat` leaves it). perftest and the built verbs4j
 # jar (for pingpong-demo, which then runs with --system over the library chosen by
@@ -16,6 +17,7 @@ top=$(cd "$here/../.." && pwd)
 a=${1:?usage: transport.sh A_LIBDIR B_LIBDIR [ROUNDS]}
 b=${2:?usage: transport.sh A_LIBDIR B_LIBDIR [ROUNDS]}
 rounds=${3:-3}
+what=${4:-all}
 . "$here/../tests/ports.sh"
 RANDOM=$$
 work=$(mktemp -d /tmp/softrdma-transport.XXXXXX)
@@ -44,12 +46,14 @@ for r in $(seq "$rounds"); do
 	for lib in "$a" "$b"; do
 		tag=$([ "$lib" = "$a" ] && echo A || echo B)
 		echo "== round $r, build $tag"
-		LD_LIBRARY_PATH=$lib "$lib/../bench/inproc_lat" 200000 9
-		echo "ib_send_lat -s 2 -n 5000 (bytes iters t_min t_max t_typical t_avg t_stdev 99% 99.9%):"
-		perf_pair "$lib" ib_send_lat -s 2 -n 5000
-		echo "ib_write_bw -s 65536 -n 5000 (bytes iters BW_peak BW_avg MB/s, Mpps):"
-		perf_pair "$lib" ib_write_bw -s 65536 -n 5000
-		if [ -x "$top/scripts/pingpong-demo" ]; then
+		if [ "$what" != pingpong ]; then
+			LD_LIBRARY_PATH=$lib "$lib/../bench/inproc_lat" 200000 9
+			echo "ib_send_lat -s 2 -n 5000 (bytes iters t_min t_max t_typical t_avg t_stdev 99% 99.9%):"
+			perf_pair "$lib" ib_send_lat -s 2 -n 5000
+			echo "ib_write_bw -s 65536 -n 5000 (bytes iters BW_peak BW_avg MB/s, Mpps):"
+			perf_pair "$lib" ib_write_bw -s 65536 -n 5000
+		fi
+		if [ "$what" != c ]; then
 			echo "pingpong-demo --system -g 1 -n 2000 -s 4096, client:"
 			pingpong "$lib"
 		fi
