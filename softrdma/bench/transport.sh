@@ -7,8 +7,9 @@
 #   softrdma/bench/transport.sh A_LIBDIR B_LIBDIR [ROUNDS [all|c|pingpong]]
 #
 # (c: the C benchmark and perftest only; pingpong: scripts/pingpong-demo only)
-# A_LIBDIR/B_LIBDIR hold libibverbs.so.1 (and bench/inproc_lat one level up, as
-# `make BUILD=<dir> <dir>/bench/inproc_lat` leaves it). perftest and the built verbs4j
+# A_LIBDIR/B_LIBDIR hold libibverbs.so.1, and bench/inproc_lat one level up (the same
+# binary may serve both: LD_LIBRARY_PATH picks the library; do not build it with
+# `make BUILD=<A's dir>` from another tree's sources, which would rebuild A's library). perftest and the built verbs4j
 # jar (for pingpong-demo, which then runs with --system over the library chosen by
 # LD_LIBRARY_PATH) are needed. Server TCP ports are picked free (tests/ports.sh).
 set -u
