@@ -338,9 +338,12 @@ int srd_shm_send(uint16_t dport, uint16_t sport, const void *hdr, size_t hlen, c
 	return ret;
 }
 
+/* head is written by the draining thread only, and read by any (atomically: a polling
+ * thread peeks while the agent drains) */
 static bool own_pending(const struct own *o)
 {
-	return __atomic_load_n(&o->r->slots[o->head % NSLOTS].seq, __ATOMIC_ACQUIRE) == o->head + 1;
+	uint64_t head = __atomic_load_n(&o->head, __ATOMIC_RELAXED);
+	return __atomic_load_n(&o->r->slots[head % NSLOTS].seq, __ATOMIC_ACQUIRE) == head + 1;
 }
 
 bool srd_shm_pending(void)
@@ -365,11 +368,12 @@ int srd_shm_drain(void (*fn)(const uint8_t *buf, size_t n, uint16_t sport, void 
 	for (int i = 0; i < n; i++) {
 		struct own *o = &g_own[i];
 		while (got < max && own_pending(o)) {
-			struct slot *s = &o->r->slots[o->head % NSLOTS];
+			uint64_t head = o->head;
+			struct slot *s = &o->r->slots[head % NSLOTS];
 			uint32_t len = s->len;
 			fn(s->data, len <= MAX_PKT ? len : 0, s->sport, arg);
-			__atomic_store_n(&s->seq, o->head + NSLOTS, __ATOMIC_RELEASE);
-			o->head++;
+			__atomic_store_n(&s->seq, head + NSLOTS, __ATOMIC_RELEASE);
+			__atomic_store_n(&o->head, head + 1, __ATOMIC_RELAXED);
 			got++;
 		}
 	}

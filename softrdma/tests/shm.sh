@@ -110,7 +110,7 @@ for g in /dev/shm/softrdma-"$uid"-*; do
 	[ "$o" = "$victim" ] && f=$g
 done
 kill -9 "$victim" 2>/dev/null
-wait "$spid" 2>/dev/null
+{ wait "$spid"; } 2>/dev/null # (the shell's own "Killed" notice)
 left=no
 [ -n "$f" ] && [ -e "$f" ] && left=yes
 # any process that opens a ring sweeps the dead ones
