@@ -219,7 +219,8 @@ void srd_cq_push(struct srd_cq *cq, const struct ibv_wc *wc, bool solicited)
 		overflow = !cq->overflow;
 		cq->overflow = true;
 	} else {
-		cq->ring[(cq->head + cq->count) % cq->cap] = *wc;
+		int i = cq->head + cq->count;
+		cq->ring[i >= cq->cap ? i - cq->cap : i] = *wc;
 		cq->count++;
 		if (cq->armed == 1 || (cq->armed == 2 && (solicited || wc->status != IBV_WC_SUCCESS))) {
 			cq->armed = 0;
@@ -235,6 +236,8 @@ void srd_cq_push(struct srd_cq *cq, const struct ibv_wc *wc, bool solicited)
 	}
 }
 
+bool (*srd_cq_idle_hook)(void);
+
 int srd_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 {
 	struct srd_cq *cq = container_of(ibcq, struct srd_cq, ibcq);
@@ -242,17 +245,21 @@ int srd_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 		return -1;
 	/* cheap unlocked peek keeps the empty spin from bouncing the lock */
 	if (!__atomic_load_n(&cq->count, __ATOMIC_ACQUIRE)) {
+		bool (*hook)(void) = __atomic_load_n(&srd_cq_idle_hook, __ATOMIC_ACQUIRE);
+		if (hook && hook() && __atomic_load_n(&cq->count, __ATOMIC_ACQUIRE))
+			goto take;
 		/* The agent thread plays the NIC and needs a CPU to make progress; an
 		 * application spinning on an empty CQ hands its core over now and then. */
 		if ((++cq->empty_polls & 7) == 0)
 			sched_yield();
 		return 0;
 	}
+take:
 	pthread_mutex_lock(&cq->lock);
 	int k = 0;
 	while (k < n && cq->count) {
 		wc[k++] = cq->ring[cq->head];
-		cq->head = (cq->head + 1) % cq->cap;
+		cq->head = cq->head + 1 == cq->cap ? 0 : cq->head + 1;
 		cq->count--;
 	}
 	pthread_mutex_unlock(&cq->lock);

@@ -5,6 +5,10 @@
 
 void srd_cq_push(struct srd_cq *cq, const struct ibv_wc *wc, bool solicited);
 int srd_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc);
+/* Set by the agent: an empty poll first lets the polling thread take the packets that wait
+ * in this process's same-host rings (returns whether it took any), so a busy poller needs
+ * no other thread to progress. */
+extern bool (*srd_cq_idle_hook)(void);
 int srd_req_notify_cq(struct ibv_cq *ibcq, int solicited_only);
 
 #endif

@@ -313,12 +313,30 @@ int srd_query_device_ex(struct ibv_context *context,
 	return 0;
 }
 
+/* The port's active MTU: 4096 (a softrdma packet is one UDP datagram or one ring slot,
+ * so the interface's Ethernet MTU does not bound it), or SOFTRDMA_MTU (256 ... 4096). */
+static enum ibv_mtu active_mtu(void)
+{
+	static int cached;
+	int m = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+	if (!m) {
+		const char *v = getenv("SOFTRDMA_MTU");
+		long b = v ? strtol(v, NULL, 10) : 4096;
+		m = b == 256 ? IBV_MTU_256 : b == 512 ? IBV_MTU_512 : b == 1024 ? IBV_MTU_1024 :
+		    b == 2048 ? IBV_MTU_2048 : IBV_MTU_4096;
+		if (v && b != 256 && b != 512 && b != 1024 && b != 2048 && b != 4096)
+			fprintf(stderr, "softrdma: SOFTRDMA_MTU=%s is not 256, 512, 1024, 2048 or 4096; using 4096\n", v);
+		__atomic_store_n(&cached, m, __ATOMIC_RELAXED);
+	}
+	return (enum ibv_mtu)m;
+}
+
 static void fill_port(struct srd_device *dev, struct ibv_port_attr *p)
 {
 	memset(p, 0, sizeof(*p));
 	p->state = IBV_PORT_ACTIVE;
 	p->max_mtu = IBV_MTU_4096;
-	p->active_mtu = IBV_MTU_1024;
+	p->active_mtu = active_mtu();
 	p->gid_tbl_len = SRD_GID_TBL_LEN;
 	p->port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;
 	p->max_msg_sz = 0x80000000u;

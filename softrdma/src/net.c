@@ -8,6 +8,7 @@
  */
 #include "net.h"
 #include "faults.h"
+#include "shm.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,8 +27,9 @@ struct srd_stats srd_st;
 static void print_stats(void)
 {
 	fprintf(stderr, "softrdma[%d]: tx %lu rx %lu nak_seq %lu rnr %lu timeouts %lu dup_rx %lu eagain %lu "
-		"invalid %lu\n", (int)getpid(), srd_st.tx, srd_st.rx, srd_st.nak_seq, srd_st.rnr,
-		srd_st.timeouts, srd_st.dup_rx, srd_st.eagain, srd_st.invalid);
+		"invalid %lu shm_tx %lu shm_rx %lu doorbells %lu\n", (int)getpid(), srd_st.tx, srd_st.rx,
+		srd_st.nak_seq, srd_st.rnr, srd_st.timeouts, srd_st.dup_rx, srd_st.eagain, srd_st.invalid,
+		srd_st.shm_tx, srd_st.shm_rx, srd_st.doorbells);
 }
 
 /* ---------------------------------------------------------------- sockets, QPN table, wake-ups */
@@ -58,6 +60,7 @@ static struct srd_sock *g_socks[256];
 static int g_nsocks;
 static int g_epfd = -1, g_kickfd = -1;
 static volatile int g_timers_hint;
+static int g_agent_sleeping, g_wake_pending; /* kicks write the eventfd only to a sleeping agent */
 static bool g_faults; /* fault injection configured: every packet goes through faults.c */
 
 void srd_net_init(void)
@@ -86,14 +89,29 @@ void srd_net_atfork_child(void)
 		close(g_kickfd);
 	g_epfd = g_kickfd = -1;
 	pthread_rwlock_init(&g_qpt, NULL);
+	g_agent_sleeping = g_wake_pending = 0;
+	srd_shm_atfork_child();
 	srd_faults_atfork_child();
 }
 
 void srd_net_wake(void)
 {
+	__atomic_store_n(&g_wake_pending, 1, __ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(&g_agent_sleeping, __ATOMIC_SEQ_CST))
+		return; /* the agent is awake and sees g_wake_pending before it sleeps */
 	uint64_t one = 1;
 	if (write(g_kickfd, &one, 8) != 8)
 		return;
+}
+
+bool srd_net_wake_pending(void)
+{
+	return __atomic_load_n(&g_wake_pending, __ATOMIC_RELAXED) != 0;
+}
+
+bool srd_net_take_wake(void)
+{
+	return __atomic_exchange_n(&g_wake_pending, 0, __ATOMIC_ACQ_REL) != 0;
 }
 
 void srd_qp_kick(struct srd_qp *qp)
@@ -114,7 +132,17 @@ bool srd_timer_hinted(void)
 
 int srd_net_wait(struct epoll_event *evs, int max, int tmo_ms)
 {
-	return epoll_wait(g_epfd, evs, max, tmo_ms);
+	if (!tmo_ms)
+		return epoll_wait(g_epfd, evs, max, 0);
+	/* asleep: kicks and same-host senders must wake us; neither may be waiting already */
+	__atomic_store_n(&g_agent_sleeping, 1, __ATOMIC_SEQ_CST);
+	int n = 0;
+	if (!__atomic_load_n(&g_wake_pending, __ATOMIC_SEQ_CST) && srd_shm_sleep_begin()) {
+		n = epoll_wait(g_epfd, evs, max, tmo_ms);
+		srd_shm_sleep_end();
+	}
+	__atomic_store_n(&g_agent_sleeping, 0, __ATOMIC_SEQ_CST);
+	return n;
 }
 
 int srd_net_event_fd(const struct epoll_event *ev)
@@ -197,6 +225,8 @@ static struct srd_sock *open_sock(struct srd_device *dev)
 			e = bind_member(s, &addrs[k], dev->ifindex, s->nfd ? s->port : 0);
 		}
 		if (e != -EADDRINUSE && s->nfd) {
+			if (!g_faults)
+				srd_shm_create(s->port);
 			for (int k = 0; k < s->nfd; k++) {
 				struct epoll_event ev = { .events = EPOLLIN, .data.fd = s->fds[k] };
 				epoll_ctl(g_epfd, EPOLL_CTL_ADD, s->fds[k], &ev);
@@ -338,7 +368,7 @@ struct batch {
 	struct sockaddr_in6 to[BATCH];
 	uint8_t data[BATCH][MAX_PKT];
 };
-static __thread struct batch *tl_batch;
+static __thread struct batch *tl_batch __attribute__((tls_model("initial-exec")));
 
 static void batch_flush(struct batch *b)
 {
@@ -372,6 +402,16 @@ void srd_batch_end(void)
 		batch_flush(tl_batch);
 }
 
+/* Wakes a same-host receiver asleep in epoll: a header-sized datagram with the doorbell
+ * magic on its loopback socket (the receiver drops it before any QP sees it). */
+static void ring_doorbell(int fd, const struct sockaddr_in6 *to)
+{
+	struct pkt_hdr d = { .magic = PKT_DOORBELL };
+	ST(doorbells);
+	if (sendto(fd, &d, sizeof(d), MSG_DONTWAIT, (const struct sockaddr *)to, sizeof(*to)) < 0)
+		ST(eagain);
+}
+
 void srd_xmit(struct srd_qp *qp, const struct sockaddr_in6 *to, struct pkt_hdr *h,
 		 const void *payload, size_t len)
 {
@@ -379,6 +419,21 @@ void srd_xmit(struct srd_qp *qp, const struct sockaddr_in6 *to, struct pkt_hdr *
 	const uint8_t *sgid = qp->ibqp.qp_type == IBV_QPT_UD ? h->sgid :
 			      qp->dev->gids[qp->attr.ah_attr.grh.sgid_index].raw;
 	int fd = pick_fd(g_socks[qp->sock], to, sgid);
+	if (!g_faults && is_loopback(&to->sin6_addr)) {
+		/* a peer on this host with a ring: no datagram, no system call */
+		bool doorbell;
+		int r = srd_shm_send(ntohs(to->sin6_port), g_socks[qp->sock]->port, h, sizeof(*h), payload,
+				     len, &doorbell);
+		if (r) {
+			if (doorbell)
+				ring_doorbell(fd, to);
+			if (r > 0)
+				ST(shm_tx);
+			else
+				ST(eagain); /* lost, as a datagram the kernel dropped */
+			return;
+		}
+	}
 	struct batch *b = tl_batch;
 	if (!g_faults && b && b->depth) {
 		if (b->n && (b->fd != fd || b->n == BATCH))

@@ -5,7 +5,8 @@
 #include "wire.h"
 #include <sys/epoll.h>
 
-struct srd_stats { unsigned long tx, rx, nak_seq, rnr, timeouts, dup_rx, eagain, invalid; };
+struct srd_stats { unsigned long tx, rx, nak_seq, rnr, timeouts, dup_rx, eagain, invalid, shm_tx, shm_rx,
+		   doorbells; };
 extern struct srd_stats srd_st;
 #define ST(x) __atomic_fetch_add(&srd_st.x, 1, __ATOMIC_RELAXED)
 
@@ -35,9 +36,13 @@ void srd_batch_flush(void); /* send what this thread's batch holds now */
 /* Wake-ups of the agent: a kicked QP has its send queue run by the agent; the timer
  * hint makes the agent scan timers every millisecond. */
 void srd_net_wake(void);
+bool srd_net_wake_pending(void);
+bool srd_net_take_wake(void); /* a wake-up came since the last call (the agent runs kicks) */
 void srd_qp_kick(struct srd_qp *qp);
 void srd_timer_hint(bool any);
 bool srd_timer_hinted(void);
+/* Waits for packets or a wake-up: tmo_ms 0 only looks; otherwise the agent sleeps (kicks and
+ * same-host senders then wake it) unless a wake-up or a same-host packet already waits. */
 int srd_net_wait(struct epoll_event *evs, int max, int tmo_ms);
 int srd_net_event_fd(const struct epoll_event *ev); /* the socket's fd; -1 for a kick (drained) */
 

@@ -47,7 +47,10 @@ SRD_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_at
 		qp->cap.max_recv_wr = 0;
 		qp->cap.max_recv_sge = 0;
 	}
-	qp->sq_cap = (int)(qp->cap.max_send_wr ? qp->cap.max_send_wr : 1);
+	qp->sq_depth = (int)(qp->cap.max_send_wr ? qp->cap.max_send_wr : 1);
+	qp->sq_cap = 1;
+	while (qp->sq_cap < qp->sq_depth)
+		qp->sq_cap <<= 1;
 	qp->sq = calloc((size_t)qp->sq_cap, sizeof(*qp->sq));
 	qp->sq_sges = calloc((size_t)qp->sq_cap * qp->cap.max_send_sge, sizeof(struct ibv_sge));
 	qp->sq_inline = qp->cap.max_inline_data ?

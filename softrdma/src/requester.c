@@ -39,8 +39,9 @@ static uint32_t wqe_pkts(struct srd_qp *qp, const struct srd_swqe *w)
 {
 	if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
 		return 1;
-	uint32_t mtu = mtu_bytes(qp->attr.path_mtu);
-	return w->length ? (w->length + mtu - 1) / mtu : 1;
+	/* the MTU is a power of two (128 << path_mtu): a shift, not a division */
+	unsigned shift = 7u + (unsigned)qp->attr.path_mtu;
+	return w->length ? (uint32_t)(((uint64_t)w->length + (1u << shift) - 1) >> shift) : 1;
 }
 
 static void arm_timer(struct srd_qp *qp)
@@ -224,7 +225,7 @@ void srd_sq_progress(struct srd_qp *qp)
 	enum ibv_qp_type type = qp->ibqp.qp_type;
 	bool local = type != IBV_QPT_UD && qp->peer_local && !srd_faults_enabled();
 	while (qp->sq_next_tx != qp->sq_head) {
-		struct srd_swqe *w = &qp->sq[qp->sq_next_tx % (unsigned)qp->sq_cap];
+		struct srd_swqe *w = &qp->sq[qp->sq_next_tx & (unsigned)(qp->sq_cap - 1)];
 		if (type == IBV_QPT_RC && !w->psn_assigned) {
 			int max_rd = qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
 			if (srd_is_rd(w) && qp->outstanding_rd >= max_rd)
@@ -569,7 +570,7 @@ int srd_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 			rc = EINVAL;
 			break;
 		}
-		if (qp->sq_head - qp->sq_tail >= (unsigned)qp->sq_cap) {
+		if (qp->sq_head - qp->sq_tail >= (unsigned)qp->sq_depth) {
 			rc = ENOMEM;
 			break;
 		}
@@ -596,7 +597,7 @@ int srd_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 			rc = EINVAL;
 			break;
 		}
-		struct srd_swqe *w = &qp->sq[qp->sq_head % (unsigned)qp->sq_cap];
+		struct srd_swqe *w = &qp->sq[qp->sq_head & (unsigned)(qp->sq_cap - 1)];
 		w->wr_id = wr->wr_id;
 		w->opcode = wr->opcode;
 		w->send_flags = wr->send_flags & ~(inl ? 0u : (unsigned)IBV_SEND_INLINE);

@@ -47,7 +47,7 @@ static int rq_pop(struct srd_rq *rq, struct srd_rwqe *out, struct ibv_sge *sges)
 	out->num_sge = w->num_sge;
 	memcpy(sges, w->sge, (size_t)w->num_sge * sizeof(*sges));
 	out->sge = sges;
-	rq->head = (rq->head + 1) % rq->cap;
+	rq->head = rq->head + 1 == rq->cap ? 0 : rq->head + 1;
 	rq->count--;
 	return 0;
 }
@@ -165,7 +165,8 @@ static int rq_post(struct srd_rq *rq, struct ibv_recv_wr *wr, int max_sge, int m
 			rc = ENOMEM;
 			break;
 		}
-		struct srd_rwqe *w = &rq->ring[(rq->head + rq->count) % rq->cap];
+		int i = rq->head + rq->count;
+		struct srd_rwqe *w = &rq->ring[i >= rq->cap ? i - rq->cap : i];
 		w->wr_id = wr->wr_id;
 		w->num_sge = wr->num_sge;
 		memcpy(w->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(struct ibv_sge));
@@ -241,7 +242,7 @@ void srd_flush_rq(struct srd_qp *qp)
 		struct srd_rwqe *w = &qp->rq.ring[qp->rq.head];
 		struct ibv_wc wc = { .wr_id = w->wr_id, .status = IBV_WC_WR_FLUSH_ERR,
 				     .opcode = IBV_WC_RECV, .qp_num = qp->ibqp.qp_num };
-		qp->rq.head = (qp->rq.head + 1) % qp->rq.cap;
+		qp->rq.head = qp->rq.head + 1 == qp->rq.cap ? 0 : qp->rq.head + 1;
 		qp->rq.count--;
 		srd_cq_push(cq, &wc, false);
 	}

@@ -25,7 +25,7 @@ static enum ibv_wc_opcode wc_opcode(enum ibv_wr_opcode op)
 /* Completes the oldest WQE of the send queue; sq_lock held. */
 void srd_sq_complete_tail(struct srd_qp *qp, enum ibv_wc_status st)
 {
-	struct srd_swqe *w = &qp->sq[qp->sq_tail % (unsigned)qp->sq_cap];
+	struct srd_swqe *w = &qp->sq[qp->sq_tail & (unsigned)(qp->sq_cap - 1)];
 	if (w->psn_assigned && srd_is_rd(w) && qp->outstanding_rd > 0)
 		qp->outstanding_rd--;
 	if (w->signaled || st != IBV_WC_SUCCESS) {

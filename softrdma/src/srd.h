@@ -157,7 +157,8 @@ struct srd_qp {
 	struct srd_swqe *sq;
 	struct ibv_sge *sq_sges;
 	uint8_t *sq_inline;
-	int sq_cap;
+	int sq_cap;           /* ring slots: a power of two >= sq_depth, so an index is a mask */
+	int sq_depth;         /* WQEs the queue takes (max_send_wr) */
 	unsigned sq_head, sq_tail, sq_next_tx; /* free-running counters */
 	struct srd_rq rq;     /* unused when an SRQ is attached */
 	struct srd_srq *srq;

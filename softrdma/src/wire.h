@@ -30,6 +30,7 @@ struct pkt_hdr {
 	uint32_t magic, pad2;
 };
 #define PKT_MAGIC 0x53524431u /* "SRD1" */
+#define PKT_DOORBELL 0x53524442u /* "SRDB": wakes a same-host receiver (shm.c), carries nothing */
 #define MAX_PKT (sizeof(struct pkt_hdr) + 4096)
 
 static inline int32_t psn_diff(uint32_t a, uint32_t b)

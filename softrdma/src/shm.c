@@ -1,0 +1,414 @@
+/*
+ * The same-host carrier. Every UDP port softrdma opens also gets a ring in shared
+ * memory, a file /dev/shm/softrdma-<uid>-<port> of mode 0600, so a process of the same
+ * user that sends to that port on a loopback address finds the ring by the port and
+ * writes the packet into it instead of a datagram. The packets, and so the RC
+ * protocol on top (PSNs, ACKs, go-back-N, RNR), are the same as over UDP: only the
+ * carrier changes.
+ *
+ * A ring is a bounded multi-producer queue of fixed slots, each big enough for one
+ * packet of the largest path MTU, with a sequence number per slot: a producer reserves
+ * a slot with a compare-and-swap on the tail, copies the packet in and publishes it by
+ * advancing the slot's sequence; the receiving process's agent (the only consumer)
+ * takes slots in order. The agent busy-polls for a short time after traffic, then marks
+ * the ring sleeping and waits in epoll; a producer that finds the ring sleeping clears
+ * the mark and rings the doorbell, a small datagram to the receiver's loopback socket.
+ *
+ * Life cycle: the owner unlinks its files at exit; files left by a process that died
+ * are removed by the next process that sweeps (at its first ring) or by a sender that
+ * finds the owner gone. A sender checks the owner (closed mark, then kill(pid, 0))
+ * every RECHECK_NS and when the ring stays full, and forgets a ring whose owner is gone,
+ * so a new process on the same port is found afresh.
+ * Owns: the rings this process receives on, the mappings of its peers' rings.
+ * Calls: nothing of softrdma.
+ */
+#include "shm.h"
+#include "wire.h"
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#define RING_MAGIC 0x52445253u /* "SRDR" */
+#define RING_VERSION 1u
+#define NSLOTS 512u
+#define RECHECK_NS 100000000ull   /* a sender re-checks a peer's ring every 100 ms */
+#define FULL_WAIT_NS 5000000ull   /* and waits at most 5 ms for room in a full one */
+
+struct slot {
+	uint64_t seq;      /* == position + 1: published; == position: free for position */
+	uint32_t len;
+	uint16_t sport;    /* the sender's UDP port: its QPNs' upper bits */
+	uint16_t pad;
+	uint8_t data[MAX_PKT];
+} __attribute__((aligned(64)));
+
+struct ring {
+	uint32_t magic, version, nslots, slot_size;
+	int32_t owner;     /* pid of the receiving process */
+	uint32_t closed;   /* the owner is gone (set at its exit) */
+	uint64_t tail __attribute__((aligned(64)));      /* producers' next position */
+	uint32_t sleeping __attribute__((aligned(64)));  /* the consumer waits for a doorbell */
+	struct slot slots[NSLOTS] __attribute__((aligned(64)));
+};
+
+struct own {
+	struct ring *r;
+	uint64_t head;     /* consumer position, private to the agent */
+	uint16_t port;
+};
+
+struct peer {
+	pthread_mutex_t lock;
+	struct ring *r;    /* NULL: no ring (UDP) */
+	int users;         /* senders inside r */
+	uint64_t checked_ns;
+	dev_t dev;
+	ino_t ino;
+};
+
+static struct own g_own[256];
+static int g_nown;
+static pthread_mutex_t g_own_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct peer *g_peers[65536];
+static int g_enabled = -1;
+static pthread_once_t g_sweep_once = PTHREAD_ONCE_INIT;
+
+static void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ volatile("yield");
+#endif
+}
+
+bool srd_shm_enabled(void)
+{
+	int e = __atomic_load_n(&g_enabled, __ATOMIC_RELAXED);
+	if (e < 0) {
+		const char *v = getenv("SOFTRDMA_SHM");
+		e = !(v && !strcmp(v, "0"));
+		__atomic_store_n(&g_enabled, e, __ATOMIC_RELAXED);
+	}
+	return e;
+}
+
+static void ring_path(char *buf, size_t n, uint16_t port)
+{
+	snprintf(buf, n, "/dev/shm/softrdma-%u-%u", (unsigned)geteuid(), (unsigned)port);
+}
+
+static bool pid_alive(pid_t pid)
+{
+	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+}
+
+/* Removes the rings of this user whose owner died without removing them. */
+static void sweep(void)
+{
+	char prefix[32];
+	int pl = snprintf(prefix, sizeof(prefix), "softrdma-%u-", (unsigned)geteuid());
+	DIR *d = opendir("/dev/shm");
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (strncmp(e->d_name, prefix, (size_t)pl))
+			continue;
+		int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		struct stat st;
+		int32_t owner = 0;
+		if (!fstat(fd, &st) && st.st_uid == geteuid() &&
+		    pread(fd, &owner, sizeof(owner), offsetof(struct ring, owner)) == sizeof(owner) &&
+		    !pid_alive(owner))
+			unlinkat(dirfd(d), e->d_name, 0);
+		close(fd);
+	}
+	closedir(d);
+}
+
+static void at_exit(void)
+{
+	int n = __atomic_load_n(&g_nown, __ATOMIC_ACQUIRE);
+	for (int i = 0; i < n; i++) {
+		char path[64];
+		ring_path(path, sizeof(path), g_own[i].port);
+		__atomic_store_n(&g_own[i].r->closed, 1, __ATOMIC_RELEASE);
+		unlink(path);
+	}
+}
+
+bool srd_shm_create(uint16_t port)
+{
+	if (!srd_shm_enabled())
+		return false;
+	pthread_once(&g_sweep_once, sweep);
+	char path[64];
+	ring_path(path, sizeof(path), port);
+	pthread_mutex_lock(&g_own_lock);
+	if (g_nown == 256) {
+		pthread_mutex_unlock(&g_own_lock);
+		return false;
+	}
+	/* we hold the port on loopback, so a file of that name is a dead process's */
+	unlink(path);
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	struct ring *r = MAP_FAILED;
+	if (fd >= 0) {
+		if (!fchmod(fd, 0600) && !posix_fallocate(fd, 0, sizeof(struct ring)))
+			r = mmap(NULL, sizeof(struct ring), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		close(fd);
+	}
+	if (r == MAP_FAILED) {
+		if (fd >= 0)
+			unlink(path);
+		pthread_mutex_unlock(&g_own_lock);
+		return false;
+	}
+	r->version = RING_VERSION;
+	r->nslots = NSLOTS;
+	r->slot_size = sizeof(struct slot);
+	r->owner = (int32_t)getpid();
+	for (uint32_t i = 0; i < NSLOTS; i++)
+		r->slots[i].seq = i;
+	__atomic_store_n(&r->magic, RING_MAGIC, __ATOMIC_RELEASE);
+	int i = g_nown;
+	g_own[i].r = r;
+	g_own[i].head = 0;
+	g_own[i].port = port;
+	if (i == 0)
+		atexit(at_exit);
+	__atomic_store_n(&g_nown, i + 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&g_own_lock);
+	return true;
+}
+
+bool srd_shm_owned(void)
+{
+	return __atomic_load_n(&g_nown, __ATOMIC_ACQUIRE) > 0;
+}
+
+static struct peer *peer_get(uint16_t port)
+{
+	struct peer *p = __atomic_load_n(&g_peers[port], __ATOMIC_ACQUIRE);
+	if (p)
+		return p;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	pthread_mutex_init(&p->lock, NULL);
+	struct peer *none = NULL;
+	if (!__atomic_compare_exchange_n(&g_peers[port], &none, p, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		pthread_mutex_destroy(&p->lock);
+		free(p);
+		return none;
+	}
+	return p;
+}
+
+/* Maps port's ring when it is a ring of this user whose owner lives; NULL otherwise
+ * (a file left by a dead owner is removed). */
+static struct ring *open_ring(uint16_t port, dev_t *dev, ino_t *ino)
+{
+	char path[64];
+	ring_path(path, sizeof(path), port);
+	int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	struct stat st;
+	struct ring *r = MAP_FAILED;
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_uid == geteuid() && !(st.st_mode & 077) &&
+	    st.st_size == (off_t)sizeof(struct ring))
+		r = mmap(NULL, sizeof(struct ring), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (r == MAP_FAILED)
+		return NULL;
+	if (__atomic_load_n(&r->magic, __ATOMIC_ACQUIRE) != RING_MAGIC || r->version != RING_VERSION ||
+	    r->nslots != NSLOTS || r->slot_size != sizeof(struct slot) ||
+	    __atomic_load_n(&r->closed, __ATOMIC_ACQUIRE) || !pid_alive(r->owner)) {
+		if (__atomic_load_n(&r->magic, __ATOMIC_ACQUIRE) == RING_MAGIC && !pid_alive(r->owner)) {
+			struct stat now;
+			if (!stat(path, &now) && now.st_ino == st.st_ino && now.st_dev == st.st_dev)
+				unlink(path);
+		}
+		munmap(r, sizeof(struct ring));
+		return NULL;
+	}
+	*dev = st.st_dev;
+	*ino = st.st_ino;
+	return r;
+}
+
+/* Forgets p's ring when its owner is gone, maps the port's ring when there is none. */
+static void recheck(struct peer *p, uint16_t port, uint64_t now)
+{
+	if (pthread_mutex_trylock(&p->lock))
+		return; /* another sender is at it */
+	struct ring *r = p->r;
+	if (r && (__atomic_load_n(&r->closed, __ATOMIC_ACQUIRE) || !pid_alive(r->owner))) {
+		__atomic_store_n(&p->r, NULL, __ATOMIC_SEQ_CST);
+		while (__atomic_load_n(&p->users, __ATOMIC_SEQ_CST))
+			cpu_relax();
+		munmap(r, sizeof(struct ring));
+		r = NULL;
+	}
+	if (!r) {
+		r = open_ring(port, &p->dev, &p->ino);
+		if (r)
+			__atomic_store_n(&p->r, r, __ATOMIC_SEQ_CST);
+	}
+	__atomic_store_n(&p->checked_ns, now, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&p->lock);
+}
+
+static int ring_put(struct ring *r, uint16_t sport, const void *hdr, size_t hlen, const void *payload,
+		    size_t len, bool *doorbell)
+{
+	uint64_t pos = __atomic_load_n(&r->tail, __ATOMIC_RELAXED);
+	uint64_t full_since = 0;
+	struct slot *s;
+	for (;;) {
+		s = &r->slots[pos % NSLOTS];
+		uint64_t seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+		int64_t dif = (int64_t)(seq - pos);
+		if (dif == 0) {
+			if (__atomic_compare_exchange_n(&r->tail, &pos, pos + 1, true, __ATOMIC_RELAXED,
+							__ATOMIC_RELAXED))
+				break;
+			continue;
+		}
+		if (dif < 0) {
+			/* full: the receiver is behind; give it the CPU for a while */
+			uint64_t now = srd_now_ns();
+			if (!full_since)
+				full_since = now;
+			if (now - full_since > FULL_WAIT_NS || __atomic_load_n(&r->closed, __ATOMIC_ACQUIRE))
+				return -1;
+			if (__atomic_load_n(&r->sleeping, __ATOMIC_SEQ_CST) &&
+			    __atomic_exchange_n(&r->sleeping, 0, __ATOMIC_SEQ_CST))
+				*doorbell = true;
+			sched_yield();
+		}
+		pos = __atomic_load_n(&r->tail, __ATOMIC_RELAXED);
+	}
+	memcpy(s->data, hdr, hlen);
+	if (len)
+		memcpy(s->data + hlen, payload, len);
+	s->len = (uint32_t)(hlen + len);
+	s->sport = sport;
+	__atomic_store_n(&s->seq, pos + 1, __ATOMIC_RELEASE);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&r->sleeping, __ATOMIC_RELAXED) &&
+	    __atomic_exchange_n(&r->sleeping, 0, __ATOMIC_SEQ_CST))
+		*doorbell = true;
+	return 1;
+}
+
+int srd_shm_send(uint16_t dport, uint16_t sport, const void *hdr, size_t hlen, const void *payload,
+		 size_t len, bool *doorbell)
+{
+	*doorbell = false;
+	if (!srd_shm_enabled() || hlen + len > MAX_PKT)
+		return 0;
+	struct peer *p = peer_get(dport);
+	if (!p)
+		return 0;
+	uint64_t now = srd_now_ns();
+	struct ring *cur = __atomic_load_n(&p->r, __ATOMIC_ACQUIRE);
+	if (now - __atomic_load_n(&p->checked_ns, __ATOMIC_ACQUIRE) > RECHECK_NS ||
+	    (cur && __atomic_load_n(&cur->closed, __ATOMIC_RELAXED)))
+		recheck(p, dport, now);
+	__atomic_add_fetch(&p->users, 1, __ATOMIC_SEQ_CST);
+	struct ring *r = __atomic_load_n(&p->r, __ATOMIC_SEQ_CST);
+	int ret = r ? ring_put(r, sport, hdr, hlen, payload, len, doorbell) : 0;
+	__atomic_sub_fetch(&p->users, 1, __ATOMIC_RELEASE);
+	if (ret < 0)
+		__atomic_store_n(&p->checked_ns, 0, __ATOMIC_RELEASE); /* full: is its owner alive? */
+	return ret;
+}
+
+/* head is written by the draining thread only, and read by any (atomically: a polling
+ * thread peeks while the agent drains) */
+static bool own_pending(const struct own *o)
+{
+	uint64_t head = __atomic_load_n(&o->head, __ATOMIC_RELAXED);
+	return __atomic_load_n(&o->r->slots[head % NSLOTS].seq, __ATOMIC_ACQUIRE) == head + 1;
+}
+
+bool srd_shm_pending(void)
+{
+	int n = __atomic_load_n(&g_nown, __ATOMIC_ACQUIRE);
+	for (int i = 0; i < n; i++)
+		if (own_pending(&g_own[i]))
+			return true;
+	return false;
+}
+
+static int g_draining; /* one consumer at a time: the agent or a polling thread */
+
+int srd_shm_drain(void (*fn)(const uint8_t *buf, size_t n, uint16_t sport, void *arg), void *arg,
+		  int max)
+{
+	if (__atomic_load_n(&g_draining, __ATOMIC_RELAXED) ||
+	    __atomic_exchange_n(&g_draining, 1, __ATOMIC_ACQUIRE))
+		return 0;
+	int got = 0;
+	int n = __atomic_load_n(&g_nown, __ATOMIC_ACQUIRE);
+	for (int i = 0; i < n; i++) {
+		struct own *o = &g_own[i];
+		while (got < max && own_pending(o)) {
+			uint64_t head = o->head;
+			struct slot *s = &o->r->slots[head % NSLOTS];
+			uint32_t len = s->len;
+			fn(s->data, len <= MAX_PKT ? len : 0, s->sport, arg);
+			__atomic_store_n(&s->seq, head + NSLOTS, __ATOMIC_RELEASE);
+			__atomic_store_n(&o->head, head + 1, __ATOMIC_RELAXED);
+			got++;
+		}
+	}
+	__atomic_store_n(&g_draining, 0, __ATOMIC_RELEASE);
+	return got;
+}
+
+bool srd_shm_sleep_begin(void)
+{
+	int n = __atomic_load_n(&g_nown, __ATOMIC_ACQUIRE);
+	for (int i = 0; i < n; i++)
+		__atomic_store_n(&g_own[i].r->sleeping, 1, __ATOMIC_SEQ_CST);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (srd_shm_pending()) {
+		srd_shm_sleep_end();
+		return false;
+	}
+	return true;
+}
+
+void srd_shm_sleep_end(void)
+{
+	int n = __atomic_load_n(&g_nown, __ATOMIC_ACQUIRE);
+	for (int i = 0; i < n; i++)
+		__atomic_store_n(&g_own[i].r->sleeping, 0, __ATOMIC_RELAXED);
+}
+
+/* The child of fork() receives on none of the parent's rings (the parent still does). */
+void srd_shm_atfork_child(void)
+{
+	int n = g_nown;
+	g_nown = 0;
+	for (int i = 0; i < n; i++)
+		munmap(g_own[i].r, sizeof(struct ring));
+	pthread_mutex_init(&g_own_lock, NULL);
+	g_draining = 0;
+	g_sweep_once = (pthread_once_t)PTHREAD_ONCE_INIT; /* its first ring sweeps again */
+}

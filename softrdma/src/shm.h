@@ -1,0 +1,29 @@
+/* shm.c: the same-host carrier: packets between processes of this host through rings in
+ * shared memory instead of UDP datagrams (one ring per UDP port, found by the port). */
+#ifndef SRD_SHM_H
+#define SRD_SHM_H
+#include "srd.h"
+
+/* Whether the carrier is on (SOFTRDMA_SHM unset or not "0"); read once. */
+bool srd_shm_enabled(void);
+/* Creates the ring that receives for our port (a file of this user, mode 0600, in
+ * /dev/shm); false when it cannot (the port is then reached over UDP only). */
+bool srd_shm_create(uint16_t port);
+/* Carries one packet to the ring of dport. Returns 1 when carried (*doorbell: the
+ * receiver sleeps and must be woken), 0 when dport has no ring of a live process
+ * (send it over UDP), -1 when the ring stayed full (the packet is lost). */
+int srd_shm_send(uint16_t dport, uint16_t sport, const void *hdr, size_t hlen, const void *payload,
+		 size_t len, bool *doorbell);
+/* Hands up to max packets waiting in our rings to fn (buf is valid during the call);
+ * returns how many, 0 when another thread is draining. */
+int srd_shm_drain(void (*fn)(const uint8_t *buf, size_t n, uint16_t sport, void *arg), void *arg,
+		  int max);
+bool srd_shm_pending(void); /* a packet waits in one of our rings */
+bool srd_shm_owned(void);   /* this process has a ring */
+/* Around the receiver's sleep: begin marks our rings sleeping (senders then ring the
+ * doorbell) and returns false, unmarking them, when a packet already waits. */
+bool srd_shm_sleep_begin(void);
+void srd_shm_sleep_end(void);
+void srd_shm_atfork_child(void);
+
+#endif

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# The same-host carrier (src/shm.c) with stock ibv_rc_pingpong between two processes:
+# which carrier the packets took (SOFTRDMA_STATS counters), the ring files (mode 0600,
+# removed at exit; a killed process's file removed by the next process), and the UDP
+# path kept with SOFTRDMA_SHM=0 and with fault injection.
+# SOFTRDMA_LIB: directory holding libibverbs.so.1 (default: target/lib next to this script).
+# Prints one line per check and "N passed, N failed"; exits non-zero on any failure.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+lib=${SOFTRDMA_LIB:-$here/../target/lib}
+export LD_LIBRARY_PATH=$lib
+. "$here/ports.sh"
+RANDOM=$$
+logdir=$(mktemp -d /tmp/softrdma-shm.XXXXXX)
+pass=0
+fail=0
+uid=$(id -u)
+
+check() { # name status detail
+	if [ "$2" = 0 ]; then
+		echo "PASS $1"
+		pass=$((pass + 1))
+	else
+		echo "FAIL $1 ($3)"
+		fail=$((fail + 1))
+	fi
+}
+
+if ! command -v ibv_rc_pingpong >/dev/null || [ ! -d /dev/shm ]; then
+	echo "FAIL shm: needs ibv_rc_pingpong and /dev/shm"
+	exit 1
+fi
+
+# stat FIELD LOG: the sum of a SOFTRDMA_STATS counter over the lines of LOG
+stat_sum() {
+	grep -o " $1 [0-9]*" "$2" | awk '{ s += $2 } END { print s + 0 }'
+}
+
+# pingpong NAME ENV...: an RC ping-pong of 200 x 4096 bytes, both ends with ENV; leaves
+# $logdir/NAME.{server,client}
+pingpong() {
+	local name=$1 log=$logdir/$1
+	shift
+	start_server "$log.server" 60 "" "env SOFTRDMA_STATS=1 $* ibv_rc_pingpong -g 1 -n 200 -p @P@"
+	local rc=$?
+	if [ $rc != 0 ]; then
+		kill "$spid" 2>/dev/null
+		wait "$spid" 2>/dev/null
+		return 1
+	fi
+	env SOFTRDMA_STATS=1 "$@" timeout 60 ibv_rc_pingpong -g 1 -n 200 -p "$port" 127.0.0.1 >"$log.client" 2>&1
+	rc=$?
+	wait "$spid" || rc=1
+	return $rc
+}
+
+# 1. default: both ends on this host use the rings, no datagram carries a packet
+pingpong shm
+rc=$?
+cat "$logdir/shm.server" "$logdir/shm.client" >"$logdir/shm.all"
+tx=$(stat_sum tx "$logdir/shm.all")
+shm_tx=$(stat_sum shm_tx "$logdir/shm.all")
+shm_rx=$(stat_sum shm_rx "$logdir/shm.all")
+[ $rc = 0 ] && [ "$tx" = 0 ] && [ "$shm_tx" -ge 400 ] && [ "$shm_rx" = "$shm_tx" ]
+check "same host: packets through the rings" $? "rc $rc, udp tx $tx, shm tx $shm_tx rx $shm_rx; $logdir/shm.*"
+
+# 2. SOFTRDMA_SHM=0: datagrams only
+pingpong udp SOFTRDMA_SHM=0
+rc=$?
+cat "$logdir/udp.server" "$logdir/udp.client" >"$logdir/udp.all"
+tx=$(stat_sum tx "$logdir/udp.all")
+shm_tx=$(stat_sum shm_tx "$logdir/udp.all")
+[ $rc = 0 ] && [ "$tx" -ge 400 ] && [ "$shm_tx" = 0 ]
+check "SOFTRDMA_SHM=0: packets as datagrams" $? "rc $rc, udp tx $tx, shm tx $shm_tx; $logdir/udp.*"
+
+# 3. fault injection needs the packet path: datagrams only, and the data still arrives
+pingpong faults SOFTRDMA_FAULTS=seed=7,drop=0.02,dup=0.02
+rc=$?
+cat "$logdir/faults.server" "$logdir/faults.client" >"$logdir/faults.all"
+shm_tx=$(stat_sum shm_tx "$logdir/faults.all")
+rx=$(stat_sum rx "$logdir/faults.all")
+[ $rc = 0 ] && [ "$shm_tx" = 0 ] && [ "$rx" -ge 400 ]
+check "SOFTRDMA_FAULTS: packets as datagrams" $? "rc $rc, udp rx $rx, shm tx $shm_tx; $logdir/faults.*"
+
+# 4. a ring file while a process lives: this user's, mode 0600; removed at its exit
+start_server "$logdir/file.server" 60 "" "ibv_rc_pingpong -g 1 -n 1 -p @P@"
+sleep 0.3
+pids=$(pgrep -P "$spid" 2>/dev/null; echo "$spid")
+f=
+for g in /dev/shm/softrdma-"$uid"-*; do
+	[ -e "$g" ] || continue
+	o=$(od -An -t d4 -j 16 -N 4 "$g" | tr -d ' ')
+	for p in $pids; do [ "$o" = "$p" ] && f=$g; done
+done
+mode=$([ -n "$f" ] && stat -c '%a %u' "$f")
+timeout 30 ibv_rc_pingpong -g 1 -n 1 -p "$port" 127.0.0.1 >"$logdir/file.client" 2>&1
+wait "$spid"
+[ -n "$f" ] && [ "$mode" = "600 $uid" ] && [ ! -e "$f" ]
+check "ring file: mode 0600 while alive, removed at exit" $? "file '$f', mode '$mode'"
+
+# 5. a process killed with SIGKILL leaves its file; the next process removes it
+start_server "$logdir/kill.server" 60 "" "ibv_rc_pingpong -g 1 -n 1 -p @P@"
+sleep 0.3
+victim=$(pgrep -P "$spid" 2>/dev/null | head -1)
+victim=${victim:-$spid}
+f=
+for g in /dev/shm/softrdma-"$uid"-*; do
+	[ -e "$g" ] || continue
+	o=$(od -An -t d4 -j 16 -N 4 "$g" | tr -d ' ')
+	[ "$o" = "$victim" ] && f=$g
+done
+kill -9 "$victim" 2>/dev/null
+{ wait "$spid"; } 2>/dev/null # (the shell's own "Killed" notice)
+left=no
+[ -n "$f" ] && [ -e "$f" ] && left=yes
+# any process that opens a ring sweeps the dead ones
+start_server "$logdir/sweep.server" 60 "" "ibv_rc_pingpong -g 1 -n 1 -p @P@"
+sleep 0.3
+gone=no
+[ -n "$f" ] && [ ! -e "$f" ] && gone=yes
+timeout 30 ibv_rc_pingpong -g 1 -n 1 -p "$port" 127.0.0.1 >"$logdir/sweep.client" 2>&1
+wait "$spid"
+[ "$left" = yes ] && [ "$gone" = yes ]
+check "killed process: its file stays, the next process removes it" $? "file '$f', left $left, gone $gone"
+
+echo "$pass passed, $fail failed"
+if [ $fail = 0 ]; then rm -rf "$logdir"; fi
+[ $fail = 0 ]
