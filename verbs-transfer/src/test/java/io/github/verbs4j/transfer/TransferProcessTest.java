@@ -122,9 +122,7 @@ class TransferProcessTest {
                     break;
                 }
             }
-            long t0 = System.nanoTime();
             assertTrue(batch.submit().await(T), "the batch did not finish in " + T);
-            System.err.println("batch of " + reqs.size() + " took " + (System.nanoTime() - t0) / 1_000_000 + " ms");
             for (Req r : reqs) {
                 assertEquals(TransferStatus.DONE, batch.status(r.index()), r.toString());
                 if (r.write()) {
