@@ -290,7 +290,7 @@ public final class TransferEngine implements AutoCloseable {
                         throw new IllegalStateException(peer + " is reached through " + id.context()
                                 + ", not the engine's device " + context);
                     }
-                    QueuePair qp = id.createQueuePair(pd, cq, controlCq, new QpInit(depth + 1, 2, 1, 1, 0, false));
+                    QueuePair qp = id.createQueuePair(pd, cq, controlCq, new QpInit(depth + 4, 2, 1, 1, 0, false));
                     if (i == 0) {
                         TransferPeer.postControlReceive(qp, control);
                     }

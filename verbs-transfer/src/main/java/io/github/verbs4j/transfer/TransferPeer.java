@@ -154,6 +154,7 @@ public final class TransferPeer implements AutoCloseable {
         if (closed || lost) {
             throw new IllegalStateException(this + " is " + (closed ? "closed" : "lost (" + lostBecause + ")"));
         }
+        engine.progress(); // reap the completions of earlier look-ups' SENDs, which share the send queue
         byte[] n = name.getBytes(StandardCharsets.UTF_8);
         ByteBuffer out = control.segment().asSlice(CONTROL_BYTES, CONTROL_BYTES).asByteBuffer();
         out.put(LOOKUP).put((byte) n.length).put(n);

@@ -65,7 +65,7 @@ public final class TransferBenchCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        PrintStream out = spec.commandLine().getOut() == null ? System.out : new PrintStream(System.out, true);
+        PrintStream out = System.out;
         if (size < 1 || batchSize < 1 || iterations < 1) {
             throw new CommandLine.ParameterException(spec.commandLine(), "size, batch and iterations must be positive");
         }

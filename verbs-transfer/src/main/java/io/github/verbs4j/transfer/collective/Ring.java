@@ -205,6 +205,11 @@ public final class Ring implements AutoCloseable {
                 }
                 return side.connect(0, size, table, timeout, deadline);
             } catch (RuntimeException | Error e) {
+                for (CmId id : requests) {
+                    if (id != null) {
+                        id.close(); // their queue pairs are on the side's domain: gone first
+                    }
+                }
                 side.closeAll(e);
                 throw e;
             } finally {
@@ -277,9 +282,11 @@ public final class Ring implements AutoCloseable {
                 }
                 return side.connect(rank, size, table, timeout, deadline);
             } catch (RuntimeException | Error e) {
+                id.close(); // its queue pair is on the side's domain: gone first
                 side.closeAll(e);
                 throw e;
             } catch (java.net.UnknownHostException e) {
+                id.close();
                 side.closeAll(e);
                 throw new IllegalStateException(e);
             }
@@ -444,11 +451,10 @@ public final class Ring implements AutoCloseable {
 
     /** Sums {@code data} element by element over all ranks, in place on every rank. */
     public void allreduce(float[] data) {
-        long bytes = checkLength(data.length, 4L);
+        checkLength(data.length, 4L);
         MemorySegment.copy(data, 0, buffer.segment(), ValueLayout.JAVA_FLOAT, 0, data.length);
         allreduce(data.length, 4, false);
         MemorySegment.copy(buffer.segment(), ValueLayout.JAVA_FLOAT, 0, data, 0, data.length);
-        assert bytes > 0;
     }
 
     /** Sums {@code data} element by element over all ranks, in place on every rank. */
