@@ -43,6 +43,8 @@ import java.io.UncheckedIOException;
                 PerfCommands.WriteBw.class,
                 PerfCommands.ReadBw.class,
                 io.github.verbs4j.examples.cm.RpingCommand.class,
+                io.github.verbs4j.examples.transfer.TransferBenchCommand.class,
+                io.github.verbs4j.examples.transfer.AllreduceCommand.class,
                 CommandLine.HelpCommand.class,
         })
 public final class Verbs4jTool implements Runnable {

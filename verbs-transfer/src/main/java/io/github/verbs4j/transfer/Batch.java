@@ -1,0 +1,271 @@
+package io.github.verbs4j.transfer;
+
+import io.github.verbs4j.WcStatus;
+
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * A reusable batch of RDMA READ and WRITE requests between local {@link Segment}s and
+ * {@link RemoteSegment}s of one or several peers. Made by {@link TransferEngine#batch(int)}.
+ *
+ * <p><b>Use</b>: add requests ({@link #read}, {@link #write}; each is bounds-checked against the
+ * local segment and the remote descriptor at once), {@link #submit()}, then {@link #poll()} or
+ * {@link #await(Duration)}; read each request's {@link #status(int)}. {@link #reset()} empties
+ * a finished batch for the next round: a batch reused this way allocates nothing per request or
+ * per chunk.
+ *
+ * <p><b>Chunks</b>: the engine splits each request into chunks of at most
+ * {@link TransferOptions#chunkSize()} bytes and stripes them round robin over the peer's queue
+ * pairs, with at most {@link TransferOptions#maxOutstanding()} chunks in flight per queue pair;
+ * requests of other peers go on while one peer's queue pairs are full.
+ *
+ * <p><b>Failures</b> are per request, never an exception of the batch: a lost peer fails that
+ * peer's requests ({@link TransferStatus#PEER_LOST}), a refused access fails its own request
+ * ({@link TransferStatus#ACCESS_ERROR}); everything else completes.
+ *
+ * <p><b>Thread-safety</b>: one thread builds and drives a batch; several batches may be in
+ * flight on one engine, from several threads (the engine's progress is serialized).
+ */
+public final class Batch {
+
+    final TransferEngine engine;
+    final boolean[] write;
+    final Segment[] local;
+    final long[] localOffset;
+    final RemoteSegment[] remote;
+    final long[] remoteOffset;
+    final long[] length;
+    final long[] posted;
+    final int[] inFlight;
+    final TransferStatus[] status;
+    final WcStatus[] completion;
+    int size;
+    int finished;
+    int scanFrom;
+    long generation;
+    boolean submitted;
+    boolean timedOut;
+
+    Batch(TransferEngine engine, int capacity) {
+        this.engine = engine;
+        this.write = new boolean[capacity];
+        this.local = new Segment[capacity];
+        this.localOffset = new long[capacity];
+        this.remote = new RemoteSegment[capacity];
+        this.remoteOffset = new long[capacity];
+        this.length = new long[capacity];
+        this.posted = new long[capacity];
+        this.inFlight = new int[capacity];
+        this.status = new TransferStatus[capacity];
+        this.completion = new WcStatus[capacity];
+    }
+
+    /** How many requests the batch holds at most. */
+    public int capacity() {
+        return length.length;
+    }
+
+    /** How many requests it holds. */
+    public int size() {
+        return size;
+    }
+
+    /**
+     * Adds a READ of {@code length} bytes at {@code remoteOffset} of {@code remote} into
+     * {@code local} at {@code localOffset}.
+     *
+     * @return the request's index, for {@link #status(int)}
+     * @throws IndexOutOfBoundsException when a range lies outside its segment or descriptor
+     * @throws IllegalStateException     when the batch is full or already submitted
+     * @throws IllegalArgumentException  when the local segment belongs to another engine, or the
+     *                                   remote one to a peer of another engine
+     */
+    public int read(Segment local, long localOffset, RemoteSegment remote, long remoteOffset, long length) {
+        return add(false, local, localOffset, remote, remoteOffset, length);
+    }
+
+    /**
+     * Adds a WRITE of {@code length} bytes from {@code local} at {@code localOffset} to
+     * {@code remote} at {@code remoteOffset}. As {@link #read} otherwise.
+     *
+     * @return the request's index, for {@link #status(int)}
+     */
+    public int write(Segment local, long localOffset, RemoteSegment remote, long remoteOffset, long length) {
+        return add(true, local, localOffset, remote, remoteOffset, length);
+    }
+
+    private int add(boolean isWrite, Segment l, long lOff, RemoteSegment r, long rOff, long len) {
+        Objects.requireNonNull(l, "local");
+        Objects.requireNonNull(r, "remote");
+        if (submitted) {
+            throw new IllegalStateException("the batch was submitted: reset() it once finished to reuse it");
+        }
+        if (size == length.length) {
+            throw new IllegalStateException("the batch is full (" + size + " requests)");
+        }
+        if (l.engine != engine) {
+            throw new IllegalArgumentException(l + " belongs to another engine");
+        }
+        if (r.peer.engine != engine) {
+            throw new IllegalArgumentException(r + " was looked up through another engine");
+        }
+        if (len <= 0) {
+            throw new IllegalArgumentException("length must be positive, got " + len);
+        }
+        if (lOff < 0 || lOff > l.length() || len > l.length() - lOff) {
+            throw new IndexOutOfBoundsException("local range [" + lOff + ", +" + len + ") outside " + l);
+        }
+        if (!r.descriptor().contains(rOff, len)) {
+            throw new IndexOutOfBoundsException("remote range [" + rOff + ", +" + len + ") outside " + r.descriptor());
+        }
+        int i = size++;
+        write[i] = isWrite;
+        local[i] = l;
+        localOffset[i] = lOff;
+        remote[i] = r;
+        remoteOffset[i] = rOff;
+        length[i] = len;
+        posted[i] = 0;
+        inFlight[i] = 0;
+        status[i] = TransferStatus.PENDING;
+        completion[i] = null;
+        return i;
+    }
+
+    /**
+     * Hands the batch to the engine and posts what the queue pairs take at once.
+     *
+     * @return this batch
+     * @throws IllegalStateException when already submitted, empty, or the engine has
+     *                               {@link TransferOptions#maxBatches()} batches in flight
+     */
+    public Batch submit() {
+        if (submitted) {
+            throw new IllegalStateException("the batch was already submitted");
+        }
+        if (size == 0) {
+            throw new IllegalStateException("the batch is empty");
+        }
+        engine.submit(this);
+        return this;
+    }
+
+    /** Makes progress once (polls completions, posts chunks) without waiting; whether every request is final. */
+    public boolean poll() {
+        engine.progress();
+        return isDone();
+    }
+
+    /**
+     * Makes progress until every request is final or {@code timeout} passed; at the timeout the
+     * requests not yet final become {@link TransferStatus#TIMED_OUT} (their chunks not yet posted
+     * never are).
+     *
+     * @return {@code true} when every request finished (done or failed) before the timeout
+     */
+    public boolean await(Duration timeout) {
+        return awaitNanos(timeout.toNanos());
+    }
+
+    /** As {@link #await(Duration)}, with the timeout in nanoseconds. */
+    public boolean awaitNanos(long timeoutNanos) {
+        if (!submitted) {
+            throw new IllegalStateException("submit() the batch first");
+        }
+        long deadline = System.nanoTime() + timeoutNanos;
+        int idle = 0;
+        while (!isDone()) {
+            if (engine.progress() > 0) {
+                idle = 0;
+            } else if (++idle > 1000) {
+                Thread.yield();
+            }
+            if (System.nanoTime() - deadline > 0 && !isDone()) {
+                engine.timeOut(this);
+                return false;
+            }
+        }
+        return !timedOut;
+    }
+
+    /** Whether every request is final. */
+    public boolean isDone() {
+        return submitted && finished == size;
+    }
+
+    /** The state of request {@code index}. */
+    public TransferStatus status(int index) {
+        check(index);
+        return status[index];
+    }
+
+    /** The completion status behind a failed request, or {@code null} (done, pending, timed out, local error). */
+    public WcStatus completionStatus(int index) {
+        check(index);
+        return completion[index];
+    }
+
+    /** How many requests have status {@code s}. */
+    public int count(TransferStatus s) {
+        int n = 0;
+        for (int i = 0; i < size; i++) {
+            if (status[i] == s) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    /** The bytes of the requests that are {@link TransferStatus#DONE}. */
+    public long bytesDone() {
+        long n = 0;
+        for (int i = 0; i < size; i++) {
+            if (status[i] == TransferStatus.DONE) {
+                n += length[i];
+            }
+        }
+        return n;
+    }
+
+    /**
+     * Empties a finished (or never submitted) batch for reuse. Chunks of requests that timed out
+     * may still complete later; they no longer touch this batch.
+     *
+     * @throws IllegalStateException while a submitted batch has requests that are not final
+     */
+    public void reset() {
+        if (submitted && !isDone()) {
+            throw new IllegalStateException("the batch is still in flight: " + (size - finished) + " requests pending");
+        }
+        for (int i = 0; i < size; i++) {
+            local[i] = null;
+            remote[i] = null;
+        }
+        size = 0;
+        finished = 0;
+        scanFrom = 0;
+        submitted = false;
+        timedOut = false;
+        generation++;
+    }
+
+    void finish(int i, TransferStatus s, WcStatus wc) {
+        if (status[i] == TransferStatus.PENDING) {
+            status[i] = s;
+            completion[i] = wc;
+            finished++;
+        }
+    }
+
+    private void check(int index) {
+        if (index < 0 || index >= size) {
+            throw new IndexOutOfBoundsException("request " + index + " of a batch of " + size);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "Batch[" + size + " requests, " + finished + " final" + (submitted ? ", submitted" : "") + "]";
+    }
+}

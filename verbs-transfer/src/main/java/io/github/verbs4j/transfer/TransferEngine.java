@@ -1,0 +1,673 @@
+package io.github.verbs4j.transfer;
+
+import io.github.verbs4j.Access;
+import io.github.verbs4j.Completion;
+import io.github.verbs4j.CompletionQueue;
+import io.github.verbs4j.Completions;
+import io.github.verbs4j.Context;
+import io.github.verbs4j.MemoryRegion;
+import io.github.verbs4j.ProtectionDomain;
+import io.github.verbs4j.QueuePair;
+import io.github.verbs4j.ReceiveRequest;
+import io.github.verbs4j.SendOpcode;
+import io.github.verbs4j.SendRequest;
+import io.github.verbs4j.WcStatus;
+import io.github.verbs4j.cm.CmEvent;
+import io.github.verbs4j.cm.CmEventType;
+import io.github.verbs4j.cm.CmId;
+import io.github.verbs4j.cm.ConnectParameters;
+import io.github.verbs4j.cm.EventChannel;
+import io.github.verbs4j.cm.PortSpace;
+import io.github.verbs4j.cm.QpInit;
+
+import java.lang.foreign.MemorySegment;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * A batch transfer engine: registers local segments, publishes their descriptors to peers over
+ * rdma_cm, and moves batches of RDMA READ and WRITE between local and remote segments, split into
+ * chunks and striped over several queue pairs per peer and several peers.
+ *
+ * <pre>{@code
+ * try (TransferEngine engine = TransferEngine.open("node1", new InetSocketAddress(ip, 0), TransferOptions.defaults())) {
+ *     Segment local = engine.allocate("kv-cache", 1L << 30);
+ *     TransferPeer node2 = engine.connect(node2Address);
+ *     RemoteSegment peer = node2.lookup("kv-cache", Duration.ofSeconds(2));
+ *     Batch b = engine.batch(64);
+ *     for (int i = 0; i < 64; i++) b.read(local, i * CHUNK, peer, offsets[i], CHUNK);
+ *     b.submit().await(Duration.ofSeconds(5));            // then b.status(i) for each request
+ * }
+ * }</pre>
+ *
+ * <p><b>Connections</b>: an engine listens on its rdma_cm address ({@link #localAddress()});
+ * peers that {@link #connect} to it reach its registered segments with one-sided READ and WRITE
+ * (its CPU takes no part) and look up descriptors by name: a service thread accepts connections
+ * and answers look-ups (a SEND/RECV exchange on the connection's first queue pair). An engine
+ * moves data over the connections it made itself.
+ *
+ * <p><b>Memory</b>: {@link #allocate} (memory the engine owns), {@link #register} (a segment of
+ * {@code Arena.ofAuto()} or {@code Arena.global()}: for example a file or a hugetlbfs file mapped
+ * with {@code FileChannel.map(mode, 0, size, Arena.ofAuto())}), or {@link #registerUnsafe} (a
+ * segment of a closeable arena that the caller keeps open until it unregisters it). Segments
+ * grant remote READ and WRITE.
+ *
+ * <p><b>Progress</b> is made by the threads that poll or await batches: no thread of the engine
+ * touches the data path. Steady state allocates nothing: each queue pair's work requests are
+ * pre-allocated slots, and batches are reused with {@link Batch#reset()}.
+ *
+ * <p><b>Lifecycle</b>: {@link #close()} stops the service thread, closes connections and
+ * deregisters every segment; idempotent.
+ */
+public final class TransferEngine implements AutoCloseable {
+
+    private static final Access[] SEGMENT_ACCESS = {Access.LOCAL_WRITE, Access.REMOTE_READ, Access.REMOTE_WRITE};
+
+    private final String name;
+    private final TransferOptions options;
+    private final EventChannel serviceChannel;
+    private final EventChannel activeChannel;
+    private final CmId listener;
+    private final Context context;
+    private final ProtectionDomain pd;
+    private final Map<String, Segment> segments = new ConcurrentHashMap<>();
+    private final List<TransferPeer> peers = new ArrayList<>();
+    private TransferPeer[] peerArray = new TransferPeer[0];
+    private final Batch[] inflight;
+    private int inflightCount;
+    private final Thread service;
+    private volatile boolean closing;
+    private boolean closed;
+
+    // service side: connections accepted from peers (touched by the service thread only)
+    private final CompletionQueue serviceSendCq;
+    private final CompletionQueue serviceRecvCq;
+    private final Completions serviceCompletions = new Completions(16);
+    private final List<Accepted> accepted = new ArrayList<>();
+
+    private record Accepted(CmId id, QueuePair qp, MemoryRegion buffer, ReceiveRequest recv, SendRequest send) {
+    }
+
+    private TransferEngine(String name, TransferOptions options, EventChannel serviceChannel, EventChannel activeChannel,
+            CmId listener, Context context, ProtectionDomain pd, CompletionQueue sendCq, CompletionQueue recvCq) {
+        this.name = name;
+        this.options = options;
+        this.serviceChannel = serviceChannel;
+        this.activeChannel = activeChannel;
+        this.listener = listener;
+        this.context = context;
+        this.pd = pd;
+        this.serviceSendCq = sendCq;
+        this.serviceRecvCq = recvCq;
+        this.inflight = new Batch[options.maxBatches()];
+        this.service = Thread.ofPlatform().daemon().name("verbs4j-transfer-" + name).unstarted(this::serve);
+    }
+
+    /**
+     * Opens an engine named {@code name} listening on {@code listen}: the address of an RDMA
+     * device (port 0 picks a free port; the wildcard address is refused, since the engine's
+     * memory is registered on the device that address selects).
+     *
+     * <p><b>Errors</b>: {@link IllegalArgumentException} for a bad name or a wildcard address;
+     * {@link io.github.verbs4j.VerbsException} from rdma_cm (EADDRINUSE, EADDRNOTAVAIL for an
+     * address no RDMA device has) or the device.
+     */
+    public static TransferEngine open(String name, InetSocketAddress listen, TransferOptions options) {
+        SegmentDescriptor.checkName("name", name);
+        Objects.requireNonNull(listen, "listen");
+        Objects.requireNonNull(options, "options");
+        if (listen.getAddress() == null || listen.getAddress().isAnyLocalAddress()) {
+            throw new IllegalArgumentException("listen on the address of an RDMA device, not " + listen);
+        }
+        List<AutoCloseable> made = new ArrayList<>();
+        try {
+            EventChannel serviceChannel = add(made, EventChannel.create());
+            EventChannel activeChannel = add(made, EventChannel.create());
+            CmId listener = add(made, serviceChannel.createId(PortSpace.TCP));
+            listener.bind(listen);
+            listener.listen(64);
+            Context context = listener.context();
+            if (context == null) {
+                throw new IllegalArgumentException(listen + " selects no RDMA device");
+            }
+            ProtectionDomain pd = add(made, context.allocatePd());
+            CompletionQueue sendCq = add(made, context.createCq(64));
+            CompletionQueue recvCq = add(made, context.createCq(64));
+            TransferEngine engine = new TransferEngine(name, options, serviceChannel, activeChannel, listener, context, pd,
+                    sendCq, recvCq);
+            engine.service.start();
+            return engine;
+        } catch (RuntimeException | Error e) {
+            for (int i = made.size() - 1; i >= 0; i--) {
+                try {
+                    made.get(i).close();
+                } catch (Exception suppressed) {
+                    e.addSuppressed(suppressed);
+                }
+            }
+            throw e;
+        }
+    }
+
+    private static <T extends AutoCloseable> T add(List<AutoCloseable> made, T t) {
+        made.add(t);
+        return t;
+    }
+
+    /** The engine's name: the owner in its segments' descriptors. */
+    public String name() {
+        return name;
+    }
+
+    /** The rdma_cm address peers connect to. */
+    public InetSocketAddress localAddress() {
+        return listener.localAddress();
+    }
+
+    /** The options it was opened with. */
+    public TransferOptions options() {
+        return options;
+    }
+
+    /** The device its memory is registered on. */
+    public Context context() {
+        return context;
+    }
+
+    // ---------------------------------------------------------------- segments
+
+    /**
+     * Allocates {@code size} bytes of zeroed, page-aligned memory owned by the engine and
+     * registers it as segment {@code name}.
+     *
+     * <p><b>Errors</b>: {@link IllegalArgumentException} for a bad name or size, or a name in use.
+     */
+    public Segment allocate(String name, long size) {
+        checkNewName(name);
+        return publish(name, pd.allocate(size, SEGMENT_ACCESS));
+    }
+
+    /**
+     * Registers the caller's memory as segment {@code name}: a segment whose lifetime the region
+     * controls ({@code Arena.ofAuto()}, {@code Arena.global()}), for example a file or a
+     * hugetlbfs file mapped with {@code FileChannel.map(mode, 0, size, Arena.ofAuto())}.
+     *
+     * <p><b>Errors</b>: as {@link ProtectionDomain#register(MemorySegment, Access...)} (memory of a
+     * closeable arena is refused: use {@link #registerUnsafe}); {@link IllegalArgumentException} for
+     * a name in use.
+     */
+    public Segment register(String name, MemorySegment memory) {
+        checkNewName(name);
+        return publish(name, pd.register(memory, SEGMENT_ACCESS));
+    }
+
+    /**
+     * As {@link #register}, also for memory of a closeable arena. <b>The caller guarantees</b> that
+     * the segment is {@linkplain #unregister unregistered} (or the engine closed) before the arena
+     * is closed: a peer's WRITE after that would reach freed memory.
+     */
+    public Segment registerUnsafe(String name, MemorySegment memory) {
+        checkNewName(name);
+        return publish(name, pd.registerUnsafe(memory, SEGMENT_ACCESS));
+    }
+
+    private void checkNewName(String segmentName) {
+        SegmentDescriptor.checkName("name", segmentName);
+        ensureOpen();
+        if (segments.containsKey(segmentName)) {
+            throw new IllegalArgumentException("a segment named '" + segmentName + "' is registered already");
+        }
+    }
+
+    private Segment publish(String segmentName, MemoryRegion region) {
+        Segment s = new Segment(this, region, new SegmentDescriptor(segmentName, name, region.address(),
+                region.length(), region.rkey()));
+        if (segments.putIfAbsent(segmentName, s) != null) {
+            region.close();
+            throw new IllegalArgumentException("a segment named '" + segmentName + "' is registered already");
+        }
+        return s;
+    }
+
+    /** The local segment named {@code name}, or {@code null}. */
+    public Segment segment(String name) {
+        return segments.get(name);
+    }
+
+    /**
+     * Withdraws a segment from the directory and deregisters it: peers' requests to it fail with
+     * {@link TransferStatus#ACCESS_ERROR} from then on. Local requests naming it that are not
+     * posted yet fail with {@link TransferStatus#LOCAL_ERROR}.
+     */
+    public void unregister(Segment segment) {
+        Objects.requireNonNull(segment, "segment");
+        if (segment.engine != this) {
+            throw new IllegalArgumentException(segment + " belongs to another engine");
+        }
+        synchronized (this) {
+            segments.remove(segment.name(), segment);
+            segment.region.close();
+        }
+    }
+
+    // ---------------------------------------------------------------- connections
+
+    /**
+     * Connects to the engine listening at {@code peer} with {@link TransferOptions#qpsPerPeer()}
+     * queue pairs.
+     *
+     * <p><b>Errors</b>: {@link io.github.verbs4j.cm.CmEventException} (REJECTED, UNREACHABLE...),
+     * {@link io.github.verbs4j.VerbsException} (ETIMEDOUT after {@link TransferOptions#connectTimeout()});
+     * {@link IllegalStateException} when rdma_cm reaches the peer through another device than the
+     * engine's.
+     */
+    public TransferPeer connect(InetSocketAddress peer) {
+        Objects.requireNonNull(peer, "peer");
+        ensureOpen();
+        Duration t = options.connectTimeout();
+        int qps = options.qpsPerPeer();
+        int depth = options.maxOutstanding();
+        List<AutoCloseable> made = new ArrayList<>();
+        try {
+            CompletionQueue cq = add(made, context.createCq(qps * depth + 4));
+            CompletionQueue controlCq = add(made, context.createCq(8));
+            MemoryRegion control = add(made, pd.allocate(2 * TransferPeer.CONTROL_BYTES, Access.LOCAL_WRITE));
+            CmId[] ids = new CmId[qps];
+            synchronized (activeChannel) {
+                for (int i = 0; i < qps; i++) {
+                    CmId id = add(made, activeChannel.createId(PortSpace.TCP));
+                    ids[i] = id;
+                    id.resolveAddress(null, peer, t);
+                    id.resolveRoute(t);
+                    if (id.context() != context) {
+                        throw new IllegalStateException(peer + " is reached through " + id.context()
+                                + ", not the engine's device " + context);
+                    }
+                    QueuePair qp = id.createQueuePair(pd, cq, controlCq, new QpInit(depth + 4, 2, 1, 1, 0, false));
+                    if (i == 0) {
+                        TransferPeer.postControlReceive(qp, control);
+                    }
+                    id.connect(new ConnectParameters(ConnectParameters.MAX, ConnectParameters.MAX, 7, 7,
+                            name.getBytes(StandardCharsets.UTF_8).length <= 48 ? name.getBytes(StandardCharsets.UTF_8)
+                                    : new byte[0]), t);
+                }
+            }
+            TransferPeer p = new TransferPeer(this, peer, cq, controlCq, control, ids, depth);
+            synchronized (this) {
+                ensureOpen();
+                peers.add(p);
+                peerArray = peers.toArray(new TransferPeer[0]);
+            }
+            return p;
+        } catch (RuntimeException | Error e) {
+            for (int i = made.size() - 1; i >= 0; i--) {
+                try {
+                    made.get(i).close();
+                } catch (Exception suppressed) {
+                    e.addSuppressed(suppressed);
+                }
+            }
+            throw e;
+        }
+    }
+
+    synchronized void closePeer(TransferPeer p) {
+        if (p.isClosed()) {
+            return;
+        }
+        for (Lane l : p.lanes) {
+            for (int s = 0; s < l.requests.length; s++) {
+                Batch b = l.slotBatch[s];
+                if (b != null) {
+                    if (b.generation == l.slotGeneration[s]) {
+                        int r = l.slotRequest[s];
+                        b.inFlight[r]--;
+                        b.finish(r, TransferStatus.PEER_LOST, null);
+                    }
+                    l.give(s);
+                }
+            }
+        }
+        p.destroy();
+        peers.remove(p);
+        peerArray = peers.toArray(new TransferPeer[0]);
+    }
+
+    // ---------------------------------------------------------------- batches
+
+    /** A new reusable batch of up to {@code capacity} requests. */
+    public Batch batch(int capacity) {
+        if (capacity < 1) {
+            throw new IllegalArgumentException("capacity must be positive, got " + capacity);
+        }
+        ensureOpen();
+        return new Batch(this, capacity);
+    }
+
+    synchronized void submit(Batch b) {
+        ensureOpen();
+        if (inflightCount == inflight.length) {
+            throw new IllegalStateException("the engine has " + inflightCount + " batches in flight (maxBatches)");
+        }
+        b.submitted = true;
+        inflight[inflightCount++] = b;
+        progressLocked();
+    }
+
+    /**
+     * Makes progress on every batch in flight: takes completions, posts the chunks the queue pairs
+     * have room for. {@link Batch#poll()} and {@link Batch#await(Duration)} call it.
+     *
+     * @return how many completions were taken and chunks posted (0 when nothing moved)
+     */
+    public synchronized int progress() {
+        if (closed) {
+            return 0;
+        }
+        return progressLocked();
+    }
+
+    private int progressLocked() {
+        int work = 0;
+        TransferPeer[] ps = peerArray;
+        for (TransferPeer p : ps) {
+            work += reap(p);
+        }
+        for (int i = 0; i < inflightCount; i++) {
+            work += post(inflight[i]);
+        }
+        // drop finished batches, keeping order
+        int w = 0;
+        for (int i = 0; i < inflightCount; i++) {
+            Batch b = inflight[i];
+            if (!b.isDone()) {
+                inflight[w++] = b;
+            }
+        }
+        for (int i = w; i < inflightCount; i++) {
+            inflight[i] = null;
+        }
+        inflightCount = w;
+        return work;
+    }
+
+    private int reap(TransferPeer p) {
+        if (p.isClosed()) {
+            return 0;
+        }
+        Completions wcs = p.completions;
+        int n = p.cq.poll(wcs);
+        for (int k = 0; k < n; k++) {
+            Completion wc = wcs.get(k);
+            long id = wc.wrId();
+            if (id == TransferPeer.CONTROL_WR_ID) {
+                continue;
+            }
+            Lane lane = p.lanes[(int) (id >>> 32)];
+            int slot = (int) id;
+            Batch b = lane.slotBatch[slot];
+            int r = lane.slotRequest[slot];
+            long gen = lane.slotGeneration[slot];
+            lane.give(slot);
+            boolean ok = wc.ok();
+            WcStatus st = ok ? WcStatus.SUCCESS : wc.status();
+            if (!ok) {
+                lane.failed(st);
+            }
+            if (b == null || b.generation != gen) {
+                continue;
+            }
+            b.inFlight[r]--;
+            if (ok) {
+                if (b.posted[r] == b.length[r] && b.inFlight[r] == 0) {
+                    b.finish(r, TransferStatus.DONE, null);
+                }
+            } else {
+                b.finish(r, classify(st, lane), st);
+            }
+        }
+        return n;
+    }
+
+    private int post(Batch b) {
+        int work = 0;
+        int size = b.size;
+        boolean advancing = true;
+        for (int i = b.scanFrom; i < size; i++) {
+            if (b.status[i] != TransferStatus.PENDING || b.posted[i] == b.length[i]) {
+                if (advancing) {
+                    b.scanFrom = i + 1;
+                }
+                continue;
+            }
+            advancing = false;
+            TransferPeer p = b.remote[i].peer;
+            if (p.isLost()) {
+                b.finish(i, TransferStatus.PEER_LOST, p.lostBecause());
+                continue;
+            }
+            Segment local = b.local[i];
+            if (!local.isRegistered()) {
+                b.finish(i, TransferStatus.LOCAL_ERROR, null);
+                continue;
+            }
+            SegmentDescriptor d = b.remote[i].descriptor();
+            SendOpcode op = b.write[i] ? SendOpcode.RDMA_WRITE : SendOpcode.RDMA_READ;
+            while (b.posted[i] < b.length[i]) {
+                Lane lane = p.pickLane();
+                if (lane == null) {
+                    break;
+                }
+                long done = b.posted[i];
+                int chunk = (int) Math.min(options.chunkSize(), b.length[i] - done);
+                int slot = lane.take();
+                SendRequest req = lane.requests[slot];
+                req.opcode(op).local(local.region, b.localOffset[i] + done, chunk)
+                        .remote(d.address() + b.remoteOffset[i] + done, d.rkey());
+                int rc;
+                try {
+                    rc = lane.qp.tryPostSend(req);
+                } catch (RuntimeException e) {
+                    rc = -1;
+                }
+                if (rc != 0) {
+                    lane.give(slot);
+                    b.finish(i, TransferStatus.LOCAL_ERROR, null);
+                    break;
+                }
+                lane.slotBatch[slot] = b;
+                lane.slotRequest[slot] = i;
+                lane.slotGeneration[slot] = b.generation;
+                b.posted[i] = done + chunk;
+                b.inFlight[i]++;
+                work++;
+            }
+        }
+        return work;
+    }
+
+    synchronized void timeOut(Batch b) {
+        progressLocked();
+        if (b.isDone()) {
+            return;
+        }
+        b.timedOut = true;
+        for (int i = 0; i < b.size; i++) {
+            b.finish(i, TransferStatus.TIMED_OUT, null);
+        }
+        progressLocked();
+    }
+
+    /** What a failed completion means for the request it belongs to. */
+    static TransferStatus classify(WcStatus status, Lane lane) {
+        return switch (status) {
+            case RETRY_EXCEEDED, RNR_RETRY_EXCEEDED, RESPONSE_TIMEOUT_ERROR, REMOTE_ABORT_ERROR -> TransferStatus.PEER_LOST;
+            case REMOTE_ACCESS_ERROR, LOCAL_PROTECTION_ERROR, LOCAL_ACCESS_ERROR, REMOTE_INVALID_REQUEST_ERROR,
+                    REMOTE_INVALID_RD_REQUEST_ERROR -> TransferStatus.ACCESS_ERROR;
+            // a flush that is the queue pair's first error: rdma_cm moved it to ERR because the peer
+            // disconnected (its process died); after another error first, the flush is collateral
+            case WR_FLUSH_ERROR -> lane == null || lane.cause == TransferStatus.PEER_LOST
+                    ? TransferStatus.PEER_LOST : TransferStatus.FLUSHED;
+            default -> TransferStatus.LOCAL_ERROR;
+        };
+    }
+
+    // ---------------------------------------------------------------- service thread
+
+    private void serve() {
+        Duration tick = Duration.ofMillis(2);
+        while (!closing) {
+            try {
+                CmEvent request = listener.getRequest(tick);
+                if (request != null) {
+                    acceptOne(request.id());
+                }
+                answerLookups();
+                dropDisconnected();
+            } catch (RuntimeException e) {
+                if (closing) {
+                    return;
+                }
+                // one bad connection must not stop the service: go on with the others
+            }
+        }
+    }
+
+    private void acceptOne(CmId id) {
+        MemoryRegion buffer = null;
+        try {
+            if (id.context() != context) {
+                id.reject(null);
+                id.close();
+                return;
+            }
+            QueuePair qp = id.createQueuePair(pd, serviceSendCq, serviceRecvCq, new QpInit(4, 2, 1, 1, 0, false));
+            buffer = pd.allocate(2 * TransferPeer.CONTROL_BYTES, Access.LOCAL_WRITE);
+            int index = accepted.size();
+            ReceiveRequest recv = ReceiveRequest.create().id(index).local(buffer, 0, TransferPeer.CONTROL_BYTES);
+            SendRequest send = SendRequest.send().id(index).signaled();
+            qp.postRecv(recv);
+            id.accept(new ConnectParameters(ConnectParameters.MAX, ConnectParameters.MAX, 7, 7, null),
+                    options.connectTimeout());
+            accepted.add(new Accepted(id, qp, buffer, recv, send));
+        } catch (RuntimeException e) {
+            id.close();
+            if (buffer != null) {
+                buffer.close();
+            }
+        }
+    }
+
+    private void answerLookups() {
+        while (serviceSendCq.poll(serviceCompletions) > 0) {
+            // send completions of answers: nothing to do
+        }
+        int n = serviceRecvCq.poll(serviceCompletions);
+        for (int k = 0; k < n; k++) {
+            Completion wc = serviceCompletions.get(k);
+            int index = (int) wc.wrId();
+            if (index < 0 || index >= accepted.size() || accepted.get(index) == null || !wc.ok()) {
+                continue;
+            }
+            Accepted a = accepted.get(index);
+            ByteBuffer in = a.buffer().segment().asSlice(0, wc.byteLength()).asByteBuffer();
+            ByteBuffer out = a.buffer().segment().asSlice(TransferPeer.CONTROL_BYTES, TransferPeer.CONTROL_BYTES)
+                    .asByteBuffer();
+            if (in.get() == TransferPeer.LOOKUP) {
+                byte[] n2 = new byte[Byte.toUnsignedInt(in.get())];
+                in.get(n2);
+                Segment s = segments.get(new String(n2, StandardCharsets.UTF_8));
+                out.put(TransferPeer.ANSWER);
+                if (s == null || !s.isRegistered()) {
+                    out.put((byte) 0);
+                } else {
+                    out.put((byte) 1);
+                    s.descriptor().encode(out);
+                }
+                try {
+                    a.qp().postRecv(a.recv());
+                    a.qp().postSend(a.send().local(a.buffer(), TransferPeer.CONTROL_BYTES, out.position()));
+                } catch (RuntimeException e) {
+                    // the peer is going away: its connection is dropped when DISCONNECTED arrives
+                }
+            }
+        }
+    }
+
+    private void dropDisconnected() {
+        for (int i = 0; i < accepted.size(); i++) {
+            Accepted a = accepted.get(i);
+            if (a == null) {
+                continue;
+            }
+            CmEvent e = a.id().awaitEvent(Duration.ZERO);
+            if (e != null && (e.type() == CmEventType.DISCONNECTED || e.type() == CmEventType.DEVICE_REMOVAL)) {
+                accepted.set(i, null);
+                a.id().close();
+                a.buffer().close();
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- lifecycle
+
+    private void ensureOpen() {
+        if (closed || closing) {
+            throw new IllegalStateException(this + " is closed");
+        }
+    }
+
+    /**
+     * Stops the service thread, closes every connection (requests still in flight fail as
+     * {@link TransferStatus#PEER_LOST}) and deregisters every segment. Idempotent.
+     */
+    @Override
+    public void close() {
+        synchronized (this) {
+            if (closed || closing) {
+                return;
+            }
+            closing = true;
+        }
+        try {
+            service.join(10_000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        synchronized (this) {
+            for (TransferPeer p : peers.toArray(new TransferPeer[0])) {
+                closePeer(p);
+            }
+            for (Accepted a : accepted) {
+                if (a != null) {
+                    a.id().close();
+                    a.buffer().close();
+                }
+            }
+            accepted.clear();
+            for (Segment s : segments.values()) {
+                s.region.close();
+            }
+            segments.clear();
+            listener.close();
+            serviceSendCq.close();
+            serviceRecvCq.close();
+            pd.close();
+            activeChannel.close();
+            serviceChannel.close();
+            closed = true;
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "TransferEngine[" + name + (closed ? ", closed" : "") + "]";
+    }
+}

@@ -1,0 +1,222 @@
+package io.github.verbs4j.transfer;
+
+import io.github.verbs4j.Completion;
+import io.github.verbs4j.CompletionQueue;
+import io.github.verbs4j.Completions;
+import io.github.verbs4j.MemoryRegion;
+import io.github.verbs4j.QueuePair;
+import io.github.verbs4j.ReceiveRequest;
+import io.github.verbs4j.SendRequest;
+import io.github.verbs4j.VerbsException;
+import io.github.verbs4j.WcStatus;
+import io.github.verbs4j.cm.CmId;
+
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * A connection from a {@link TransferEngine} to another engine: {@code qpsPerPeer} RC queue pairs
+ * made with rdma_cm, the first of which also carries directory look-ups
+ * ({@link #lookup(String, Duration)}). Made by {@link TransferEngine#connect}; closed with the
+ * engine, or by {@link #close()}.
+ *
+ * <p>When the peer goes away (a queue pair reports a transport retry failure) the connection is
+ * {@linkplain #isLost() lost}: requests to it fail with {@link TransferStatus#PEER_LOST}, the
+ * rest of their batches go on.
+ */
+public final class TransferPeer implements AutoCloseable {
+
+    static final long CONTROL_WR_ID = -1L;
+    static final int CONTROL_BYTES = 512;
+    static final byte LOOKUP = 1;
+    static final byte ANSWER = 2;
+
+    final TransferEngine engine;
+    private final InetSocketAddress address;
+    final CompletionQueue cq;
+    final CompletionQueue controlCq;
+    final Completions completions;
+    private final Completions controlCompletions = new Completions(4);
+    final Lane[] lanes;
+    private final MemoryRegion control;
+    private final ReceiveRequest controlRecv;
+    private final SendRequest controlSend;
+    private int nextLane;
+    private int deadLanes;
+    private volatile boolean lost;
+    private volatile WcStatus lostBecause;
+    private volatile boolean closed;
+
+    TransferPeer(TransferEngine engine, InetSocketAddress address, CompletionQueue cq, CompletionQueue controlCq,
+            MemoryRegion control, CmId[] ids, int depth) {
+        this.engine = engine;
+        this.address = address;
+        this.cq = cq;
+        this.controlCq = controlCq;
+        this.control = control;
+        this.completions = new Completions(Math.min(65536, Math.max(16, depth * ids.length)));
+        this.lanes = new Lane[ids.length];
+        for (int i = 0; i < ids.length; i++) {
+            lanes[i] = new Lane(this, i, ids[i], ids[i].queuePair(), depth);
+        }
+        this.controlRecv = ReceiveRequest.create().id(CONTROL_WR_ID).local(control, 0, CONTROL_BYTES);
+        this.controlSend = SendRequest.send().id(CONTROL_WR_ID).signaled().local(control, CONTROL_BYTES, 1);
+    }
+
+    /** The peer's rdma_cm address this connection was made to. */
+    public InetSocketAddress address() {
+        return address;
+    }
+
+    /** How many queue pairs the connection stripes over. */
+    public int queuePairs() {
+        return lanes.length;
+    }
+
+    /** Whether the peer was found gone: new requests to it fail at once with {@link TransferStatus#PEER_LOST}. */
+    public boolean isLost() {
+        return lost;
+    }
+
+    /** The completion status that showed the peer gone, or {@code null} while it is not lost. */
+    public WcStatus lostBecause() {
+        return lostBecause;
+    }
+
+    void markLost(WcStatus status) {
+        if (!lost) {
+            lostBecause = status;
+            lost = true;
+        }
+        for (Lane l : lanes) {
+            if (!l.dead) {
+                l.dead = true;
+                l.cause = TransferStatus.PEER_LOST;
+                l.firstError = status;
+            }
+        }
+    }
+
+    void laneDied() {
+        int n = 0;
+        for (Lane l : lanes) {
+            if (l.dead) {
+                n++;
+            }
+        }
+        deadLanes = n;
+        if (deadLanes == lanes.length) {
+            markLost(lanes[0].firstError);
+        }
+    }
+
+    /** A live lane with a free slot, round robin, or {@code null} when all are full or dead. */
+    Lane pickLane() {
+        int n = lanes.length;
+        for (int k = 0; k < n; k++) {
+            Lane l = lanes[nextLane];
+            nextLane = nextLane + 1 == n ? 0 : nextLane + 1;
+            if (l.hasFreeSlot()) {
+                return l;
+            }
+        }
+        return null;
+    }
+
+    /** Chunks in flight on this connection's queue pairs. */
+    int outstanding() {
+        int n = 0;
+        for (Lane l : lanes) {
+            n += l.outstanding();
+        }
+        return n;
+    }
+
+    /** Posts the first control receive (before connect, so the answer always finds one). */
+    static void postControlReceive(QueuePair qp, MemoryRegion control) {
+        qp.postRecv(ReceiveRequest.create().id(CONTROL_WR_ID).local(control, 0, CONTROL_BYTES));
+    }
+
+    /**
+     * Asks the peer's engine for the descriptor of its segment {@code name}, over a SEND/RECV
+     * exchange on the first queue pair.
+     *
+     * <p><b>Errors</b>: {@link java.util.NoSuchElementException} when the peer has no segment of
+     * that name; {@link VerbsException} with ETIMEDOUT when no answer came within {@code timeout};
+     * {@link IllegalStateException} when the connection is lost or closed.
+     */
+    public synchronized RemoteSegment lookup(String name, Duration timeout) {
+        SegmentDescriptor.checkName("name", name);
+        Objects.requireNonNull(timeout, "timeout");
+        if (closed || lost) {
+            throw new IllegalStateException(this + " is " + (closed ? "closed" : "lost (" + lostBecause + ")"));
+        }
+        engine.progress(); // reap the completions of earlier look-ups' SENDs, which share the send queue
+        byte[] n = name.getBytes(StandardCharsets.UTF_8);
+        ByteBuffer out = control.segment().asSlice(CONTROL_BYTES, CONTROL_BYTES).asByteBuffer();
+        out.put(LOOKUP).put((byte) n.length).put(n);
+        lanes[0].qp.postSend(controlSend.local(control, CONTROL_BYTES, out.position()));
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (true) {
+            int got = controlCq.poll(controlCompletions);
+            if (got > 0) {
+                Completion wc = controlCompletions.get(0);
+                if (!wc.ok()) {
+                    throw new IllegalStateException("directory look-up of '" + name + "' at " + address
+                            + " failed: " + wc.status());
+                }
+                ByteBuffer in = control.segment().asSlice(0, wc.byteLength()).asByteBuffer();
+                lanes[0].qp.postRecv(controlRecv);
+                if (in.get() != ANSWER) {
+                    throw new IllegalStateException("unexpected directory message from " + address);
+                }
+                if (in.get() == 0) {
+                    throw new java.util.NoSuchElementException("no segment '" + name + "' at " + address);
+                }
+                return new RemoteSegment(this, SegmentDescriptor.decode(in));
+            }
+            if (System.nanoTime() - deadline > 0) {
+                throw VerbsException.timedOut("lookup", "the directory's answer for '" + name + "' from " + address,
+                        timeout);
+            }
+            Thread.onSpinWait();
+        }
+    }
+
+    /** Disconnects and destroys the queue pairs; requests still in flight fail as flushed. Idempotent. */
+    @Override
+    public void close() {
+        engine.closePeer(this);
+    }
+
+    void destroy() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        lost = true;
+        for (Lane l : lanes) {
+            l.dead = true;
+            try {
+                l.id.close();
+            } catch (RuntimeException ignored) {
+                // best effort: the others are closed all the same
+            }
+        }
+        cq.close();
+        controlCq.close();
+        control.close();
+    }
+
+    boolean isClosed() {
+        return closed;
+    }
+
+    @Override
+    public String toString() {
+        return "TransferPeer[" + address + ", " + lanes.length + " QPs" + (lost ? ", lost" : "") + "]";
+    }
+}

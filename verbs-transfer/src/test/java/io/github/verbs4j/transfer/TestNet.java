@@ -1,0 +1,101 @@
+package io.github.verbs4j.transfer;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.UnknownHostException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+/** Addresses, sizes and peer JVMs of the transfer suites. */
+final class TestNet {
+
+    private TestNet() {
+    }
+
+    /** {@code VERBS4J_ADDR} (the rxe VM's address) or loopback, which softrdma's CM accepts. */
+    static final InetAddress ADDRESS = address();
+
+    /** Inside the rxe VM the JVM runs emulated: waits are stretched. */
+    static final int SLOWDOWN = "1".equals(System.getenv("VERBS4J_IN_VM")) ? 10 : 1;
+
+    /** Whether {@code -Dverbs4j.transfer.full=true} asks for the full sizes (docs/transfer.md). */
+    static final boolean FULL = Boolean.getBoolean("verbs4j.transfer.full");
+
+    private static InetAddress address() {
+        String a = System.getenv("VERBS4J_ADDR");
+        try {
+            return InetAddress.getByName(a == null || a.isBlank() ? "127.0.0.1" : a);
+        } catch (UnknownHostException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    static InetSocketAddress anyPort() {
+        return new InetSocketAddress(ADDRESS, 0);
+    }
+
+    /** Whether the suites run on softrdma (the build's default) rather than the system's rdma-core. */
+    static boolean onSoftrdma() {
+        String verbs = System.getProperty("verbs4j.libibverbs");
+        return verbs != null && !verbs.isBlank() && !verbs.equals("system");
+    }
+
+    /** The byte at {@code offset} of peer {@code seed}'s pattern. */
+    static byte pattern(int seed, long offset) {
+        long x = offset * 0x9E3779B97F4A7C15L + seed * 0xBF58476D1CE4E5B9L;
+        return (byte) (x ^ (x >>> 29) ^ (x >>> 47));
+    }
+
+    /** A JVM running {@code main} with this JVM's class path and library choice, and extra environment. */
+    static Child start(Class<?> main, Map<String, String> env, String... args) throws Exception {
+        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "--enable-native-access=ALL-UNNAMED", "-Xmx256m", "-cp", System.getProperty("java.class.path")));
+        for (String p : new String[] {"verbs4j.libibverbs", "verbs4j.librdmacm"}) {
+            if (System.getProperty(p) != null) {
+                cmd.add("-D" + p + "=" + System.getProperty(p));
+            }
+        }
+        cmd.add(main.getName());
+        cmd.addAll(List.of(args));
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT);
+        pb.environment().putAll(env);
+        return new Child(pb.start());
+    }
+
+    record Child(Process process, BufferedReader in, PrintStream out) implements AutoCloseable {
+        Child(Process process) {
+            this(process, new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8)),
+                    new PrintStream(process.getOutputStream(), true, StandardCharsets.UTF_8));
+        }
+
+        /** The rest of the next line, which must start with {@code prefix}. */
+        String expect(String prefix) throws Exception {
+            CompletableFuture<String> line = CompletableFuture.supplyAsync(() -> {
+                try {
+                    return in.readLine();
+                } catch (Exception e) {
+                    return "read failed: " + e;
+                }
+            });
+            String got = line.get(60L * SLOWDOWN, TimeUnit.SECONDS);
+            if (got == null || !got.startsWith(prefix)) {
+                throw new AssertionError("expected '" + prefix + "...' from the peer, got " + got);
+            }
+            return got.substring(prefix.length()).trim();
+        }
+
+        @Override
+        public void close() throws Exception {
+            process.destroyForcibly();
+            process.waitFor(10L * SLOWDOWN, TimeUnit.SECONDS);
+        }
+    }
+}

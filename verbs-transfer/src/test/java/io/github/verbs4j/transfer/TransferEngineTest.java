@@ -1,0 +1,197 @@
+package io.github.verbs4j.transfer;
+
+import io.github.verbs4j.VerbsException;
+import io.github.verbs4j.WcStatus;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+import java.nio.channels.FileChannel;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.NoSuchElementException;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Two engines in this JVM: directory, bounds, access errors, file-backed memory, allocation. */
+class TransferEngineTest {
+
+    static final Duration T = Duration.ofSeconds(20L * TestNet.SLOWDOWN);
+
+    /**
+     * {@code com.sun.management.ThreadMXBean.getCurrentThreadAllocatedBytes()}, reached by
+     * reflection: the tests compile inside this module, which does not read java.management.
+     */
+    private static final Object THREADS;
+    private static final MethodHandle ALLOCATED_BYTES;
+
+    static {
+        try {
+            THREADS = Class.forName("java.lang.management.ManagementFactory").getMethod("getThreadMXBean").invoke(null);
+            ALLOCATED_BYTES = MethodHandles.publicLookup()
+                    .findVirtual(Class.forName("com.sun.management.ThreadMXBean"), "getCurrentThreadAllocatedBytes",
+                            MethodType.methodType(long.class))
+                    .asType(MethodType.methodType(long.class, Object.class));
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    private static long allocatedBytes() {
+        try {
+            return (long) ALLOCATED_BYTES.invokeExact(THREADS);
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+    }
+
+    @Test
+    void lookupOfAnUnknownNameAndBoundsAreRefusedBeforePosting() {
+        try (TransferEngine target = TransferEngine.open("target", TestNet.anyPort(), TransferOptions.defaults());
+             TransferEngine engine = TransferEngine.open("initiator", TestNet.anyPort(), TransferOptions.defaults())) {
+            target.allocate("data", 4096);
+            assertThrows(IllegalArgumentException.class, () -> target.allocate("data", 4096));
+            TransferPeer peer = engine.connect(target.localAddress());
+            assertThrows(NoSuchElementException.class, () -> peer.lookup("nothing", T));
+            RemoteSegment remote = peer.lookup("data", T);
+            assertEquals(new SegmentDescriptor("data", "target", target.segment("data").memory().address(), 4096,
+                    remote.descriptor().rkey()), remote.descriptor());
+            Segment local = engine.allocate("local", 8192);
+            Batch b = engine.batch(2);
+            assertThrows(IndexOutOfBoundsException.class, () -> b.read(local, 0, remote, 1, 4096));
+            assertThrows(IndexOutOfBoundsException.class, () -> b.read(local, 0, remote, -1, 8));
+            assertThrows(IndexOutOfBoundsException.class, () -> b.write(local, 8000, remote, 0, 200));
+            assertThrows(IndexOutOfBoundsException.class, () -> b.write(local, 0, remote, Long.MAX_VALUE, 2));
+            assertThrows(IllegalArgumentException.class, () -> b.write(local, 0, remote, 0, 0));
+            assertThrows(IllegalStateException.class, b::submit);
+            assertEquals(0, b.size());
+            b.write(local, 0, remote, 0, 4096);
+            b.write(local, 0, remote, 0, 4096);
+            assertThrows(IllegalStateException.class, () -> b.write(local, 0, remote, 0, 1));
+        }
+    }
+
+    @Test
+    void aForgedRkeyFailsItsRequestWithAccessErrorAndTheOtherQueuePairsGoOn() {
+        TransferOptions options = TransferOptions.defaults().withQpsPerPeer(2).withChunkSize(1024);
+        try (TransferEngine target = TransferEngine.open("target", TestNet.anyPort(), options);
+             TransferEngine engine = TransferEngine.open("initiator", TestNet.anyPort(), options)) {
+            Segment data = target.allocate("data", 64 << 10);
+            for (int i = 0; i < 64 << 10; i++) {
+                data.memory().set(ValueLayout.JAVA_BYTE, i, TestNet.pattern(5, i));
+            }
+            RemoteSegment remote = engine.connect(target.localAddress()).lookup("data", T);
+            SegmentDescriptor d = remote.descriptor();
+            RemoteSegment forged = remote.withDescriptor(new SegmentDescriptor(d.name(), d.owner(), d.address(),
+                    d.length(), d.rkey() ^ 0x5a5a00));
+            Segment local = engine.allocate("local", 64 << 10);
+            Batch b = engine.batch(2);
+            int bad = b.read(local, 0, forged, 0, 1024);
+            assertTrue(b.submit().await(T));
+            assertEquals(TransferStatus.ACCESS_ERROR, b.status(bad));
+            assertEquals(WcStatus.REMOTE_ACCESS_ERROR, b.completionStatus(bad));
+            // one queue pair is in error now; the peer is not lost, the other one carries the rest
+            b.reset();
+            int good = b.read(local, 0, remote, 0, 32 << 10);
+            assertTrue(b.submit().await(T));
+            assertEquals(TransferStatus.DONE, b.status(good));
+            for (int i = 0; i < 32 << 10; i++) {
+                assertEquals(TestNet.pattern(5, i), local.memory().get(ValueLayout.JAVA_BYTE, i), "byte " + i);
+            }
+        }
+    }
+
+    @Test
+    void aFileMappedSegmentIsWrittenAndReadBack(@TempDir Path dir) throws Exception {
+        long size = 1 << 20;
+        try (FileChannel file = FileChannel.open(dir.resolve("segment"), StandardOpenOption.CREATE,
+                StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            MemorySegment mapped = file.map(FileChannel.MapMode.READ_WRITE, 0, size, Arena.ofAuto());
+            try (TransferEngine target = TransferEngine.open("target", TestNet.anyPort(), TransferOptions.defaults());
+                 TransferEngine engine = TransferEngine.open("initiator", TestNet.anyPort(),
+                         TransferOptions.defaults().withChunkSize(64 << 10))) {
+                target.register("file", mapped);
+                RemoteSegment remote = engine.connect(target.localAddress()).lookup("file", T);
+                Segment local = engine.allocate("local", 2 * size);
+                for (int i = 0; i < size; i++) {
+                    local.memory().set(ValueLayout.JAVA_BYTE, i, TestNet.pattern(9, i));
+                }
+                Batch b = engine.batch(2);
+                int w = b.write(local, 0, remote, 0, size);
+                assertTrue(b.submit().await(T));
+                assertEquals(TransferStatus.DONE, b.status(w));
+                b.reset();
+                int r = b.read(local, size, remote, 0, size);
+                assertTrue(b.submit().await(T));
+                assertEquals(TransferStatus.DONE, b.status(r));
+                assertArrayEquals(local.memory().asSlice(0, size).toArray(ValueLayout.JAVA_BYTE),
+                        mapped.toArray(ValueLayout.JAVA_BYTE));
+                assertArrayEquals(mapped.toArray(ValueLayout.JAVA_BYTE),
+                        local.memory().asSlice(size, size).toArray(ValueLayout.JAVA_BYTE));
+                mapped.force();
+            }
+        }
+    }
+
+    @Test
+    void closedCallerArenasAreRefusedAndTimeoutsAreNamed() {
+        try (TransferEngine engine = TransferEngine.open("e", TestNet.anyPort(), TransferOptions.defaults());
+             Arena arena = Arena.ofConfined()) {
+            assertThrows(IllegalArgumentException.class, () -> engine.register("confined", arena.allocate(4096)));
+            Segment s = engine.registerUnsafe("confined", arena.allocate(4096, 4096));
+            engine.unregister(s);
+            assertFalse(s.isRegistered());
+            assertEquals(null, engine.segment("confined"));
+            VerbsException e = assertThrows(VerbsException.class, () -> TransferEngine.open("x",
+                    new java.net.InetSocketAddress(TestNet.ADDRESS, engine.localAddress().getPort()),
+                    TransferOptions.defaults()));
+            assertEquals("rdma_bind_addr", e.verb());
+        }
+    }
+
+    @Test
+    void steadyStateBatchesAllocateNothingPerChunk() {
+        TransferOptions options = TransferOptions.defaults().withQpsPerPeer(2).withMaxOutstanding(8).withChunkSize(512);
+        try (TransferEngine target = TransferEngine.open("target", TestNet.anyPort(), options);
+             TransferEngine engine = TransferEngine.open("initiator", TestNet.anyPort(), options)) {
+            target.allocate("data", 64 << 10);
+            RemoteSegment remote = engine.connect(target.localAddress()).lookup("data", T);
+            Segment local = engine.allocate("local", 64 << 10);
+            Batch b = engine.batch(32);
+            long chunks = 0;
+            long least = Long.MAX_VALUE;
+            for (int window = 0; window < 8; window++) {
+                long before = allocatedBytes();
+                for (int round = 0; round < 200; round++) {
+                    b.reset();
+                    for (int i = 0; i < 32; i++) {
+                        if ((i & 1) == 0) {
+                            b.read(local, i * 2048L, remote, i * 2048L, 2048);
+                        } else {
+                            b.write(local, i * 2048L, remote, i * 2048L, 2048);
+                        }
+                    }
+                    b.submit();
+                    if (!b.awaitNanos(T.toNanos()) || b.count(TransferStatus.DONE) != 32) {
+                        throw new AssertionError("round " + round + " did not complete: " + b);
+                    }
+                    chunks += 32 * 4;
+                }
+                least = Math.min(least, allocatedBytes() - before);
+            }
+            // 25 600 chunks per window: one allocation per chunk would be >= 400 KB
+            assertTrue(least < 2048, "a window of 200 batches (25 600 chunks) allocated " + least + " bytes");
+            assertTrue(chunks > 0);
+        }
+    }
+}
