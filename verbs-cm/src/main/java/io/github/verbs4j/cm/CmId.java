@@ -6,6 +6,7 @@ import io.github.verbs4j.ProtectionDomain;
 import io.github.verbs4j.QpCapabilities;
 import io.github.verbs4j.QpState;
 import io.github.verbs4j.QueuePair;
+import io.github.verbs4j.SharedReceiveQueue;
 import io.github.verbs4j.VerbsException;
 import io.github.verbs4j.ffi.ibv_qp_cap;
 import io.github.verbs4j.ffi.ibv_qp_init_attr;
@@ -14,6 +15,7 @@ import io.github.verbs4j.ffi.rdma_cm_id;
 import io.github.verbs4j.ffi.rdma_conn_param;
 import io.github.verbs4j.ffi.rdma_route;
 import io.github.verbs4j.internal.Lifecycle;
+import io.github.verbs4j.internal.Timeouts;
 import io.github.verbs4j.raw.CmFunctions;
 import io.github.verbs4j.raw.Downcalls;
 import io.github.verbs4j.raw.SocketAddresses;
@@ -192,7 +194,7 @@ public final class CmId implements AutoCloseable {
      */
     public CmEvent resolveAddress(InetSocketAddress source, InetSocketAddress destination, Duration timeout) {
         Objects.requireNonNull(destination, "destination");
-        long deadline = deadline(timeout);
+        long deadline = Timeouts.deadline(timeout);
         ensureOpen();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
@@ -213,7 +215,7 @@ public final class CmId implements AutoCloseable {
      * {@code rdma_resolve_route} (EINVAL before the address is resolved) or ETIMEDOUT.
      */
     public CmEvent resolveRoute(Duration timeout) {
-        long deadline = deadline(timeout);
+        long deadline = Timeouts.deadline(timeout);
         ensureOpen();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
@@ -237,7 +239,26 @@ public final class CmId implements AutoCloseable {
      * (EINVAL for sizes beyond the device's, ENOMEM).
      */
     public QueuePair createQueuePair(ProtectionDomain pd, CompletionQueue sendCq, CompletionQueue recvCq, QpInit init) {
+        return createQueuePair(pd, sendCq, recvCq, null, init);
+    }
+
+    /**
+     * As {@link #createQueuePair(ProtectionDomain, CompletionQueue, CompletionQueue, QpInit)}, for a
+     * queue pair that receives from {@code srq} ({@code ibv_qp_init_attr.srq}; {@code null}: its
+     * own receive queue). With an SRQ, {@code init}'s receive sizes are not used (receives are
+     * posted to the SRQ, and {@link QueuePair#postRecv} on the QP is refused); many ids may share
+     * one SRQ and one completion queue, which is how a server keeps one pool of receive buffers
+     * for all its connections.
+     *
+     * <p><b>Errors</b>: as the other overload; {@link IllegalArgumentException} when {@code srq}
+     * belongs to another protection domain than {@code pd}.
+     */
+    public QueuePair createQueuePair(ProtectionDomain pd, CompletionQueue sendCq, CompletionQueue recvCq,
+            SharedReceiveQueue srq, QpInit init) {
         Objects.requireNonNull(pd, "pd");
+        if (srq != null && srq.protectionDomain() != pd) {
+            throw new IllegalArgumentException(srq + " belongs to another protection domain than " + pd);
+        }
         Objects.requireNonNull(sendCq, "sendCq");
         Objects.requireNonNull(recvCq, "recvCq");
         Objects.requireNonNull(init, "init");
@@ -263,9 +284,12 @@ public final class CmId implements AutoCloseable {
             ibv_qp_init_attr.recv_cq(attr, recvPtr);
             MemorySegment cap = ibv_qp_init_attr.cap(attr);
             ibv_qp_cap.max_send_wr(cap, init.maxSendWr());
-            ibv_qp_cap.max_recv_wr(cap, init.maxRecvWr());
+            ibv_qp_cap.max_recv_wr(cap, srq == null ? init.maxRecvWr() : 0);
             ibv_qp_cap.max_send_sge(cap, init.maxSendSge());
-            ibv_qp_cap.max_recv_sge(cap, init.maxRecvSge());
+            ibv_qp_cap.max_recv_sge(cap, srq == null ? init.maxRecvSge() : 0);
+            if (srq != null) {
+                ibv_qp_init_attr.srq(attr, core.handle(srq));
+            }
             ibv_qp_cap.max_inline_data(cap, init.maxInlineData());
             ibv_qp_init_attr.qp_type(attr, portSpace.qpType().value());
             ibv_qp_init_attr.sq_sig_all(attr, init.signalAll() ? 1 : 0);
@@ -275,7 +299,7 @@ public final class CmId implements AutoCloseable {
                     ibv_qp_cap.max_send_sge(cap), ibv_qp_cap.max_recv_sge(cap), ibv_qp_cap.max_inline_data(cap));
             MemorySegment qpPtr = rdma_cm_id.qp(id);
             QpState state = portSpace == PortSpace.UDP ? QpState.RTS : QpState.INIT;
-            QueuePair created = core.adoptQueuePair(pd, qpPtr, portSpace.qpType(), sendCq, recvCq, granted, state,
+            QueuePair created = core.adoptQueuePair(pd, qpPtr, portSpace.qpType(), sendCq, recvCq, srq, granted, state,
                     this::destroyQp);
             qp = created;
             return created;
@@ -307,7 +331,7 @@ public final class CmId implements AutoCloseable {
      */
     public CmEvent connect(ConnectParameters parameters, Duration timeout) {
         Objects.requireNonNull(parameters, "parameters");
-        long deadline = deadline(timeout);
+        long deadline = Timeouts.deadline(timeout);
         ensureOpen();
         call("rdma_connect", CmFunctions.CONNECT, parameters);
         return expect("rdma_connect", deadline, timeout, EnumSet.of(CmEventType.ESTABLISHED),
@@ -327,7 +351,7 @@ public final class CmId implements AutoCloseable {
      */
     public CmEvent accept(ConnectParameters parameters, Duration timeout) {
         Objects.requireNonNull(parameters, "parameters");
-        long deadline = deadline(timeout);
+        long deadline = Timeouts.deadline(timeout);
         ensureOpen();
         call("rdma_accept", CmFunctions.ACCEPT, parameters);
         if (portSpace == PortSpace.UDP) {
@@ -407,14 +431,14 @@ public final class CmId implements AutoCloseable {
      * {@code timeout}. The returned event's {@link CmEvent#id()} is a new id that the caller owns.
      */
     public CmEvent getRequest(Duration timeout) {
-        long deadline = deadline(timeout);
+        long deadline = Timeouts.deadline(timeout);
         ensureOpen();
         return channel.await(e -> e.type() == CmEventType.CONNECT_REQUEST && e.listenId() == this, deadline);
     }
 
     /** The next event of this id, or {@code null} when none came within {@code timeout}. */
     public CmEvent awaitEvent(Duration timeout) {
-        long deadline = deadline(timeout);
+        long deadline = Timeouts.deadline(timeout);
         ensureOpen();
         return channel.await(e -> e.id() == this && e.type() != CmEventType.CONNECT_REQUEST, deadline);
     }
@@ -475,12 +499,8 @@ public final class CmId implements AutoCloseable {
         throw new CmEventException(verb, e, failure.contains(e.type()) ? detail : "expected " + success);
     }
 
-    private static long deadline(Duration timeout) {
-        return System.nanoTime() + Cm.timeoutMillis(timeout) * 1_000_000L;
-    }
-
     private static int clampMillis(Duration timeout) {
-        return (int) Math.max(1, Math.min(Integer.MAX_VALUE, Cm.timeoutMillis(timeout)));
+        return (int) Math.max(1, Math.min(Integer.MAX_VALUE, Timeouts.millis(timeout)));
     }
 
     private void ensureOpen() {
