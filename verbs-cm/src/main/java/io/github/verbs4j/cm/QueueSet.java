@@ -47,6 +47,8 @@ final class QueueSet {
     final int receiveSlots;
     final int spinPolls;
     final boolean shared;
+    /** The entries asked for the completion queue (the device may give more). */
+    private final int cqEntries;
     private final Completions wcs;
     private final ReceiveRequest receive = ReceiveRequest.create();
     final ReentrantLock lock = new ReentrantLock(true);
@@ -64,6 +66,7 @@ final class QueueSet {
         this.messageSize = options.messageSize();
         this.receiveSlots = options.receiveSlots();
         this.spinPolls = options.spinPolls();
+        this.cqEntries = options.completionQueueSize();
         List<AutoCloseable> made = new ArrayList<>();
         try {
             pd = add(made, context.allocatePd());
@@ -154,14 +157,28 @@ final class QueueSet {
         }
     }
 
-    /** Routes the completions of {@code c}'s QP here. */
-    void register(RdmaConnection c, int qpNumber) {
+    /** Send-queue entries of the registered connections: with the receive slots, what the CQ must hold. */
+    private int sendEntries;
+
+    /**
+     * Routes the completions of {@code c}'s QP (of {@code sendDepth} send requests) here.
+     *
+     * @throws IllegalStateException when the completion queue could overflow with one more connection
+     */
+    void register(RdmaConnection c, int qpNumber, int sendDepth) {
         lock.lock();
         try {
             if (!shared) {
                 only = c;
                 return;
             }
+            if ((long) receiveSlots + sendEntries + sendDepth > cqEntries) {
+                throw new IllegalStateException("the shared completion queue holds " + cqEntries + " entries: "
+                        + receiveSlots + " receive slots and the send queues of " + (size + 1) + " connections ("
+                        + (sendEntries + sendDepth) + ") could overflow it; build the server's options with a larger "
+                        + "completionQueueSize");
+            }
+            sendEntries += sendDepth;
             if ((size + 1) * 2 > keys.length) {
                 int[] oldKeys = keys;
                 RdmaConnection[] oldValues = values;
@@ -181,7 +198,7 @@ final class QueueSet {
         }
     }
 
-    void unregister(int qpNumber) {
+    void unregister(int qpNumber, int sendDepth) {
         lock.lock();
         try {
             if (!shared) {
@@ -189,8 +206,9 @@ final class QueueSet {
                 return;
             }
             int i = find(qpNumber);
-            if (i >= 0) {
+            if (i >= 0 && values[i] != null) {
                 values[i] = null; // a tombstone: the key stays, so that probing goes on past it
+                sendEntries -= sendDepth;
             }
         } finally {
             lock.unlock();

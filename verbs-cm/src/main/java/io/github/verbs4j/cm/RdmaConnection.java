@@ -134,8 +134,8 @@ public final class RdmaConnection implements AutoCloseable {
             int ring = q.receiveSlots;
             rxSlot = new int[ring];
             rxLength = new int[ring];
-            q.register(this, qpNumber);
-            made.add(() -> held.unregister(qpNumber));
+            q.register(this, qpNumber, depth);
+            made.add(() -> held.unregister(qpNumber, depth));
             if (q.srq == null) {
                 for (int slot = 0; slot < q.receiveSlots; slot++) {
                     q.repost(this, slot);
@@ -706,7 +706,7 @@ public final class RdmaConnection implements AutoCloseable {
         }
         QueueSet q = queues;
         List<AutoCloseable> all = List.of(channel, id, q::release, sendBuffer, rdmaBuffer, qp,
-                () -> q.unregister(qpNumber));
+                () -> q.unregister(qpNumber, depth), this::returnUntakenMessages);
         for (int i = all.size() - 1; i >= 0; i--) {
             try {
                 all.get(i).close();
@@ -720,6 +720,22 @@ public final class RdmaConnection implements AutoCloseable {
         }
         if (failure != null) {
             throw failure;
+        }
+    }
+
+    /** Messages nobody took: with shared queues their buffers go back to the SRQ for the other connections. */
+    private void returnUntakenMessages() {
+        if (queues.srq == null || queues.srq.isClosed()) {
+            return;
+        }
+        queues.lock.lock();
+        try {
+            while (rxHead != rxTail) {
+                queues.repost(this, rxSlot[rxHead]);
+                rxHead = (rxHead + 1) % rxSlot.length;
+            }
+        } finally {
+            queues.lock.unlock();
         }
     }
 

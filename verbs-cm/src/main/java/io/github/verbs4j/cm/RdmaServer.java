@@ -109,7 +109,10 @@ public final class RdmaServer implements AutoCloseable {
 
         /**
          * Whether the connections share one protection domain, completion queue and shared receive
-         * queue (default {@code false}: a set per connection).
+         * queue (default {@code false}: a set per connection). The shared completion queue has
+         * {@link EndpointOptions#completionQueueSize()} entries and must hold the receive slots and
+         * the send queues of all connections at once: size it for the connections expected (an
+         * accept that could overflow it fails with {@link IllegalStateException} saying so).
          */
         public Builder sharedQueues(boolean on) {
             this.sharedQueues = on;

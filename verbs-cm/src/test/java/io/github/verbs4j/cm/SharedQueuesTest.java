@@ -114,6 +114,36 @@ class SharedQueuesTest {
         }
     }
 
+    @Test
+    void anAcceptThatCouldOverflowTheSharedQueueSaysSo() throws Exception {
+        // 8 receive slots + 16 send requests: room for one connection only
+        EndpointOptions options = EndpointOptions.builder().receiveSlots(8).sendQueueDepth(16)
+                .completionQueueSize(24).build();
+        try (RdmaServer server = RdmaServer.builder(new InetSocketAddress(CmInProcessTest.ADDR, 0))
+                .options(options).sharedQueues(true).listen()) {
+            int port = server.localAddress().getPort();
+            CompletableFuture<RdmaConnection> first = CompletableFuture.supplyAsync(() -> server.accept(T));
+            try (RdmaConnection client = new RdmaClient().connect(CmInProcessTest.HOST, port, T);
+                 RdmaConnection accepted = first.get(CmInProcessTest.FUTURE_SECONDS, TimeUnit.SECONDS)) {
+                CompletableFuture<Throwable> second = CompletableFuture.supplyAsync(() -> {
+                    try (RdmaConnection c = new RdmaClient().connect(CmInProcessTest.HOST, port, T)) {
+                        return null;
+                    } catch (RuntimeException e) {
+                        return e;
+                    }
+                });
+                IllegalStateException e = assertThrows(IllegalStateException.class, () -> server.accept(T));
+                assertTrue(e.getMessage().startsWith("the shared completion queue holds"), e.getMessage());
+                assertTrue(e.getMessage().contains("completionQueueSize"), e.getMessage());
+                assertTrue(second.get(CmInProcessTest.FUTURE_SECONDS, TimeUnit.SECONDS) instanceof
+                        io.github.verbs4j.VerbsException, "the refused client's connect fails");
+                // the first connection still works
+                client.send(new byte[] {9}, T);
+                assertArrayEquals(new byte[] {9}, accepted.receive(T));
+            }
+        }
+    }
+
     private static byte[] filled(int n, byte value) {
         byte[] b = new byte[n];
         java.util.Arrays.fill(b, value);
