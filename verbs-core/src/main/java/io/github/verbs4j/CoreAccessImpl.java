@@ -46,6 +46,19 @@ final class CoreAccessImpl extends CoreAccess {
     }
 
     @Override
+    public MemorySegment handle(SharedReceiveQueue srq) {
+        srq.life.ensureOpen(srq);
+        return srq.handle.segment();
+    }
+
+    @Override
+    public QueuePair adoptQueuePair(ProtectionDomain pd, MemorySegment qp, QpType type, CompletionQueue sendCq,
+            CompletionQueue recvCq, SharedReceiveQueue srq, QpCapabilities capabilities, QpState state,
+            Runnable destroyer) {
+        return QueuePair.adopt(pd, qp, type, sendCq, recvCq, srq, capabilities, state, destroyer);
+    }
+
+    @Override
     public List<Object> dependents(Object owner) {
         Lifecycle life = switch (owner) {
             case Context c -> c.life;

@@ -246,7 +246,14 @@ public final class QueuePair implements AutoCloseable {
      */
     static QueuePair adopt(ProtectionDomain pd, MemorySegment qp, QpType type, CompletionQueue sendCq,
             CompletionQueue recvCq, QpCapabilities capabilities, QpState state, Runnable destroyer) {
-        Builder b = new Builder(pd, type).sendCq(sendCq).recvCq(recvCq);
+        return adopt(pd, qp, type, sendCq, recvCq, null, capabilities, state, destroyer);
+    }
+
+    /** As above, for a QP that receives from {@code srq} (or from its own queue when {@code null}). */
+    static QueuePair adopt(ProtectionDomain pd, MemorySegment qp, QpType type, CompletionQueue sendCq,
+            CompletionQueue recvCq, SharedReceiveQueue srq, QpCapabilities capabilities, QpState state,
+            Runnable destroyer) {
+        Builder b = new Builder(pd, type).sendCq(sendCq).recvCq(recvCq).srq(srq);
         QueuePair result = new QueuePair(b, qp, capabilities, Objects.requireNonNull(destroyer, "destroyer"));
         result.state = state;
         return register(result, destroyer::run);

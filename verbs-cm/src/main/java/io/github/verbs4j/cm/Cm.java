@@ -3,12 +3,10 @@ package io.github.verbs4j.cm;
 import io.github.verbs4j.Context;
 import io.github.verbs4j.VerbsException;
 import io.github.verbs4j.internal.CoreAccess;
-import io.github.verbs4j.internal.Timeouts;
 import io.github.verbs4j.raw.Downcalls;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SegmentAllocator;
-import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -16,8 +14,8 @@ import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 
 /**
  * What verbs-cm's owners share beyond the raw calls ({@code io.github.verbs4j.raw.CmFunctions}):
- * one verbs-core {@link Context} per device librdmacm opened, error checks, private data and
- * timeouts.
+ * one verbs-core {@link Context} per device librdmacm opened, error checks and private data
+ * (timeouts: {@code io.github.verbs4j.internal.Timeouts}).
  */
 final class Cm {
 
@@ -65,10 +63,5 @@ final class Cm {
             return MemorySegment.NULL;
         }
         return allocator.allocateFrom(JAVA_BYTE, data);
-    }
-
-    /** The caller's timeout in milliseconds ({@link Timeouts#millis}: not null, not negative). */
-    static long timeoutMillis(Duration timeout) {
-        return Timeouts.millis(timeout);
     }
 }

@@ -17,9 +17,17 @@ import io.github.verbs4j.Errno;
  * @param parameters  the peer's connection parameters and private data (as seen from this side)
  * @param remoteQpNum UD events: the peer's QP number (else the connection parameters' qp_num)
  * @param remoteQkey  UD events: the peer's Q_Key, else 0
+ * @param udAddress   a {@link PortSpace#UDP} ESTABLISHED event: where to send datagrams to the
+ *                    peer (the event's {@code ah_attr}, QP number and Q_Key), else {@code null}
  */
 public record CmEvent(CmEventType type, int status, CmId id, CmId listenId, ConnectParameters parameters,
-        int remoteQpNum, int remoteQkey) {
+        int remoteQpNum, int remoteQkey, UdAddress udAddress) {
+
+    /** An event without a UD address ({@link #udAddress()} {@code null}). */
+    public CmEvent(CmEventType type, int status, CmId id, CmId listenId, ConnectParameters parameters,
+            int remoteQpNum, int remoteQkey) {
+        this(type, status, id, listenId, parameters, remoteQpNum, remoteQkey, null);
+    }
 
     /** A copy of the private data the peer sent with this event (REQ, REP, REJ, SIDR); never null. */
     public byte[] privateData() {

@@ -1,12 +1,18 @@
 package io.github.verbs4j.cm;
 
+import io.github.verbs4j.Access;
 import io.github.verbs4j.CompletionQueue;
 import io.github.verbs4j.Context;
+import io.github.verbs4j.Mtu;
 import io.github.verbs4j.ProtectionDomain;
+import io.github.verbs4j.QpAttr;
 import io.github.verbs4j.QpCapabilities;
 import io.github.verbs4j.QpState;
 import io.github.verbs4j.QueuePair;
+import io.github.verbs4j.SharedReceiveQueue;
 import io.github.verbs4j.VerbsException;
+import io.github.verbs4j.ffi.RdmaCore;
+import io.github.verbs4j.ffi.ibv_qp_attr;
 import io.github.verbs4j.ffi.ibv_qp_cap;
 import io.github.verbs4j.ffi.ibv_qp_init_attr;
 import io.github.verbs4j.ffi.rdma_addr;
@@ -14,12 +20,14 @@ import io.github.verbs4j.ffi.rdma_cm_id;
 import io.github.verbs4j.ffi.rdma_conn_param;
 import io.github.verbs4j.ffi.rdma_route;
 import io.github.verbs4j.internal.Lifecycle;
+import io.github.verbs4j.internal.Timeouts;
 import io.github.verbs4j.raw.CmFunctions;
 import io.github.verbs4j.raw.Downcalls;
 import io.github.verbs4j.raw.SocketAddresses;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.EnumSet;
@@ -42,7 +50,11 @@ import java.util.Set;
  * <p><b>Queue pair</b>: {@link #createQueuePair} ({@code rdma_create_qp}) makes a verbs-core
  * {@link QueuePair} on the device the id is bound to ({@link #context()}), with verbs-core's
  * protection domain and completion queues; rdma_cm moves it through its states while
- * connecting. The id owns it: {@link #close()} destroys it first if it is still open.
+ * connecting. The id owns it: {@link #close()} destroys it first if it is still open. A queue
+ * pair the application made with verbs-core connects with {@link #connect(QueuePair,
+ * ConnectParameters, Duration)} and {@link #accept(QueuePair, ConnectParameters, Duration)}
+ * instead: the id moves it with {@link #qpAttributes} ({@code rdma_init_qp_attr}) and leaves it
+ * to the application.
  *
  * <p><b>Lifecycle</b>: {@link #close()} ({@code rdma_destroy_id}) is idempotent; any other
  * method after close throws {@link IllegalStateException}.
@@ -192,7 +204,7 @@ public final class CmId implements AutoCloseable {
      */
     public CmEvent resolveAddress(InetSocketAddress source, InetSocketAddress destination, Duration timeout) {
         Objects.requireNonNull(destination, "destination");
-        long deadline = deadline(timeout);
+        long deadline = Timeouts.deadline(timeout);
         ensureOpen();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
@@ -213,7 +225,7 @@ public final class CmId implements AutoCloseable {
      * {@code rdma_resolve_route} (EINVAL before the address is resolved) or ETIMEDOUT.
      */
     public CmEvent resolveRoute(Duration timeout) {
-        long deadline = deadline(timeout);
+        long deadline = Timeouts.deadline(timeout);
         ensureOpen();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
@@ -237,7 +249,26 @@ public final class CmId implements AutoCloseable {
      * (EINVAL for sizes beyond the device's, ENOMEM).
      */
     public QueuePair createQueuePair(ProtectionDomain pd, CompletionQueue sendCq, CompletionQueue recvCq, QpInit init) {
+        return createQueuePair(pd, sendCq, recvCq, null, init);
+    }
+
+    /**
+     * As {@link #createQueuePair(ProtectionDomain, CompletionQueue, CompletionQueue, QpInit)}, for a
+     * queue pair that receives from {@code srq} ({@code ibv_qp_init_attr.srq}; {@code null}: its
+     * own receive queue). With an SRQ, {@code init}'s receive sizes are not used (receives are
+     * posted to the SRQ, and {@link QueuePair#postRecv} on the QP is refused); many ids may share
+     * one SRQ and one completion queue, which is how a server keeps one pool of receive buffers
+     * for all its connections.
+     *
+     * <p><b>Errors</b>: as the other overload; {@link IllegalArgumentException} when {@code srq}
+     * belongs to another protection domain than {@code pd}.
+     */
+    public QueuePair createQueuePair(ProtectionDomain pd, CompletionQueue sendCq, CompletionQueue recvCq,
+            SharedReceiveQueue srq, QpInit init) {
         Objects.requireNonNull(pd, "pd");
+        if (srq != null && srq.protectionDomain() != pd) {
+            throw new IllegalArgumentException(srq + " belongs to another protection domain than " + pd);
+        }
         Objects.requireNonNull(sendCq, "sendCq");
         Objects.requireNonNull(recvCq, "recvCq");
         Objects.requireNonNull(init, "init");
@@ -263,9 +294,12 @@ public final class CmId implements AutoCloseable {
             ibv_qp_init_attr.recv_cq(attr, recvPtr);
             MemorySegment cap = ibv_qp_init_attr.cap(attr);
             ibv_qp_cap.max_send_wr(cap, init.maxSendWr());
-            ibv_qp_cap.max_recv_wr(cap, init.maxRecvWr());
+            ibv_qp_cap.max_recv_wr(cap, srq == null ? init.maxRecvWr() : 0);
             ibv_qp_cap.max_send_sge(cap, init.maxSendSge());
-            ibv_qp_cap.max_recv_sge(cap, init.maxRecvSge());
+            ibv_qp_cap.max_recv_sge(cap, srq == null ? init.maxRecvSge() : 0);
+            if (srq != null) {
+                ibv_qp_init_attr.srq(attr, core.handle(srq));
+            }
             ibv_qp_cap.max_inline_data(cap, init.maxInlineData());
             ibv_qp_init_attr.qp_type(attr, portSpace.qpType().value());
             ibv_qp_init_attr.sq_sig_all(attr, init.signalAll() ? 1 : 0);
@@ -275,7 +309,7 @@ public final class CmId implements AutoCloseable {
                     ibv_qp_cap.max_send_sge(cap), ibv_qp_cap.max_recv_sge(cap), ibv_qp_cap.max_inline_data(cap));
             MemorySegment qpPtr = rdma_cm_id.qp(id);
             QpState state = portSpace == PortSpace.UDP ? QpState.RTS : QpState.INIT;
-            QueuePair created = core.adoptQueuePair(pd, qpPtr, portSpace.qpType(), sendCq, recvCq, granted, state,
+            QueuePair created = core.adoptQueuePair(pd, qpPtr, portSpace.qpType(), sendCq, recvCq, srq, granted, state,
                     this::destroyQp);
             qp = created;
             return created;
@@ -307,7 +341,7 @@ public final class CmId implements AutoCloseable {
      */
     public CmEvent connect(ConnectParameters parameters, Duration timeout) {
         Objects.requireNonNull(parameters, "parameters");
-        long deadline = deadline(timeout);
+        long deadline = Timeouts.deadline(timeout);
         ensureOpen();
         call("rdma_connect", CmFunctions.CONNECT, parameters);
         return expect("rdma_connect", deadline, timeout, EnumSet.of(CmEventType.ESTABLISHED),
@@ -327,7 +361,7 @@ public final class CmId implements AutoCloseable {
      */
     public CmEvent accept(ConnectParameters parameters, Duration timeout) {
         Objects.requireNonNull(parameters, "parameters");
-        long deadline = deadline(timeout);
+        long deadline = Timeouts.deadline(timeout);
         ensureOpen();
         call("rdma_accept", CmFunctions.ACCEPT, parameters);
         if (portSpace == PortSpace.UDP) {
@@ -338,7 +372,171 @@ public final class CmId implements AutoCloseable {
                         CmEventType.DISCONNECTED, CmEventType.DEVICE_REMOVAL), null);
     }
 
+    /**
+     * The attributes rdma_cm has for moving a queue pair of this id to {@code state}
+     * ({@code rdma_init_qp_attr}): INIT (port, P_Key index, access), RTR (the peer's address, QP
+     * number and PSN, MTU, READ depth) or RTS (PSN, timeouts, retries). For a queue pair made
+     * with verbs-core ({@link ProtectionDomain#queuePair}) that the application moves itself:
+     * {@code qp.toRtr(id.qpAttributes(QpState.RTR))}.
+     *
+     * <p><b>Errors</b>: {@link VerbsException} from {@code rdma_init_qp_attr} (EINVAL when the id
+     * is not far enough: RTR needs the peer's reply or request).
+     */
+    public QpAttr qpAttributes(QpState state) {
+        Objects.requireNonNull(state, "state");
+        ensureOpen();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Downcalls.errnoSegment(arena);
+            MemorySegment attr = arena.allocate(ibv_qp_attr.layout());
+            MemorySegment mask = arena.allocate(ValueLayout.JAVA_INT);
+            ibv_qp_attr.qp_state(attr, state.value());
+            int rc = (int) CmFunctions.INIT_QP_ATTR.invokeExact(errno, id, attr, mask);
+            Cm.check(rc, errno, "rdma_init_qp_attr", this + " for " + state);
+            return qpAttr(attr, mask.get(ValueLayout.JAVA_INT, 0));
+        } catch (Throwable t) {
+            throw Downcalls.unexpected("rdma_init_qp_attr", t);
+        }
+    }
+
+    /** {@code struct ibv_qp_attr} fields named by {@code mask}, as a {@link QpAttr}. */
+    private static QpAttr qpAttr(MemorySegment a, int mask) {
+        QpAttr q = new QpAttr();
+        if ((mask & RdmaCore.IBV_QP_PORT()) != 0) {
+            q.port(Byte.toUnsignedInt(ibv_qp_attr.port_num(a)));
+        }
+        if ((mask & RdmaCore.IBV_QP_PKEY_INDEX()) != 0) {
+            q.pkeyIndex(Short.toUnsignedInt(ibv_qp_attr.pkey_index(a)));
+        }
+        if ((mask & RdmaCore.IBV_QP_ACCESS_FLAGS()) != 0) {
+            q.access(Access.fromMask(ibv_qp_attr.qp_access_flags(a)).toArray(new Access[0]));
+        }
+        if ((mask & RdmaCore.IBV_QP_QKEY()) != 0) {
+            q.qkey(ibv_qp_attr.qkey(a));
+        }
+        if ((mask & RdmaCore.IBV_QP_AV()) != 0) {
+            UdAddress av = UdAddress.read(ibv_qp_attr.ah_attr(a), 0, 0);
+            if (av != null) {
+                q.addressVector(av.addressVector());
+            }
+        }
+        if ((mask & RdmaCore.IBV_QP_PATH_MTU()) != 0) {
+            q.pathMtu(Mtu.of(ibv_qp_attr.path_mtu(a)));
+        }
+        if ((mask & RdmaCore.IBV_QP_DEST_QPN()) != 0) {
+            q.destQpNum(ibv_qp_attr.dest_qp_num(a));
+        }
+        if ((mask & RdmaCore.IBV_QP_RQ_PSN()) != 0) {
+            q.rqPsn(ibv_qp_attr.rq_psn(a));
+        }
+        if ((mask & RdmaCore.IBV_QP_SQ_PSN()) != 0) {
+            q.sqPsn(ibv_qp_attr.sq_psn(a));
+        }
+        if ((mask & RdmaCore.IBV_QP_MAX_DEST_RD_ATOMIC()) != 0) {
+            q.maxDestRdAtomic(Byte.toUnsignedInt(ibv_qp_attr.max_dest_rd_atomic(a)));
+        }
+        if ((mask & RdmaCore.IBV_QP_MAX_QP_RD_ATOMIC()) != 0) {
+            q.maxRdAtomic(Byte.toUnsignedInt(ibv_qp_attr.max_rd_atomic(a)));
+        }
+        if ((mask & RdmaCore.IBV_QP_MIN_RNR_TIMER()) != 0) {
+            q.minRnrTimer(Byte.toUnsignedInt(ibv_qp_attr.min_rnr_timer(a)));
+        }
+        if ((mask & RdmaCore.IBV_QP_TIMEOUT()) != 0) {
+            q.timeout(Byte.toUnsignedInt(ibv_qp_attr.timeout(a)));
+        }
+        if ((mask & RdmaCore.IBV_QP_RETRY_CNT()) != 0) {
+            q.retryCount(Byte.toUnsignedInt(ibv_qp_attr.retry_cnt(a)));
+        }
+        if ((mask & RdmaCore.IBV_QP_RNR_RETRY()) != 0) {
+            q.rnrRetry(Byte.toUnsignedInt(ibv_qp_attr.rnr_retry(a)));
+        }
+        return q;
+    }
+
+    /** Checks a queue pair the application made for use with this id. */
+    private void checkUserQp(QueuePair userQp, String verb) {
+        Objects.requireNonNull(userQp, "qp");
+        if (portSpace != PortSpace.TCP || userQp.type() != io.github.verbs4j.QpType.RC) {
+            throw new IllegalArgumentException(verb + " with the application's queue pair takes an RC queue pair on a "
+                    + "TCP id, got " + userQp.type() + " on " + portSpace);
+        }
+        if (qp != null && !qp.isClosed()) {
+            throw new IllegalStateException(this + " already has " + qp + " (rdma_create_qp)");
+        }
+        Context context = context();
+        if (context == null || userQp.protectionDomain().context() != context) {
+            throw new IllegalArgumentException(userQp + " is not on the device of " + this + " (" + context + ")");
+        }
+    }
+
+    /**
+     * Connects with a queue pair the application made ({@code rdma_connect} with its QP number,
+     * as librdmacm does for an id without a QP): moves it to INIT when it is in RESET, connects,
+     * waits for the peer's reply (CONNECT_RESPONSE), moves it to RTR and RTS with
+     * {@link #qpAttributes} and completes the handshake ({@code rdma_establish}). The queue pair
+     * stays the application's: this id does not destroy it.
+     *
+     * @return the CONNECT_RESPONSE event, with the private data of the peer's accept
+     *
+     * <p><b>Errors</b>: as {@link #connect(ConnectParameters, Duration)};
+     * {@link IllegalArgumentException} for a queue pair that is not RC or on another device;
+     * {@link IllegalStateException} when the id has a queue pair of its own.
+     */
+    public CmEvent connect(QueuePair userQp, ConnectParameters parameters, Duration timeout) {
+        Objects.requireNonNull(parameters, "parameters");
+        long deadline = Timeouts.deadline(timeout);
+        ensureOpen();
+        checkUserQp(userQp, "rdma_connect");
+        if (userQp.trackedState() == QpState.RESET) {
+            userQp.toInit(qpAttributes(QpState.INIT));
+        }
+        call("rdma_connect", CmFunctions.CONNECT, parameters, userQp.qpNumber());
+        CmEvent response = expect("rdma_connect", deadline, timeout, EnumSet.of(CmEventType.CONNECT_RESPONSE),
+                EnumSet.of(CmEventType.REJECTED, CmEventType.UNREACHABLE, CmEventType.CONNECT_ERROR,
+                        CmEventType.DISCONNECTED, CmEventType.DEVICE_REMOVAL),
+                remoteAddress() == null ? null : "connecting to " + remoteAddress());
+        userQp.toRtr(qpAttributes(QpState.RTR));
+        userQp.toRts(qpAttributes(QpState.RTS));
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Downcalls.errnoSegment(arena);
+            int rc = (int) CmFunctions.ESTABLISH.invokeExact(errno, id);
+            Cm.check(rc, errno, "rdma_establish", this);
+        } catch (Throwable t) {
+            throw Downcalls.unexpected("rdma_establish", t);
+        }
+        return response;
+    }
+
+    /**
+     * Accepts the connection request this id came from with a queue pair the application made:
+     * moves it through INIT (from RESET), RTR and RTS with {@link #qpAttributes}, then
+     * {@code rdma_accept} with its QP number, and waits for ESTABLISHED. The queue pair stays the
+     * application's: this id does not destroy it.
+     *
+     * <p><b>Errors</b>: as {@link #accept(ConnectParameters, Duration)} and
+     * {@link #connect(QueuePair, ConnectParameters, Duration)}.
+     */
+    public CmEvent accept(QueuePair userQp, ConnectParameters parameters, Duration timeout) {
+        Objects.requireNonNull(parameters, "parameters");
+        long deadline = Timeouts.deadline(timeout);
+        ensureOpen();
+        checkUserQp(userQp, "rdma_accept");
+        if (userQp.trackedState() == QpState.RESET) {
+            userQp.toInit(qpAttributes(QpState.INIT));
+        }
+        userQp.toRtr(qpAttributes(QpState.RTR));
+        userQp.toRts(qpAttributes(QpState.RTS));
+        call("rdma_accept", CmFunctions.ACCEPT, parameters, userQp.qpNumber());
+        return expect("rdma_accept", deadline, timeout, EnumSet.of(CmEventType.ESTABLISHED),
+                EnumSet.of(CmEventType.UNREACHABLE, CmEventType.CONNECT_ERROR, CmEventType.REJECTED,
+                        CmEventType.DISCONNECTED, CmEventType.DEVICE_REMOVAL), null);
+    }
+
     private void call(String verb, java.lang.invoke.MethodHandle handle, ConnectParameters p) {
+        call(verb, handle, p, 0);
+    }
+
+    /** {@code rdma_connect}/{@code rdma_accept} with {@code p}; {@code qpNum}: the application's QP (0: the id's own). */
+    private void call(String verb, java.lang.invoke.MethodHandle handle, ConnectParameters p, int qpNum) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
             MemorySegment cp = arena.allocate(rdma_conn_param.layout());
@@ -349,6 +547,7 @@ public final class CmId implements AutoCloseable {
             rdma_conn_param.initiator_depth(cp, (byte) p.initiatorDepth());
             rdma_conn_param.retry_count(cp, (byte) p.retryCount());
             rdma_conn_param.rnr_retry_count(cp, (byte) p.rnrRetryCount());
+            rdma_conn_param.qp_num(cp, qpNum);
             int rc = (int) handle.invokeExact(errno, id, cp);
             Cm.check(rc, errno, verb, this + " with " + p);
         } catch (Throwable t) {
@@ -407,14 +606,14 @@ public final class CmId implements AutoCloseable {
      * {@code timeout}. The returned event's {@link CmEvent#id()} is a new id that the caller owns.
      */
     public CmEvent getRequest(Duration timeout) {
-        long deadline = deadline(timeout);
+        long deadline = Timeouts.deadline(timeout);
         ensureOpen();
         return channel.await(e -> e.type() == CmEventType.CONNECT_REQUEST && e.listenId() == this, deadline);
     }
 
     /** The next event of this id, or {@code null} when none came within {@code timeout}. */
     public CmEvent awaitEvent(Duration timeout) {
-        long deadline = deadline(timeout);
+        long deadline = Timeouts.deadline(timeout);
         ensureOpen();
         return channel.await(e -> e.id() == this && e.type() != CmEventType.CONNECT_REQUEST, deadline);
     }
@@ -475,12 +674,8 @@ public final class CmId implements AutoCloseable {
         throw new CmEventException(verb, e, failure.contains(e.type()) ? detail : "expected " + success);
     }
 
-    private static long deadline(Duration timeout) {
-        return System.nanoTime() + Cm.timeoutMillis(timeout) * 1_000_000L;
-    }
-
     private static int clampMillis(Duration timeout) {
-        return (int) Math.max(1, Math.min(Integer.MAX_VALUE, Cm.timeoutMillis(timeout)));
+        return (int) Math.max(1, Math.min(Integer.MAX_VALUE, Timeouts.millis(timeout)));
     }
 
     private void ensureOpen() {

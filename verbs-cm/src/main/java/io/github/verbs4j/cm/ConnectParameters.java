@@ -47,6 +47,14 @@ public record ConnectParameters(int responderResources, int initiatorDepth, int 
         return new ConnectParameters(responderResources, initiatorDepth, retryCount, rnrRetryCount, data);
     }
 
+    /**
+     * These parameters with other READ depths: {@code responderResources} incoming and
+     * {@code initiatorDepth} outgoing RDMA READs/atomics in flight at once (each 0..255).
+     */
+    public ConnectParameters withDepths(int responderResources, int initiatorDepth) {
+        return new ConnectParameters(responderResources, initiatorDepth, retryCount, rnrRetryCount, privateData);
+    }
+
     /** A copy of the private data. */
     @Override
     public byte[] privateData() {

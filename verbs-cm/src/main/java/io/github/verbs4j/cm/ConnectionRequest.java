@@ -1,5 +1,7 @@
 package io.github.verbs4j.cm;
 
+import io.github.verbs4j.internal.Timeouts;
+
 import java.net.InetSocketAddress;
 import java.time.Duration;
 
@@ -7,16 +9,20 @@ import java.time.Duration;
  * A peer's request to connect to an {@link RdmaServer}, taken with {@link RdmaServer#nextRequest}:
  * look at its private data, then {@link #accept} or {@link #reject} it. A request neither
  * accepted nor rejected is rejected by {@link #close()}.
+ *
+ * <p><b>Thread-safety</b>: not thread-safe; one thread decides.
  */
 public final class ConnectionRequest implements AutoCloseable {
 
     private final CmEvent event;
     private final EndpointOptions options;
+    private final RdmaServer server;
     private boolean taken;
 
-    ConnectionRequest(CmEvent event, EndpointOptions options) {
+    ConnectionRequest(CmEvent event, EndpointOptions options, RdmaServer server) {
         this.event = event;
         this.options = options;
+        this.server = server;
     }
 
     /** The private data the peer sent with its connect (56 bytes: the IB CM REQ size, zero-padded). */
@@ -44,8 +50,15 @@ public final class ConnectionRequest implements AutoCloseable {
      */
     public RdmaConnection accept(Duration timeout) {
         take();
-        long deadline = System.nanoTime() + Cm.timeoutMillis(timeout) * 1_000_000L;
+        long deadline = Timeouts.deadline(timeout);
         CmId id = event.id();
+        QueueSet shared;
+        try {
+            shared = server.sharedQueues(id);
+        } catch (RuntimeException e) {
+            id.close();
+            throw e;
+        }
         EventChannel own;
         try {
             own = EventChannel.create();
@@ -60,7 +73,7 @@ public final class ConnectionRequest implements AutoCloseable {
             own.close();
             throw e;
         }
-        return RdmaConnection.accept(own, event, options, deadline);
+        return RdmaConnection.accept(own, event, options, shared, deadline);
     }
 
     /**

@@ -8,6 +8,7 @@ import io.github.verbs4j.ffi.rdma_event_channel;
 import io.github.verbs4j.ffi.rdma_ud_param;
 import io.github.verbs4j.internal.Fds;
 import io.github.verbs4j.internal.Lifecycle;
+import io.github.verbs4j.internal.Timeouts;
 import io.github.verbs4j.raw.CmFunctions;
 import io.github.verbs4j.raw.Downcalls;
 
@@ -132,7 +133,7 @@ public final class EventChannel implements AutoCloseable {
      * {@link IllegalStateException} after close.
      */
     public CmEvent next(Duration timeout) {
-        return await(e -> true, System.nanoTime() + Cm.timeoutMillis(timeout) * 1_000_000L);
+        return await(e -> true, Timeouts.deadline(timeout));
     }
 
     /**
@@ -229,11 +230,15 @@ public final class EventChannel implements AutoCloseable {
         ConnectParameters parameters;
         int qpNum;
         int qkey = 0;
+        UdAddress ud = null;
         if (id.portSpace() == PortSpace.UDP) {
             byte[] data = Cm.copy(rdma_ud_param.private_data(param), Byte.toUnsignedInt(rdma_ud_param.private_data_len(param)));
             parameters = new ConnectParameters(0, 0, 0, 0, data);
             qpNum = rdma_ud_param.qp_num(param);
             qkey = rdma_ud_param.qkey(param);
+            if (type == CmEventType.ESTABLISHED) {
+                ud = UdAddress.read(rdma_ud_param.ah_attr(param), qpNum, qkey);
+            }
         } else {
             byte[] data = Cm.copy(rdma_conn_param.private_data(param), Byte.toUnsignedInt(rdma_conn_param.private_data_len(param)));
             parameters = new ConnectParameters(Byte.toUnsignedInt(rdma_conn_param.responder_resources(param)),
@@ -242,7 +247,7 @@ public final class EventChannel implements AutoCloseable {
                     Math.min(7, Byte.toUnsignedInt(rdma_conn_param.rnr_retry_count(param))), data);
             qpNum = rdma_conn_param.qp_num(param);
         }
-        return new CmEvent(type, status, id, listenId, parameters, qpNum, qkey);
+        return new CmEvent(type, status, id, listenId, parameters, qpNum, qkey, ud);
     }
 
     /** Registers an id whose events arrive here: the channel cannot close while it is open. */

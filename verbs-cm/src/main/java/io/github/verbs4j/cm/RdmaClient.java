@@ -3,6 +3,8 @@ package io.github.verbs4j.cm;
 import io.github.verbs4j.Errno;
 import io.github.verbs4j.VerbsException;
 
+import io.github.verbs4j.internal.Timeouts;
+
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
@@ -22,6 +24,8 @@ import java.util.Objects;
  * <p>A connect to an address or port nobody serves fails with {@link CmEventException}
  * (REJECTED, UNREACHABLE) or {@link io.github.verbs4j.VerbsException} ETIMEDOUT, never later than
  * its timeout (plus the cost of releasing the resources).
+ *
+ * <p><b>Thread-safety</b>: immutable and thread-safe; each connect makes its own connection.
  */
 public final class RdmaClient {
 
@@ -32,6 +36,7 @@ public final class RdmaClient {
         this(EndpointOptions.defaults());
     }
 
+    /** A client whose connections have {@code options} (sizes, queue depths, connect parameters). */
     public RdmaClient(EndpointOptions options) {
         this.options = Objects.requireNonNull(options, "options");
     }
@@ -70,7 +75,7 @@ public final class RdmaClient {
     }
 
     private RdmaConnection connectWithin(InetSocketAddress address, Duration timeout) {
-        long deadline = System.nanoTime() + Cm.timeoutMillis(timeout) * 1_000_000L;
+        long deadline = Timeouts.deadline(timeout);
         EventChannel channel = EventChannel.create();
         CmId id = null;
         try {

@@ -7,6 +7,7 @@ import io.github.verbs4j.QpCapabilities;
 import io.github.verbs4j.QpState;
 import io.github.verbs4j.QpType;
 import io.github.verbs4j.QueuePair;
+import io.github.verbs4j.SharedReceiveQueue;
 
 import java.lang.foreign.MemorySegment;
 import java.util.List;
@@ -63,6 +64,18 @@ public abstract class CoreAccess {
     public abstract QueuePair adoptQueuePair(ProtectionDomain pd, MemorySegment qp, QpType type,
             CompletionQueue sendCq, CompletionQueue recvCq, QpCapabilities capabilities, QpState state,
             Runnable destroyer);
+
+    /** The {@code ibv_srq *} of an open shared receive queue. */
+    public abstract MemorySegment handle(SharedReceiveQueue srq);
+
+    /**
+     * As {@link #adoptQueuePair(ProtectionDomain, MemorySegment, QpType, CompletionQueue,
+     * CompletionQueue, QpCapabilities, QpState, Runnable)} for a QP created to receive from
+     * {@code srq} ({@code null}: its own receive queue).
+     */
+    public abstract QueuePair adoptQueuePair(ProtectionDomain pd, MemorySegment qp, QpType type,
+            CompletionQueue sendCq, CompletionQueue recvCq, SharedReceiveQueue srq, QpCapabilities capabilities,
+            QpState state, Runnable destroyer);
 
     /**
      * The open owners made from {@code owner} (a context's domains, queues and channels, a

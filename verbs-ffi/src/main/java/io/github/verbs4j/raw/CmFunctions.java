@@ -46,6 +46,8 @@ public final class CmFunctions {
     public static final MethodHandle DESTROY_QP = h("rdma_destroy_qp", FunctionDescriptor.ofVoid(ADDRESS));
     public static final MethodHandle GET_CM_EVENT = h("rdma_get_cm_event", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
     public static final MethodHandle ACK_CM_EVENT = h("rdma_ack_cm_event", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+    public static final MethodHandle INIT_QP_ATTR = h("rdma_init_qp_attr", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+    public static final MethodHandle ESTABLISH = h("rdma_establish", FunctionDescriptor.of(JAVA_INT, ADDRESS));
     public static final MethodHandle MIGRATE_ID = h("rdma_migrate_id", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
     private static final MethodHandle EVENT_STR = Downcalls.plain(LIB, "rdma_event_str", FunctionDescriptor.of(ADDRESS, JAVA_INT));
 

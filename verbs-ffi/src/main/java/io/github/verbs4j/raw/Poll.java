@@ -78,4 +78,64 @@ public final class Poll {
             throw Downcalls.unexpected("poll", t);
         }
     }
+
+    /** {@code sizeof(struct pollfd)}. */
+    public static final long POLLFD_SIZE = pollfd.layout().byteSize();
+
+    /**
+     * Waits until one of the {@code nfds} descriptors already written into {@code pollfds} (an
+     * array of {@code struct pollfd} the caller owns and reuses, {@link #POLLFD_SIZE} bytes each)
+     * is readable, at most {@code timeoutMillis} (negative: without a bound); allocates nothing.
+     * {@code errno} is a segment of {@link Downcalls#errnoSegment}. An interrupted {@code poll} is
+     * retried with the time left.
+     *
+     * @return a bit mask of the readable descriptors (bit {@code i} for {@code pollfds[i]}), 0 when
+     *         the time ran out, or a negative errno ({@code -EBADF} for a descriptor not open)
+     */
+    public static int awaitAnyReadable(MemorySegment pollfds, int nfds, MemorySegment errno, long timeoutMillis) {
+        long deadline = timeoutMillis < 0 ? 0 : System.nanoTime() + Math.min(timeoutMillis, Long.MAX_VALUE / 2_000_000L) * 1_000_000L;
+        try {
+            while (true) {
+                for (int i = 0; i < nfds; i++) {
+                    MemorySegment pfd = pollfds.asSlice(i * POLLFD_SIZE, POLLFD_SIZE);
+                    pollfd.events(pfd, POLLIN);
+                    pollfd.revents(pfd, (short) 0);
+                }
+                int wait = timeoutMillis < 0 ? -1
+                        : (int) Math.min(Integer.MAX_VALUE, Math.max(0, (deadline - System.nanoTime() + 999_999) / 1_000_000));
+                int n = (int) POLL.invokeExact(errno, pollfds, (long) nfds, wait);
+                if (n < 0) {
+                    int e = Downcalls.errno(errno);
+                    if (e == EINTR) {
+                        continue;
+                    }
+                    return -e;
+                }
+                if (n == 0) {
+                    if (timeoutMillis >= 0 && deadline - System.nanoTime() > 0) {
+                        continue;
+                    }
+                    return 0;
+                }
+                int mask = 0;
+                for (int i = 0; i < nfds; i++) {
+                    short revents = pollfd.revents(pollfds.asSlice(i * POLLFD_SIZE, POLLFD_SIZE));
+                    if ((revents & POLLNVAL) != 0) {
+                        return -EBADF;
+                    }
+                    if (revents != 0) {
+                        mask |= 1 << i;
+                    }
+                }
+                return mask;
+            }
+        } catch (Throwable t) {
+            throw Downcalls.unexpected("poll", t);
+        }
+    }
+
+    /** Writes {@code fd} as entry {@code index} of a {@code struct pollfd} array. */
+    public static void setFd(MemorySegment pollfds, int index, int fd) {
+        pollfd.fd(pollfds.asSlice(index * POLLFD_SIZE, POLLFD_SIZE), fd);
+    }
 }
