@@ -305,6 +305,10 @@ public final class Channel implements AutoCloseable {
                 int start = (int) (filled % peerSlots);
                 int pad = start + k > peerSlots ? peerSlots - start : 0;
                 if (peerSlots - (filled - peerFreed) >= k + pad) {
+                    if (start == 0 && posted < filled) {
+                        // the staged slots end at the ring's end: one WRITE cannot go on at slot 0
+                        postPending();
+                    }
                     if (pad > 0) {
                         postPending();
                         filled += pad;
@@ -345,8 +349,11 @@ public final class Channel implements AutoCloseable {
         if (closing || closed) {
             throw new ChannelClosedException("the channel to " + peerName() + " is closed", null);
         }
-        if (finReceived || peerDisconnected) {
+        if (finReceived) {
             throw new ChannelClosedException("the peer " + peerName() + " closed the channel", null);
+        }
+        if (peerDisconnected) {
+            throw new PeerLostException("the peer " + peerName() + " disconnected", null);
         }
     }
 
@@ -363,19 +370,15 @@ public final class Channel implements AutoCloseable {
                 .local(stage, startByte, bytes)
                 .remote(peerAddress + startByte, peerRkey)
                 .id(wrId(KIND_DATA));
-        post(write, "a WRITE_WITH_IMM of " + n + " slots");
-        writesInFlight++;
-        posted = filled;
-        wrapNext = false;
-    }
-
-    private void post(SendRequest request, String what) {
-        int rc = qp.tryPostSend(request);
+        int rc = qp.tryPostSend(write);
         if (rc != 0) {
-            fail(new PeerLostException("posting " + what + " to " + peerName() + " failed",
+            fail(new PeerLostException("posting a WRITE_WITH_IMM of " + n + " slots to " + peerName() + " failed",
                     new VerbsException("ibv_post_send", rc, "on " + qp)));
             throw new PeerLostException("the channel to " + peerName() + " failed: " + failure.getMessage(), failure);
         }
+        writesInFlight++;
+        posted = filled;
+        wrapNext = false;
     }
 
     /** Sends a credit word when enough slots were freed since the last report. Holds the lock. */
@@ -439,7 +442,7 @@ public final class Channel implements AutoCloseable {
             if (failure != null) {
                 throw new PeerLostException("the channel to " + peerName() + " failed: " + failure.getMessage(), failure);
             }
-            if (finReceived || peerDisconnected) {
+            if (finReceived) {
                 throw new ChannelClosedException("the peer " + peerName() + " closed the channel; all "
                         + receivedMessages + " messages it sent were received", null);
             }
@@ -602,6 +605,11 @@ public final class Channel implements AutoCloseable {
         }
     }
 
+    /** A failure of the library's own handling of this channel's completion: the channel fails, the group goes on. */
+    synchronized void internalFailure(RuntimeException e) {
+        fail(new PeerLostException("handling a completion of the channel to " + peerName() + " failed: " + e, e));
+    }
+
     private void fail(ChannelException cause) {
         if (failure == null && !closed) {
             failure = cause;
@@ -671,7 +679,7 @@ public final class Channel implements AutoCloseable {
             } catch (RuntimeException e) {
                 // a failed post: reported below through the counters
             }
-            if (failure != null && (posted < filled || writesInFlight > 0)) {
+            if ((failure != null || peerDisconnected) && !finReceived && (posted < filled || writesInFlight > 0)) {
                 undelivered = new PeerLostException("closing the channel to " + peerName() + ": "
                         + (filled - posted) + " staged slots and " + writesInFlight + " WRITEs were not delivered", failure);
             } else if (peerReady && !finReceived && !peerDisconnected && failure == null && (!finDone || posted < filled)) {

@@ -78,6 +78,12 @@ public final class ChannelGroup implements AutoCloseable {
     private ChannelGroup(ChannelOptions options) {
         this.options = options;
         this.monitor = EventChannel.create();
+        try {
+            NonBlocking.set(monitor.fd());
+        } catch (RuntimeException | Error e) {
+            monitor.close();
+            throw e;
+        }
         this.cmThread = Thread.ofPlatform().daemon().name("verbs4j-channel-cm").unstarted(this::cmLoop);
         cmThread.start();
     }
@@ -343,6 +349,8 @@ public final class ChannelGroup implements AutoCloseable {
         } catch (Throwable t) {
             if (running) {
                 pollerFailure = t;
+                System.getLogger(ChannelGroup.class.getName()).log(System.Logger.Level.ERROR,
+                        "the polling thread of " + this + " failed; its channels fail with PeerLostException", t);
                 failAll(t);
             }
         }
@@ -355,7 +363,11 @@ public final class ChannelGroup implements AutoCloseable {
             int key = (int) (wrId >>> 32);
             Channel ch = table[key >>> 16];
             if (ch != null && ch.key == key) {
-                ch.onCompletion(wc, wrId & 0xffff_ffffL);
+                try {
+                    ch.onCompletion(wc, wrId & 0xffff_ffffL);
+                } catch (RuntimeException e) {
+                    ch.internalFailure(e);
+                }
             }
         }
     }
