@@ -20,6 +20,7 @@ import java.io.UncheckedIOException;
  * verbs4j ud-pingpong    UD ping-pong, wire-compatible with ibv_ud_pingpong
  * verbs4j send-lat, write-lat, read-lat, atomic-lat, send-bw, write-bw, read-bw
  *                        perftest-style latency and bandwidth tests (client/server)
+ * verbs4j channel-bench  message rate and latency of verbs-channel (client/server)
  * </pre>
  *
  * <p>Exit codes: 0 success, 1 RDMA failure (unavailable, no devices, a verb failed; one line on
@@ -43,6 +44,7 @@ import java.io.UncheckedIOException;
                 PerfCommands.WriteBw.class,
                 PerfCommands.ReadBw.class,
                 io.github.verbs4j.examples.cm.RpingCommand.class,
+                io.github.verbs4j.examples.channel.ChannelBenchCommand.class,
                 CommandLine.HelpCommand.class,
         })
 public final class Verbs4jTool implements Runnable {
