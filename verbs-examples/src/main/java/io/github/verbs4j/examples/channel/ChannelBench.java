@@ -153,13 +153,6 @@ final class ChannelBench {
              ExecutorService workers = Executors.newCachedThreadPool();
              Arena arena = Arena.ofShared()) {
             List<Channel> channels = new ArrayList<>();
-            for (int i = 0; i < connections; i++) {
-                channels.add(group.connect(new InetSocketAddress(host, port), timeout));
-            }
-            if (size > channels.getFirst().maxMessageSize()) {
-                throw new IllegalArgumentException("size " + size + " is more than the server's ring carries ("
-                        + channels.getFirst().maxMessageSize() + " bytes: use larger --slots or --slot-size on the server)");
-            }
             MemorySegment setup = arena.allocate(32);
             setup.set(INT, 0, TAG);
             setup.set(INT, 4, VERSION);
@@ -167,7 +160,14 @@ final class ChannelBench {
             setup.set(LONG, 12, messages);
             setup.set(INT, 20, connections);
             setup.set(INT, 24, pings);
-            for (Channel ch : channels) {
+            // each connection states the run at once: the server reads it before it accepts the next
+            for (int i = 0; i < connections; i++) {
+                Channel ch = group.connect(new InetSocketAddress(host, port), timeout);
+                channels.add(ch);
+                if (size > ch.maxMessageSize()) {
+                    throw new IllegalArgumentException("size " + size + " is more than the server's ring carries ("
+                            + ch.maxMessageSize() + " bytes: use larger --slots or --slot-size on the server)");
+                }
                 ch.send(setup);
             }
             printHeader(channels.getFirst());
