@@ -44,9 +44,9 @@ import java.util.concurrent.TimeUnit;
  * first. When the peer closes cleanly, {@link #receive} returns what it sent and then throws
  * {@link ChannelClosedException}.
  *
- * <p><b>Allocation</b>: none per message in steady state, on the sending thread, the receiving
- * thread, or the group's polling thread (the blocking {@code Duration} overloads aside, whose
- * argument the caller allocates).
+ * <p><b>Allocation</b>: none per message in steady state on the sending and receiving threads
+ * (the {@code Duration} overloads aside, whose argument the caller allocates); the group's
+ * polling thread allocates only when it blocks on the completion channel.
  *
  * <p><b>Thread-safety</b>: thread-safe; messages from concurrent senders are each delivered
  * whole, in the order their {@code send} calls took the channel's lock.
