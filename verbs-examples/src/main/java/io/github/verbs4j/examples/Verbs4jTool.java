@@ -20,6 +20,9 @@ import java.io.UncheckedIOException;
  * verbs4j ud-pingpong    UD ping-pong, wire-compatible with ibv_ud_pingpong
  * verbs4j send-lat, write-lat, read-lat, atomic-lat, send-bw, write-bw, read-bw
  *                        perftest-style latency and bandwidth tests (client/server)
+ * verbs4j channel-bench  message rate and latency of verbs-channel (client/server)
+ * verbs4j transfer-bench batch READ/WRITE bandwidth of verbs-transfer (client/server)
+ * verbs4j allreduce      ring allreduce of verbs-transfer's collectives, N ranks
  * </pre>
  *
  * <p>Exit codes: 0 success, 1 RDMA failure (unavailable, no devices, a verb failed; one line on
@@ -43,6 +46,7 @@ import java.io.UncheckedIOException;
                 PerfCommands.WriteBw.class,
                 PerfCommands.ReadBw.class,
                 io.github.verbs4j.examples.cm.RpingCommand.class,
+                io.github.verbs4j.examples.channel.ChannelBenchCommand.class,
                 io.github.verbs4j.examples.transfer.TransferBenchCommand.class,
                 io.github.verbs4j.examples.transfer.AllreduceCommand.class,
                 CommandLine.HelpCommand.class,

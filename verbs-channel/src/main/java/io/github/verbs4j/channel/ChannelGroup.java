@@ -1,0 +1,495 @@
+package io.github.verbs4j.channel;
+
+import io.github.verbs4j.Access;
+import io.github.verbs4j.Completion;
+import io.github.verbs4j.CompletionChannel;
+import io.github.verbs4j.CompletionQueue;
+import io.github.verbs4j.Completions;
+import io.github.verbs4j.Context;
+import io.github.verbs4j.MemoryRegion;
+import io.github.verbs4j.ProtectionDomain;
+import io.github.verbs4j.QueuePair;
+import io.github.verbs4j.cm.CmEvent;
+import io.github.verbs4j.cm.CmId;
+import io.github.verbs4j.cm.ConnectParameters;
+import io.github.verbs4j.cm.EventChannel;
+import io.github.verbs4j.cm.PortSpace;
+import io.github.verbs4j.cm.QpInit;
+
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+
+/**
+ * Channels that share one protection domain, one completion queue and its completion channel,
+ * and one polling thread: the thread takes the completions of every channel of the group,
+ * spinning briefly ({@link ChannelOptions#spinPolls()}) and then blocking on the completion
+ * channel's fd. A second thread reads the connection manager's events (disconnects) of the
+ * group's channels.
+ *
+ * <pre>{@code
+ * try (ChannelGroup group = ChannelGroup.create(ChannelOptions.defaults());
+ *      ChannelServer server = group.listen(new InetSocketAddress(0))) {
+ *     Channel a = server.accept(Duration.ofSeconds(5));
+ *     Channel b = server.accept(Duration.ofSeconds(5));    // same CQ, same thread
+ * }
+ * }</pre>
+ *
+ * <p>The device is the one of the first connection (the group binds to it then); a connection
+ * over another device is refused.
+ *
+ * <p><b>Lifecycle</b>: {@link #close()} closes the group's channels and servers, stops its
+ * threads and releases the queue, channel and domain. Idempotent.
+ *
+ * <p><b>Thread-safety</b>: thread-safe.
+ */
+public final class ChannelGroup implements AutoCloseable {
+
+    private static final Duration CM_SLICE = Duration.ofMillis(200);
+    private static final Duration POLL_SLICE = Duration.ofMillis(100);
+    private static final int MAX_CHANNELS = 1 << 15;
+
+    private final ChannelOptions options;
+    private final EventChannel monitor;
+    private final Thread cmThread;
+    private final Map<CmId, Channel> byId = new ConcurrentHashMap<>();
+    private final ConcurrentLinkedQueue<Channel> disconnected = new ConcurrentLinkedQueue<>();
+    private final List<ChannelServer> servers = new ArrayList<>();
+
+    // guarded by this
+    private Context context;
+    private ProtectionDomain pd;
+    private CompletionChannel completionChannel;
+    private CompletionQueue cq;
+    private Thread poller;
+    private final Channel[] table = new Channel[MAX_CHANNELS];
+    private final int[] generations = new int[MAX_CHANNELS];
+    private int nextIndex;
+    private int open;
+    private volatile boolean running = true;
+    private boolean closed;
+    private volatile Throwable pollerFailure;
+
+    private ChannelGroup(ChannelOptions options) {
+        this.options = options;
+        this.monitor = EventChannel.create();
+        try {
+            NonBlocking.set(monitor.fd());
+        } catch (RuntimeException | Error e) {
+            monitor.close();
+            throw e;
+        }
+        this.cmThread = Thread.ofPlatform().daemon().name("verbs4j-channel-cm").unstarted(this::cmLoop);
+        cmThread.start();
+    }
+
+    /**
+     * A group whose channels use {@code options}.
+     *
+     * <p><b>Errors</b>: {@link io.github.verbs4j.VerbsException} when librdmacm has no event channel to give.
+     */
+    public static ChannelGroup create(ChannelOptions options) {
+        return new ChannelGroup(Objects.requireNonNull(options, "options"));
+    }
+
+    /** The options of this group's channels. */
+    public ChannelOptions options() {
+        return options;
+    }
+
+    /** How many channels of this group are open. */
+    public synchronized int channelCount() {
+        return open;
+    }
+
+    /** The polling thread (started with the first channel), or {@code null}: for monitoring its CPU time or allocation. */
+    public synchronized Thread pollingThread() {
+        return poller;
+    }
+
+    /**
+     * Listens on {@code address} (port 0 picks a free port: see {@link ChannelServer#localAddress()}).
+     *
+     * <p><b>Errors</b>: {@link io.github.verbs4j.VerbsException} from {@code rdma_bind_addr} or
+     * {@code rdma_listen} (EADDRINUSE, EADDRNOTAVAIL).
+     */
+    public ChannelServer listen(InetSocketAddress address) {
+        Objects.requireNonNull(address, "address");
+        ensureOpen();
+        ChannelServer server = new ChannelServer(this, address);
+        synchronized (this) {
+            servers.add(server);
+        }
+        return server;
+    }
+
+    /**
+     * Connects to the {@link ChannelServer} at {@code address}: resolves the address and route,
+     * makes the queue pair and ring, and connects, all within {@code timeout}.
+     *
+     * <p><b>Errors</b>: {@link io.github.verbs4j.cm.CmEventException} (REJECTED: no server
+     * there; UNREACHABLE); {@link io.github.verbs4j.VerbsException} (ETIMEDOUT naming the
+     * step); {@link IllegalArgumentException} when the peer is not a channel.
+     */
+    public Channel connect(InetSocketAddress address, Duration timeout) {
+        return connect(address, timeout, false);
+    }
+
+    Channel connect(InetSocketAddress address, Duration timeout, boolean owned) {
+        Objects.requireNonNull(address, "address");
+        Objects.requireNonNull(timeout, "timeout");
+        ensureOpen();
+        long deadline = System.nanoTime() + timeout.toNanos();
+        EventChannel events = EventChannel.create();
+        try {
+            CmId id = events.createId(PortSpace.TCP);
+            Channel ch = null;
+            try {
+                id.resolveAddress(null, address, left(deadline));
+                id.resolveRoute(left(deadline));
+                ch = prepare(id, owned);
+                CmEvent established = id.connect(parameters(ch), left(deadline));
+                ch.attachPeer(established.privateData(), this::allocateStage);
+                id.migrate(monitor);
+                byId.put(id, ch);
+                return ch;
+            } catch (RuntimeException | Error e) {
+                if (ch != null) {
+                    ch.abandon();
+                } else {
+                    id.close();
+                }
+                throw e;
+            }
+        } finally {
+            events.close();
+        }
+    }
+
+    /** Accepts the request of {@code id} (a ChannelServer's). */
+    Channel accept(CmEvent request, Duration timeout) {
+        CmId id = request.id();
+        Channel ch = null;
+        try {
+            ch = prepare(id, false);
+            ch.attachPeer(request.privateData(), this::allocateStage);
+            id.accept(parameters(ch), timeout);
+            id.migrate(monitor);
+            byId.put(id, ch);
+            return ch;
+        } catch (IllegalArgumentException e) {
+            // not a channel: tell it so
+            try {
+                id.reject(null);
+            } catch (RuntimeException ignored) {
+                // the peer is gone already
+            }
+            if (ch != null) {
+                ch.abandon();
+            } else {
+                id.close();
+            }
+            throw e;
+        } catch (RuntimeException | Error e) {
+            if (ch != null) {
+                ch.abandon();
+            } else {
+                id.close();
+            }
+            throw e;
+        }
+    }
+
+    private static Duration left(long deadline) {
+        return Duration.ofNanos(Math.max(1_000_000, deadline - System.nanoTime()));
+    }
+
+    private static ConnectParameters parameters(Channel ch) {
+        return new ConnectParameters(1, 1, 7, 7, ch.localInfo());
+    }
+
+    /** The group's device resources on the id's device, the ring, the queue pair, the receives. */
+    private Channel prepare(CmId id, boolean owned) {
+        Context ctx = id.context();
+        int key;
+        MemoryRegion ring;
+        synchronized (this) {
+            ensureOpen();
+            bind(ctx);
+            if (open >= MAX_CHANNELS) {
+                throw new IllegalStateException("a channel group holds at most " + MAX_CHANNELS + " channels");
+            }
+            int needed = (open + 1) * options.entriesPerChannel();
+            if (needed > cq.capacity()) {
+                throw new IllegalStateException("the group's completion queue has " + cq.capacity() + " entries; "
+                        + (open + 1) + " channels of " + options.slots() + " slots need " + needed
+                        + ": raise ChannelOptions.completionQueueEntries or lower slots");
+            }
+            int index = nextIndex;
+            while (table[index] != null) {
+                index = (index + 1) % MAX_CHANNELS;
+            }
+            nextIndex = (index + 1) % MAX_CHANNELS;
+            generations[index] = (generations[index] + 1) & 0xffff;
+            key = (index << 16) | generations[index];
+            ring = pd.allocate((long) options.slots() * options.slotSize(), Access.LOCAL_WRITE, Access.REMOTE_WRITE);
+            open++;
+        }
+        Channel ch;
+        try {
+            QueuePair qp = id.createQueuePair(pd, cq, cq, new QpInit(options.writesInFlight() + 4,
+                    options.slots() + Channel.EXTRA_RECVS, 1, 1, 0, false));
+            ch = new Channel(this, owned, key, id, qp, ring, options);
+        } catch (RuntimeException | Error e) {
+            ring.close();
+            synchronized (this) {
+                open--;
+            }
+            throw e;
+        }
+        synchronized (this) {
+            table[key >>> 16] = ch;
+        }
+        ch.postInitialReceives();
+        return ch;
+    }
+
+    private MemoryRegion allocateStage(long bytes) {
+        ProtectionDomain p;
+        synchronized (this) {
+            p = pd;
+        }
+        return p.allocate(bytes, Access.LOCAL_WRITE);
+    }
+
+    private void bind(Context ctx) {
+        if (ctx == null) {
+            throw new IllegalStateException("the connection is bound to no device");
+        }
+        if (context == null) {
+            pd = ctx.allocatePd();
+            try {
+                completionChannel = ctx.createCompletionChannel();
+                cq = ctx.createCq(options.completionQueueEntries(), completionChannel, 0);
+            } catch (RuntimeException | Error e) {
+                if (completionChannel != null) {
+                    completionChannel.close();
+                }
+                pd.close();
+                throw e;
+            }
+            context = ctx;
+            poller = Thread.ofPlatform().daemon().name("verbs4j-channel-poller").unstarted(this::pollLoop);
+            poller.start();
+        } else if (context != ctx) {
+            throw new IllegalArgumentException("this group's channels use " + context + "; a connection over "
+                    + ctx + " needs a group of its own");
+        }
+    }
+
+    synchronized void unregister(Channel ch) {
+        int index = ch.key >>> 16;
+        if (table[index] == ch) {
+            table[index] = null;
+            open--;
+        }
+        byId.values().remove(ch);
+    }
+
+    synchronized void forget(ChannelServer server) {
+        servers.remove(server);
+    }
+
+    // ---- the threads --------------------------------------------------------------------------
+
+    private void pollLoop() {
+        Completions wcs = cq.completions(64);
+        List<Channel> toCheck = new ArrayList<>();
+        int idle = 0;
+        try {
+            while (running) {
+                int n = cq.poll(wcs);
+                if (n > 0) {
+                    dispatch(wcs, n);
+                    idle = 0;
+                    continue;
+                }
+                // the queue is empty: disconnects noticed before this drain can be judged now
+                if (!toCheck.isEmpty()) {
+                    for (Channel ch : toCheck) {
+                        ch.checkDisconnected();
+                    }
+                    toCheck.clear();
+                }
+                for (Channel ch; (ch = disconnected.poll()) != null; ) {
+                    toCheck.add(ch);
+                }
+                if (!toCheck.isEmpty()) {
+                    continue;
+                }
+                if (idle < options.spinPolls()) {
+                    idle++;
+                    Thread.onSpinWait();
+                    continue;
+                }
+                cq.requestNotify(false);
+                n = cq.poll(wcs);
+                if (n > 0) {
+                    dispatch(wcs, n);
+                    idle = 0;
+                    continue;
+                }
+                completionChannel.await(POLL_SLICE);
+            }
+        } catch (Throwable t) {
+            if (running) {
+                pollerFailure = t;
+                System.getLogger(ChannelGroup.class.getName()).log(System.Logger.Level.ERROR,
+                        "the polling thread of " + this + " failed; its channels fail with PeerLostException", t);
+                failAll(t);
+            }
+        }
+    }
+
+    private void dispatch(Completions wcs, int n) {
+        for (int i = 0; i < n; i++) {
+            Completion wc = wcs.get(i);
+            long wrId = wc.wrId();
+            int key = (int) (wrId >>> 32);
+            Channel ch = table[key >>> 16];
+            if (ch != null && ch.key == key) {
+                try {
+                    ch.onCompletion(wc, wrId & 0xffff_ffffL);
+                } catch (RuntimeException e) {
+                    ch.internalFailure(e);
+                }
+            }
+        }
+    }
+
+    private void failAll(Throwable t) {
+        for (Channel ch : byId.values()) {
+            ch.onDisconnected("the group's polling thread failed: " + t);
+            disconnected.add(ch);
+        }
+    }
+
+    private void cmLoop() {
+        while (running) {
+            CmEvent e;
+            try {
+                e = monitor.next(CM_SLICE);
+            } catch (RuntimeException ex) {
+                if (!running) {
+                    return;
+                }
+                continue;
+            }
+            if (e == null) {
+                continue;
+            }
+            Channel ch = byId.get(e.id());
+            if (ch == null) {
+                continue;
+            }
+            switch (e.type()) {
+                case DISCONNECTED, DEVICE_REMOVAL, TIMEWAIT_EXIT -> {
+                    ch.onDisconnected(e.type().toString());
+                    disconnected.add(ch);
+                }
+                default -> {
+                }
+            }
+        }
+    }
+
+    private void ensureOpen() {
+        synchronized (this) {
+            if (closed) {
+                throw new IllegalStateException(this + " is closed");
+            }
+        }
+    }
+
+    /**
+     * Closes the group's servers and channels (each {@link Channel#close()}: their staged
+     * messages are drained first), stops the threads and releases the device resources. Idempotent.
+     */
+    @Override
+    public void close() {
+        List<ChannelServer> serverList;
+        List<Channel> channels = new ArrayList<>();
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            serverList = new ArrayList<>(servers);
+            for (Channel ch : table) {
+                if (ch != null) {
+                    channels.add(ch);
+                }
+            }
+        }
+        RuntimeException first = null;
+        for (ChannelServer s : serverList) {
+            try {
+                s.close();
+            } catch (RuntimeException e) {
+                first = first == null ? e : first;
+            }
+        }
+        for (Channel ch : channels) {
+            try {
+                ch.close();
+            } catch (RuntimeException e) {
+                first = first == null ? e : first;
+            }
+        }
+        running = false;
+        join(cmThread);
+        Thread p;
+        synchronized (this) {
+            p = poller;
+        }
+        if (p != null) {
+            join(p);
+        }
+        monitor.close();
+        synchronized (this) {
+            if (cq != null) {
+                cq.close();
+                completionChannel.close();
+                pd.close();
+            }
+        }
+        if (first != null) {
+            throw first;
+        }
+    }
+
+    private static void join(Thread t) {
+        boolean interrupted = false;
+        while (true) {
+            try {
+                t.join();
+                break;
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "ChannelGroup[" + (context == null ? "unbound" : context.toString()) + "]";
+    }
+}

@@ -1,0 +1,112 @@
+package io.github.verbs4j.channel;
+
+import io.github.verbs4j.cm.CmEvent;
+import io.github.verbs4j.cm.CmId;
+import io.github.verbs4j.cm.EventChannel;
+import io.github.verbs4j.cm.PortSpace;
+
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * A listening rdma_cm id whose accepted connections become {@link Channel}s of its
+ * {@link ChannelGroup} (one completion queue, one polling thread for all of them).
+ *
+ * <p><b>Lifecycle</b>: {@link #close()} stops listening; accepted channels stay open (they
+ * belong to the group). Idempotent.
+ *
+ * <p><b>Thread-safety</b>: {@link #accept} from one thread at a time.
+ */
+public final class ChannelServer implements AutoCloseable {
+
+    private final ChannelGroup group;
+    private final EventChannel events;
+    private final CmId listener;
+    private boolean closed;
+
+    ChannelServer(ChannelGroup group, InetSocketAddress address) {
+        this.group = group;
+        this.events = EventChannel.create();
+        try {
+            this.listener = events.createId(PortSpace.TCP);
+            try {
+                listener.bind(address);
+                listener.listen(128);
+            } catch (RuntimeException e) {
+                listener.close();
+                throw e;
+            }
+        } catch (RuntimeException e) {
+            events.close();
+            throw e;
+        }
+    }
+
+    /** Listens on {@code address} with a group of its own: closing the server closes the group and its channels. */
+    public static ChannelServer listen(InetSocketAddress address, ChannelOptions options) {
+        ChannelGroup group = ChannelGroup.create(options);
+        try {
+            ChannelServer server = group.listen(address);
+            server.ownsGroup = true;
+            return server;
+        } catch (RuntimeException e) {
+            group.close();
+            throw e;
+        }
+    }
+
+    private volatile boolean ownsGroup;
+
+    /** The address and port listened on (the port picked when 0 was asked for). */
+    public InetSocketAddress localAddress() {
+        return listener.localAddress();
+    }
+
+    /** The group the accepted channels join. */
+    public ChannelGroup group() {
+        return group;
+    }
+
+    /**
+     * Accepts the next connection, or returns {@code null} when none came within {@code timeout}.
+     *
+     * <p><b>Errors</b>: {@link IllegalArgumentException} when the connecting peer is not a
+     * channel (it is rejected); {@link io.github.verbs4j.cm.CmEventException} and
+     * {@link io.github.verbs4j.VerbsException} when the peer vanished during the handshake.
+     */
+    public Channel accept(Duration timeout) {
+        Objects.requireNonNull(timeout, "timeout");
+        long deadline = System.nanoTime() + timeout.toNanos();
+        CmEvent request = listener.getRequest(timeout);
+        if (request == null) {
+            return null;
+        }
+        return group.accept(request, Duration.ofNanos(Math.max(1_000_000, deadline - System.nanoTime())));
+    }
+
+    /** Stops listening (pending requests are rejected). Idempotent. */
+    @Override
+    public void close() {
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+        }
+        try {
+            listener.close();
+        } finally {
+            events.close();
+            group.forget(this);
+            if (ownsGroup) {
+                group.close();
+            }
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "ChannelServer[" + (closed ? "closed" : localAddress()) + "]";
+    }
+}

@@ -1,0 +1,293 @@
+package io.github.verbs4j.channel;
+
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.management.ManagementFactory;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Both ends in this JVM, each with a group of its own (two polling threads), over rdma_cm on
+ * softrdma or the kernel's (rxe, siw). Sizes: {@code -Dverbs4j.channel.messages=1000000} for a
+ * full-size run of the streaming tests.
+ */
+class ChannelTest {
+
+    static final Duration T = Duration.ofSeconds(20L * Traffic.SLOWDOWN);
+
+    record Pair(ChannelGroup serverGroup, ChannelServer server, ChannelGroup clientGroup, Channel client, Channel accepted)
+            implements AutoCloseable {
+        @Override
+        public void close() {
+            try {
+                clientGroup.close();
+            } finally {
+                serverGroup.close();
+            }
+        }
+    }
+
+    static Pair pair(ChannelOptions options) throws Exception {
+        ChannelGroup sg = ChannelGroup.create(options);
+        ChannelGroup cg = ChannelGroup.create(options);
+        try (ExecutorService ex = Executors.newSingleThreadExecutor()) {
+            ChannelServer server = sg.listen(Traffic.any());
+            Future<Channel> accepted = ex.submit(() -> server.accept(T));
+            Channel client = cg.connect(server.localAddress(), T);
+            Channel a = accepted.get(T.toSeconds(), TimeUnit.SECONDS);
+            assertNotNull(a, "no connection accepted");
+            return new Pair(sg, server, cg, client, a);
+        } catch (Exception | Error e) {
+            cg.close();
+            sg.close();
+            throw e;
+        }
+    }
+
+    /** Sends {@code count} messages of the stream {@code seed} on {@code ch}. */
+    static void sendStream(Channel ch, long seed, long count) throws InterruptedException {
+        long max = ch.maxMessageSize();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment buf = arena.allocate(max);
+            for (long seq = 0; seq < count; seq++) {
+                ch.send(Traffic.fill(buf, seed, seq, Traffic.size(seed, seq, max)));
+            }
+        }
+    }
+
+    /** Receives and checks {@code count} messages of the stream {@code seed}. */
+    static void receiveStream(Channel ch, long seed, long count, long max) throws InterruptedException {
+        for (long seq = 0; seq < count; seq++) {
+            try (Message m = ch.receive(T)) {
+                assertNotNull(m, "message " + seq + " of " + count + " did not arrive within " + T);
+                assertEquals(seq, m.sequence());
+                Traffic.verify(m, seed, seq, max);
+            }
+        }
+    }
+
+    @Test
+    void mixedSizesArriveInOrderByteExactBothWays() throws Exception {
+        long n = Traffic.messages(20_000);
+        try (Pair p = pair(ChannelOptions.defaults()); ExecutorService ex = Executors.newFixedThreadPool(3)) {
+            long max = p.client().maxMessageSize();
+            assertEquals(128 / 4 * 1024 - 8, max);
+            Future<?> up = ex.submit(() -> {
+                sendStream(p.client(), 1, n);
+                return null;
+            });
+            Future<?> down = ex.submit(() -> {
+                sendStream(p.accepted(), 2, n / 2);
+                return null;
+            });
+            Future<?> clientReceives = ex.submit(() -> {
+                receiveStream(p.client(), 2, n / 2, max);
+                return null;
+            });
+            receiveStream(p.accepted(), 1, n, max);
+            up.get(T.toSeconds(), TimeUnit.SECONDS);
+            down.get(T.toSeconds(), TimeUnit.SECONDS);
+            clientReceives.get(T.toSeconds(), TimeUnit.SECONDS);
+            assertEquals(n, p.accepted().receivedCount());
+            assertEquals(n, p.client().sentCount());
+            assertNull(p.accepted().receive(Duration.ofMillis(50)), "a message beyond the stream arrived");
+        }
+    }
+
+    @Test
+    void offerTimesOutWhileTheReceiverHoldsTheRingThenSucceeds() throws Exception {
+        ChannelOptions options = ChannelOptions.defaults().withSlots(16).withSlotSize(64);
+        try (Pair p = pair(options); Arena arena = Arena.ofShared()) {
+            MemorySegment msg = arena.allocate(56); // one slot with the header
+            int sent = 0;
+            while (p.client().offer(msg, 200, TimeUnit.MILLISECONDS)) {
+                sent++;
+                assertTrue(sent <= 16, "more messages than slots went out without a receive");
+            }
+            assertEquals(16, sent, "the ring of 16 one-slot messages should take exactly 16");
+            long t0 = System.nanoTime();
+            assertFalse(p.client().offer(msg, Duration.ofMillis(300)));
+            assertTrue(System.nanoTime() - t0 >= 250_000_000L, "offer returned before its timeout");
+            List<Message> held = new ArrayList<>();
+            for (int i = 0; i < 16; i++) {
+                Message m = p.accepted().receive(T);
+                assertNotNull(m);
+                held.add(m);
+            }
+            // a blocked send resumes once the receiver gives slots back
+            try (ExecutorService ex = Executors.newSingleThreadExecutor()) {
+                Future<?> blocked = ex.submit(() -> {
+                    p.client().send(msg);
+                    return null;
+                });
+                Thread.sleep(200);
+                assertFalse(blocked.isDone(), "send did not wait for credits");
+                for (Message m : held) {
+                    m.close();
+                }
+                blocked.get(T.toSeconds(), TimeUnit.SECONDS);
+            }
+            try (Message m = p.accepted().receive(T)) {
+                assertNotNull(m);
+                assertEquals(56, m.length());
+                assertEquals(16, m.sequence());
+            }
+            Message closed = held.get(0);
+            assertThrows(IllegalStateException.class, closed::length);
+        }
+    }
+
+    @Test
+    void closeDrainsEveryStagedMessageThenThePeerSeesTheEnd() throws Exception {
+        long n = 5_000;
+        try (Pair p = pair(ChannelOptions.defaults().withSlots(64))) {
+            long max = p.client().maxMessageSize();
+            try (ExecutorService ex = Executors.newSingleThreadExecutor()) {
+                Future<?> sender = ex.submit(() -> {
+                    sendStream(p.client(), 3, n);
+                    p.client().close();
+                    return null;
+                });
+                receiveStream(p.accepted(), 3, n, max);
+                sender.get(T.toSeconds(), TimeUnit.SECONDS);
+            }
+            ChannelClosedException end = assertThrows(ChannelClosedException.class, () -> p.accepted().receive(T));
+            assertTrue(end.getMessage().contains("closed the channel"), end.getMessage());
+            assertThrows(ChannelClosedException.class, () -> p.accepted().send(MemorySegment.ofArray(new byte[8])));
+            assertThrows(ChannelClosedException.class, () -> p.client().send(MemorySegment.ofArray(new byte[8])));
+            assertTrue(p.client().isClosed());
+            p.client().close(); // idempotent
+        }
+    }
+
+    @Test
+    void manyConnectionsShareOnePollingThread() throws Exception {
+        int connections = Integer.getInteger("verbs4j.channel.connections", 16);
+        long perConnection = Traffic.messages(20_000) / 20;
+        ChannelOptions options = ChannelOptions.defaults().withSlots(32).withSlotSize(256);
+        try (ChannelGroup sg = ChannelGroup.create(options); ChannelGroup cg = ChannelGroup.create(options);
+             ExecutorService ex = Executors.newFixedThreadPool(4)) {
+            ChannelServer server = sg.listen(Traffic.any());
+            List<Channel> clients = new ArrayList<>();
+            List<Channel> accepted = new ArrayList<>();
+            for (int i = 0; i < connections; i++) {
+                Future<Channel> a = ex.submit(() -> server.accept(T));
+                clients.add(cg.connect(server.localAddress(), T));
+                accepted.add(a.get(T.toSeconds(), TimeUnit.SECONDS));
+            }
+            assertEquals(connections, sg.channelCount());
+            Thread poller = sg.pollingThread();
+            assertNotNull(poller);
+            List<Future<?>> sends = new ArrayList<>();
+            for (int i = 0; i < connections; i++) {
+                Channel c = clients.get(i);
+                long seed = 100 + i;
+                sends.add(ex.submit(() -> {
+                    sendStream(c, seed, perConnection);
+                    return null;
+                }));
+            }
+            // one thread receives from all, round-robin
+            long[] next = new long[connections];
+            long max = clients.get(0).maxMessageSize();
+            long left = perConnection * connections;
+            long deadline = System.nanoTime() + T.toNanos();
+            while (left > 0) {
+                assertTrue(System.nanoTime() < deadline, left + " messages missing");
+                for (int i = 0; i < connections; i++) {
+                    Message m;
+                    while (next[i] < perConnection && (m = accepted.get(i).receive(0, TimeUnit.NANOSECONDS)) != null) {
+                        try (Message held = m) {
+                            Traffic.verify(m, 100 + i, next[i]++, max);
+                            left--;
+                        }
+                    }
+                }
+            }
+            for (Future<?> f : sends) {
+                f.get(T.toSeconds(), TimeUnit.SECONDS);
+            }
+            assertSame(poller, sg.pollingThread());
+            long pollers = Thread.getAllStackTraces().keySet().stream()
+                    .filter(t -> t.getName().equals("verbs4j-channel-poller")).count();
+            assertEquals(2, pollers, "one polling thread per group (server and client)");
+        }
+    }
+
+    @Test
+    void steadyStateAllocatesNothingPerMessage() throws Exception {
+        var mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+        int n = 20_000;
+        try (Pair p = pair(ChannelOptions.defaults().withSlots(256).withSlotSize(256));
+             Arena arena = Arena.ofShared(); ExecutorService ex = Executors.newSingleThreadExecutor()) {
+            MemorySegment msg = arena.allocate(64);
+            Future<long[]> receiver = ex.submit(() -> {
+                long sum = 0;
+                long before = 0;
+                for (int round = 0; round < 2; round++) {
+                    if (round == 1) {
+                        before = mx.getCurrentThreadAllocatedBytes();
+                    }
+                    for (int i = 0; i < n; i++) {
+                        Message m = p.accepted().receive(20, TimeUnit.SECONDS);
+                        sum += m.getLong(0);
+                        m.close();
+                    }
+                }
+                return new long[] {mx.getCurrentThreadAllocatedBytes() - before, sum};
+            });
+            long before = 0;
+            long pollerBefore = 0;
+            Thread poller = p.serverGroup().pollingThread();
+            for (int round = 0; round < 2; round++) {
+                if (round == 1) {
+                    before = mx.getCurrentThreadAllocatedBytes();
+                    pollerBefore = mx.getThreadAllocatedBytes(poller.threadId());
+                }
+                for (int i = 0; i < n; i++) {
+                    msg.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, i);
+                    p.client().send(msg);
+                }
+            }
+            long sender = mx.getCurrentThreadAllocatedBytes() - before;
+            long[] r = receiver.get(T.toSeconds(), TimeUnit.SECONDS);
+            long pollerBytes = mx.getThreadAllocatedBytes(poller.threadId()) - pollerBefore;
+            System.out.printf("allocation over %d messages: sender %d B, receiver %d B, server polling thread %d B%n",
+                    n, sender, r[0], pollerBytes);
+            assertEquals(2L * n * (n - 1) / 2, r[1]);
+            // a handful of bytes may come from the JIT's first compiled runs; none per message
+            assertTrue(sender < n / 10, "sender allocated " + sender + " B for " + n + " messages");
+            assertTrue(r[0] < n / 10, "receiver allocated " + r[0] + " B for " + n + " messages");
+        }
+    }
+
+    @Test
+    void tooLongAMessageIsRefusedWithTheLimit() throws Exception {
+        try (Pair p = pair(ChannelOptions.defaults().withSlots(8).withSlotSize(64))) {
+            assertEquals(2 * 64 - 8, p.client().maxMessageSize());
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> p.client().send(MemorySegment.ofArray(new byte[121])));
+            assertTrue(e.getMessage().contains("120 bytes"), e.getMessage());
+            p.client().send(MemorySegment.ofArray(new byte[120]));
+            try (Message m = p.accepted().receive(T)) {
+                assertEquals(120, m.length());
+            }
+        }
+    }
+}

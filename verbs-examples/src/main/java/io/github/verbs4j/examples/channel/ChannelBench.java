@@ -1,0 +1,235 @@
+package io.github.verbs4j.examples.channel;
+
+import io.github.verbs4j.channel.Channel;
+import io.github.verbs4j.channel.ChannelClosedException;
+import io.github.verbs4j.channel.ChannelGroup;
+import io.github.verbs4j.channel.ChannelOptions;
+import io.github.verbs4j.channel.ChannelServer;
+import io.github.verbs4j.channel.Message;
+
+import java.io.PrintWriter;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.ByteOrder;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+/** The channel-bench run: what {@link ChannelBenchCommand} parsed, and both sides. */
+final class ChannelBench {
+
+    static final int MIN_SIZE = 8;
+    /** "VCHB": the setup message's tag. */
+    private static final int TAG = 0x5643_4842;
+    private static final int VERSION = 1;
+    private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final String SEPARATOR = "---------------------------------------------------------------------------------------";
+
+    private final PrintWriter out;
+    private final InetAddress host;
+    private final int port;
+    private final int size;
+    private final long messages;
+    private final int connections;
+    private final int pings;
+    private final ChannelOptions options;
+    private final Duration timeout;
+
+    ChannelBench(PrintWriter out, InetAddress host, int port, int size, long messages, int connections, int window,
+            int slots, int slotSize, int pings, int spin, Duration timeout) {
+        this.out = out;
+        this.host = host;
+        this.port = port;
+        this.size = size;
+        this.messages = messages;
+        this.connections = connections;
+        this.pings = pings;
+        this.timeout = timeout;
+        int entries = Math.max(8192, Integer.highestOneBit(connections * (slots + window + 40)) << 1);
+        this.options = ChannelOptions.defaults().withSlots(slots).withSlotSize(slotSize).withWritesInFlight(window)
+                .withSpinPolls(spin).withCompletionQueueEntries(entries);
+    }
+
+    int runServer() throws Exception {
+        try (ChannelGroup group = ChannelGroup.create(options);
+             ChannelServer server = group.listen(new InetSocketAddress(host, port));
+             ExecutorService workers = Executors.newCachedThreadPool()) {
+            out.printf("channel-bench server listening on %s (port %d)%n", server.localAddress(), server.localAddress().getPort());
+            out.flush();
+            Channel first = server.accept(timeout.multipliedBy(10));
+            if (first == null) {
+                out.println("no client connected");
+                return 1;
+            }
+            long[] setup = readSetup(first);
+            int conns = (int) setup[2];
+            List<Channel> channels = new ArrayList<>(List.of(first));
+            for (int i = 1; i < conns; i++) {
+                Channel ch = server.accept(timeout);
+                if (ch == null) {
+                    out.println("only " + i + " of " + conns + " connections arrived");
+                    return 1;
+                }
+                long[] s = readSetup(ch);
+                if (!Arrays.equals(s, setup)) {
+                    throw new IllegalStateException("connection " + i + " announced " + Arrays.toString(s) + ", the first " + Arrays.toString(setup));
+                }
+                channels.add(ch);
+            }
+            int msgSize = (int) setup[0];
+            long count = setup[1];
+            int rounds = (int) setup[3];
+            List<Future<Long>> sinks = new ArrayList<>();
+            for (Channel ch : channels) {
+                sinks.add(workers.submit(() -> sink(ch, msgSize, count)));
+            }
+            for (Future<Long> f : sinks) {
+                f.get(timeout.toSeconds() * 10, TimeUnit.SECONDS);
+            }
+            // round trips on connection 0: echo
+            for (int i = 0; i < rounds; i++) {
+                try (Message m = first.receive(timeout)) {
+                    if (m == null) {
+                        throw new IllegalStateException("ping " + i + " did not arrive within " + timeout);
+                    }
+                    first.send(m.segment());
+                }
+            }
+            out.printf(Locale.ROOT, "received %d messages of %d bytes on %d connections%n", count * conns, msgSize, conns);
+            for (Channel ch : channels) {
+                try {
+                    ch.receive(timeout);
+                } catch (ChannelClosedException expected) {
+                    // the client closed
+                }
+            }
+            return 0;
+        }
+    }
+
+    private long[] readSetup(Channel ch) throws InterruptedException {
+        try (Message m = ch.receive(timeout)) {
+            if (m == null) {
+                throw new IllegalStateException("the client sent no setup within " + timeout);
+            }
+            if (m.length() != 32 || m.getInt(0) != TAG || m.getInt(4) != VERSION) {
+                throw new IllegalStateException("not a channel-bench " + VERSION + " client (setup of " + m.length() + " bytes)");
+            }
+            return new long[] {m.getInt(8), m.getLong(12), m.getInt(20), m.getInt(24)};
+        }
+    }
+
+    private long sink(Channel ch, int msgSize, long count) throws InterruptedException {
+        for (long i = 0; i < count; i++) {
+            try (Message m = ch.receive(timeout)) {
+                if (m == null) {
+                    throw new IllegalStateException("message " + i + " did not arrive within " + timeout);
+                }
+                if (m.length() != msgSize || m.getLong(0) != i) {
+                    throw new IllegalStateException("message " + i + ": " + m.length() + " bytes, sequence " + m.getLong(0));
+                }
+            }
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment done = arena.allocate(8);
+            done.set(LONG, 0, count);
+            ch.send(done);
+        }
+        return count;
+    }
+
+    int runClient() throws Exception {
+        try (ChannelGroup group = ChannelGroup.create(options);
+             ExecutorService workers = Executors.newCachedThreadPool();
+             Arena arena = Arena.ofShared()) {
+            List<Channel> channels = new ArrayList<>();
+            MemorySegment setup = arena.allocate(32);
+            setup.set(INT, 0, TAG);
+            setup.set(INT, 4, VERSION);
+            setup.set(INT, 8, size);
+            setup.set(LONG, 12, messages);
+            setup.set(INT, 20, connections);
+            setup.set(INT, 24, pings);
+            // each connection states the run at once: the server reads it before it accepts the next
+            for (int i = 0; i < connections; i++) {
+                Channel ch = group.connect(new InetSocketAddress(host, port), timeout);
+                channels.add(ch);
+                if (size > ch.maxMessageSize()) {
+                    throw new IllegalArgumentException("size " + size + " is more than the server's ring carries ("
+                            + ch.maxMessageSize() + " bytes: use larger --slots or --slot-size on the server)");
+                }
+                ch.send(setup);
+            }
+            printHeader(channels.getFirst());
+            long t0 = System.nanoTime();
+            List<Future<?>> senders = new ArrayList<>();
+            for (Channel ch : channels) {
+                senders.add(workers.submit(() -> {
+                    MemorySegment msg = Arena.ofAuto().allocate(size);
+                    for (long i = 0; i < messages; i++) {
+                        msg.set(LONG, 0, i);
+                        ch.send(msg);
+                    }
+                    try (Message done = ch.receive(timeout.multipliedBy(10))) {
+                        if (done == null || done.getLong(0) != messages) {
+                            throw new IllegalStateException("the server did not confirm " + messages + " messages");
+                        }
+                    }
+                    return null;
+                }));
+            }
+            for (Future<?> f : senders) {
+                f.get(timeout.toSeconds() * 10, TimeUnit.SECONDS);
+            }
+            double seconds = (System.nanoTime() - t0) / 1e9;
+            long total = messages * connections;
+            double mbps = total * (double) size / seconds / 1e6;
+            double mpps = total / seconds / 1e6;
+            Channel c0 = channels.getFirst();
+            long[] rtt = new long[pings];
+            MemorySegment ping = arena.allocate(size);
+            for (int i = 0; i < pings; i++) {
+                ping.set(LONG, 0, i);
+                long s = System.nanoTime();
+                c0.send(ping);
+                try (Message pong = c0.receive(timeout)) {
+                    if (pong == null || pong.getLong(0) != i) {
+                        throw new IllegalStateException("pong " + i + " did not come back");
+                    }
+                }
+                rtt[i] = System.nanoTime() - s;
+            }
+            Arrays.sort(rtt);
+            double half = pings == 0 ? Double.NaN : rtt[pings / 2] / 2e3;
+            double p99 = pings == 0 ? Double.NaN : rtt[Math.min(pings - 1, (int) (pings * 0.99))] / 2e3;
+            out.printf(Locale.ROOT, " %-8d %-11d %-7d %-19.2f %-15.4f %-19.2f %-10.2f%n", size, total, connections, mbps, mpps, half, p99);
+            out.println(SEPARATOR);
+            for (Channel ch : channels) {
+                ch.close();
+            }
+            return 0;
+        }
+    }
+
+    private void printHeader(Channel ch) {
+        out.println(SEPARATOR);
+        out.println("                   verbs4j channel-bench: messages over RDMA WRITE_WITH_IMM");
+        out.printf(" Peer           : %s%n", ch.remoteAddress());
+        out.printf(" Connections    : %d (one polling thread per side)%n", connections);
+        out.printf(" Ring           : %d slots of %d bytes; %d WRITEs in flight, then coalescing%n", options.slots(),
+                options.slotSize(), options.writesInFlight());
+        out.println(SEPARATOR);
+        out.println(" #bytes   #messages   #conns  BW average[MB/sec]  MsgRate[Mpps]   t_half_rtt[usec]    99%[usec]");
+        out.flush();
+    }
+}

@@ -1,0 +1,98 @@
+package io.github.verbs4j.examples.channel;
+
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.net.InetAddress;
+import java.net.UnknownHostException;
+import java.time.Duration;
+import java.util.concurrent.Callable;
+
+/**
+ * {@code verbs4j channel-bench}: message rate, bandwidth and round-trip latency of verbs-channel
+ * between a server ({@code -s}) and a client ({@code -c -a <server>}), over one or more
+ * connections. The client states the run (size, count, connections) in a first message on each
+ * channel; the server checks it, counts and checks every message's length, and answers when all
+ * arrived. Then connection 0 measures round trips.
+ */
+@Command(name = "channel-bench", mixinStandardHelpOptions = true,
+        description = "Message rate, bandwidth and latency of the verbs4j message channel (client/server over rdma_cm).")
+public final class ChannelBenchCommand implements Callable<Integer> {
+
+    /** The server's default port. */
+    public static final int DEFAULT_PORT = 7475;
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    @Option(names = "-s", description = "server side")
+    boolean server;
+
+    @Option(names = "-c", description = "client side")
+    boolean client;
+
+    @Option(names = {"-a", "--address"}, paramLabel = "<addr>", description = "the server's address (client), or the one to bind (server; default: any)")
+    String address;
+
+    @Option(names = {"-p", "--port"}, paramLabel = "<port>", description = "port (default: ${DEFAULT-VALUE}; 0 on the server picks a free one and prints it)")
+    int port = DEFAULT_PORT;
+
+    @Option(names = {"-S", "--size"}, paramLabel = "<bytes>", description = "message size (default: ${DEFAULT-VALUE})")
+    int size = 64;
+
+    @Option(names = {"-n", "--messages"}, paramLabel = "<n>", description = "messages per connection (default: ${DEFAULT-VALUE})")
+    long messages = 200_000;
+
+    @Option(names = {"-C", "--connections"}, paramLabel = "<n>", description = "connections, all served by one polling thread per side (default: ${DEFAULT-VALUE})")
+    int connections = 1;
+
+    @Option(names = {"-w", "--window"}, paramLabel = "<n>", description = "RDMA WRITEs in flight per connection before messages are coalesced (default: ${DEFAULT-VALUE})")
+    int window = 8;
+
+    @Option(names = "--slots", paramLabel = "<n>", description = "receive ring slots per connection (default: ${DEFAULT-VALUE})")
+    int slots = 256;
+
+    @Option(names = "--slot-size", paramLabel = "<bytes>", description = "bytes per slot (default: ${DEFAULT-VALUE})")
+    int slotSize = 1024;
+
+    @Option(names = "--pings", paramLabel = "<n>", description = "round trips measured on connection 0 (default: ${DEFAULT-VALUE})")
+    int pings = 2_000;
+
+    @Option(names = "--spin", paramLabel = "<polls>", description = "empty polls before the polling thread blocks on the completion channel (default: ${DEFAULT-VALUE})")
+    int spin = 2_000;
+
+    @Option(names = {"-t", "--timeout"}, paramLabel = "<seconds>", description = "give up a step after this long (default: ${DEFAULT-VALUE})")
+    int timeoutSeconds = 60;
+
+    @Override
+    public Integer call() throws Exception {
+        if (server == client) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "give exactly one of -s (server) and -c (client)");
+        }
+        if (client && address == null) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "the client needs the server's address (-a)");
+        }
+        if (port < 0 || port > 65535 || (client && port == 0)) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "invalid port " + port);
+        }
+        if (size < ChannelBench.MIN_SIZE || messages < 1 || connections < 1 || connections > 1024 || pings < 0 || timeoutSeconds < 1) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "size must be at least " + ChannelBench.MIN_SIZE
+                    + ", messages and connections (at most 1024) at least 1, pings not negative, timeout at least 1 s");
+        }
+        InetAddress host;
+        try {
+            host = address == null ? InetAddress.getByAddress(new byte[4]) : InetAddress.getByName(address);
+        } catch (UnknownHostException e) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "unknown host " + address);
+        }
+        ChannelBench bench;
+        try {
+            bench = new ChannelBench(spec.commandLine().getOut(), host, port, size, messages, connections, window, slots,
+                    slotSize, pings, spin, Duration.ofSeconds(timeoutSeconds));
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+        }
+        return server ? bench.runServer() : bench.runClient();
+    }
+}
