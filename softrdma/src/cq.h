@@ -6,5 +6,6 @@
 void srd_cq_push(struct srd_cq *cq, const struct ibv_wc *wc, bool solicited);
 int srd_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc);
 int srd_req_notify_cq(struct ibv_cq *ibcq, int solicited_only);
+struct ibv_cq_ex *srd_create_cq_ex(struct ibv_context *context, struct ibv_cq_init_attr_ex *attr);
 
 #endif
