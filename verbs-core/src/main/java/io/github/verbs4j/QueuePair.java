@@ -68,8 +68,6 @@ public final class QueuePair implements AutoCloseable {
     final boolean iwarp;
     private volatile QpState state = QpState.RESET;
     private volatile int advertisedGidIndex = -1;
-    /** The post-send operations of an extended QP ({@code IBV_QP_EX_WITH_*}); 0 for a classic one. */
-    private final long sendOps;
     /** The post-send API's session of an extended QP, or null. */
     private final PostSession postSession;
     /** Destroys a QP another library created (librdmacm's {@code rdma_destroy_qp}); null: ibv_destroy_qp. */
@@ -97,7 +95,6 @@ public final class QueuePair implements AutoCloseable {
         this.postRecvFn = ContextOps.function(pd.context.ctx, ContextOps.POST_RECV_OFFSET, "ibv_post_recv");
         this.initialPsn = ThreadLocalRandom.current().nextInt(1 << 24);
         this.iwarp = Iwarp.is(pd.context);
-        this.sendOps = sendOps;
         this.postSession = sendOps == 0 ? null : new PostSession(this, handle.pointer(), sendOps,
                 capabilities.maxSendSge(), capabilities.maxInlineData());
     }
@@ -303,7 +300,7 @@ public final class QueuePair implements AutoCloseable {
                         + "/" + maxRecvSge + " SGEs, " + maxInline + " inline bytes");
             }
             Lifecycle.Destroy undo = () -> Lifecycle.destroyVerb("ibv_destroy_qp", VerbsFunctions.DESTROY_QP, qp);
-            MemorySegment qpx = (MemorySegment) QP_TO_QP_EX.invokeExact(qp);
+            MemorySegment qpx = (MemorySegment) QpEx.TO_QP_EX.invokeExact(qp);
             if (qpx.address() != qp.address()) {
                 undo.destroy();
                 throw new IllegalStateException("ibv_qp_to_qp_ex returned " + qpx + " for " + qp
@@ -311,13 +308,23 @@ public final class QueuePair implements AutoCloseable {
             }
             QpCapabilities granted = new QpCapabilities(ibv_qp_cap.max_send_wr(cap), ibv_qp_cap.max_recv_wr(cap),
                     ibv_qp_cap.max_send_sge(cap), ibv_qp_cap.max_recv_sge(cap), ibv_qp_cap.max_inline_data(cap));
-            return register(new QueuePair(this, qp, granted, null, sendOps), undo);
+            QueuePair result;
+            try {
+                result = new QueuePair(this, qp, granted, null, sendOps);
+            } catch (RuntimeException e) {
+                undo.destroy(); // the provider's ibv_qp_ex lacks what PostSession needs
+                throw e;
+            }
+            return register(result, undo);
         }
     }
 
-    /** {@code struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *)} (exported, no errno). */
-    private static final java.lang.invoke.MethodHandle QP_TO_QP_EX = Downcalls.plain(io.github.verbs4j.raw.NativeLibraries.verbs(),
-            "ibv_qp_to_qp_ex", RdmaCore.ibv_qp_to_qp_ex$descriptor());
+    /** Bound on first use: a libibverbs older than rdma-core's ABI 1.6 lacks the symbol. */
+    private static final class QpEx {
+        /** {@code struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *)} (exported, no errno). */
+        static final java.lang.invoke.MethodHandle TO_QP_EX = Downcalls.plain(io.github.verbs4j.raw.NativeLibraries.verbs(),
+                "ibv_qp_to_qp_ex", RdmaCore.ibv_qp_to_qp_ex$descriptor());
+    }
 
     /**
      * Wraps an {@code ibv_qp} created by another library on {@code pd} with these queues (librdmacm's
