@@ -1,7 +1,8 @@
 /*
  * Device contexts: ibv_open_device wires the data-path verbs into
- * context->ops and starts the agent; ibv_close_device.
- * Owns: struct srd_context's life. Calls: device, events, cq, rq, requester, agent.
+ * context->ops and the verbs_context's extended verbs, and starts the agent;
+ * ibv_close_device.
+ * Owns: struct srd_context's life. Calls: qp, device, events, cq, rq, requester, agent.
  */
 #include "device.h"
 #include "events.h"
@@ -9,6 +10,7 @@
 #include "rq.h"
 #include "requester.h"
 #include "agent.h"
+#include "qp.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -46,6 +48,8 @@ SRD_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ctx->vctx.sz = sizeof(struct verbs_context);
 	ctx->vctx.query_port = srd_query_port;
 	ctx->vctx.query_device_ex = srd_query_device_ex;
+	ctx->vctx.create_qp_ex = srd_create_qp_ex;
+	ctx->vctx.create_cq_ex = srd_create_cq_ex;
 	c->ops.post_send = srd_post_send;
 	c->ops.post_recv = srd_post_recv;
 	c->ops.poll_cq = srd_poll_cq;

@@ -1,7 +1,8 @@
 /*
  * Completion queues and completion channels: create/resize/destroy, poll,
- * req_notify, the push that every producer of completions uses, and the
- * channel's event FIFO behind its eventfd.
+ * req_notify, the push that every producer of completions uses, the
+ * channel's event FIFO behind its eventfd, and the extended CQ
+ * (ibv_create_cq_ex: start_poll/next_poll/end_poll and the read_* accessors).
  * Owns: struct srd_cq, srd_channel. Calls: events (CQ overrun).
  */
 #include "cq.h"
@@ -114,7 +115,8 @@ SRD_EXPORT void ibv_ack_cq_events(struct ibv_cq *ibcq, unsigned int nevents)
 SRD_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
 					struct ibv_comp_channel *channel, int comp_vector)
 {
-	if (cqe < 1 || cqe > SRD_MAX_CQE || comp_vector < 0 || comp_vector >= context->num_comp_vectors) {
+	if (!context || cqe < 1 || cqe > SRD_MAX_CQE || comp_vector < 0 ||
+	    comp_vector >= context->num_comp_vectors) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -276,3 +278,122 @@ int srd_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	return 0;
 }
 
+
+/* ---------------------------------------------------------------- extended CQ */
+
+/* The wc flags rxe accepts: no completion timestamps (a software device has no HCA
+ * clock; query_device_ex reports hca_core_clock 0), no cvlan, flow tag or TM info. */
+#define SRD_WC_EX_FLAGS (IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM | \
+			 IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL | \
+			 IBV_WC_EX_WITH_DLID_PATH_BITS)
+
+static inline struct srd_cq *xcq(struct ibv_cq_ex *x)
+{
+	return container_of(x, struct srd_cq, cqx);
+}
+
+/* cq->lock held: makes the oldest completion current and consumes it; ENOENT when none. */
+static int x_take(struct srd_cq *cq)
+{
+	if (!cq->count)
+		return ENOENT;
+	cq->cur = cq->ring[cq->head];
+	cq->head = (cq->head + 1) % cq->cap;
+	cq->count--;
+	cq->cqx.status = cq->cur.status;
+	cq->cqx.wr_id = cq->cur.wr_id;
+	return 0;
+}
+
+/* start_poll takes the CQ's lock, which end_poll releases; on ENOENT nothing is held
+ * (the caller must not call end_poll then). */
+static int x_start_poll(struct ibv_cq_ex *x, struct ibv_poll_cq_attr *attr)
+{
+	struct srd_cq *cq = xcq(x);
+	if (attr && attr->comp_mask)
+		return EINVAL;
+	if (!__atomic_load_n(&cq->count, __ATOMIC_ACQUIRE)) {
+		/* as srd_poll_cq: an empty spin hands the core to the agent now and then */
+		if ((++cq->empty_polls & 7) == 0)
+			sched_yield();
+		return ENOENT;
+	}
+	pthread_mutex_lock(&cq->lock);
+	int rc = x_take(cq);
+	if (rc)
+		pthread_mutex_unlock(&cq->lock);
+	return rc;
+}
+
+static int x_next_poll(struct ibv_cq_ex *x)
+{
+	return x_take(xcq(x));
+}
+
+static void x_end_poll(struct ibv_cq_ex *x)
+{
+	pthread_mutex_unlock(&xcq(x)->lock);
+}
+
+static enum ibv_wc_opcode x_read_opcode(struct ibv_cq_ex *x) { return xcq(x)->cur.opcode; }
+static uint32_t x_read_vendor_err(struct ibv_cq_ex *x) { return xcq(x)->cur.vendor_err; }
+static uint32_t x_read_byte_len(struct ibv_cq_ex *x) { return xcq(x)->cur.byte_len; }
+static __be32 x_read_imm_data(struct ibv_cq_ex *x) { return xcq(x)->cur.imm_data; }
+static uint32_t x_read_qp_num(struct ibv_cq_ex *x) { return xcq(x)->cur.qp_num; }
+static uint32_t x_read_src_qp(struct ibv_cq_ex *x) { return xcq(x)->cur.src_qp; }
+static unsigned int x_read_wc_flags(struct ibv_cq_ex *x) { return xcq(x)->cur.wc_flags; }
+static uint32_t x_read_slid(struct ibv_cq_ex *x) { return xcq(x)->cur.slid; }
+static uint8_t x_read_sl(struct ibv_cq_ex *x) { return xcq(x)->cur.sl; }
+static uint8_t x_read_dlid_path_bits(struct ibv_cq_ex *x) { return xcq(x)->cur.dlid_path_bits; }
+
+/* verbs_context->create_cq_ex. The CQ is an ordinary one (poll_cq, req_notify_cq,
+ * channels, resize and destroy work on ibv_cq_ex_to_cq of it) with the polling
+ * interface of struct ibv_cq_ex on top; like rxe, a read_* accessor exists only for
+ * a field asked for in wc_flags. */
+struct ibv_cq_ex *srd_create_cq_ex(struct ibv_context *context, struct ibv_cq_init_attr_ex *attr)
+{
+	if (!attr) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (attr->wc_flags & ~(uint64_t)SRD_WC_EX_FLAGS) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (attr->comp_mask & ~(uint32_t)(IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	/* no creation flags (single-threaded, timestamps) and no parent domains here */
+	if (((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) && attr->flags) ||
+	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) && attr->parent_domain)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (attr->cqe > INT32_MAX || attr->comp_vector > INT32_MAX) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct ibv_cq *ibcq = ibv_create_cq(context, (int)attr->cqe, attr->cq_context, attr->channel,
+					    (int)attr->comp_vector);
+	if (!ibcq)
+		return NULL;
+	struct srd_cq *cq = srd_cq_of(ibcq);
+	struct ibv_cq_ex *x = &cq->cqx;
+	cq->ex = true;
+	x->start_poll = x_start_poll;
+	x->next_poll = x_next_poll;
+	x->end_poll = x_end_poll;
+	x->read_opcode = x_read_opcode;
+	x->read_vendor_err = x_read_vendor_err;
+	x->read_wc_flags = x_read_wc_flags;
+	uint64_t f = attr->wc_flags;
+	if (f & IBV_WC_EX_WITH_BYTE_LEN) x->read_byte_len = x_read_byte_len;
+	if (f & IBV_WC_EX_WITH_IMM) x->read_imm_data = x_read_imm_data;
+	if (f & IBV_WC_EX_WITH_QP_NUM) x->read_qp_num = x_read_qp_num;
+	if (f & IBV_WC_EX_WITH_SRC_QP) x->read_src_qp = x_read_src_qp;
+	if (f & IBV_WC_EX_WITH_SLID) x->read_slid = x_read_slid;
+	if (f & IBV_WC_EX_WITH_SL) x->read_sl = x_read_sl;
+	if (f & IBV_WC_EX_WITH_DLID_PATH_BITS) x->read_dlid_path_bits = x_read_dlid_path_bits;
+	return x;
+}

@@ -10,5 +10,6 @@ int srd_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc);
  * no other thread to progress. */
 extern bool (*srd_cq_idle_hook)(void);
 int srd_req_notify_cq(struct ibv_cq *ibcq, int solicited_only);
+struct ibv_cq_ex *srd_create_cq_ex(struct ibv_context *context, struct ibv_cq_init_attr_ex *attr);
 
 #endif

@@ -161,14 +161,6 @@ SRD_EXPORT int ibv_resolve_eth_l2_from_gid(struct ibv_context *context, struct i
 	return 0;
 }
 
-SRD_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
-{
-	/* QPs are only created through ibv_create_qp: none has the extended interface */
-	(void)qp;
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
 SRD_EXPORT int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op, uint32_t flags)
 {
 	(void)qp; (void)op;

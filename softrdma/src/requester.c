@@ -537,9 +537,16 @@ void srd_requester_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t 
 
 int srd_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
+	return srd_post_send_wrs(ibqp, wr, bad, false);
+}
+
+/* whole: post every WR of the list or none (ibv_wr_complete); else up to the first bad one */
+int srd_post_send_wrs(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad, bool whole)
+{
 	struct srd_qp *qp = srd_qp_of(ibqp);
 	int rc = 0;
 	pthread_mutex_lock(&qp->sq_lock);
+	unsigned head0 = qp->sq_head;
 	int st = qp->state;
 	if (st == IBV_QPS_RESET || st == IBV_QPS_INIT || st == IBV_QPS_RTR) {
 		pthread_mutex_unlock(&qp->sq_lock);
@@ -633,8 +640,11 @@ int srd_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 		}
 		qp->sq_head++;
 	}
-	if (rc)
+	if (rc) {
 		*bad = wr;
+		if (whole)
+			qp->sq_head = head0; /* nothing of the list was transmitted yet: drop it all */
+	}
 	srd_batch_begin();
 	srd_sq_progress(qp);
 	srd_batch_end();

@@ -5,6 +5,7 @@
 #include "wire.h"
 
 int srd_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+int srd_post_send_wrs(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad, bool whole);
 void srd_sq_progress(struct srd_qp *qp); /* sq_lock held */
 /* The packet path: an ACK/NAK or a READ/atomic response for qp (QPN table read lock held). */
 void srd_requester_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t *payload);

@@ -4,7 +4,7 @@
  * unit's functions are declared in that unit's own header, and the units call
  * each other one way (docs/softrdma.md, "Units"; tests/layering.sh checks it):
  *
- *   context.c qp.c   >  agent.c  >  requester.c  >  responder.c  >  sq.c  >  rq.c
+ *   context.c  >  qp.c  >  agent.c  >  requester.c  >  responder.c  >  sq.c  >  rq.c
  *   >  cq.c net.c  >  events.c device.c pd.c faults.c misc.c
  *
  * Every verbs object is a private struct that embeds the public rdma-core
@@ -80,7 +80,12 @@ struct srd_channel {
 };
 
 struct srd_cq {
-	struct ibv_cq ibcq;
+	union {
+		struct ibv_cq ibcq;
+		struct ibv_cq_ex cqx; /* ibv_create_cq_ex: starts with the ibv_cq's layout */
+	};
+	bool ex;                  /* created by ibv_create_cq_ex */
+	struct ibv_wc cur;        /* the completion start_poll/next_poll made current */
 	pthread_mutex_t lock;
 	struct ibv_wc *ring;
 	int cap;          /* ring slots */
@@ -145,8 +150,25 @@ struct srd_swqe {
 	bool signaled;
 };
 
+/* The post-send API's batch (ibv_wr_start .. ibv_wr_complete) of an extended QP: the
+ * builders fill classic send WRs here, and ibv_wr_complete posts them all or none
+ * through the classic path, so both APIs produce the same send WQEs. */
+struct srd_xbatch {
+	uint64_t ops;               /* IBV_QP_EX_WITH_* the QP was created with */
+	struct ibv_send_wr *wr;     /* sq_cap WRs */
+	struct ibv_sge *sge;        /* max_send_sge per WR */
+	uint8_t *inl;               /* max_inline_data per WR */
+	int n;                      /* WRs built so far */
+	int err;                    /* first error of this batch, returned by wr_complete */
+	bool open;                  /* between wr_start and wr_complete/wr_abort */
+};
+
 struct srd_qp {
-	struct ibv_qp ibqp;
+	union {
+		struct ibv_qp ibqp;
+		struct ibv_qp_ex qpx; /* ibv_qp_to_qp_ex: starts with the ibv_qp */
+	};
+	struct srd_xbatch *xb;    /* NULL unless created with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS */
 	struct srd_device *dev;
 	/* attributes as last set */
 	struct ibv_qp_attr attr;

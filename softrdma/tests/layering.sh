@@ -14,7 +14,8 @@ declare -A layer=(
 	[responder]=4
 	[requester]=5
 	[agent]=6
-	[qp]=7 [context]=7
+	[qp]=7
+	[context]=8
 )
 declare -A owner=()
 bad=0

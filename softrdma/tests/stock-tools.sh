@@ -70,6 +70,9 @@ single "ibv_devices" ibv_devices
 single "ibv_devinfo -v" ibv_devinfo -v
 pair "ibv_rc_pingpong -g 1" ibv_rc_pingpong -g 1 -n 200
 pair "ibv_rc_pingpong -g 1 -e" ibv_rc_pingpong -g 1 -n 200 -e
+# -N: the new post-send API (ibv_qp_ex, ibv_wr_*) and the extended CQ (ibv_cq_ex)
+pair "ibv_rc_pingpong -g 1 -N" ibv_rc_pingpong -g 1 -n 200 -N
+pair "ibv_rc_pingpong -g 1 -N -e" ibv_rc_pingpong -g 1 -n 200 -N -e
 pair "ibv_ud_pingpong -g 1" ibv_ud_pingpong -g 1 -n 200 -s 1024
 for t in ib_send_lat ib_write_lat ib_read_lat ib_send_bw ib_write_bw ib_read_bw; do
 	pair "$t -a" "$t" -d softrdma0 -x 1 -a -n $N

@@ -6,6 +6,7 @@ import io.github.verbs4j.internal.NativeHandle;
 import io.github.verbs4j.internal.Telemetry;
 import io.github.verbs4j.raw.ContextOps;
 import io.github.verbs4j.raw.Downcalls;
+import io.github.verbs4j.raw.ExtendedOps;
 import io.github.verbs4j.raw.VerbsFunctions;
 
 import java.lang.foreign.Arena;
@@ -13,7 +14,8 @@ import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * A completion queue ({@code struct ibv_cq}).
+ * A completion queue ({@code struct ibv_cq}), classic or extended ({@code struct ibv_cq_ex},
+ * from {@link Context#createExtendedCq}, which also polls through {@link #startPoll()}).
  *
  * <pre>{@code
  * Completions wcs = cq.completions(16);
@@ -49,12 +51,44 @@ public final class CompletionQueue implements AutoCloseable {
     private final MemorySegment notifyFn;
     private final AtomicInteger unackedEvents = new AtomicInteger();
 
+    /** The extended polling interface ({@code ibv_create_cq_ex}), or null for a classic queue. */
+    private final PollSession pollSession;
+
     CompletionQueue(Context context, MemorySegment cq, CompletionChannel channel) {
+        this(context, cq, channel, -1L);
+    }
+
+    /** {@code wcFields} &lt; 0: a classic queue; else the {@code IBV_WC_EX_WITH_*} bits of an extended one. */
+    CompletionQueue(Context context, MemorySegment cq, CompletionChannel channel, long wcFields) {
         this.context = context;
-        this.handle = new NativeHandle(cq, ibv_cq.layout().byteSize());
+        this.handle = new NativeHandle(cq, wcFields < 0 ? ibv_cq.layout().byteSize() : ExtendedOps.CQ_EX_SIZE);
         this.channel = channel;
         this.pollFn = ContextOps.function(context.ctx, ContextOps.POLL_CQ_OFFSET, "ibv_poll_cq");
         this.notifyFn = ContextOps.function(context.ctx, ContextOps.REQ_NOTIFY_CQ_OFFSET, "ibv_req_notify_cq");
+        this.pollSession = wcFields < 0 ? null : new PollSession(this, handle.pointer(), wcFields);
+    }
+
+    /** Whether the queue was created by {@link Context#createExtendedCq} ({@code ibv_create_cq_ex}). */
+    public boolean isExtended() {
+        return pollSession != null;
+    }
+
+    /**
+     * Starts a pass over the queue's completions through the extended CQ interface
+     * ({@code ibv_start_poll}); see {@link PollSession}. Returns this queue's one session
+     * object: nothing is allocated.
+     *
+     * <p><b>Errors</b>: {@link IllegalStateException} for a classic queue, while a pass is
+     * already open, or after close; {@link VerbsException} when start_poll fails with an errno
+     * other than ENOENT (which means empty: {@link PollSession#next()} then returns false).
+     */
+    public PollSession startPoll() {
+        life.ensureOpen(this);
+        if (pollSession == null) {
+            throw new IllegalStateException(this + " is a classic completion queue: create it with"
+                    + " Context.createExtendedCq to poll through ibv_cq_ex");
+        }
+        return pollSession.begin();
     }
 
     /** The number of entries the device gave the queue ({@code cqe}, at least what was asked). */
@@ -182,6 +216,9 @@ public final class CompletionQueue implements AutoCloseable {
      */
     @Override
     public void close() {
+        if (pollSession != null && pollSession.isOpen() && !life.isClosed()) {
+            throw new IllegalStateException("cannot close " + this + " inside a polling session: close the PollSession first");
+        }
         life.close(this, handle, () -> {
             acknowledgeEvents();
             Lifecycle.destroyVerb("ibv_destroy_cq", VerbsFunctions.DESTROY_CQ, handle.pointer());

@@ -1,6 +1,7 @@
 package io.github.verbs4j;
 
 import io.github.verbs4j.ffi.ibv_async_event;
+import io.github.verbs4j.ffi.ibv_cq_init_attr_ex;
 import io.github.verbs4j.ffi.ibv_context;
 import io.github.verbs4j.ffi.ibv_device;
 import io.github.verbs4j.ffi.ibv_device_attr;
@@ -12,6 +13,7 @@ import io.github.verbs4j.internal.Telemetry;
 import io.github.verbs4j.internal.Timeouts;
 import io.github.verbs4j.raw.ContextOps;
 import io.github.verbs4j.raw.Downcalls;
+import io.github.verbs4j.raw.ExtendedOps;
 import io.github.verbs4j.raw.VerbsFunctions;
 
 import java.lang.foreign.Arena;
@@ -283,6 +285,69 @@ public final class Context implements AutoCloseable {
             return register(new CompletionChannel(this, ch));
         } catch (Throwable t) {
             throw Downcalls.unexpected("ibv_create_comp_channel", t);
+        }
+    }
+
+    /**
+     * Creates an extended completion queue ({@code ibv_create_cq_ex}, through
+     * {@code verbs_context->create_cq_ex}) reporting the {@code fields} beyond status, id,
+     * opcode, vendor error and wc flags. It polls both ways: {@link CompletionQueue#poll} and
+     * {@link CompletionQueue#startPoll()}; channels, notification and resize work as for a
+     * classic queue.
+     *
+     * <p><b>Errors</b>: {@link IllegalArgumentException} for {@code entries < 1} or a channel of
+     * another context; {@link VerbsException} (EOPNOTSUPP: a field the device cannot report,
+     * such as {@link WcField#COMPLETION_TIMESTAMP} on rxe and softrdma, or a provider without
+     * extended CQs; EINVAL: more entries than {@code max_cqe}); {@link IllegalStateException}
+     * when this context or the channel is closed.
+     *
+     * @param entries minimum number of entries
+     * @param channel the channel that receives its completion events, or {@code null}
+     * @param vector  the completion vector
+     * @param fields  the fields the completions carry ({@code wc_flags})
+     */
+    public CompletionQueue createExtendedCq(int entries, CompletionChannel channel, int vector, WcField... fields) {
+        life.ensureOpen(this);
+        if (entries < 1) {
+            throw new IllegalArgumentException("a completion queue needs at least 1 entry, asked for " + entries);
+        }
+        MemorySegment ch = MemorySegment.NULL;
+        if (channel != null) {
+            if (channel.context != this) {
+                throw new IllegalArgumentException(channel + " belongs to another context");
+            }
+            channel.life.ensureOpen(channel);
+            ch = channel.handle.segment();
+        }
+        long flags = 0;
+        for (WcField f : fields) {
+            flags |= f.flag();
+        }
+        MemorySegment create = ExtendedOps.createCqEx(ctx);
+        if (create == null) {
+            throw new VerbsException("ibv_create_cq_ex", Errno.EOPNOTSUPP, "the provider has no extended CQs");
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Downcalls.errnoSegment(arena);
+            MemorySegment attr = arena.allocate(ibv_cq_init_attr_ex.layout());
+            ibv_cq_init_attr_ex.cqe(attr, entries);
+            ibv_cq_init_attr_ex.channel(attr, ch);
+            ibv_cq_init_attr_ex.comp_vector(attr, vector);
+            ibv_cq_init_attr_ex.wc_flags(attr, flags);
+            MemorySegment cq = (MemorySegment) ExtendedOps.CREATE_CQ_EX.invokeExact(create, errno, ctx, attr);
+            if (Downcalls.isNull(cq)) {
+                throw new VerbsException("ibv_create_cq_ex", Downcalls.errno(errno), entries + " entries, wc_flags 0x"
+                        + Long.toHexString(flags));
+            }
+            CompletionQueue result = new CompletionQueue(this, cq, channel, flags);
+            register(result);
+            addChild(result.handle.pointer(), result);
+            if (channel != null) {
+                channel.attach(result);
+            }
+            return result;
+        } catch (Throwable t) {
+            throw Downcalls.unexpected("ibv_create_cq_ex", t);
         }
     }
 

@@ -1,14 +1,17 @@
 package io.github.verbs4j;
 
+import io.github.verbs4j.ffi.RdmaCore;
 import io.github.verbs4j.ffi.ibv_qp;
 import io.github.verbs4j.ffi.ibv_qp_attr;
 import io.github.verbs4j.ffi.ibv_qp_cap;
 import io.github.verbs4j.ffi.ibv_qp_init_attr;
+import io.github.verbs4j.ffi.ibv_qp_init_attr_ex;
 import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.internal.NativeHandle;
 import io.github.verbs4j.internal.Telemetry;
 import io.github.verbs4j.raw.ContextOps;
 import io.github.verbs4j.raw.Downcalls;
+import io.github.verbs4j.raw.ExtendedOps;
 import io.github.verbs4j.raw.VerbsFunctions;
 
 import java.lang.foreign.Arena;
@@ -65,6 +68,8 @@ public final class QueuePair implements AutoCloseable {
     final boolean iwarp;
     private volatile QpState state = QpState.RESET;
     private volatile int advertisedGidIndex = -1;
+    /** The post-send API's session of an extended QP, or null. */
+    private final PostSession postSession;
     /** Destroys a QP another library created (librdmacm's {@code rdma_destroy_qp}); null: ibv_destroy_qp. */
     private final Runnable destroyer;
 
@@ -73,9 +78,13 @@ public final class QueuePair implements AutoCloseable {
     }
 
     private QueuePair(Builder b, MemorySegment qp, QpCapabilities capabilities, Runnable destroyer) {
+        this(b, qp, capabilities, destroyer, 0);
+    }
+
+    private QueuePair(Builder b, MemorySegment qp, QpCapabilities capabilities, Runnable destroyer, long sendOps) {
         this.destroyer = destroyer;
         this.pd = b.pd;
-        this.handle = new NativeHandle(qp, ibv_qp.layout().byteSize());
+        this.handle = new NativeHandle(qp, sendOps == 0 ? ibv_qp.layout().byteSize() : ExtendedOps.QP_EX_SIZE);
         this.type = b.type;
         this.qpNum = ibv_qp.qp_num(handle.pointer());
         this.sendCq = b.sendCq;
@@ -86,6 +95,8 @@ public final class QueuePair implements AutoCloseable {
         this.postRecvFn = ContextOps.function(pd.context.ctx, ContextOps.POST_RECV_OFFSET, "ibv_post_recv");
         this.initialPsn = ThreadLocalRandom.current().nextInt(1 << 24);
         this.iwarp = Iwarp.is(pd.context);
+        this.postSession = sendOps == 0 ? null : new PostSession(this, handle.pointer(), sendOps,
+                capabilities.maxSendSge(), capabilities.maxInlineData());
     }
 
     /**
@@ -105,6 +116,7 @@ public final class QueuePair implements AutoCloseable {
         private int maxRecvSge = 1;
         private int maxInline;
         private boolean signalAll;
+        private long sendOps;
 
         Builder(ProtectionDomain pd, QpType type) {
             this.pd = pd;
@@ -173,6 +185,25 @@ public final class QueuePair implements AutoCloseable {
             return this;
         }
 
+        /**
+         * Creates an extended QP ({@code ibv_create_qp_ex} with
+         * {@code IBV_QP_INIT_ATTR_SEND_OPS_FLAGS}) that can post through the post-send API
+         * ({@link QueuePair#startPosting()}) for these operations; the classic
+         * {@link QueuePair#postSend} works on it too. The device refuses (EOPNOTSUPP) an
+         * operation it cannot do on the QP type.
+         */
+        public Builder sendOps(SendOp... ops) {
+            long f = 0;
+            for (SendOp op : ops) {
+                f |= op.flag();
+            }
+            if (f == 0) {
+                throw new IllegalArgumentException("sendOps needs at least one operation");
+            }
+            this.sendOps = f;
+            return this;
+        }
+
         private static int positive(String what, int n) {
             if (n < 1) {
                 throw new IllegalArgumentException(what + " must be at least 1, got " + n);
@@ -223,6 +254,9 @@ public final class QueuePair implements AutoCloseable {
                 ibv_qp_cap.max_inline_data(cap, maxInline);
                 ibv_qp_init_attr.qp_type(init, type.value());
                 ibv_qp_init_attr.sq_sig_all(init, signalAll ? 1 : 0);
+                if (sendOps != 0) {
+                    return buildExtended(arena, errno);
+                }
                 MemorySegment qp = (MemorySegment) VerbsFunctions.need(VerbsFunctions.CREATE_QP, "ibv_create_qp").invokeExact(errno, pd.pd, init);
                 if (Downcalls.isNull(qp)) {
                     throw new VerbsException("ibv_create_qp", Downcalls.errno(errno), type + " with " + maxSendWr
@@ -237,6 +271,59 @@ public final class QueuePair implements AutoCloseable {
                 throw Downcalls.unexpected("ibv_create_qp", t);
             }
         }
+
+        /** ibv_create_qp_ex through verbs_context->create_qp_ex, with the post-send operations. */
+        private QueuePair buildExtended(Arena arena, MemorySegment errno) throws Throwable {
+            MemorySegment create = ExtendedOps.createQpEx(pd.context.ctx);
+            if (create == null) {
+                throw new VerbsException("ibv_create_qp_ex", Errno.EOPNOTSUPP, "the provider has no extended QPs");
+            }
+            MemorySegment init = arena.allocate(ibv_qp_init_attr_ex.layout());
+            ibv_qp_init_attr_ex.send_cq(init, sendCq.handle.pointer());
+            ibv_qp_init_attr_ex.recv_cq(init, recvCq.handle.pointer());
+            ibv_qp_init_attr_ex.srq(init, srq == null ? MemorySegment.NULL : srq.handle.pointer());
+            MemorySegment cap = ibv_qp_init_attr_ex.cap(init);
+            ibv_qp_cap.max_send_wr(cap, maxSendWr);
+            ibv_qp_cap.max_recv_wr(cap, srq == null ? maxRecvWr : 0);
+            ibv_qp_cap.max_send_sge(cap, maxSendSge);
+            ibv_qp_cap.max_recv_sge(cap, srq == null ? maxRecvSge : 0);
+            ibv_qp_cap.max_inline_data(cap, maxInline);
+            ibv_qp_init_attr_ex.qp_type(init, type.value());
+            ibv_qp_init_attr_ex.sq_sig_all(init, signalAll ? 1 : 0);
+            ibv_qp_init_attr_ex.comp_mask(init, RdmaCore.IBV_QP_INIT_ATTR_PD() | RdmaCore.IBV_QP_INIT_ATTR_SEND_OPS_FLAGS());
+            ibv_qp_init_attr_ex.pd(init, pd.pd);
+            ibv_qp_init_attr_ex.send_ops_flags(init, sendOps);
+            MemorySegment qp = (MemorySegment) ExtendedOps.CREATE_QP_EX.invokeExact(create, errno, pd.context.ctx, init);
+            if (Downcalls.isNull(qp)) {
+                throw new VerbsException("ibv_create_qp_ex", Downcalls.errno(errno), type + " with send ops 0x"
+                        + Long.toHexString(sendOps) + ", " + maxSendWr + "/" + maxRecvWr + " requests, " + maxSendSge
+                        + "/" + maxRecvSge + " SGEs, " + maxInline + " inline bytes");
+            }
+            Lifecycle.Destroy undo = () -> Lifecycle.destroyVerb("ibv_destroy_qp", VerbsFunctions.DESTROY_QP, qp);
+            MemorySegment qpx = (MemorySegment) QpEx.TO_QP_EX.invokeExact(qp);
+            if (qpx.address() != qp.address()) {
+                undo.destroy();
+                throw new IllegalStateException("ibv_qp_to_qp_ex returned " + qpx + " for " + qp
+                        + ": the provider's ibv_qp_ex does not start with its ibv_qp");
+            }
+            QpCapabilities granted = new QpCapabilities(ibv_qp_cap.max_send_wr(cap), ibv_qp_cap.max_recv_wr(cap),
+                    ibv_qp_cap.max_send_sge(cap), ibv_qp_cap.max_recv_sge(cap), ibv_qp_cap.max_inline_data(cap));
+            QueuePair result;
+            try {
+                result = new QueuePair(this, qp, granted, null, sendOps);
+            } catch (RuntimeException e) {
+                undo.destroy(); // the provider's ibv_qp_ex lacks what PostSession needs
+                throw e;
+            }
+            return register(result, undo);
+        }
+    }
+
+    /** Bound on first use: a libibverbs older than rdma-core's ABI 1.6 lacks the symbol. */
+    private static final class QpEx {
+        /** {@code struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *)} (exported, no errno). */
+        static final java.lang.invoke.MethodHandle TO_QP_EX = Downcalls.plain(io.github.verbs4j.raw.NativeLibraries.verbs(),
+                "ibv_qp_to_qp_ex", RdmaCore.ibv_qp_to_qp_ex$descriptor());
     }
 
     /**
@@ -616,6 +703,34 @@ public final class QueuePair implements AutoCloseable {
             throw handle.failure(this, "ibv_post_send", t);
         }
         return Math.abs(rc);
+    }
+
+    /** Whether the QP was created with {@link Builder#sendOps} ({@code ibv_create_qp_ex}): it can {@link #startPosting()}. */
+    public boolean isExtended() {
+        return postSession != null;
+    }
+
+    /**
+     * Starts a batch of send requests through the post-send API ({@code ibv_wr_start} on this
+     * QP's {@code ibv_qp_ex}); see {@link PostSession}. Returns this QP's one session object:
+     * nothing is allocated.
+     *
+     * <p><b>Errors</b>: {@link IllegalStateException} when the QP was not created with
+     * {@link Builder#sendOps}, is closed, is not yet in RTS (RESET, INIT, RTR), or has a session
+     * open already.
+     */
+    public PostSession startPosting() {
+        life.ensureOpen(this);
+        if (postSession == null) {
+            throw new IllegalStateException(this + " is a classic QP: create it with QueuePair.Builder.sendOps(...)"
+                    + " to post through ibv_qp_ex");
+        }
+        QpState s = state;
+        if (s == QpState.RESET || s == QpState.INIT || s == QpState.RTR) {
+            throw new IllegalStateException("cannot post a send request to " + this + " in state " + s
+                    + ": sends need RTS (connect() or toRts() first)");
+        }
+        return postSession.begin();
     }
 
     /**

@@ -99,7 +99,7 @@ final class Baseline {
         }
     }
 
-    private static MethodHandle handle(String name, FunctionDescriptor descriptor, Linker.Option... options) {
+    static MethodHandle handle(String name, FunctionDescriptor descriptor, Linker.Option... options) {
         MemorySegment symbol = LIB.find(name)
                 .orElseThrow(() -> new IllegalStateException(FILE + " has no symbol " + name + " (stale build?)"));
         return LINKER.downcallHandle(symbol, descriptor, options);

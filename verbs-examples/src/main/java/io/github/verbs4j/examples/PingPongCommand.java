@@ -12,10 +12,12 @@ import io.github.verbs4j.Gid;
 import io.github.verbs4j.LinkLayer;
 import io.github.verbs4j.MemoryRegion;
 import io.github.verbs4j.PortAttributes;
+import io.github.verbs4j.PostSession;
 import io.github.verbs4j.ProtectionDomain;
 import io.github.verbs4j.QpType;
 import io.github.verbs4j.QueuePair;
 import io.github.verbs4j.ReceiveRequest;
+import io.github.verbs4j.SendOp;
 import io.github.verbs4j.SendRequest;
 import picocli.CommandLine;
 import picocli.CommandLine.Option;
@@ -172,8 +174,12 @@ abstract class PingPongCommand implements Callable<Integer> {
         MemorySegment buf = mr.segment();
         buf.fill(FILL);
         CompletionQueue cq = own(channel == null ? ctx.createCq(rxDepth + 1) : ctx.createCq(rxDepth + 1, channel, 0));
-        QueuePair qp = own(pd.queuePair(qpType()).cq(cq).maxSendWr(1).maxRecvWr(rxDepth)
-                .maxSendSge(1).maxRecvSge(1).build());
+        QueuePair.Builder qpb = pd.queuePair(qpType()).cq(cq).maxSendWr(1).maxRecvWr(rxDepth)
+                .maxSendSge(1).maxRecvSge(1);
+        if (newSend()) {
+            qpb.sendOps(SendOp.SEND); // ibv_create_qp_ex, as the stock tool's -N
+        }
+        QueuePair qp = own(qpb.build());
         qp.init(connectOptions());
 
         ReceiveRequest recv = ReceiveRequest.create().id(RECV_WRID).local(mr, 0, bufferBytes());
@@ -218,7 +224,7 @@ abstract class PingPongCommand implements Callable<Integer> {
                     buf.set(ValueLayout.JAVA_BYTE, sendOffset() + i, (byte) 0);
                 }
             }
-            qp.postSend(send);
+            post(qp, send, mr);
             pending |= (int) SEND_WRID;
         }
 
@@ -257,7 +263,7 @@ abstract class PingPongCommand implements Callable<Integer> {
                 }
                 pending &= ~(int) id;
                 if (scnt < iters && pending == 0) {
-                    qp.postSend(send);
+                    post(qp, send, mr);
                     pending = (int) (RECV_WRID | SEND_WRID);
                 }
             }
@@ -275,6 +281,22 @@ abstract class PingPongCommand implements Callable<Integer> {
             return validateReceived(buf) ? 0 : Verbs4jTool.EXIT_RDMA_FAILURE;
         }
         return 0;
+    }
+
+    /** Whether the SENDs go through the post-send API ({@code ibv_qp_ex}, the stock tool's {@code -N}). */
+    boolean newSend() {
+        return false;
+    }
+
+    /** Posts the SEND: {@code ibv_post_send}, or with {@link #newSend()} ibv_wr_start/send/set_sge/complete. */
+    private void post(QueuePair qp, SendRequest send, MemoryRegion mr) {
+        if (!newSend()) {
+            qp.postSend(send);
+            return;
+        }
+        try (PostSession s = qp.startPosting()) {
+            s.id(SEND_WRID).signaled(true).send().sge(mr, sendOffset(), size);
+        }
     }
 
     /** The server's {@code -c}: page starts 0 (what rdma-core checks), every other byte the fill. */

@@ -28,6 +28,9 @@ final class RcPingPongCommand extends PingPongCommand {
             description = "Path MTU: 256, 512, 1024, 2048 or 4096 (default ${DEFAULT-VALUE}).")
     int mtu;
 
+    @Option(names = {"-N", "--new_send"}, description = "Send through the new post-send API (ibv_qp_ex: ibv_wr_start, ibv_wr_send, ibv_wr_complete).")
+    boolean newSend;
+
     @Option(names = {"-o", "--odp"}, description = "On-demand paging: not supported by verbs4j (refused with an error).")
     boolean odp;
 
@@ -48,6 +51,11 @@ final class RcPingPongCommand extends PingPongCommand {
         if (odp) {
             throw new Verbs4jTool.Verbs4jFailure("on-demand paging (-o) is not supported by verbs4j: memory regions are pinned");
         }
+    }
+
+    @Override
+    boolean newSend() {
+        return newSend;
     }
 
     @Override

@@ -83,6 +83,29 @@ class PingPongInteropTest {
         return all.toArray(String[]::new);
     }
 
+    /** {@code -N} on both ends: the SENDs go through the post-send API (ibv_qp_ex) on each side. */
+    @ParameterizedTest(name = "rc-pingpong -N: verbs4j server={0}, -e={1}")
+    @CsvSource({"true, false", "false, true"})
+    void newSendApiInteroperatesWithTheStockTool(boolean verbs4jServer, boolean events) {
+        int size = 4096;
+        int iters = 200;
+        try (Proc server = Proc.serverOnFreePort(p -> {
+            List<String> a = args(Integer.toString(p), size, iters, true, events);
+            a.add("-N");
+            return start(verbs4jServer, "rc-pingpong", a, null);
+        }, 60)) {
+            List<String> a = args(Integer.toString(server.port()), size, iters, true, events);
+            a.add("-N");
+            try (Proc client = start(!verbs4jServer, "rc-pingpong", a, "127.0.0.1")) {
+                client.await(90).assertSuccess();
+                server.await(30).assertSuccess();
+                assertEquals(address(LOCAL, client), address(REMOTE, server), server.describe());
+                assertResults(server, size, iters);
+                assertResults(client, size, iters);
+            }
+        }
+    }
+
     @ParameterizedTest(name = "{0}: verbs4j server={1}, -s {2} -n {3}, -c={4}, -e={5}")
     @CsvSource({
             "rc-pingpong, true,  1,     200, true,  false",

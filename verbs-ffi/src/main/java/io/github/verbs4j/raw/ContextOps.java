@@ -82,7 +82,7 @@ public final class ContextOps {
         return extendedOp(context, verbs_context.query_port$offset());
     }
 
-    private static MemorySegment extendedOp(MemorySegment context, long memberOffset) {
+    static MemorySegment extendedOp(MemorySegment context, long memberOffset) {
         // only a context whose abi_compat is UINTPTR_MAX is embedded in a verbs_context
         long abiCompat = context.get(ValueLayout.JAVA_LONG, ibv_context.abi_compat$offset());
         if (abiCompat != -1L) {

@@ -61,6 +61,15 @@ public final class Downcalls {
                 : LINKER.downcallHandle(descriptor);
     }
 
+    /**
+     * An address-less handle for a C function pointer that sets {@code errno}: the function
+     * address is the first argument, the captured-state segment ({@link #errnoSegment}) the
+     * second. Not critical (control path).
+     */
+    public static MethodHandle functionPointerCapturingErrno(FunctionDescriptor descriptor) {
+        return LINKER.downcallHandle(descriptor, CAPTURE_ERRNO);
+    }
+
     /** A plain handle for {@code symbol} (no errno), for verbs that return their error. */
     public static MethodHandle plain(SymbolLookup lookup, String symbol, FunctionDescriptor descriptor) {
         MemorySegment address = lookup.find(symbol)
