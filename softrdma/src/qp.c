@@ -439,7 +439,7 @@ static struct ibv_send_wr *x_new(struct ibv_qp_ex *qx, enum ibv_wr_opcode op)
 	}
 	if (b->err)
 		return NULL;
-	if (b->n >= qp->sq_cap) {
+	if (b->n >= qp->sq_depth) {
 		b->err = ENOSPC; /* more WRs than the send queue holds */
 		return NULL;
 	}
