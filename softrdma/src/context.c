@@ -11,10 +11,36 @@
 #include "requester.h"
 #include "agent.h"
 #include "qp.h"
+#include "pd.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
+
+/*
+ * ibv_bind_mw (type 1 windows): as rxe's provider does, a BIND_MW work request on qp's send
+ * queue with the next key byte (ibv_inc_rkey); on a successful post the window's rkey is the
+ * new one at once (a failed bind's completion is the caller's to undo). The stock inline
+ * wrapper has checked the type, an address without a region, and the region's PD (EPERM).
+ */
+static int srd_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mb)
+{
+	const struct ibv_mw_bind_info *bi = &mb->bind_info;
+	if (mw->type != IBV_MW_TYPE_1 || (bi->mw_access_flags & IBV_ACCESS_ZERO_BASED) ||
+	    (!bi->mr && (bi->addr || bi->length)))
+		return EINVAL;
+	if (bi->mr && bi->mr->pd != mw->pd)
+		return EPERM;
+	struct ibv_send_wr wr = { .wr_id = mb->wr_id, .opcode = IBV_WR_BIND_MW,
+				  .send_flags = mb->send_flags }, *bad;
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+	wr.bind_mw.bind_info = *bi;
+	int rc = srd_post_send(qp, &wr, &bad);
+	if (!rc)
+		mw->rkey = wr.bind_mw.rkey;
+	return rc;
+}
 
 SRD_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
@@ -55,6 +81,9 @@ SRD_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	c->ops.poll_cq = srd_poll_cq;
 	c->ops.req_notify_cq = srd_req_notify_cq;
 	c->ops.post_srq_recv = srd_post_srq_recv;
+	c->ops.alloc_mw = srd_alloc_mw;
+	c->ops.dealloc_mw = srd_dealloc_mw;
+	c->ops.bind_mw = srd_bind_mw;
 	srd_agent_start();
 	return c;
 }

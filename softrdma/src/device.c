@@ -266,7 +266,9 @@ static void fill_device_attr(struct srd_device *dev, struct ibv_device_attr *a)
 	a->device_cap_flags = IBV_DEVICE_BAD_PKEY_CNTR | IBV_DEVICE_BAD_QKEY_CNTR |
 			      IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SYS_IMAGE_GUID |
 			      IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SRQ_RESIZE |
-			      IBV_DEVICE_N_NOTIFY_CQ;
+			      IBV_DEVICE_N_NOTIFY_CQ | IBV_DEVICE_MEM_WINDOW |
+			      IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+	a->max_mw = 1 << 20;
 	a->max_sge = SRD_MAX_SGE;
 	a->max_sge_rd = SRD_MAX_SGE;
 	a->max_cq = SRD_MAX_QP;

@@ -97,16 +97,32 @@ static uint32_t key_idx(uint32_t key)
 	return ((key >> 8) ^ g_mr_salt) & 0xffffffu;
 }
 
-static struct srd_mr *mr_get(uint32_t key)
+/* The table entry of key (a region or a window's key), or NULL. Table lock held. */
+static struct srd_mr *slot_get(uint32_t key)
 {
 	uint32_t idx = key_idx(key);
 	if (idx == 0 || idx >= g_mr_cap)
 		return NULL;
 	struct srd_mr *mr = g_mrs[idx];
-	if (!mr || mr->ibmr.lkey != key)
+	if (!mr || __atomic_load_n(&mr->ibmr.lkey, __ATOMIC_RELAXED) != key)
 		return NULL;
 	return mr;
 }
+
+/* The memory region of key (never a window), or NULL. */
+static struct srd_mr *mr_get(uint32_t key)
+{
+	struct srd_mr *mr = slot_get(key);
+	return mr && mr->kind == SRD_KEY_MR ? mr : NULL;
+}
+
+/*
+ * Memory windows' state (bound region, range, rights, state, current key byte) and the
+ * regions' counts of bound windows change under this mutex, taken inside the table's read
+ * lock: a bind or an invalidation runs while the data path holds the read lock, and the table
+ * write lock (deregistration, deallocation) still excludes every user of an entry.
+ */
+static pthread_mutex_t g_mw_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /*
  * Whether every page of [addr, addr + length) is mapped. The kernel pins the pages of a region
@@ -131,6 +147,43 @@ static int range_mapped(const void *addr, size_t length)
 		start += chunk;
 	}
 	return 1;
+}
+
+/* Takes a free table index for slot and makes its key; 0 when the table is full. Write lock held. */
+static uint32_t key_alloc(struct srd_mr *slot)
+{
+	uint32_t idx = 0;
+	for (uint32_t i = g_mr_hint; i < g_mr_cap; i++)
+		if (!g_mrs[i] && idx_usable(i)) { idx = i; break; }
+	if (!idx) {
+		for (uint32_t i = 1; i < g_mr_hint && i < g_mr_cap; i++)
+			if (!g_mrs[i] && idx_usable(i)) { idx = i; break; }
+	}
+	if (!idx) {
+		uint32_t ncap = g_mr_cap ? g_mr_cap * 2 : 1024;
+		if (ncap > (1u << 24)) {
+			return 0;
+		}
+		struct srd_mr **n = realloc(g_mrs, ncap * sizeof(*n));
+		if (!n) {
+			return 0;
+		}
+		memset(n + g_mr_cap, 0, (ncap - g_mr_cap) * sizeof(*n));
+		idx = g_mr_cap ? g_mr_cap : 1;
+		if (!idx_usable(idx))
+			idx++;
+		g_mrs = n;
+		g_mr_cap = ncap;
+	}
+	g_mr_hint = idx + 1;
+	uint8_t kb;
+	do
+		kb = (uint8_t)(mr_rand() >> 56);
+	while (kb == g_mr_last);
+	g_mr_last = kb;
+	uint32_t key = (((idx ^ g_mr_salt) & 0xffffffu) << 8) | kb;
+	g_mrs[idx] = slot;
+	return key;
 }
 
 #define MR_ACCESS_ALL (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
@@ -165,42 +218,14 @@ SRD_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t
 	}
 	pthread_once(&g_mr_once, mr_keys_init);
 	pthread_rwlock_wrlock(&g_mr_lock);
-	uint32_t idx = 0;
-	for (uint32_t i = g_mr_hint; i < g_mr_cap; i++)
-		if (!g_mrs[i] && idx_usable(i)) { idx = i; break; }
-	if (!idx) {
-		for (uint32_t i = 1; i < g_mr_hint && i < g_mr_cap; i++)
-			if (!g_mrs[i] && idx_usable(i)) { idx = i; break; }
+	uint32_t key = key_alloc(mr);
+	if (!key) {
+		pthread_rwlock_unlock(&g_mr_lock);
+		free(mr);
+		errno = ENOMEM;
+		return NULL;
 	}
-	if (!idx) {
-		uint32_t ncap = g_mr_cap ? g_mr_cap * 2 : 1024;
-		if (ncap > (1u << 24)) {
-			pthread_rwlock_unlock(&g_mr_lock);
-			free(mr);
-			errno = ENOMEM;
-			return NULL;
-		}
-		struct srd_mr **n = realloc(g_mrs, ncap * sizeof(*n));
-		if (!n) {
-			pthread_rwlock_unlock(&g_mr_lock);
-			free(mr);
-			errno = ENOMEM;
-			return NULL;
-		}
-		memset(n + g_mr_cap, 0, (ncap - g_mr_cap) * sizeof(*n));
-		idx = g_mr_cap ? g_mr_cap : 1;
-		if (!idx_usable(idx))
-			idx++;
-		g_mrs = n;
-		g_mr_cap = ncap;
-	}
-	g_mr_hint = idx + 1;
-	uint8_t kb;
-	do
-		kb = (uint8_t)(mr_rand() >> 56);
-	while (kb == g_mr_last);
-	g_mr_last = kb;
-	uint32_t key = (((idx ^ g_mr_salt) & 0xffffffu) << 8) | kb;
+	uint32_t idx = key_idx(key);
 	mr->ibmr.context = pd->context;
 	mr->ibmr.pd = pd;
 	mr->ibmr.addr = addr;
@@ -210,7 +235,6 @@ SRD_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t
 	mr->ibmr.rkey = key;
 	mr->iova = (access & IBV_ACCESS_ZERO_BASED) ? 0 : iova;
 	mr->access = (int)access;
-	g_mrs[idx] = mr;
 	REF(PD_OF(pd));
 	pthread_rwlock_unlock(&g_mr_lock);
 	return &mr->ibmr;
@@ -233,6 +257,11 @@ SRD_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 {
 	struct srd_mr *mr = container_of(ibmr, struct srd_mr, ibmr);
 	pthread_rwlock_wrlock(&g_mr_lock);
+	if (mr->nmw) {
+		/* like rxe (IBA 10.6.7.2.6): a region with bound memory windows stays */
+		pthread_rwlock_unlock(&g_mr_lock);
+		return EINVAL;
+	}
 	uint32_t idx = key_idx(ibmr->lkey);
 	if (idx < g_mr_cap && g_mrs[idx] == mr)
 		g_mrs[idx] = NULL;
@@ -295,9 +324,27 @@ int srd_resolve_sgl(struct ibv_pd *pd, const struct ibv_sge *sge, int n, int nee
 }
 
 /* Remote access check; returns the host address or NULL. */
-uint8_t *srd_resolve_rkey(struct ibv_pd *pd, uint32_t rkey, uint64_t va, uint64_t len, int need)
+uint8_t *srd_resolve_rkey(struct ibv_pd *pd, const void *qp, uint32_t rkey, uint64_t va, uint64_t len,
+			  int need)
 {
-	struct srd_mr *mr = mr_get(rkey);
+	struct srd_mr *mr = slot_get(rkey);
+	if (mr && mr->kind == SRD_KEY_MW) {
+		struct srd_mw *mw = container_of(mr, struct srd_mw, slot);
+		uint8_t *p = NULL;
+		pthread_mutex_lock(&g_mw_lock);
+		if (mr->ibmr.lkey == rkey && mw->state == SRD_MW_VALID && mw->mr && mw->length &&
+		    mw->ibmw.pd == pd && (mw->ibmw.type != IBV_MW_TYPE_2 || mw->qp == qp) &&
+		    (mw->access & (unsigned)need) == (unsigned)need) {
+			uint64_t off = (mw->access & IBV_ACCESS_ZERO_BASED) ? va : va - mw->addr;
+			bool in = (mw->access & IBV_ACCESS_ZERO_BASED) || va >= mw->addr;
+			if (in && off <= mw->length && len <= mw->length - off) {
+				struct srd_mr *r = mw->mr; /* the bind checked the window lies inside it */
+				p = (uint8_t *)r->ibmr.addr + (mw->addr + off - r->iova);
+			}
+		}
+		pthread_mutex_unlock(&g_mw_lock);
+		return p;
+	}
 	if (!mr || mr->ibmr.pd != pd || !(mr->access & need))
 		return NULL;
 	if (va < mr->iova || va - mr->iova > mr->ibmr.length || len > mr->ibmr.length - (va - mr->iova))
@@ -335,6 +382,159 @@ void srd_seg_copy_in(const struct srd_seg *s, int n, uint32_t off, const uint8_t
 	}
 }
 
+
+/* ---------------------------------------------------------------- MW */
+
+/*
+ * Memory windows, with kernel rxe's semantics: a window's rkey shares the key table with the
+ * regions (index above a key byte the consumer changes with ibv_inc_rkey at every bind); a
+ * type 1 window is valid from allocation and bound with ibv_bind_mw; a type 2 window starts
+ * free, is bound through a BIND_MW work request on a QP of its PD, answers only that QP, and is
+ * freed again by LOCAL_INV or a peer's SEND_WITH_INV.
+ */
+struct ibv_mw *srd_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	if (!pd || (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct srd_mw *mw = calloc(1, sizeof(*mw));
+	if (!mw) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	mw->slot.kind = SRD_KEY_MW;
+	mw->slot.ibmr.pd = pd;
+	mw->state = type == IBV_MW_TYPE_1 ? SRD_MW_VALID : SRD_MW_FREE;
+	pthread_once(&g_mr_once, mr_keys_init);
+	pthread_rwlock_wrlock(&g_mr_lock);
+	uint32_t key = key_alloc(&mw->slot);
+	if (!key) {
+		pthread_rwlock_unlock(&g_mr_lock);
+		free(mw);
+		errno = ENOMEM;
+		return NULL;
+	}
+	mw->slot.ibmr.lkey = key;
+	mw->ibmw.context = pd->context;
+	mw->ibmw.pd = pd;
+	mw->ibmw.rkey = key;
+	mw->ibmw.handle = key_idx(key);
+	mw->ibmw.type = type;
+	REF(PD_OF(pd));
+	pthread_rwlock_unlock(&g_mr_lock);
+	return &mw->ibmw;
+}
+
+int srd_dealloc_mw(struct ibv_mw *ibmw)
+{
+	struct srd_mw *mw = container_of(ibmw, struct srd_mw, ibmw);
+	pthread_rwlock_wrlock(&g_mr_lock);
+	uint32_t idx = (uint32_t)ibmw->handle;
+	if (idx < g_mr_cap && g_mrs[idx] == &mw->slot)
+		g_mrs[idx] = NULL;
+	if (mw->mr)
+		mw->mr->nmw--; /* deallocation unbinds */
+	pthread_rwlock_unlock(&g_mr_lock);
+	UNREF(PD_OF(ibmw->pd));
+	free(mw);
+	return 0;
+}
+
+#define MW_ACCESS (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | \
+		   IBV_ACCESS_ZERO_BASED)
+
+/* The checks of a bind (IBA C10-72..75 and o10-36/37 as rxe applies them); MW lock held. */
+static bool bind_ok(const struct srd_mw *mw, const struct srd_mr *mr, struct ibv_pd *qp_pd,
+		    uint64_t addr, uint64_t length, unsigned access)
+{
+	if (access & ~(unsigned)MW_ACCESS)
+		return false;
+	if (mw->ibmw.type == IBV_MW_TYPE_1) {
+		if (mw->state != SRD_MW_VALID || (access & IBV_ACCESS_ZERO_BASED))
+			return false;
+	} else {
+		/* a bound type 2 window must be invalidated before it is bound again */
+		if (mw->state != SRD_MW_FREE || qp_pd != mw->ibmw.pd || !mr || !length)
+			return false;
+	}
+	if (!mr)
+		return true;
+	if (mr->ibmr.pd != mw->ibmw.pd || (mr->access & IBV_ACCESS_ZERO_BASED) ||
+	    !(mr->access & IBV_ACCESS_MW_BIND))
+		return false;
+	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	    !(mr->access & IBV_ACCESS_LOCAL_WRITE))
+		return false;
+	return addr >= mr->iova && addr - mr->iova <= mr->ibmr.length &&
+	       length <= mr->ibmr.length - (addr - mr->iova);
+}
+
+int srd_mw_bind(struct ibv_pd *qp_pd, const void *qp, uint32_t qpn, const struct ibv_mw *ibmw,
+		uint32_t mw_rkey, uint32_t new_rkey, uint32_t mr_lkey, uint64_t addr, uint64_t length,
+		unsigned access)
+{
+	int rc = -1;
+	srd_mr_rdlock();
+	/*
+	 * The window is found by its key's index: after a bind through a work request the
+	 * consumer's struct ibv_mw may still hold the previous key byte (only ibv_bind_mw updates
+	 * it). The entry must still be this very window (it may have been deallocated since).
+	 */
+	uint32_t idx = key_idx(mw_rkey);
+	struct srd_mr *slot = idx && idx < g_mr_cap ? g_mrs[idx] : NULL;
+	if (slot && (slot->kind != SRD_KEY_MW || &container_of(slot, struct srd_mw, slot)->ibmw != ibmw))
+		slot = NULL;
+	struct srd_mr *mr = length ? mr_get(mr_lkey) : NULL;
+	if (slot && slot->kind == SRD_KEY_MW && (mr || !length)) {
+		struct srd_mw *mw = container_of(slot, struct srd_mw, slot);
+		pthread_mutex_lock(&g_mw_lock);
+		if (bind_ok(mw, mr, qp_pd, addr, length, access)) {
+			if (mw->mr)
+				mw->mr->nmw--;
+			mw->mr = mr;
+			if (mr)
+				mr->nmw++;
+			mw->addr = addr;
+			mw->length = length;
+			mw->access = access;
+			mw->state = SRD_MW_VALID;
+			mw->qp = mw->ibmw.type == IBV_MW_TYPE_2 ? qp : NULL;
+			mw->qpn = qpn;
+			__atomic_store_n(&slot->ibmr.lkey, (mw_rkey & ~0xffu) | (new_rkey & 0xffu), __ATOMIC_RELAXED);
+			rc = 0;
+		}
+		pthread_mutex_unlock(&g_mw_lock);
+	}
+	srd_mr_unlock();
+	return rc;
+}
+
+int srd_mw_invalidate(struct ibv_pd *pd, uint32_t rkey)
+{
+	int rc = -1;
+	srd_mr_rdlock();
+	/* only windows: a region registered with ibv_reg_mr cannot be invalidated (rxe: only
+	 * fast-registration regions can, which user space cannot make) */
+	struct srd_mr *slot = slot_get(rkey);
+	if (slot && slot->kind == SRD_KEY_MW) {
+		struct srd_mw *mw = container_of(slot, struct srd_mw, slot);
+		pthread_mutex_lock(&g_mw_lock);
+		if (slot->ibmr.lkey == rkey && mw->ibmw.type == IBV_MW_TYPE_2 && mw->ibmw.pd == pd) {
+			if (mw->mr)
+				mw->mr->nmw--;
+			mw->mr = NULL;
+			mw->addr = mw->length = 0;
+			mw->access = 0;
+			mw->qp = NULL;
+			mw->state = SRD_MW_FREE;
+			rc = 0;
+		}
+		pthread_mutex_unlock(&g_mw_lock);
+	}
+	srd_mr_unlock();
+	return rc;
+}
 
 /* ---------------------------------------------------------------- AH */
 

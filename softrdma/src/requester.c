@@ -117,6 +117,10 @@ static void send_pkt(struct srd_qp *qp, struct srd_swqe *w, uint32_t k, const st
 			h.flags |= F_IMM;
 			h.imm = w->imm;
 		}
+		if (w->opcode == IBV_WR_SEND_WITH_INV) {
+			h.flags |= F_INV;
+			h.imm = w->imm;
+		}
 		if (w->send_flags & IBV_SEND_SOLICITED)
 			h.flags |= F_SOLICITED;
 	}
@@ -177,7 +181,8 @@ static int deliver_local(struct srd_qp *qp, struct srd_swqe *w, struct srd_qp *d
 			     .rkey = w->rkey, .len = w->length, .total = w->length, .va = w->remote_addr,
 			     .cmp = w->compare_add, .swap = w->swap, .src = src, .nsrc = nsrc };
 	switch (w->opcode) {
-	case IBV_WR_SEND_WITH_IMM: r.flags |= F_IMM; /* fall through */
+	case IBV_WR_SEND_WITH_IMM: r.flags |= F_IMM; r.op = OP_SEND; break;
+	case IBV_WR_SEND_WITH_INV: r.flags |= F_INV; r.op = OP_SEND; break;
 	case IBV_WR_SEND: r.op = OP_SEND; break;
 	case IBV_WR_RDMA_WRITE_WITH_IMM: r.flags |= F_IMM; /* fall through */
 	case IBV_WR_RDMA_WRITE: r.op = OP_WRITE; break;
@@ -198,7 +203,7 @@ static int deliver_local(struct srd_qp *qp, struct srd_swqe *w, struct srd_qp *d
 			srd_seg_copy_in(lseg, w->num_sge, 0, (const uint8_t *)&out.orig, 8);
 		if (out.pend)
 			srd_recv_complete(dst, &out.rw, IBV_WC_SUCCESS, out.wc_op, out.wc_len,
-					  (r.flags & F_IMM) != 0, w->imm, qp->ibqp.qp_num, false,
+					  (r.flags & F_INV) ? SRD_WC_INV : (r.flags & F_IMM) != 0, w->imm, qp->ibqp.qp_num, false,
 					  (r.flags & F_SOLICITED) != 0);
 	} else if (s == SYN_RNR) {
 		*rnr_delay = rnr_ns(dst->attr.min_rnr_timer);
@@ -210,6 +215,56 @@ static int deliver_local(struct srd_qp *qp, struct srd_swqe *w, struct srd_qp *d
 		dst->epsn = psn_add(dst->epsn, w->npkts);
 	pthread_mutex_unlock(&dst->resp_lock);
 	return ret;
+}
+
+static bool is_local_op(const struct srd_swqe *w)
+{
+	return w->opcode == IBV_WR_BIND_MW || w->opcode == IBV_WR_LOCAL_INV;
+}
+
+/* Local operations at the tail whose predecessors completed complete now (in order). */
+static void complete_local_tail(struct srd_qp *qp)
+{
+	while (qp->sq_tail != qp->sq_next_tx) {
+		struct srd_swqe *w = &qp->sq[qp->sq_tail % (unsigned)qp->sq_cap];
+		if (!is_local_op(w) || !w->local_done)
+			break;
+		srd_sq_complete_tail(qp, IBV_WC_SUCCESS);
+	}
+}
+
+/*
+ * A local operation (memory window bind, local invalidate) reached by the send queue: it is
+ * executed once, in order, sends nothing and completes after everything posted before it
+ * (rxe: IBV_WC_MW_BIND_ERR for a failed bind, IBV_WC_LOC_QP_OP_ERR for a failed
+ * invalidation, and the QP goes to ERR). False when the send queue stops here.
+ */
+static bool local_op(struct srd_qp *qp, struct srd_swqe *w)
+{
+	if (!w->local_done) {
+		int bad = w->opcode == IBV_WR_BIND_MW
+			  ? srd_mw_bind(qp->ibqp.pd, qp, qp->ibqp.qp_num, w->mw, w->mw_rkey, w->mw_new_rkey,
+					w->mw_mr_lkey, w->mw_addr, w->mw_length, w->mw_access)
+			  : srd_mw_invalidate(qp->ibqp.pd, w->imm);
+		if (bad) {
+			if (qp->sq_next_tx == qp->sq_tail || qp->ibqp.qp_type != IBV_QPT_RC) {
+				while (qp->sq_tail != qp->sq_next_tx)
+					srd_sq_complete_tail(qp, IBV_WC_SUCCESS);
+				requester_fail(qp, w->opcode == IBV_WR_BIND_MW ? IBV_WC_MW_BIND_ERR
+									       : IBV_WC_LOC_QP_OP_ERR);
+			}
+			return false;
+		}
+		w->local_done = true;
+	}
+	if (!w->psn_assigned) {
+		w->psn_assigned = true;
+		w->npkts = 0;
+		w->first_psn = qp->snd_psn;
+	}
+	qp->sq_next_tx++;
+	complete_local_tail(qp);
+	return true;
 }
 
 /* Runs the send queue as far as it can go; sq_lock held. */
@@ -224,8 +279,14 @@ void srd_sq_progress(struct srd_qp *qp)
 		return;
 	enum ibv_qp_type type = qp->ibqp.qp_type;
 	bool local = type != IBV_QPT_UD && qp->peer_local && !srd_faults_enabled();
+	complete_local_tail(qp);
 	while (qp->sq_next_tx != qp->sq_head) {
 		struct srd_swqe *w = &qp->sq[qp->sq_next_tx & (unsigned)(qp->sq_cap - 1)];
+		if (is_local_op(w)) {
+			if (!local_op(qp, w))
+				return;
+			continue;
+		}
 		if (type == IBV_QPT_RC && !w->psn_assigned) {
 			int max_rd = qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
 			if (srd_is_rd(w) && qp->outstanding_rd >= max_rd)
@@ -561,6 +622,13 @@ int srd_post_send_wrs(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_se
 		case IBV_WR_SEND_WITH_IMM:
 			ok = true;
 			break;
+		case IBV_WR_SEND_WITH_INV:
+		case IBV_WR_LOCAL_INV:
+			ok = t == IBV_QPT_RC;
+			break;
+		case IBV_WR_BIND_MW:
+			ok = (t == IBV_QPT_RC || t == IBV_QPT_UC) && wr->bind_mw.mw;
+			break;
 		case IBV_WR_RDMA_WRITE:
 		case IBV_WR_RDMA_WRITE_WITH_IMM:
 			ok = t != IBV_QPT_UD;
@@ -584,8 +652,11 @@ int srd_post_send_wrs(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_se
 		uint64_t len = 0;
 		for (int i = 0; i < wr->num_sge; i++)
 			len += wr->sg_list[i].length;
+		if (wr->opcode == IBV_WR_BIND_MW || wr->opcode == IBV_WR_LOCAL_INV)
+			len = 0; /* no data: the scatter list is ignored */
 		bool inl = (wr->send_flags & IBV_SEND_INLINE) &&
 			   (wr->opcode == IBV_WR_SEND || wr->opcode == IBV_WR_SEND_WITH_IMM ||
+			    wr->opcode == IBV_WR_SEND_WITH_INV ||
 			    wr->opcode == IBV_WR_RDMA_WRITE || wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM);
 		if (inl && len > qp->cap.max_inline_data) {
 			rc = EINVAL;
@@ -613,8 +684,23 @@ int srd_post_send_wrs(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_se
 		w->length = (uint32_t)len;
 		w->signaled = qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
 		w->psn_assigned = false;
+		w->local_done = false;
 		w->tx_pkt = w->resp_pkt = 0;
-		if (inl) {
+		if (wr->opcode == IBV_WR_BIND_MW || wr->opcode == IBV_WR_LOCAL_INV)
+			w->num_sge = 0;
+		if (wr->opcode == IBV_WR_BIND_MW) {
+			const struct ibv_mw_bind_info *bi = &wr->bind_mw.bind_info;
+			w->mw = wr->bind_mw.mw;
+			w->mw_rkey = wr->bind_mw.mw->rkey;
+			w->mw_new_rkey = wr->bind_mw.rkey;
+			w->mw_mr_lkey = bi->mr ? bi->mr->lkey : 0;
+			w->mw_addr = bi->addr;
+			w->mw_length = bi->mr ? bi->length : 0;
+			w->mw_access = bi->mw_access_flags;
+		}
+		if (w->num_sge == 0) {
+			/* nothing to copy */
+		} else if (inl) {
 			uint32_t off = 0;
 			for (int i = 0; i < wr->num_sge; i++) {
 				memcpy(w->inline_buf + off, (void *)(uintptr_t)wr->sg_list[i].addr, wr->sg_list[i].length);

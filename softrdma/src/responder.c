@@ -57,7 +57,7 @@ static int access_check(struct srd_qp *qp, int right, uint32_t rkey, uint64_t va
 	}
 	if (!len)
 		return SYN_ACK;
-	*where = srd_resolve_rkey(qp->ibqp.pd, rkey, va, len, right);
+	*where = srd_resolve_rkey(qp->ibqp.pd, qp, rkey, va, len, right);
 	if (!*where) {
 		responder_error(qp, IBV_EVENT_QP_ACCESS_ERR);
 		return SYN_NAK_ACCESS;
@@ -118,6 +118,14 @@ static int exec_send(struct srd_qp *qp, const struct srd_req *r, struct srd_resp
 		off += r->src[i].len;
 	}
 	qp->recv_off += r->len;
+	if ((r->flags & F_LAST) && (r->flags & F_INV) && srd_mw_invalidate(qp->ibqp.pd, r->imm)) {
+		/* SEND with Invalidate naming no window of ours that can be invalidated: an invalid
+		 * request (rxe: the receive completes with the status, the QP goes to ERR) */
+		srd_recv_complete(qp, &qp->cur_rwqe, IBV_WC_REM_INV_REQ_ERR, IBV_WC_RECV, 0, false, 0, 0, false, true);
+		qp->recv_in_progress = false;
+		responder_error(qp, IBV_EVENT_QP_REQ_ERR);
+		return SYN_NAK_INV;
+	}
 	if (r->flags & F_LAST) {
 		out->pend = true;
 		out->rw = qp->cur_rwqe;
@@ -260,7 +268,8 @@ static void answer_read(struct srd_qp *qp, const struct pkt_hdr *r)
 	uint32_t mtu = mtu_bytes(qp->attr.path_mtu);
 	uint32_t n = r->len ? (r->len + mtu - 1) / mtu : 1;
 	srd_mr_rdlock();
-	uint8_t *src = r->len ? srd_resolve_rkey(qp->ibqp.pd, r->rkey, r->va, r->len, IBV_ACCESS_REMOTE_READ)
+	uint8_t *src = r->len ? srd_resolve_rkey(qp->ibqp.pd, qp, r->rkey, r->va, r->len,
+						     IBV_ACCESS_REMOTE_READ)
 			      : (uint8_t *)1;
 	if (!src) {
 		srd_mr_unlock();
@@ -384,8 +393,8 @@ void srd_responder_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t 
 	 * acknowledges on placement: the application can never answer before the ACK */
 	if (out.pend) {
 		srd_batch_flush();
-		srd_recv_complete(qp, &out.rw, IBV_WC_SUCCESS, out.wc_op, out.wc_len, (h->flags & F_IMM) != 0,
-				  h->imm, h->sqpn, false, (h->flags & F_SOLICITED) != 0);
+		srd_recv_complete(qp, &out.rw, IBV_WC_SUCCESS, out.wc_op, out.wc_len,
+				  (h->flags & F_INV) ? SRD_WC_INV : (h->flags & F_IMM) != 0, h->imm, h->sqpn, false, (h->flags & F_SOLICITED) != 0);
 	}
 	pthread_mutex_unlock(&qp->resp_lock);
 }

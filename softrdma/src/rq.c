@@ -202,12 +202,15 @@ bool srd_take_rwqe(struct srd_qp *qp, struct srd_rwqe *out, struct ibv_sge *sges
 }
 
 void srd_recv_complete(struct srd_qp *qp, const struct srd_rwqe *rw, enum ibv_wc_status st,
-			  enum ibv_wc_opcode op, uint32_t len, bool imm, uint32_t imm_data,
+			  enum ibv_wc_opcode op, uint32_t len, int imm, uint32_t imm_data,
 			  uint32_t src_qp, bool grh, bool solicited)
 {
 	struct ibv_wc wc = { .wr_id = rw->wr_id, .status = st, .opcode = op, .byte_len = len,
 			     .qp_num = qp->ibqp.qp_num, .src_qp = src_qp };
-	if (imm) {
+	if (imm == SRD_WC_INV) {
+		wc.wc_flags |= IBV_WC_WITH_INV;
+		wc.invalidated_rkey = imm_data;
+	} else if (imm) {
 		wc.wc_flags |= IBV_WC_WITH_IMM;
 		wc.imm_data = imm_data;
 	}

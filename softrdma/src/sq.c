@@ -18,6 +18,8 @@ static enum ibv_wc_opcode wc_opcode(enum ibv_wr_opcode op)
 	case IBV_WR_RDMA_READ: return IBV_WC_RDMA_READ;
 	case IBV_WR_ATOMIC_CMP_AND_SWP: return IBV_WC_COMP_SWAP;
 	case IBV_WR_ATOMIC_FETCH_AND_ADD: return IBV_WC_FETCH_ADD;
+	case IBV_WR_BIND_MW: return IBV_WC_BIND_MW;
+	case IBV_WR_LOCAL_INV: return IBV_WC_LOCAL_INV;
 	default: return IBV_WC_SEND;
 	}
 }

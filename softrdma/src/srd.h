@@ -66,10 +66,29 @@ struct srd_pd {
 	int refs; /* MRs, QPs, SRQs, AHs using it */
 };
 
+/* A key-table entry: a memory region, or the key of a memory window (kind SRD_KEY_MW,
+ * embedded in struct srd_mw; its ibmr.lkey is the window's current rkey). */
+enum { SRD_KEY_MR = 0, SRD_KEY_MW = 1 };
+
 struct srd_mr {
 	struct ibv_mr ibmr;
 	uint64_t iova;   /* address the remote side uses */
 	int access;
+	int kind;        /* SRD_KEY_MR, SRD_KEY_MW */
+	int nmw;         /* memory windows bound to this region (the MW lock) */
+};
+
+enum srd_mw_state { SRD_MW_FREE = 0, SRD_MW_VALID };
+
+struct srd_mw {
+	struct ibv_mw ibmw;
+	struct srd_mr slot;      /* its key-table entry */
+	enum srd_mw_state state;
+	struct srd_mr *mr;       /* bound region, NULL when unbound */
+	uint64_t addr, length;   /* the window, in the region's iova space */
+	unsigned access;         /* remote rights (and IBV_ACCESS_ZERO_BASED) */
+	const void *qp;          /* type 2: the QP it was bound through */
+	uint32_t qpn;
 };
 
 struct srd_channel {
@@ -137,6 +156,13 @@ struct srd_swqe {
 	uint64_t remote_addr;
 	uint32_t rkey;
 	uint64_t compare_add, swap;
+	/* IBV_WR_BIND_MW: the window (compared, never dereferenced: it may be gone by the time the
+	 * WQE runs) and its rkey at post time, the new rkey, what it binds */
+	const struct ibv_mw *mw;
+	uint32_t mw_rkey, mw_new_rkey, mw_mr_lkey;
+	uint64_t mw_addr, mw_length;
+	unsigned mw_access;
+	bool local_done;             /* a local operation (bind, local invalidate) was executed */
 	/* UD destination */
 	struct ibv_ah_attr ud_av;
 	uint32_t ud_qpn, ud_qkey;

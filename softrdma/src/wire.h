@@ -14,7 +14,8 @@
 
 enum { OP_SEND = 1, OP_WRITE, OP_READ_REQ, OP_READ_RESP, OP_CAS, OP_FAA, OP_ATOMIC_RESP,
        OP_ACK, OP_UD_SEND };
-enum { F_FIRST = 1, F_LAST = 2, F_SOLICITED = 4, F_IMM = 8, F_ACKREQ = 16 };
+/* F_INV: SEND with Invalidate, the rkey to invalidate in imm (last packet) */
+enum { F_FIRST = 1, F_LAST = 2, F_SOLICITED = 4, F_IMM = 8, F_ACKREQ = 16, F_INV = 32 };
 enum { SYN_ACK = 0, SYN_RNR, SYN_NAK_SEQ, SYN_NAK_INV, SYN_NAK_ACCESS, SYN_NAK_OP };
 
 struct pkt_hdr {

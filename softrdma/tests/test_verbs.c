@@ -629,6 +629,211 @@ static void test_channels_srq_ud(void)
 
 /* ---------------------------------------------------------------- faults and processes */
 
+
+/* ---------------------------------------------------------------- memory windows */
+
+static int post_bind(struct ibv_qp *q, struct ibv_mw *mw, uint32_t rkey, struct ibv_mr *mr, void *addr,
+		     uint64_t len, unsigned acc, uint64_t id)
+{
+	struct ibv_send_wr w = { .wr_id = id, .opcode = IBV_WR_BIND_MW, .send_flags = IBV_SEND_SIGNALED }, *bad;
+	w.bind_mw.mw = mw;
+	w.bind_mw.rkey = rkey;
+	w.bind_mw.bind_info = (struct ibv_mw_bind_info){ mr, (uintptr_t)addr, len, acc };
+	return ibv_post_send(q, &w, &bad);
+}
+
+/* LOCAL_INV (no data) or SEND_WITH_INV (len bytes at addr) naming rkey */
+static int post_inv(struct ibv_qp *q, enum ibv_wr_opcode op, uint32_t rkey, void *addr, uint32_t len,
+		    uint32_t lkey, uint64_t id)
+{
+	struct ibv_sge s = { (uintptr_t)addr, len, lkey };
+	struct ibv_send_wr w = { .wr_id = id, .sg_list = &s, .num_sge = op == IBV_WR_LOCAL_INV ? 0 : 1,
+				 .opcode = op, .send_flags = IBV_SEND_SIGNALED }, *bad;
+	w.invalidate_rkey = rkey;
+	return ibv_post_send(q, &w, &bad);
+}
+
+#define MW_RIGHTS (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+
+/* An RC pair with a second registration of b that allows binding (b's own MR does not). */
+static struct ibv_mr *mw_env(struct env *e, int extra)
+{
+	env_up(e, IBV_QPT_RC, 7);
+	return ibv_reg_mr(e->pd, e->b, BUF, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND | extra);
+}
+
+/* A bind on qb that must fail: the completion is MW_BIND_ERR (and qb goes to ERR). */
+static void bind_fails(const char *what, enum ibv_mw_type type, int mr_extra, uint64_t off, uint64_t len,
+		       unsigned acc, int use_plain_mr)
+{
+	struct env e;
+	struct ibv_wc wc;
+	struct ibv_mr *mr = mw_env(&e, mr_extra);
+	struct ibv_mw *mw = ibv_alloc_mw(e.pd, type);
+	struct ibv_mr *target = use_plain_mr ? e.mb : mr;
+	int rc;
+	if (type == IBV_MW_TYPE_1) {
+		struct ibv_mw_bind b = { .wr_id = 7, .send_flags = IBV_SEND_SIGNALED,
+					 .bind_info = { target, (uintptr_t)e.b + off, len, acc } };
+		rc = ibv_bind_mw(e.qb, mw, &b);
+	} else {
+		rc = post_bind(e.qb, mw, ibv_inc_rkey(mw->rkey), target, e.b + off, len, acc, 7);
+	}
+	CHECK_EQ(rc, 0, what);
+	CHECK(wait_wc(e.cqb, &wc) && wc.wr_id == 7 && wc.status == IBV_WC_MW_BIND_ERR, "%s: status %d", what,
+	      wc.status);
+	ibv_dealloc_mw(mw);
+	ibv_dereg_mr(mr);
+	env_down(&e);
+}
+
+static void test_mw(void)
+{
+	struct env e;
+	struct ibv_wc wc;
+	struct ibv_mr *mr = mw_env(&e, 0);
+	CHECK(mr != NULL, "MR with MW_BIND");
+	struct ibv_device_attr da;
+	CHECK(ibv_query_device(e.ctx, &da) == 0 && (da.device_cap_flags & IBV_DEVICE_MEM_WINDOW) &&
+	      (da.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B) && da.max_mw > 0, "MW caps");
+
+	/* type 1: ibv_bind_mw, then WRITE and READ through the window's rkey */
+	struct ibv_mw *mw1 = ibv_alloc_mw(e.pd, IBV_MW_TYPE_1);
+	CHECK(mw1 && mw1->type == IBV_MW_TYPE_1 && mw1->pd == e.pd, "alloc type 1");
+	uint32_t old = mw1->rkey;
+	struct ibv_mw_bind b = { .wr_id = 31, .send_flags = IBV_SEND_SIGNALED,
+				 .bind_info = { mr, (uintptr_t)e.b + 4096, 8192, IBV_ACCESS_REMOTE_WRITE |
+										 IBV_ACCESS_REMOTE_READ } };
+	CHECK_EQ(ibv_bind_mw(e.qb, mw1, &b), 0, "ibv_bind_mw");
+	CHECK(mw1->rkey == ibv_inc_rkey(old), "bind moves the key byte: 0x%x -> 0x%x", old, mw1->rkey);
+	CHECK(wait_wc(e.cqb, &wc) && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_BIND_MW &&
+	      wc.wr_id == 31, "bind completion %d/%d", wc.status, wc.opcode);
+	CHECK_EQ(ibv_dereg_mr(mr), EINVAL, "dereg of a region with a bound window");
+	struct ibv_mw_bind zb = b;
+	zb.bind_info.mw_access_flags |= IBV_ACCESS_ZERO_BASED;
+	CHECK_EQ(ibv_bind_mw(e.qb, mw1, &zb), EINVAL, "zero-based type 1 bind");
+	for (int i = 0; i < 100; i++)
+		e.a[i] = (unsigned char)(i * 7 + 1);
+	post1(e.qa, IBV_WR_RDMA_WRITE, e.a, 100, e.ma->lkey, (uintptr_t)e.b + 4096 + 10, mw1->rkey, 1, 0);
+	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_SUCCESS, "WRITE through a type 1 window %d", wc.status);
+	CHECK(memcmp(e.b + 4096 + 10, e.a, 100) == 0, "WRITE data through the window");
+	memset(e.a + 1000, 0, 100);
+	post1(e.qa, IBV_WR_RDMA_READ, e.a + 1000, 100, e.ma->lkey, (uintptr_t)e.b + 4096 + 10, mw1->rkey, 2, 0);
+	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_SUCCESS && memcmp(e.a + 1000, e.a, 100) == 0,
+	      "READ through a type 1 window %d", wc.status);
+	/* the old rkey is dead: a WRITE with it is a remote access error */
+	post1(e.qa, IBV_WR_RDMA_WRITE, e.a, 100, e.ma->lkey, (uintptr_t)e.b + 4096, old, 3, 0);
+	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_REM_ACCESS_ERR, "stale window rkey %d", wc.status);
+	CHECK_EQ(ibv_dealloc_mw(mw1), 0, "dealloc type 1");
+	CHECK_EQ(ibv_dereg_mr(mr), 0, "dereg once the window is gone");
+	env_down(&e);
+
+	/* a WRITE past the window's end (still inside the region) */
+	mr = mw_env(&e, 0);
+	mw1 = ibv_alloc_mw(e.pd, IBV_MW_TYPE_1);
+	b.bind_info.mr = mr;
+	CHECK_EQ(ibv_bind_mw(e.qb, mw1, &b), 0, "bind");
+	wait_wc(e.cqb, &wc);
+	post1(e.qa, IBV_WR_RDMA_WRITE, e.a, 100, e.ma->lkey, (uintptr_t)e.b + 4096 + 8192 - 50, mw1->rkey, 4, 0);
+	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_REM_ACCESS_ERR, "WRITE past the window %d", wc.status);
+	ibv_dealloc_mw(mw1);
+	ibv_dereg_mr(mr);
+	env_down(&e);
+
+	/* type 2: bind by work request, atomics, SEND_WITH_INV; the invalidated rkey is dead */
+	mr = mw_env(&e, 0);
+	struct ibv_mw *mw2 = ibv_alloc_mw(e.pd, IBV_MW_TYPE_2);
+	CHECK(mw2 && mw2->type == IBV_MW_TYPE_2, "alloc type 2");
+	uint32_t rk = ibv_inc_rkey(mw2->rkey);
+	CHECK_EQ(post_bind(e.qb, mw2, rk, mr, e.b + 8192, 4096, MW_RIGHTS, 41), 0, "post BIND_MW");
+	CHECK(wait_wc(e.cqb, &wc) && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_BIND_MW &&
+	      wc.wr_id == 41, "type 2 bind completion %d", wc.status);
+	uint64_t *target = (uint64_t *)(e.b + 8192 + 64);
+	*target = 40;
+	struct ibv_sge s = { (uintptr_t)e.a, 8, e.ma->lkey };
+	struct ibv_send_wr aw = { .wr_id = 5, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	aw.wr.atomic.remote_addr = (uintptr_t)target;
+	aw.wr.atomic.rkey = rk;
+	aw.wr.atomic.compare_add = 2;
+	CHECK_EQ(ibv_post_send(e.qa, &aw, &bad), 0, "post FAA");
+	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_SUCCESS && *(uint64_t *)e.a == 40 && *target == 42,
+	      "FAA through a type 2 window %d", wc.status);
+	post_recv(e.qb, e.b + 100000, 256, e.mb->lkey, 77);
+	CHECK_EQ(post_inv(e.qa, IBV_WR_SEND_WITH_INV, rk, e.a, 32, e.ma->lkey, 6), 0, "post SEND_WITH_INV");
+	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_SEND, "SEND_WITH_INV %d",
+	      wc.status);
+	CHECK(wait_wc(e.cqb, &wc) && wc.status == IBV_WC_SUCCESS && wc.wr_id == 77 && wc.opcode == IBV_WC_RECV &&
+	      (wc.wc_flags & IBV_WC_WITH_INV) && !(wc.wc_flags & IBV_WC_WITH_IMM) && wc.invalidated_rkey == rk &&
+	      wc.byte_len == 32, "receive with invalidate: flags 0x%x rkey 0x%x", wc.wc_flags, wc.invalidated_rkey);
+	post1(e.qa, IBV_WR_RDMA_WRITE, e.a, 8, e.ma->lkey, (uintptr_t)target, rk, 7, 0);
+	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_REM_ACCESS_ERR, "WRITE after remote invalidate %d", wc.status);
+	CHECK_EQ(ibv_dealloc_mw(mw2), 0, "dealloc type 2");
+	ibv_dereg_mr(mr);
+	env_down(&e);
+
+	/* type 2: LOCAL_INV, rebind, and the window answers only the QP it was bound through */
+	mr = mw_env(&e, 0);
+	mw2 = ibv_alloc_mw(e.pd, IBV_MW_TYPE_2);
+	rk = ibv_inc_rkey(mw2->rkey);
+	post_bind(e.qb, mw2, rk, mr, e.b, 4096, MW_RIGHTS, 1);
+	CHECK(wait_wc(e.cqb, &wc) && wc.status == IBV_WC_SUCCESS, "bind %d", wc.status);
+	CHECK_EQ(post_inv(e.qb, IBV_WR_LOCAL_INV, rk, NULL, 0, 0, 2), 0, "post LOCAL_INV");
+	CHECK(wait_wc(e.cqb, &wc) && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_LOCAL_INV && wc.wr_id == 2,
+	      "LOCAL_INV completion %d/%d", wc.status, wc.opcode);
+	uint32_t rk2 = ibv_inc_rkey(rk);
+	post_bind(e.qa, mw2, rk2, mr, e.b, 4096, MW_RIGHTS, 3); /* bound through qa, not qb */
+	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_SUCCESS, "rebind after invalidate %d", wc.status);
+	post1(e.qa, IBV_WR_RDMA_WRITE, e.a, 8, e.ma->lkey, (uintptr_t)e.b, rk2, 4, 0);
+	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_REM_ACCESS_ERR,
+	      "type 2 window reached through a QP it is not bound to %d", wc.status);
+	ibv_dealloc_mw(mw2);
+	ibv_dereg_mr(mr);
+	env_down(&e);
+
+	/* bind errors */
+	bind_fails("type 1 bind to a region without MW_BIND", IBV_MW_TYPE_1, 0, 0, 4096, IBV_ACCESS_REMOTE_READ, 1);
+	bind_fails("type 2 bind to a region without MW_BIND", IBV_MW_TYPE_2, 0, 0, 4096, IBV_ACCESS_REMOTE_READ, 1);
+	bind_fails("type 2 bind past the region", IBV_MW_TYPE_2, 0, BUF - 100, 4096, IBV_ACCESS_REMOTE_READ, 0);
+	bind_fails("type 1 bind past the region", IBV_MW_TYPE_1, 0, BUF - 100, 4096, IBV_ACCESS_REMOTE_READ, 0);
+	bind_fails("type 2 bind to a zero-based region", IBV_MW_TYPE_2, IBV_ACCESS_ZERO_BASED, 0, 4096,
+		   IBV_ACCESS_REMOTE_READ, 0);
+	bind_fails("type 2 bind of zero length", IBV_MW_TYPE_2, 0, 0, 0, IBV_ACCESS_REMOTE_READ, 0);
+
+	/* rebinding a bound type 2 window; invalidating a type 1 window or a region */
+	const char *inv_what[] = { "second bind of a bound type 2 window", "LOCAL_INV of a type 1 window",
+				   "LOCAL_INV of a region's rkey" };
+	for (int k = 0; k < 3; k++) {
+		mr = mw_env(&e, 0);
+		struct ibv_mw *mw = ibv_alloc_mw(e.pd, k == 1 ? IBV_MW_TYPE_1 : IBV_MW_TYPE_2);
+		if (k == 0) {
+			rk = ibv_inc_rkey(mw->rkey);
+			post_bind(e.qb, mw, rk, mr, e.b, 4096, MW_RIGHTS, 1);
+			wait_wc(e.cqb, &wc);
+			post_bind(e.qb, mw, ibv_inc_rkey(rk), mr, e.b, 4096, MW_RIGHTS, 2);
+		} else {
+			post_inv(e.qb, IBV_WR_LOCAL_INV, k == 1 ? mw->rkey : mr->rkey, NULL, 0, 0, 2);
+		}
+		CHECK(wait_wc(e.cqb, &wc) && wc.wr_id == 2 &&
+		      wc.status == (k == 0 ? IBV_WC_MW_BIND_ERR : IBV_WC_LOC_QP_OP_ERR), "%s: status %d",
+		      inv_what[k], wc.status);
+		ibv_dealloc_mw(mw);
+		ibv_dereg_mr(mr);
+		env_down(&e);
+	}
+
+	/* SEND_WITH_INV naming nothing that can be invalidated: an invalid request on both sides */
+	mr = mw_env(&e, 0);
+	post_recv(e.qb, e.b + 100000, 256, e.mb->lkey, 9);
+	post_inv(e.qa, IBV_WR_SEND_WITH_INV, e.mb->rkey, e.a, 16, e.ma->lkey, 8);
+	CHECK(wait_wc(e.cq, &wc) && wc.wr_id == 8 && wc.status == IBV_WC_REM_INV_REQ_ERR,
+	      "SEND_WITH_INV of a region's rkey: sender %d", wc.status);
+	CHECK(wait_wc(e.cqb, &wc) && wc.wr_id == 9 && wc.status == IBV_WC_REM_INV_REQ_ERR,
+	      "SEND_WITH_INV of a region's rkey: receiver %d", wc.status);
+	ibv_dereg_mr(mr);
+	env_down(&e);
+}
+
 static int child_faults(const char *spec)
 {
 	setenv("SOFTRDMA_FAULTS", spec, 1);
@@ -763,6 +968,7 @@ int main(void)
 		t_fail = 0;
 		test_errors();
 		test_channels_srq_ud();
+		test_mw();
 		_exit(t_fail ? 1 : 0);
 	}
 	int st;
@@ -787,6 +993,7 @@ int main(void)
 	test_state_machine();
 	test_errors();
 	test_channels_srq_ud();
+	test_mw();
 	/* a process that used verbs forks: the child opens the device afresh and talks
 	 * to its own child across processes */
 	struct env keep;

@@ -32,6 +32,7 @@ public final class Completion {
     private static final ValueLayout.OfInt NETWORK_INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
     private static final int FLAG_GRH = RdmaCore.IBV_WC_GRH();
     private static final int FLAG_WITH_IMM = RdmaCore.IBV_WC_WITH_IMM();
+    private static final int FLAG_WITH_INV = RdmaCore.IBV_WC_WITH_INV();
 
     private final MemorySegment array;
     private final long base;
@@ -89,6 +90,22 @@ public final class Completion {
         return array.get(NETWORK_INT, base + IMM_DATA);
     }
 
+    /**
+     * Whether a receive came from a SEND with Invalidate and invalidated one of this side's
+     * memory windows ({@code IBV_WC_WITH_INV}).
+     */
+    public boolean hasInvalidate() {
+        return (flags() & FLAG_WITH_INV) != 0;
+    }
+
+    /**
+     * The rkey a SEND with Invalidate invalidated ({@code invalidated_rkey}; meaningful only when
+     * {@link #hasInvalidate()}).
+     */
+    public int invalidatedRkey() {
+        return array.get(ValueLayout.JAVA_INT, base + IMM_DATA);
+    }
+
     /** The local QP number. */
     public int qpNumber() {
         return array.get(ValueLayout.JAVA_INT, base + QP_NUM);
@@ -137,7 +154,8 @@ public final class Completion {
     @Override
     public String toString() {
         return "Completion[wrId " + wrId() + ", " + status() + (ok() ? ", " + opcode() + ", " + byteLength() + " bytes" : "")
-                + (hasImmediate() ? ", imm 0x" + Integer.toHexString(immediate()) : "") + ", qp 0x"
+                + (hasImmediate() ? ", imm 0x" + Integer.toHexString(immediate()) : "")
+                + (hasInvalidate() ? ", invalidated rkey 0x" + Integer.toHexString(invalidatedRkey()) : "") + ", qp 0x"
                 + Integer.toHexString(qpNumber()) + "]";
     }
 }

@@ -174,7 +174,8 @@ public final class Context implements AutoCloseable {
                     ibv_device_attr.max_srq_wr(a), ibv_device_attr.max_srq_sge(a),
                     Short.toUnsignedInt(ibv_device_attr.max_pkeys(a)),
                     Byte.toUnsignedInt(ibv_device_attr.local_ca_ack_delay(a)),
-                    Byte.toUnsignedInt(ibv_device_attr.phys_port_cnt(a)));
+                    Byte.toUnsignedInt(ibv_device_attr.phys_port_cnt(a)),
+                    ibv_device_attr.max_mw(a));
         } catch (Throwable t) {
             throw Downcalls.unexpected("ibv_query_device", t);
         }

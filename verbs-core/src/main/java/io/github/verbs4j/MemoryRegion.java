@@ -163,7 +163,8 @@ public final class MemoryRegion implements AutoCloseable {
     /**
      * Deregisters the region ({@code ibv_dereg_mr}) and frees memory it owns. Idempotent.
      *
-     * <p><b>Errors</b>: {@link VerbsException} (EBUSY when memory windows are bound to it).
+     * <p><b>Errors</b>: {@link VerbsException} (EINVAL on softrdma and rxe while memory windows are
+     * bound to it: close or invalidate them first).
      */
     @Override
     public void close() {

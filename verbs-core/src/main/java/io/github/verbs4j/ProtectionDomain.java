@@ -15,7 +15,7 @@ import java.util.Set;
  * queues and address handles made from it may be used together, and only together.
  *
  * <p><b>Lifecycle</b>: {@link #close()} ({@code ibv_dealloc_pd}) refuses while memory regions,
- * queue pairs, SRQs or address handles of this domain are open, naming them; it is idempotent.
+ * memory windows, queue pairs, SRQs or address handles of this domain are open, naming them; it is idempotent.
  * Other methods after close throw {@link IllegalStateException}.
  *
  * <p><b>Thread-safety</b>: thread-safe, except that {@link #close()} must not race with other
@@ -200,6 +200,24 @@ public final class ProtectionDomain implements AutoCloseable {
         } catch (Throwable t) {
             throw Downcalls.unexpected("ibv_reg_dmabuf_mr", t);
         }
+    }
+
+    /**
+     * Allocates a memory window of {@code type} ({@code ibv_alloc_mw}, through the provider's
+     * {@code context->ops.alloc_mw}). It starts unbound: type 1 windows are bound with
+     * {@link QueuePair#bindMemoryWindow}, type 2 windows with
+     * {@link SendRequest#bindMemoryWindow}. See {@link MemoryWindow}.
+     *
+     * <p><b>Errors</b>: {@link UnsupportedOperationException} when the provider has no memory
+     * windows (its {@code alloc_mw} op is NULL: siw); {@link VerbsException} (EOPNOTSUPP or EINVAL
+     * when the device lacks that type, ENOMEM); {@link IllegalStateException} after close.
+     */
+    public MemoryWindow allocateMemoryWindow(MemoryWindow.Type type) {
+        Objects.requireNonNull(type, "type");
+        life.ensureOpen(this);
+        MemoryWindow mw = MemoryWindow.allocate(this, type);
+        life.addNewDependent(this, mw, () -> mw.close());
+        return mw;
     }
 
     /** Starts a queue pair of {@code type} in this domain; see {@link QueuePair.Builder}. */

@@ -684,6 +684,83 @@ public final class QueuePair implements AutoCloseable {
     }
 
     /**
+     * Binds the type 1 memory {@code window} to {@code range} ({@code ibv_bind_mw}, through the
+     * provider's {@code context->ops.bind_mw}): a BIND_MW work request on this QP's send queue,
+     * completing with {@link WcOpcode#BIND_MW} (when {@code signaled}, or on error). The window
+     * takes the next rkey ({@code ibv_inc_rkey}) at once; the previous one is refused from the
+     * bind's execution on. Binding again moves the window; peers address it through
+     * {@link MemoryWindow#remote()}.
+     *
+     * <p><b>Errors</b>: {@link IllegalArgumentException} for a type 2 window (bound with
+     * {@link SendRequest#bindMemoryWindow}), a window or region of another protection domain
+     * ({@code ibv_bind_mw}'s EPERM), or a right other than REMOTE_READ, REMOTE_WRITE and
+     * REMOTE_ATOMIC (a type 1 window cannot be zero-based); {@link IllegalStateException} when
+     * this QP, the window or the region is closed, or the QP is not in RTS;
+     * {@link VerbsException} with the provider's errno (ENOMEM: send queue full). A bind the
+     * device refuses when it executes it (region without {@link Access#MW_BIND}, range outside
+     * the region, zero-based region) completes with {@link WcStatus#MW_BIND_ERROR} and moves
+     * the QP to ERR. <b>Thread-safety</b>: as {@link #postSend}.
+     *
+     * @param wrId     the id of the bind's completion
+     * @param signaled whether a successful bind produces a completion
+     * @param rights   the window's remote rights
+     * @return the window's new rkey
+     */
+    public int bindMemoryWindow(MemoryWindow window, MemoryRegion.Slice range, long wrId, boolean signaled,
+                                Access... rights) {
+        Objects.requireNonNull(window, "window");
+        Objects.requireNonNull(range, "range");
+        life.ensureOpen(this);
+        window.life.ensureOpen(window);
+        if (window.type() != MemoryWindow.Type.TYPE_1) {
+            throw new IllegalArgumentException(window + " is a type 2 window: bind it with a send request"
+                    + " (SendRequest.bindMemoryWindow), not ibv_bind_mw");
+        }
+        MemoryRegion mr = range.region();
+        mr.ensureUsable();
+        if (window.pd != pd || mr.pd != pd) {
+            throw new IllegalArgumentException(window + " and " + mr + " must belong to the protection domain of " + this
+                    + " (ibv_bind_mw: EPERM)");
+        }
+        java.util.EnumSet<Access> set = Access.setOf(rights);
+        for (Access a : set) {
+            if (a != Access.REMOTE_READ && a != Access.REMOTE_WRITE && a != Access.REMOTE_ATOMIC) {
+                throw new IllegalArgumentException(a + " is not a right of a type 1 memory window (REMOTE_READ,"
+                        + " REMOTE_WRITE, REMOTE_ATOMIC)");
+            }
+        }
+        QpState s = state;
+        if (s != QpState.RTS && s != QpState.SQD) {
+            throw new IllegalStateException("cannot bind a memory window on " + this + " in state " + s
+                    + ": binds go through the send queue, which needs RTS");
+        }
+        MemorySegment fn = ContextOps.function(pd.context.ctx, ContextOps.BIND_MW_OFFSET, "ibv_bind_mw");
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Downcalls.errnoSegment(arena);
+            MemorySegment bind = arena.allocate(io.github.verbs4j.ffi.ibv_mw_bind.layout());
+            io.github.verbs4j.ffi.ibv_mw_bind.wr_id(bind, wrId);
+            io.github.verbs4j.ffi.ibv_mw_bind.send_flags(bind, signaled ? io.github.verbs4j.ffi.RdmaCore.IBV_SEND_SIGNALED() : 0);
+            MemorySegment info = io.github.verbs4j.ffi.ibv_mw_bind.bind_info(bind);
+            io.github.verbs4j.ffi.ibv_mw_bind_info.mr(info, mr.mr);
+            io.github.verbs4j.ffi.ibv_mw_bind_info.addr(info, range.address());
+            io.github.verbs4j.ffi.ibv_mw_bind_info.length(info, range.length());
+            io.github.verbs4j.ffi.ibv_mw_bind_info.mw_access_flags(info, Access.mask(set));
+            int rc;
+            try {
+                rc = (int) ContextOps.BIND_MW.invokeExact(fn, errno, handle.segment(), window.mw, bind);
+            } catch (Throwable t) {
+                throw handle.failure(this, "ibv_bind_mw", t);
+            }
+            if (rc != 0) {
+                throw new VerbsException("ibv_bind_mw", Math.abs(rc), window + " to " + range + " on " + this);
+            }
+            // the provider stored the new rkey in the window (ibv_inc_rkey of the old one)
+            window.posted(window.rkey(), range.address(), range.length());
+            return window.rkey();
+        }
+    }
+
+    /**
      * {@link #postSend} returning the provider's errno (0 when posted) instead of throwing
      * {@link VerbsException}; the Java-side checks still throw.
      */
@@ -695,12 +772,15 @@ public final class QueuePair implements AutoCloseable {
             throw new IllegalStateException("cannot post a send request to " + this + " in state " + s
                     + ": sends need RTS (connect() or toRts() first)");
         }
-        request.validate(this);
+        boolean binds = request.validate(this);
         int rc;
         try {
             rc = (int) ContextOps.POST_SEND.invokeExact(postSendFn, handle.segment(), request.wr, request.badWr);
         } catch (Throwable t) {
             throw handle.failure(this, "ibv_post_send", t);
+        }
+        if (binds) {
+            request.posted(rc == 0);
         }
         return Math.abs(rc);
     }

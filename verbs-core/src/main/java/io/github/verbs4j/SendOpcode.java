@@ -17,7 +17,17 @@ public enum SendOpcode {
     /** RC only. 64-bit compare-and-swap at the remote address; the old value lands locally. */
     ATOMIC_CMP_AND_SWP(RdmaCore.IBV_WR_ATOMIC_CMP_AND_SWP()),
     /** RC only. 64-bit fetch-and-add at the remote address; the old value lands locally. */
-    ATOMIC_FETCH_AND_ADD(RdmaCore.IBV_WR_ATOMIC_FETCH_AND_ADD());
+    ATOMIC_FETCH_AND_ADD(RdmaCore.IBV_WR_ATOMIC_FETCH_AND_ADD()),
+    /**
+     * RC only. A SEND that also invalidates a type 2 memory window of the peer named by its rkey
+     * ({@link SendRequest#sendWithInvalidate}); the peer's receive completion reports the rkey
+     * ({@link Completion#invalidatedRkey()}).
+     */
+    SEND_WITH_INV(RdmaCore.IBV_WR_SEND_WITH_INV()),
+    /** RC, UC. Binds a type 2 memory window ({@link SendRequest#bindMemoryWindow}); nothing is sent. */
+    BIND_MW(RdmaCore.IBV_WR_BIND_MW()),
+    /** RC only. Invalidates a local type 2 memory window ({@link SendRequest#localInvalidate}); nothing is sent. */
+    LOCAL_INV(RdmaCore.IBV_WR_LOCAL_INV());
 
     private final int value;
 
@@ -44,13 +54,20 @@ public enum SendOpcode {
 
     /** Whether {@code IBV_SEND_INLINE} applies: the operations that move local data to the peer. */
     boolean carriesInline() {
-        return this == SEND || this == SEND_WITH_IMM || this == RDMA_WRITE || this == RDMA_WRITE_WITH_IMM;
+        return this == SEND || this == SEND_WITH_IMM || this == SEND_WITH_INV || this == RDMA_WRITE
+                || this == RDMA_WRITE_WITH_IMM;
+    }
+
+    /** The opcodes that carry an rkey to invalidate in {@code invalidate_rkey}. */
+    boolean invalidates() {
+        return this == SEND_WITH_INV || this == LOCAL_INV;
     }
 
     boolean allowedOn(QpType type) {
         return switch (type) {
             case RC -> true;
-            case UC -> this == SEND || this == SEND_WITH_IMM || this == RDMA_WRITE || this == RDMA_WRITE_WITH_IMM;
+            case UC -> this == SEND || this == SEND_WITH_IMM || this == RDMA_WRITE || this == RDMA_WRITE_WITH_IMM
+                    || this == BIND_MW;
             case UD -> this == SEND || this == SEND_WITH_IMM;
         };
     }

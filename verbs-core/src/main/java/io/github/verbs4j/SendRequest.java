@@ -1,6 +1,7 @@
 package io.github.verbs4j;
 
 import io.github.verbs4j.ffi.RdmaCore;
+import io.github.verbs4j.ffi.ibv_mw_bind_info;
 import io.github.verbs4j.ffi.ibv_send_wr;
 
 import java.lang.foreign.MemorySegment;
@@ -54,6 +55,15 @@ public final class SendRequest {
     private static final long UD_AH = WR + ibv_send_wr.wr.ud$offset() + ibv_send_wr.wr.ud.ah$offset();
     private static final long UD_REMOTE_QPN = WR + ibv_send_wr.wr.ud$offset() + ibv_send_wr.wr.ud.remote_qpn$offset();
     private static final long UD_REMOTE_QKEY = WR + ibv_send_wr.wr.ud$offset() + ibv_send_wr.wr.ud.remote_qkey$offset();
+    private static final long INVALIDATE_RKEY = ibv_send_wr.invalidate_rkey$offset();
+    private static final long BIND_MW = ibv_send_wr.bind_mw$offset();
+    private static final long BIND_MW_MW = BIND_MW + ibv_send_wr.bind_mw.mw$offset();
+    private static final long BIND_MW_RKEY = BIND_MW + ibv_send_wr.bind_mw.rkey$offset();
+    private static final long BIND_INFO = BIND_MW + ibv_send_wr.bind_mw.bind_info$offset();
+    private static final long BIND_MR = BIND_INFO + ibv_mw_bind_info.mr$offset();
+    private static final long BIND_ADDR = BIND_INFO + ibv_mw_bind_info.addr$offset();
+    private static final long BIND_LENGTH = BIND_INFO + ibv_mw_bind_info.length$offset();
+    private static final long BIND_ACCESS = BIND_INFO + ibv_mw_bind_info.mw_access_flags$offset();
 
     /** {@code __be32 imm_data}: written big-endian ({@code htonl}). */
     private static final ValueLayout.OfInt NETWORK_INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
@@ -81,6 +91,10 @@ public final class SendRequest {
     private int udQpn;
     private int udQkey;
     private SendRequest next;
+    /** BIND_MW: the window and what it binds. */
+    private MemoryWindow window;
+    private MemoryRegion.Slice bindRange;
+    private boolean zeroBased;
 
     private SendRequest(SendOpcode opcode, int maxSge) {
         this.sgl = new ScatterGatherList(WR_SIZE, ibv_send_wr.sg_list$offset(), maxSge);
@@ -127,6 +141,77 @@ public final class SendRequest {
     /** A 64-bit fetch-and-add: remote += add; the old value lands in the local buffer. */
     public static SendRequest fetchAndAdd(long add) {
         return new SendRequest(SendOpcode.ATOMIC_FETCH_AND_ADD, 1).compareAdd(add);
+    }
+
+    /**
+     * A BIND_MW request: binds the type 2 {@code window} to {@code range} with {@code rights}
+     * ({@link Access#REMOTE_READ}, {@link Access#REMOTE_WRITE}, {@link Access#REMOTE_ATOMIC},
+     * and {@link Access#ZERO_BASED} for a window its peers address from offset 0). The region must
+     * have been registered with {@link Access#MW_BIND} (and {@link Access#LOCAL_WRITE} for remote
+     * write or atomic rights), in the QP's protection domain. Each post gives the window the next
+     * rkey ({@code ibv_inc_rkey}), which {@link MemoryWindow#rkey()} and
+     * {@link MemoryWindow#remote()} report once {@link QueuePair#postSend} returned. The bind
+     * completes with {@link WcOpcode#BIND_MW}; a bind the device refuses (region without
+     * MW_BIND, range outside the region, zero-based region, a window still bound) completes with
+     * {@link WcStatus#MW_BIND_ERROR} and moves the QP to ERR.
+     *
+     * @throws IllegalArgumentException for a right other than those above
+     */
+    public static SendRequest bindMemoryWindow(MemoryWindow window, MemoryRegion.Slice range, Access... rights) {
+        return new SendRequest(SendOpcode.BIND_MW, 1).bind(window, range, rights);
+    }
+
+    /**
+     * A LOCAL_INV request: invalidates this side's type 2 memory window with {@code rkey}; from
+     * then on the rkey is refused. Completes with {@link WcOpcode#LOCAL_INV}; an rkey that is not
+     * a bound type 2 window of the QP's domain (a type 1 window, a memory region) completes with
+     * {@link WcStatus#LOCAL_QP_OPERATION_ERROR} and moves the QP to ERR.
+     */
+    public static SendRequest localInvalidate(int rkey) {
+        return new SendRequest(SendOpcode.LOCAL_INV, 1).invalidate(rkey);
+    }
+
+    /**
+     * A SEND with Invalidate (set the data with {@link #local}): the peer receives the message and
+     * its type 2 memory window with {@code rkey} is invalidated; the receive completion reports
+     * it ({@link Completion#hasInvalidate()}, {@link Completion#invalidatedRkey()}). An rkey the
+     * peer cannot invalidate completes with {@link WcStatus#REMOTE_INVALID_REQUEST_ERROR}.
+     */
+    public static SendRequest sendWithInvalidate(int rkey) {
+        return new SendRequest(SendOpcode.SEND_WITH_INV, DEFAULT_MAX_SGE).invalidate(rkey);
+    }
+
+    /** The rkey a SEND_WITH_INV or LOCAL_INV request invalidates ({@code invalidate_rkey}). */
+    public SendRequest invalidate(int rkey) {
+        wr.set(ValueLayout.JAVA_INT, INVALIDATE_RKEY, rkey);
+        return this;
+    }
+
+    /**
+     * Sets what a BIND_MW request binds; see {@link #bindMemoryWindow}.
+     *
+     * @throws IllegalArgumentException for a right other than REMOTE_READ, REMOTE_WRITE,
+     *         REMOTE_ATOMIC and ZERO_BASED
+     */
+    public SendRequest bind(MemoryWindow window, MemoryRegion.Slice range, Access... rights) {
+        Objects.requireNonNull(window, "window");
+        Objects.requireNonNull(range, "range");
+        java.util.EnumSet<Access> set = Access.setOf(rights);
+        for (Access a : set) {
+            if (a != Access.REMOTE_READ && a != Access.REMOTE_WRITE && a != Access.REMOTE_ATOMIC && a != Access.ZERO_BASED) {
+                throw new IllegalArgumentException(a + " is not a memory window right (REMOTE_READ, REMOTE_WRITE,"
+                        + " REMOTE_ATOMIC, ZERO_BASED)");
+            }
+        }
+        this.window = window;
+        this.bindRange = range;
+        this.zeroBased = set.contains(Access.ZERO_BASED);
+        wr.set(ValueLayout.ADDRESS, BIND_MW_MW, window.mw);
+        wr.set(ValueLayout.ADDRESS, BIND_MR, range.region().mr);
+        wr.set(ValueLayout.JAVA_LONG, BIND_ADDR, range.address());
+        wr.set(ValueLayout.JAVA_LONG, BIND_LENGTH, range.length());
+        wr.set(ValueLayout.JAVA_INT, BIND_ACCESS, Access.mask(set));
+        return this;
     }
 
     /** The id reported in this request's completion ({@code wr_id}). */
@@ -352,15 +437,36 @@ public final class SendRequest {
         }
     }
 
-    /** The Java-side checks of {@link QueuePair#postSend}, over the whole chain. Allocates nothing unless it throws. */
-    void validate(QueuePair qp) {
+    /**
+     * The Java-side checks of {@link QueuePair#postSend}, over the whole chain. Allocates nothing
+     * unless it throws. Returns whether the chain binds memory windows ({@link #posted} then
+     * records the new rkeys).
+     */
+    boolean validate(QueuePair qp) {
         int chained = 0;
+        boolean binds = false;
         for (SendRequest r = this; r != null; r = r.next) {
             if (++chained > MAX_CHAIN) {
                 throw new IllegalArgumentException("the chain of send requests is longer than " + MAX_CHAIN
                         + " (a cycle?)");
             }
             r.validateOne(qp);
+            binds |= r.opcode == SendOpcode.BIND_MW;
+        }
+        return binds;
+    }
+
+    /** After a post of a chain with binds: each window posted (before {@code bad}, when rc != 0) takes its new rkey. */
+    void posted(boolean all) {
+        long bad = all ? 0 : badWr.get(ValueLayout.ADDRESS, 0).address();
+        for (SendRequest r = this; r != null; r = r.next) {
+            if (!all && r.wr.address() == bad) {
+                return;
+            }
+            if (r.opcode == SendOpcode.BIND_MW) {
+                r.window.posted(r.wr.get(ValueLayout.JAVA_INT, BIND_MW_RKEY), r.zeroBased ? 0 : r.bindRange.address(),
+                        r.bindRange.length());
+            }
         }
     }
 
@@ -381,6 +487,23 @@ public final class SendRequest {
             if (ah.pd != qp.pd) {
                 throw new IllegalArgumentException(ah + " belongs to another protection domain than " + qp);
             }
+        }
+        if (opcode == SendOpcode.BIND_MW) {
+            if (window == null) {
+                throw new IllegalArgumentException("BIND_MW needs bind(window, range, rights...) (request " + id() + ")");
+            }
+            window.life.ensureOpen(window);
+            if (window.type() != MemoryWindow.Type.TYPE_2) {
+                throw new IllegalArgumentException(window + " is a type 1 window: bind it with"
+                        + " QueuePair.bindMemoryWindow (ibv_bind_mw), not a BIND_MW send request");
+            }
+            if (window.pd != qp.pd || bindRange.region().pd != qp.pd) {
+                throw new IllegalArgumentException(window + " and " + bindRange.region()
+                        + " must belong to the protection domain of " + qp);
+            }
+            bindRange.region().ensureUsable();
+            // the next rkey: the window's key with its low 8 bits incremented
+            wr.set(ValueLayout.JAVA_INT, BIND_MW_RKEY, MemoryWindow.incRkey(window.rkey()));
         }
         if ((opcode.isRdma() || opcode.isAtomic()) && !remoteSet) {
             throw new IllegalArgumentException(opcode + " needs remote(address, rkey) (request " + id() + ")");

@@ -144,6 +144,7 @@ final class DevInfoCommand implements Callable<Integer> {
             out.printf("\tmax_qp_rd_atom:\t\t\t%d%n", a.maxQpRdAtomic());
             out.printf("\tmax_qp_init_rd_atom:\t\t%d%n", a.maxQpInitRdAtomic());
             out.printf("\tatomic_cap:\t\t\t%s (%d)%n", atomic(a.atomicCapability()), a.atomicCapability());
+            out.printf("\tmax_mw:\t\t\t\t%d%n", a.maxMw());
             out.printf("\tmax_ah:\t\t\t\t%d%n", a.maxAh());
             out.printf("\tmax_srq:\t\t\t%d%n", a.maxSrq());
             if (a.maxSrq() != 0) {
