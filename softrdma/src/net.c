@@ -26,8 +26,8 @@ struct srd_stats srd_st;
 static void print_stats(void)
 {
 	fprintf(stderr, "softrdma[%d]: tx %lu rx %lu nak_seq %lu rnr %lu timeouts %lu dup_rx %lu eagain %lu "
-		"invalid %lu\n", (int)getpid(), srd_st.tx, srd_st.rx, srd_st.nak_seq, srd_st.rnr,
-		srd_st.timeouts, srd_st.dup_rx, srd_st.eagain, srd_st.invalid);
+		"invalid %lu read_gap %lu\n", (int)getpid(), srd_st.tx, srd_st.rx, srd_st.nak_seq, srd_st.rnr,
+		srd_st.timeouts, srd_st.dup_rx, srd_st.eagain, srd_st.invalid, srd_st.read_gap);
 }
 
 /* ---------------------------------------------------------------- sockets, QPN table, wake-ups */

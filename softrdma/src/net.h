@@ -5,7 +5,7 @@
 #include "wire.h"
 #include <sys/epoll.h>
 
-struct srd_stats { unsigned long tx, rx, nak_seq, rnr, timeouts, dup_rx, eagain, invalid; };
+struct srd_stats { unsigned long tx, rx, nak_seq, rnr, timeouts, dup_rx, eagain, invalid, read_gap; };
 extern struct srd_stats srd_st;
 #define ST(x) __atomic_fetch_add(&srd_st.x, 1, __ATOMIC_RELAXED)
 

@@ -394,6 +394,95 @@ static void t_read_resp(void)
 	close(evil.fd);
 }
 
+/*
+ * A READ answer with a gap (response 1 of 4 lost): the requester re-requests from
+ * the first missing response at once, not only after its timeout, which would
+ * re-request the whole chunk from its first PSN; a second response past the gap
+ * does not re-request again. The re-answer completes the READ with the peer's data.
+ */
+static void t_read_gap(void)
+{
+	drain_cq();
+	struct sock peer = udp_sock();
+	struct ibv_qp *q = rc_qp(qpn_of(peer), IBV_QPS_RTS, 7);
+	unsigned char data[4096];
+	for (int i = 0; i < 4096; i++)
+		data[i] = (unsigned char)(i * 7 + 3);
+	memset(buf, 0, 4096);
+	CHECK_EQ(post(q, IBV_WR_RDMA_READ, 0, 4096, 11), 0, "post read");
+	struct pkt_hdr r;
+	CHECK(rx_req(peer, &r, NULL, 1000) == 0 && r.op == OP_READ_REQ && r.psn == SQ_PSN && r.len == 4096,
+	      "peer gets the READ");
+	for (uint32_t k = 0; k < 4; k++) {
+		if (k == 1)
+			continue; /* lost */
+		struct pkt_hdr h = hdr(OP_READ_RESP, k == 0 ? F_FIRST : k == 3 ? F_LAST : 0, q->qp_num,
+				       qpn_of(peer), SQ_PSN + k);
+		h.len = 1024;
+		tx(peer, q->qp_num, &h, data + k * 1024, 1024);
+	}
+	/* the first request after the gap names the missing response, whatever the timing */
+	CHECK(rx_req(peer, &r, NULL, 1000) == 0 && r.op == OP_READ_REQ && r.psn == SQ_PSN + 1 &&
+	      r.va == 0x10000 + 1024 && r.len == 3072,
+	      "re-request from the missing response (psn %#x, va %#llx, len %u)", r.psn,
+	      (unsigned long long)r.va, r.len);
+	struct pkt_hdr again = hdr(OP_READ_RESP, F_LAST, q->qp_num, qpn_of(peer), SQ_PSN + 3);
+	again.len = 1024;
+	tx(peer, q->qp_num, &again, data + 3072, 1024); /* still past the gap */
+	usleep(5000);
+	for (uint32_t k = 1; k < 4; k++) {
+		struct pkt_hdr h = hdr(OP_READ_RESP, k == 1 ? F_FIRST : k == 3 ? F_LAST : 0, q->qp_num,
+				       qpn_of(peer), SQ_PSN + k);
+		h.len = 1024;
+		tx(peer, q->qp_num, &h, data + k * 1024, 1024);
+	}
+	struct ibv_wc wc;
+	CHECK(poll_for(&wc, 1, 1000) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 11,
+	      "READ with a gap completes (status %d)", wc.status);
+	CHECK(!memcmp(buf, data, 4096), "READ data after the re-request");
+	/* what else the requester sent: retransmissions on its timeout (from the chunk's
+	 * first PSN) may come on a slow machine; a second re-request for the gap may not */
+	int extra = 0;
+	while (rx(peer, &r, NULL, 0) >= 0)
+		if (r.op == OP_READ_REQ && r.psn != SQ_PSN)
+			extra++;
+	CHECK_EQ(extra, 0, "re-requests beyond the one per gap");
+	ibv_destroy_qp(q);
+	close(peer.fd);
+}
+
+/*
+ * Go-back-N after a sequence NAK rewinds where the requester resends from, not what
+ * it has sent: an ACK for a packet sent before the rewind (past the NAK's PSN) is
+ * still inside the window and completes the WRITE without waiting for a timeout.
+ */
+static void t_ack_after_go_back(void)
+{
+	drain_cq();
+	struct sock peer = udp_sock();
+	struct ibv_qp *q = rc_qp(qpn_of(peer), IBV_QPS_RTS, 7);
+	CHECK_EQ(post(q, IBV_WR_RDMA_WRITE, 0, 4096, 12), 0, "post write");
+	struct pkt_hdr r;
+	int got = 0;
+	for (int k = 0; k < 4; k++)
+		got += rx_req(peer, &r, NULL, 1000) == 1024 && r.op == OP_WRITE && r.psn == SQ_PSN + (uint32_t)k;
+	CHECK_EQ(got, 4, "four WRITE packets");
+	struct pkt_hdr h = ack(SYN_NAK_SEQ, q->qp_num, qpn_of(peer), SQ_PSN + 2, 0);
+	tx(peer, q->qp_num, &h, NULL, 0);
+	CHECK(rx_req(peer, &r, NULL, 1000) == 1024 && r.op == OP_WRITE && r.psn == SQ_PSN + 2,
+	      "resent from the NAK's PSN (psn %#x)", r.psn);
+	/* the ACK the peer had already queued for the first transmission's last packet */
+	h = ack(SYN_ACK, q->qp_num, qpn_of(peer), SQ_PSN + 3, 0);
+	tx(peer, q->qp_num, &h, NULL, 0);
+	struct ibv_wc wc;
+	CHECK(poll_for(&wc, 1, 1000) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 12,
+	      "an ACK past the rewind point completes the WRITE (status %d)", wc.status);
+	CHECK_EQ(qp_state(q), IBV_QPS_RTS, "QP after go-back and ACK");
+	ibv_destroy_qp(q);
+	drain(peer);
+	close(peer.fd);
+}
+
 /* ---------------------------------------------------------------- responder: requests */
 
 /* A responder QP connected to the test's peer socket, with two 4 KiB receives posted. */
@@ -779,6 +868,8 @@ int main(void)
 	t_blind_ack();
 	t_rnr();
 	t_read_resp();
+	t_read_gap();
+	t_ack_after_go_back();
 	t_unknown_opcode();
 	t_sequence();
 	t_malformed();
