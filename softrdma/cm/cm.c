@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/random.h>
@@ -1312,15 +1313,50 @@ static void handle_timeout(struct cm_id *idp)
 }
 
 /*
+ * Whether a connection from sa may go on. softrdma's QPs are reachable from other
+ * hosts only with SOFTRDMA_REMOTE=1 (docs/softrdma.md), so the CM takes connections
+ * from other hosts only then too: by default a listener bound to the wildcard address
+ * still answers only its own host (loopback or one of the host's addresses).
+ */
+static int peer_allowed(const struct sockaddr *sa)
+{
+	const char *e = getenv("SOFTRDMA_REMOTE");
+	union ibv_gid want, g;
+	struct ifaddrs *ifs = NULL;
+	int ok = 0;
+
+	if (e && *e && strcmp(e, "0"))
+		return 1;
+	if (sa->sa_family != AF_INET && sa->sa_family != AF_INET6)
+		return 0;
+	sa_to_gid(sa, &want);
+	if (gid_is_loopback(&want))
+		return 1;
+	if (getifaddrs(&ifs))
+		return 0;
+	for (struct ifaddrs *i = ifs; i && !ok; i = i->ifa_next) {
+		if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
+			continue;
+		sa_to_gid(i->ifa_addr, &g);
+		ok = !memcmp(g.raw, want.raw, 16);
+	}
+	freeifaddrs(ifs);
+	return ok;
+}
+
+/*
  * Take the connections waiting on a listener's socket, up to its backlog of
  * pending ids (the rest wait in the kernel's queue until a pending request
  * arrives or times out). Out of descriptors (EMFILE and the like), the
  * listener stops accepting for a moment instead of polling readable forever.
+ * A connection from another host is closed at once unless SOFTRDMA_REMOTE is set.
  */
 static void accept_new(struct cm_id *l)
 {
 	while (l->npending < l->backlog) {
-		int s = accept4(l->sock, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct sockaddr_storage from;
+		socklen_t fl = sizeof(from);
+		int s = accept4(l->sock, (struct sockaddr *)&from, &fl, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		struct cm_id *c;
 		int one = 1;
 
@@ -1328,6 +1364,10 @@ static void accept_new(struct cm_id *l)
 			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
 				l->accept_paused_until = now_ms() + ACCEPT_PAUSE_MS;
 			return;
+		}
+		if (!peer_allowed((struct sockaddr *)&from)) {
+			close(s); /* another host, not opted in: no event, no pending id */
+			continue;
 		}
 		setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		c = id_new(NULL, NULL, l->id.ps, l->id.qp_type);

@@ -26,7 +26,8 @@ static pthread_once_t g_agent_once = PTHREAD_ONCE_INIT;
 static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
 
 /*
- * One received datagram. Dropped before any QP sees it: a truncated one (larger
+ * One received datagram. Dropped before any QP sees it: one from an address other
+ * than loopback unless SOFTRDMA_REMOTE lets other hosts in, a truncated one (larger
  * than any packet softrdma sends), one shorter than a header or of another
  * protocol, one whose QPNs or PSN use the reserved top byte, one whose length is
  * not what its header says (a READ request carries no payload).
@@ -34,7 +35,7 @@ static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
 static void handle_packet(const uint8_t *buf, size_t n, const struct sockaddr_in6 *from,
 			  int msg_flags)
 {
-	if ((msg_flags & MSG_TRUNC) || n < sizeof(struct pkt_hdr)) {
+	if ((msg_flags & MSG_TRUNC) || n < sizeof(struct pkt_hdr) || !srd_net_source_allowed(from)) {
 		ST(invalid);
 		return;
 	}

@@ -188,6 +188,24 @@ bool srd_gid_is_local(const union ibv_gid *gid)
 	return false;
 }
 
+/*
+ * SOFTRDMA_REMOTE=1: other hosts may reach this process's QPs (their sockets are bound
+ * to the device's addresses too and take datagrams from any source). Unset (or "0"):
+ * loopback only. Read once per process.
+ */
+static int g_remote = -1;
+
+bool srd_remote_enabled(void)
+{
+	int r = __atomic_load_n(&g_remote, __ATOMIC_RELAXED);
+	if (r < 0) {
+		const char *e = getenv("SOFTRDMA_REMOTE");
+		r = e && *e && strcmp(e, "0") != 0;
+		__atomic_store_n(&g_remote, r, __ATOMIC_RELAXED);
+	}
+	return r != 0;
+}
+
 void srd_gid_to_sockaddr(const union ibv_gid *gid, uint16_t port, int ifindex,
 			 struct sockaddr_in6 *sa)
 {
@@ -204,6 +222,13 @@ void srd_gid_to_sockaddr(const union ibv_gid *gid, uint16_t port, int ifindex,
 			sa->sin6_addr = in6addr_loopback;
 		}
 		return;
+	}
+	static int warned;
+	if (!srd_remote_enabled() && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED)) {
+		char txt[INET6_ADDRSTRLEN];
+		inet_ntop(AF_INET6, a, txt, sizeof(txt));
+		fprintf(stderr, "softrdma: GID %s is not an address of this host; other hosts are reached "
+			"only with SOFTRDMA_REMOTE=1 (docs/softrdma.md)\n", txt);
 	}
 	sa->sin6_addr = *a;
 	if (IN6_IS_ADDR_LINKLOCAL(a))

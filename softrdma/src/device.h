@@ -5,6 +5,7 @@
 
 struct srd_device *srd_devices(int *n);
 bool srd_gid_is_local(const union ibv_gid *gid);
+bool srd_remote_enabled(void);
 void srd_gid_to_sockaddr(const union ibv_gid *gid, uint16_t port, int ifindex,
 			 struct sockaddr_in6 *sa);
 int srd_query_device_ex(struct ibv_context *context, const struct ibv_query_device_ex_input *input,

@@ -4,11 +4,12 @@
  * applied per datagram), the agent's wake-ups (epoll set, kick eventfd, the
  * timer hint), and the packet counters.
  * Owns: sockets, the QPN table and its rwlock, the epoll set.
- * Calls: faults.
+ * Calls: faults, device (whether other hosts may reach us).
  */
 #include "net.h"
 #include "faults.h"
 #include "shm.h"
+#include "device.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,9 +28,9 @@ struct srd_stats srd_st;
 static void print_stats(void)
 {
 	fprintf(stderr, "softrdma[%d]: tx %lu rx %lu nak_seq %lu rnr %lu timeouts %lu dup_rx %lu eagain %lu "
-		"invalid %lu shm_tx %lu shm_rx %lu doorbells %lu\n", (int)getpid(), srd_st.tx, srd_st.rx,
+		"invalid %lu read_gap %lu shm_tx %lu shm_rx %lu doorbells %lu\n", (int)getpid(), srd_st.tx, srd_st.rx,
 		srd_st.nak_seq, srd_st.rnr, srd_st.timeouts, srd_st.dup_rx, srd_st.eagain, srd_st.invalid,
-		srd_st.shm_tx, srd_st.shm_rx, srd_st.doorbells);
+		srd_st.read_gap, srd_st.shm_tx, srd_st.shm_rx, srd_st.doorbells);
 }
 
 /* ---------------------------------------------------------------- sockets, QPN table, wake-ups */
@@ -37,9 +38,10 @@ static void print_stats(void)
 /*
  * A QPN's port is served by a set of UDP sockets bound to that port on specific
  * addresses, never the wildcard: the loopback addresses (peers on this host are
- * reached over loopback) and the addresses of the QP's device (its GIDs). A packet
- * leaves from the member whose address is of the destination's kind, so the peer
- * sees it come from the address it knows us by.
+ * reached over loopback) and, with SOFTRDMA_REMOTE, the addresses of the QP's
+ * device (its GIDs), for other hosts. A packet leaves from the member whose
+ * address is of the destination's kind, so the peer sees it come from the address
+ * it knows us by.
  */
 #define SOCK_ADDRS (SRD_GID_TBL_LEN + 2)
 enum addr_kind { K_LO4, K_LO6, K_V4, K_LL6, K_V6 };
@@ -205,7 +207,7 @@ static struct srd_sock *open_sock(struct srd_device *dev)
 	struct in6_addr lo4 = { .s6_addr = { [10] = 0xff, [11] = 0xff, [12] = 127, [15] = 1 } };
 	addrs[n++] = lo4;
 	addrs[n++] = in6addr_loopback;
-	for (int g = 0; g < dev->ngids && n < SOCK_ADDRS; g++) {
+	for (int g = 0; srd_remote_enabled() && g < dev->ngids && n < SOCK_ADDRS; g++) {
 		const struct in6_addr *a = (const struct in6_addr *)dev->gids[g].raw;
 		bool dup = false;
 		for (int k = 0; k < n; k++)
@@ -330,6 +332,13 @@ struct srd_qp *srd_net_lookup(uint32_t qpn)
 static bool is_loopback(const struct in6_addr *a)
 {
 	return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+}
+
+/* Without SOFTRDMA_REMOTE only this host talks to softrdma, and it always sends from a
+ * loopback member: a datagram from any other source address is not for us. */
+bool srd_net_source_allowed(const struct sockaddr_in6 *from)
+{
+	return from->sin6_family == AF_INET6 && (is_loopback(&from->sin6_addr) || srd_remote_enabled());
 }
 
 bool srd_net_from_peer(const struct srd_qp *qp, const struct sockaddr_in6 *from)

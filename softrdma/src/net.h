@@ -5,8 +5,8 @@
 #include "wire.h"
 #include <sys/epoll.h>
 
-struct srd_stats { unsigned long tx, rx, nak_seq, rnr, timeouts, dup_rx, eagain, invalid, shm_tx, shm_rx,
-		   doorbells; };
+struct srd_stats { unsigned long tx, rx, nak_seq, rnr, timeouts, dup_rx, eagain, invalid, read_gap, shm_tx,
+		   shm_rx, doorbells; };
 extern struct srd_stats srd_st;
 #define ST(x) __atomic_fetch_add(&srd_st.x, 1, __ATOMIC_RELAXED)
 
@@ -23,6 +23,7 @@ struct srd_qp *srd_net_lookup(uint32_t qpn); /* read lock held */
 /* A packet from `from` comes from qp's connected peer (for a peer on this host: any
  * loopback address, the peer's port). */
 bool srd_net_from_peer(const struct srd_qp *qp, const struct sockaddr_in6 *from);
+bool srd_net_source_allowed(const struct sockaddr_in6 *from);
 void srd_net_for_each_qp(void (*fn)(struct srd_qp *qp, void *arg), void *arg);
 
 /* Transmission: srd_xmit sends one packet from qp's socket; between srd_batch_begin and

@@ -301,6 +301,7 @@ void srd_sq_progress(struct srd_qp *qp)
 			w->psn_assigned = true;
 			w->tx_pkt = 0;
 			w->resp_pkt = 0;
+			w->rereq_pkt = 0;
 			if (type == IBV_QPT_RC && srd_is_rd(w))
 				qp->outstanding_rd++;
 		}
@@ -402,8 +403,10 @@ void srd_sq_progress(struct srd_qp *qp)
 	}
 }
 
-/* Go-back-N: resend from the packet with PSN psn (or the oldest outstanding). */
-static void go_back(struct srd_qp *qp, uint32_t psn)
+/* Go-back-N: resend from the packet with PSN psn (or the oldest outstanding).
+ * read_exact: re-request a READ from psn itself rather than from its chunk's start (the
+ * responder has executed that chunk: a later response of it or after it arrived). */
+static void go_back(struct srd_qp *qp, uint32_t psn, bool read_exact)
 {
 	for (unsigned i = qp->sq_tail; i != qp->sq_head; i++) {
 		struct srd_swqe *w = &qp->sq[i % (unsigned)qp->sq_cap];
@@ -415,7 +418,7 @@ static void go_back(struct srd_qp *qp, uint32_t psn)
 			if (w->opcode == IBV_WR_RDMA_READ)
 				/* re-request the whole chunk holding the first missing response: the
 				 * responder knows chunks only by their first PSN */
-				k = w->resp_pkt - w->resp_pkt % READ_CHUNK;
+				k = read_exact ? w->resp_pkt : w->resp_pkt - w->resp_pkt % READ_CHUNK;
 			if (srd_is_rd(w) && w->opcode != IBV_WR_RDMA_READ)
 				k = 0;
 			w->tx_pkt = k;
@@ -504,7 +507,7 @@ void srd_requester_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t 
 			break;
 		case SYN_NAK_SEQ:
 			ack_upto(qp, psn_add(h->psn, SRD_HDR_PSN_MASK)); /* psn - 1 */
-			go_back(qp, h->psn);
+			go_back(qp, h->psn, false);
 			break;
 		case SYN_RNR:
 			ST(rnr);
@@ -517,7 +520,7 @@ void srd_requester_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t 
 			}
 			if (qp->rnr_left != 7)
 				qp->rnr_left--;
-			go_back(qp, h->psn);
+			go_back(qp, h->psn, false);
 			qp->rnr_wait = true;
 			qp->timer_deadline_ns = srd_now_ns() + rnr_ns(h->imm);
 			srd_timer_hint(true);
@@ -542,8 +545,20 @@ void srd_requester_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t 
 			continue;
 		if (!srd_is_rd(w) || (h->op == OP_READ_RESP) != (w->opcode == IBV_WR_RDMA_READ))
 			break; /* a response of the wrong kind */
-		if ((uint32_t)d != w->resp_pkt)
-			break; /* out of order: wait for the gap to be re-requested */
+		if ((uint32_t)d != w->resp_pkt) {
+			/*
+			 * A response beyond the next one expected: the ones between were lost (or
+			 * are late). As IB requesters do, re-request at once from the first missing
+			 * response instead of waiting out the timeout; once per missing PSN, so the
+			 * rest of the old answer, still arriving, does not trigger it again.
+			 */
+			if ((uint32_t)d > w->resp_pkt && w->rereq_pkt != w->resp_pkt + 1) {
+				w->rereq_pkt = w->resp_pkt + 1;
+				ST(read_gap);
+				go_back(qp, psn_add(w->first_psn, w->resp_pkt), true);
+			}
+			break; /* out of order: dropped */
+		}
 		if (h->op == OP_READ_RESP) {
 			uint32_t mtu = mtu_bytes(qp->attr.path_mtu), off = (uint32_t)d * mtu;
 			if (h->len != (w->length - off < mtu ? w->length - off : mtu))
@@ -685,7 +700,7 @@ int srd_post_send_wrs(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_se
 		w->signaled = qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
 		w->psn_assigned = false;
 		w->local_done = false;
-		w->tx_pkt = w->resp_pkt = 0;
+		w->tx_pkt = w->resp_pkt = w->rereq_pkt = 0;
 		if (wr->opcode == IBV_WR_BIND_MW || wr->opcode == IBV_WR_LOCAL_INV)
 			w->num_sge = 0;
 		if (wr->opcode == IBV_WR_BIND_MW) {
@@ -764,7 +779,7 @@ bool srd_requester_service(struct srd_qp *qp, bool kick, uint64_t now)
 				requester_fail(qp, IBV_WC_RETRY_EXC_ERR);
 			} else {
 				qp->retry_left--;
-				go_back(qp, qp->una_psn);
+				go_back(qp, qp->una_psn, false);
 			}
 		}
 		kick = true;

@@ -172,6 +172,7 @@ struct srd_swqe {
 	uint32_t first_psn, npkts;   /* PSNs first_psn .. first_psn+npkts-1 */
 	uint32_t tx_pkt;             /* packets (or read responses) requested so far */
 	uint32_t resp_pkt;           /* read/atomic responses received */
+	uint32_t rereq_pkt;          /* 1 + resp_pkt when a gap last made us re-request, else 0 */
 	bool psn_assigned;
 	bool signaled;
 };

@@ -1,10 +1,20 @@
 #!/usr/bin/env bash
 # Checks that softrdma's units call each other one way only: every srd_* symbol an
 # object uses must be defined by a unit of a lower layer (docs/softrdma.md, "Units").
-# Usage: layering.sh <dir with the units' .o files>. Prints the offending references
-# and "layering: N units, N violations"; exits non-zero on any violation.
+# Usage: layering.sh UNIT.o... (the Makefile passes the objects of the current
+# sources, so a stale object of a removed or renamed unit is never read), or
+# layering.sh OBJDIR for every .o in it. Prints the offending references and
+# "layering: N units, N violations"; exits non-zero on any violation.
 set -u
-obj=${1:?usage: layering.sh OBJDIR}
+(($#)) || { echo "usage: layering.sh UNIT.o... | OBJDIR" >&2; exit 2; }
+if (($# == 1)) && [ -d "$1" ]; then
+	objs=("$1"/*.o)
+else
+	objs=("$@")
+fi
+for o in "${objs[@]}"; do
+	[ -f "$o" ] || { echo "layering: $o is missing (build first)"; exit 1; }
+done
 # layer of each unit: a unit may use units of strictly lower layers
 declare -A layer=(
 	[events]=0 [device]=0 [faults]=0 [pd]=0 [misc]=0 [shm]=0
@@ -20,7 +30,7 @@ declare -A layer=(
 declare -A owner=()
 bad=0
 n=0
-for o in "$obj"/*.o; do
+for o in "${objs[@]}"; do
 	u=$(basename "$o" .o)
 	[ -n "${layer[$u]:-}" ] || { echo "layering: unit $u has no layer (add it to $0)"; bad=$((bad + 1)); continue; }
 	n=$((n + 1))
@@ -28,7 +38,7 @@ for o in "$obj"/*.o; do
 		owner[$s]=$u
 	done
 done
-for o in "$obj"/*.o; do
+for o in "${objs[@]}"; do
 	u=$(basename "$o" .o)
 	[ -n "${layer[$u]:-}" ] || continue
 	for s in $(nm --undefined-only "$o" | awk '$2 ~ /^srd_/ {print $2}'); do

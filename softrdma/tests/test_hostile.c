@@ -17,6 +17,8 @@
 #include <sys/wait.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <stdint.h>
 #include "testlib.h"
 #include "../src/wire.h"
@@ -310,15 +312,24 @@ static void t_ack_beyond_sent(void)
 	close(peer.fd);
 }
 
+/* An RC QP in RTS connected to the peer socket, with a 64-byte SEND (wr_id id) posted
+ * and received by the peer. */
+static struct ibv_qp *sending_qp(struct sock peer, uint8_t rnr_retry, uint64_t id)
+{
+	struct ibv_qp *q = rc_qp(qpn_of(peer), IBV_QPS_RTS, rnr_retry);
+	struct pkt_hdr r;
+	CHECK_EQ(post(q, IBV_WR_SEND, 0, 64, id), 0, "post send");
+	CHECK(rx_req(peer, &r, NULL, 1000) == 64, "peer gets the SEND");
+	return q;
+}
+
 /* A blind ACK naming the right QPNs and PSN, from another address, completes nothing. */
 static void t_blind_ack(void)
 {
 	drain_cq();
 	struct sock peer = udp_sock(), evil = udp_sock();
-	struct ibv_qp *q = rc_qp(qpn_of(peer), IBV_QPS_RTS, 7);
-	CHECK_EQ(post(q, IBV_WR_SEND, 0, 64, 3), 0, "post send");
-	struct pkt_hdr r, h = ack(SYN_ACK, q->qp_num, qpn_of(peer), SQ_PSN, 0);
-	CHECK(rx_req(peer, &r, NULL, 1000) == 64, "peer gets the SEND");
+	struct ibv_qp *q = sending_qp(peer, 7, 3);
+	struct pkt_hdr h = ack(SYN_ACK, q->qp_num, qpn_of(peer), SQ_PSN, 0);
 	tx(evil, q->qp_num, &h, NULL, 0);
 	struct ibv_wc wc;
 	CHECK_EQ(poll_for(&wc, 1, 30), 0, "no completion from a blind ACK");
@@ -334,10 +345,8 @@ static void t_rnr(void)
 {
 	drain_cq();
 	struct sock peer = udp_sock(), evil = udp_sock();
-	struct ibv_qp *q = rc_qp(qpn_of(peer), IBV_QPS_RTS, 0);
-	CHECK_EQ(post(q, IBV_WR_SEND, 0, 64, 4), 0, "post send");
+	struct ibv_qp *q = sending_qp(peer, 0, 4);
 	struct pkt_hdr r, h = ack(SYN_RNR, q->qp_num, qpn_of(peer), SQ_PSN, 20);
-	CHECK(rx_req(peer, &r, NULL, 1000) == 64, "peer gets the SEND");
 	tx(evil, q->qp_num, &h, NULL, 0);
 	usleep(10000);
 	h = ack(SYN_ACK, q->qp_num, qpn_of(peer), SQ_PSN, 0);
@@ -347,10 +356,8 @@ static void t_rnr(void)
 	      "a stranger's RNR NAK is ignored (status %d)", wc.status);
 	ibv_destroy_qp(q);
 
-	q = rc_qp(qpn_of(peer), IBV_QPS_RTS, 1);
 	drain(peer);
-	CHECK_EQ(post(q, IBV_WR_SEND, 0, 64, 5), 0, "post send");
-	CHECK(rx_req(peer, &r, NULL, 1000) == 64, "peer gets the SEND");
+	q = sending_qp(peer, 1, 5);
 	h = ack(SYN_RNR, q->qp_num, qpn_of(peer), SQ_PSN, 20); /* ~10 ms */
 	tx(peer, q->qp_num, &h, NULL, 0);
 	tx(peer, q->qp_num, &h, NULL, 0);
@@ -392,6 +399,95 @@ static void t_read_resp(void)
 	ibv_destroy_qp(q);
 	close(peer.fd);
 	close(evil.fd);
+}
+
+/*
+ * A READ answer with a gap (response 1 of 4 lost): the requester re-requests from
+ * the first missing response at once, not only after its timeout, which would
+ * re-request the whole chunk from its first PSN; a second response past the gap
+ * does not re-request again. The re-answer completes the READ with the peer's data.
+ */
+static void t_read_gap(void)
+{
+	drain_cq();
+	struct sock peer = udp_sock();
+	struct ibv_qp *q = rc_qp(qpn_of(peer), IBV_QPS_RTS, 7);
+	unsigned char data[4096];
+	for (int i = 0; i < 4096; i++)
+		data[i] = (unsigned char)(i * 7 + 3);
+	memset(buf, 0, 4096);
+	CHECK_EQ(post(q, IBV_WR_RDMA_READ, 0, 4096, 11), 0, "post read");
+	struct pkt_hdr r;
+	CHECK(rx_req(peer, &r, NULL, 1000) == 0 && r.op == OP_READ_REQ && r.psn == SQ_PSN && r.len == 4096,
+	      "peer gets the READ");
+	for (uint32_t k = 0; k < 4; k++) {
+		if (k == 1)
+			continue; /* lost */
+		struct pkt_hdr h = hdr(OP_READ_RESP, k == 0 ? F_FIRST : k == 3 ? F_LAST : 0, q->qp_num,
+				       qpn_of(peer), SQ_PSN + k);
+		h.len = 1024;
+		tx(peer, q->qp_num, &h, data + k * 1024, 1024);
+	}
+	/* the first request after the gap names the missing response, whatever the timing */
+	CHECK(rx_req(peer, &r, NULL, 1000) == 0 && r.op == OP_READ_REQ && r.psn == SQ_PSN + 1 &&
+	      r.va == 0x10000 + 1024 && r.len == 3072,
+	      "re-request from the missing response (psn %#x, va %#llx, len %u)", r.psn,
+	      (unsigned long long)r.va, r.len);
+	struct pkt_hdr again = hdr(OP_READ_RESP, F_LAST, q->qp_num, qpn_of(peer), SQ_PSN + 3);
+	again.len = 1024;
+	tx(peer, q->qp_num, &again, data + 3072, 1024); /* still past the gap */
+	usleep(5000);
+	for (uint32_t k = 1; k < 4; k++) {
+		struct pkt_hdr h = hdr(OP_READ_RESP, k == 1 ? F_FIRST : k == 3 ? F_LAST : 0, q->qp_num,
+				       qpn_of(peer), SQ_PSN + k);
+		h.len = 1024;
+		tx(peer, q->qp_num, &h, data + k * 1024, 1024);
+	}
+	struct ibv_wc wc;
+	CHECK(poll_for(&wc, 1, 1000) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 11,
+	      "READ with a gap completes (status %d)", wc.status);
+	CHECK(!memcmp(buf, data, 4096), "READ data after the re-request");
+	/* what else the requester sent: retransmissions on its timeout (from the chunk's
+	 * first PSN) may come on a slow machine; a second re-request for the gap may not */
+	int extra = 0;
+	while (rx(peer, &r, NULL, 0) >= 0)
+		if (r.op == OP_READ_REQ && r.psn != SQ_PSN)
+			extra++;
+	CHECK_EQ(extra, 0, "re-requests beyond the one per gap");
+	ibv_destroy_qp(q);
+	close(peer.fd);
+}
+
+/*
+ * Go-back-N after a sequence NAK rewinds where the requester resends from, not what
+ * it has sent: an ACK for a packet sent before the rewind (past the NAK's PSN) is
+ * still inside the window and completes the WRITE without waiting for a timeout.
+ */
+static void t_ack_after_go_back(void)
+{
+	drain_cq();
+	struct sock peer = udp_sock();
+	struct ibv_qp *q = rc_qp(qpn_of(peer), IBV_QPS_RTS, 7);
+	CHECK_EQ(post(q, IBV_WR_RDMA_WRITE, 0, 4096, 12), 0, "post write");
+	struct pkt_hdr r;
+	int got = 0;
+	for (int k = 0; k < 4; k++)
+		got += rx_req(peer, &r, NULL, 1000) == 1024 && r.op == OP_WRITE && r.psn == SQ_PSN + (uint32_t)k;
+	CHECK_EQ(got, 4, "four WRITE packets");
+	struct pkt_hdr h = ack(SYN_NAK_SEQ, q->qp_num, qpn_of(peer), SQ_PSN + 2, 0);
+	tx(peer, q->qp_num, &h, NULL, 0);
+	CHECK(rx_req(peer, &r, NULL, 1000) == 1024 && r.op == OP_WRITE && r.psn == SQ_PSN + 2,
+	      "resent from the NAK's PSN (psn %#x)", r.psn);
+	/* the ACK the peer had already queued for the first transmission's last packet */
+	h = ack(SYN_ACK, q->qp_num, qpn_of(peer), SQ_PSN + 3, 0);
+	tx(peer, q->qp_num, &h, NULL, 0);
+	struct ibv_wc wc;
+	CHECK(poll_for(&wc, 1, 1000) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 12,
+	      "an ACK past the rewind point completes the WRITE (status %d)", wc.status);
+	CHECK_EQ(qp_state(q), IBV_QPS_RTS, "QP after go-back and ACK");
+	ibv_destroy_qp(q);
+	drain(peer);
+	close(peer.fd);
 }
 
 /* ---------------------------------------------------------------- responder: requests */
@@ -738,8 +834,8 @@ static void bound_sockets(uint16_t port, int *all, int *wild)
 	}
 }
 
-/* A QP's UDP sockets listen on the device's and the loopback addresses, not on every
- * interface's (a wildcard bind). */
+/* A QP's UDP sockets listen on the loopback addresses (and, with SOFTRDMA_REMOTE, the
+ * device's), never on every interface's (a wildcard bind). */
 static void t_bound(void)
 {
 	struct sock peer = udp_sock();
@@ -752,11 +848,158 @@ static void t_bound(void)
 	close(peer.fd);
 }
 
+/* ---------------------------------------------------------------- remote access opt-in */
+
+/* A non-loopback IPv4 address of this host (network order), or 0 when there is none. */
+static in_addr_t host_v4(void)
+{
+	struct ifaddrs *ifs = NULL, *i;
+	in_addr_t a = 0;
+	if (getifaddrs(&ifs))
+		return 0;
+	for (i = ifs; i && !a; i = i->ifa_next)
+		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && (i->ifa_flags & IFF_UP) &&
+		    !(i->ifa_flags & IFF_LOOPBACK))
+			a = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
+	freeifaddrs(ifs);
+	return a;
+}
+
+/* Sockets of this host bound to port on an address that is neither loopback nor the wildcard. */
+static int sockets_off_loopback(uint16_t port)
+{
+	int n = 0;
+	const char *files[] = { "/proc/net/udp", "/proc/net/udp6" };
+	for (int f = 0; f < 2; f++) {
+		FILE *fp = fopen(files[f], "r");
+		if (!fp)
+			continue;
+		char line[512], addr[64];
+		unsigned p;
+		while (fgets(line, sizeof(line), fp)) {
+			if (sscanf(line, " %*d: %63[0-9A-Fa-f]:%x", addr, &p) != 2 || p != port)
+				continue;
+			size_t l = strlen(addr);
+			bool lo = (l >= 8 && !strcasecmp(addr + l - 8, "0100007F")) ||
+				  !strcmp(addr, "00000000000000000000000001000000");
+			if (!lo && strspn(addr, "0") != l)
+				n++;
+		}
+		fclose(fp);
+	}
+	return n;
+}
+
+/*
+ * In a fresh process (softrdma reads SOFTRDMA_REMOTE once): a UD QP, which takes
+ * datagrams from anyone its q_key admits. Without the opt-in its sockets are on
+ * loopback only and a datagram from this host's non-loopback address ext is dropped
+ * (one from loopback arrives); with SOFTRDMA_REMOTE=1 its port is bound on the
+ * device's addresses too and ext's datagram arrives. Exit status: failed checks.
+ */
+static int remote_child(bool remote, in_addr_t ext)
+{
+	if (remote)
+		setenv("SOFTRDMA_REMOTE", "1", 1);
+	else
+		unsetenv("SOFTRDMA_REMOTE");
+	t_pass = t_fail = 0;
+	const char *mode = remote ? "SOFTRDMA_REMOTE=1" : "default";
+	struct ibv_device **l = ibv_get_device_list(NULL);
+	struct ibv_context *c = l && l[0] ? ibv_open_device(l[0]) : NULL;
+	struct ibv_pd *p = c ? ibv_alloc_pd(c) : NULL;
+	struct ibv_cq *q = c ? ibv_create_cq(c, 16, NULL, NULL, 0) : NULL;
+	static unsigned char area[4096];
+	struct ibv_mr *m = p ? ibv_reg_mr(p, area, sizeof(area), IBV_ACCESS_LOCAL_WRITE) : NULL;
+	struct ibv_qp_init_attr ia = { .send_cq = q, .recv_cq = q, .qp_type = IBV_QPT_UD,
+				       .cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
+						.max_recv_sge = 1 } };
+	struct ibv_qp *ud = m && q ? ibv_create_qp(p, &ia) : NULL;
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x11111111 };
+	if (!ud || ibv_modify_qp(ud, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
+		return 100;
+	a.qp_state = IBV_QPS_RTR;
+	if (ibv_modify_qp(ud, &a, IBV_QP_STATE))
+		return 100;
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 0;
+	if (ibv_modify_qp(ud, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
+		return 100;
+	uint16_t port = (uint16_t)(ud->qp_num >> 8);
+	int off = sockets_off_loopback(port);
+	if (remote)
+		CHECK(off > 0, "%s: the QP's port %u is bound on the device's addresses (%d)", mode, port, off);
+	else
+		CHECK_EQ(off, 0, "default: sockets of the QP's port off loopback");
+	for (int r = 0; r < 2; r++) {
+		struct ibv_sge sg = { (uintptr_t)area + r * 1024, 1024, m->lkey };
+		struct ibv_recv_wr w = { .wr_id = (uint64_t)r, .sg_list = &sg, .num_sge = 1 }, *bad;
+		if (ibv_post_recv(ud, &w, &bad))
+			return 100;
+	}
+	struct sock from_ext = { socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), 0 };
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = ext };
+	if (from_ext.fd < 0 || bind(from_ext.fd, (struct sockaddr *)&sa, sizeof(sa)))
+		return 100;
+	struct sock from_lo = udp_sock();
+	unsigned char msg[32];
+	memset(msg, 0x42, sizeof(msg));
+	struct pkt_hdr h = hdr(OP_UD_SEND, F_FIRST | F_LAST, ud->qp_num, 0x4201, 0);
+	h.rkey = 0x11111111;
+	h.len = sizeof(msg);
+	tx(from_ext, ud->qp_num, &h, msg, sizeof(msg));
+	struct ibv_wc wc;
+	int n = 0;
+	for (int i = 0; i < 1000 && !n; i++) {
+		n = ibv_poll_cq(q, 1, &wc);
+		if (!n)
+			usleep(100);
+	}
+	if (remote)
+		CHECK(n == 1 && wc.status == IBV_WC_SUCCESS && wc.byte_len == 40 + sizeof(msg),
+		      "%s: a datagram from this host's non-loopback address arrives (%d, status %d)", mode, n,
+		      n ? (int)wc.status : -1);
+	else
+		CHECK_EQ(n, 0, "default: completions from a datagram of a non-loopback address");
+	tx(from_lo, ud->qp_num, &h, msg, sizeof(msg));
+	n = 0;
+	for (int i = 0; i < 10000 && !n; i++) {
+		n = ibv_poll_cq(q, 1, &wc);
+		if (!n)
+			usleep(100);
+	}
+	CHECK(n == 1 && wc.status == IBV_WC_SUCCESS && wc.byte_len == 40 + sizeof(msg),
+	      "%s: a datagram from loopback arrives (%d)", mode, n);
+	close(from_ext.fd);
+	close(from_lo.fd);
+	return t_fail;
+}
+
+/* Remote access is opt-in: SOFTRDMA_REMOTE=1 or loopback only. */
+static void t_remote(void)
+{
+	in_addr_t ext = host_v4();
+	if (!ext) {
+		printf("remote access: this host has no non-loopback IPv4 address, not checked\n");
+		return;
+	}
+	for (int remote = 0; remote < 2; remote++) {
+		pid_t pid = fork();
+		if (pid == 0)
+			_exit(remote_child(remote != 0, ext));
+		int st = 0;
+		waitpid(pid, &st, 0);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "remote access %s: child status %#x",
+		      remote ? "SOFTRDMA_REMOTE=1" : "default", st);
+	}
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	alarm(120); /* bounded: a hang is a failure */
 	t_rkeys(); /* first: its children must be the first MR users of their process */
+	t_remote(); /* so are these: softrdma reads SOFTRDMA_REMOTE once per process */
 	int n = 0;
 	struct ibv_device **l = ibv_get_device_list(&n);
 	if (!l || n < 1 || !(ctx = ibv_open_device(l[0]))) {
@@ -779,6 +1022,8 @@ int main(void)
 	t_blind_ack();
 	t_rnr();
 	t_read_resp();
+	t_read_gap();
+	t_ack_after_go_back();
 	t_unknown_opcode();
 	t_sequence();
 	t_malformed();

@@ -16,6 +16,7 @@ import io.github.verbs4j.raw.VerbsFunctions;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.ThreadLocalRandom;
 
@@ -409,10 +410,33 @@ public final class QueuePair implements AutoCloseable {
         return new Endpoint(lid, qpNum, initialPsn, gid);
     }
 
-    /** {@link #endpoint(int, int)} on port 1 with GID index 0 (InfiniBand) or 1 (RoCE v2 IPv4 on rxe/softrdma). */
+    /**
+     * {@link #endpoint(int, int)} on port 1: GID index 0 on a port without GRH needs (InfiniBand);
+     * on one with them, index 1 (RoCE v2 on rxe, the IPv4 address on softrdma) when the table holds
+     * it, else the first non-empty entry (siw's table has index 0 only), else 0.
+     */
     public Endpoint endpoint() {
-        boolean roce = pd.context.queryPort(1).needsGrh();
-        return endpoint(1, roce ? 1 : 0);
+        return endpoint(1, defaultGidIndex(pd.context.port(1)));
+    }
+
+    private static int defaultGidIndex(Port p) {
+        PortAttributes a = p.query();
+        if (!a.needsGrh()) {
+            return 0;
+        }
+        if (a.gidTableLength() > 1) {
+            try {
+                if (!p.gid(1).isZero()) {
+                    return 1;
+                }
+            } catch (VerbsException e) {
+                if (!e.is(Errno.EINVAL) && !e.is(Errno.ENODATA)) {
+                    throw e;
+                }
+            }
+        }
+        List<GidEntry> gids = p.gids();
+        return gids.isEmpty() ? 0 : gids.getFirst().index();
     }
 
     /**

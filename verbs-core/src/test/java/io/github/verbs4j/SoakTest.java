@@ -27,7 +27,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * <p>On softrdma both processes inject faults on their packet path (drop, duplicate, reorder,
  * delay; {@code SOFTRDMA_FAULTS}); elsewhere (kernel rxe) the traffic runs without them.
  *
- * <p>CI runs a reduced size (20 000 messages and 32 MiB of WRITE/READ per cycle). The full soak (10^6 messages and 10 GiB of WRITE/READ per cycle):
+ * <p>CI runs a reduced size (20 000 messages and 128 MiB of WRITE/READ per cycle). The full soak (10^6 messages and 10 GiB of WRITE/READ per cycle):
  * <pre>
  * ./mvnw -B verify -pl verbs-core -Dtest=SoakTest -Dverbs4j.soak.messages=1000000 \
  *     -Dverbs4j.soak.bytes=10737418240 -Dverbs4j.soak.timeoutMinutes=120
@@ -38,7 +38,7 @@ class SoakTest {
     // off softrdma (kernel rxe under QEMU's emulation, one vCPU) a smaller default: the same checks
     private static final boolean FULL_SPEED = Rig.onSoftrdma();
     private static final long MESSAGES = Long.getLong("verbs4j.soak.messages", FULL_SPEED ? 20_000 : 2_000);
-    private static final long BYTES = Long.getLong("verbs4j.soak.bytes", FULL_SPEED ? 32L << 20 : 8L << 20);
+    private static final long BYTES = Long.getLong("verbs4j.soak.bytes", FULL_SPEED ? 128L << 20 : 8L << 20);
     private static final int CYCLES = Integer.getInteger("verbs4j.soak.cycles", FULL_SPEED ? 3 : 2);
     private static final String FAULTS = System.getProperty("verbs4j.soak.faults",
             "drop=0.003,dup=0.005,reorder=0.01,delay=0.003:1ms");

@@ -127,6 +127,15 @@ abstract class PerfCommand implements Callable<Integer> {
                     + "at most 2^30). The server's buffer is twice the largest size a client asks for.")
     int maxSize;
 
+    @Option(names = "--idle-timeout", paramLabel = "<seconds>", defaultValue = "30",
+            description = "Server side: give up when the client sends no GO or BYE for <seconds> after the handshake or a "
+                    + "size's run (default ${DEFAULT-VALUE}); its DONE after a run may take " + DONE_TIMEOUT_MINUTES
+                    + " min, as a run of a one-sided test is the client's alone.")
+    int idleTimeout;
+
+    /** How long the server waits for the client's DONE: a one-sided run (READ, WRITE bandwidth) is the client's alone. */
+    static final int DONE_TIMEOUT_MINUTES = 10;
+
     abstract Kind kind();
 
     private final Deque<AutoCloseable> resources = new ArrayDeque<>();
@@ -186,6 +195,9 @@ abstract class PerfCommand implements Callable<Integer> {
         }
         if (maxSize < 1 || maxSize > (1 << 30)) {
             throw new CommandLine.ParameterException(cl, "--max-size: 1..2^30 bytes, not " + maxSize);
+        }
+        if (idleTimeout < 1 || idleTimeout > 86_400) {
+            throw new CommandLine.ParameterException(cl, "--idle-timeout: 1..86400 seconds, not " + idleTimeout);
         }
         if (host == null && (size != null || all || iters != null)) {
             throw new CommandLine.ParameterException(cl, "-s, -a and -n are client options: the server follows the client");
@@ -291,7 +303,7 @@ abstract class PerfCommand implements Callable<Integer> {
             wire.send(PerfWire.TAG + " " + PerfWire.VERSION + " OK " + local + " " + target());
             addresses(local, peer);
             while (true) {
-                String cmd = wire.receive();
+                String cmd = wire.receive(idleTimeoutMs(), "GO or BYE");
                 if (cmd.equals("BYE")) {
                     break;
                 }
@@ -310,13 +322,17 @@ abstract class PerfCommand implements Callable<Integer> {
                         // READ, atomics and WRITE bandwidth need nothing from the server's CPU
                     }
                 }
-                wire.expect("DONE");
+                wire.expect("DONE", DONE_TIMEOUT_MINUTES * 60_000);
                 wire.send("DONE");
             }
         }
         out.println(SEPARATOR);
         out.flush();
         return 0;
+    }
+
+    private int idleTimeoutMs() {
+        return idleTimeout * 1000;
     }
 
     /** Tells the client why it is refused (best effort: it may be gone already). */

@@ -157,7 +157,15 @@ final class PerfWire implements AutoCloseable {
 
     /** Reads a line and checks it is {@code expected} (a word, optionally with arguments). */
     String expect(String expected) {
-        String line = receive();
+        return expect(expected, 0);
+    }
+
+    /**
+     * As {@link #expect(String)}, giving up when the peer sends nothing for {@code timeoutMs}
+     * (0: no bound).
+     */
+    String expect(String expected, int timeoutMs) {
+        String line = receive(timeoutMs, expected);
         if (!line.equals(expected) && !line.startsWith(expected + " ")) {
             throw new Verbs4jTool.Verbs4jFailure(peer + " broke the verbs4j perf protocol: expected " + expected
                     + ", got '" + printable(line) + "'");
@@ -166,8 +174,17 @@ final class PerfWire implements AutoCloseable {
     }
 
     String receive() {
+        return receive(0, null);
+    }
+
+    /**
+     * Reads one line; gives up with a one-line failure naming {@code expecting} when the peer
+     * sends nothing for {@code timeoutMs} (0: waits as long as the connection lives).
+     */
+    String receive(int timeoutMs, String expecting) {
         ByteArrayOutputStream line = new ByteArrayOutputStream();
         try {
+            socket.setSoTimeout(timeoutMs);
             while (true) {
                 int b = in.read();
                 if (b < 0) {
@@ -182,6 +199,9 @@ final class PerfWire implements AutoCloseable {
                 }
                 line.write(b);
             }
+        } catch (SocketTimeoutException e) {
+            throw new Verbs4jTool.Verbs4jFailure(peer + " sent nothing for " + timeoutMs / 1000 + " s (expected "
+                    + expecting + "): it stopped");
         } catch (IOException e) {
             throw new Verbs4jTool.Verbs4jFailure("lost the control connection to " + peer + ": " + e.getMessage());
         }

@@ -167,6 +167,50 @@ class ToolHandshakeFuzzTest {
         }
     }
 
+    /**
+     * A client that completes the handshake and then says nothing (no GO, no BYE, the connection
+     * kept open) holds the server only for its --idle-timeout: exit 1, one line naming the wait.
+     */
+    @Test
+    void perfServerGivesUpOnAClientThatFallsSilentAfterTheHandshake() throws Exception {
+        for (int attempt = 0; ; attempt++) {
+            int port = Proc.freePort();
+            CompletableFuture<ToolRun> server = CompletableFuture.supplyAsync(
+                    () -> ToolRun.inProcess("send-lat", "-x", GID_INDEX, "--idle-timeout", "2", "-p", Integer.toString(port)),
+                    r -> Thread.ofPlatform().daemon().start(r));
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (!TcpListeners.listening(port) && !server.isDone() && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            if (server.isDone()) {
+                ToolRun early = server.get();
+                if (attempt < 5 && early.err().contains("couldn't listen to port")) {
+                    continue;   // someone else took the port: not the server's failure
+                }
+                fail("the server ended before listening: " + early);
+            }
+            try (Socket s = new Socket()) {
+                s.connect(new InetSocketAddress("127.0.0.1", port), 10_000);
+                s.setSoTimeout(20_000);
+                s.getOutputStream().write(ascii(hello("5", "64", ENDPOINT, BUFFER)));
+                s.getOutputStream().flush();
+                StringBuilder reply = new StringBuilder();
+                for (int b; (b = s.getInputStream().read()) >= 0 && b != '\n'; ) {
+                    reply.append((char) b);
+                }
+                assertTrue(reply.toString().startsWith(TAG + "OK "), reply.toString());
+                long silentSince = System.nanoTime();
+                // now silent, connection open: the server must give up by itself
+                ToolRun run = server.get(30, TimeUnit.SECONDS);
+                long waitedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - silentSince);
+                String err = assertOneLineFailure(new Outcome(reply.toString(), run), "silent client");
+                assertTrue(err.contains("sent nothing for 2 s (expected GO or BYE): it stopped"), err);
+                assertTrue(waitedMs >= 1_900, "gave up after " + waitedMs + " ms, before its 2 s");
+            }
+            return;
+        }
+    }
+
     @Test
     void perfServerSurvivesRandomHandshakes() throws Exception {
         Random rnd = new Random(SEED);
