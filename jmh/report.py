@@ -3,8 +3,8 @@
 
     python3 jmh/report.py <result.json> <chart folder>
 
-Prints a Markdown table (verbs4j, raw FFM where measured, and C: ns/op with JMH's 99.9% error;
-verbs4j - C, ratio, B/op) and
+Prints a Markdown table (verbs4j, raw FFM, the JNI twin and C: ns/op with JMH's 99.9% error;
+verbs4j - raw FFM (the binding's own cost), verbs4j / JNI, verbs4j / C, B/op) and
 also the median and best iteration of each, which a busy machine disturbs less than the mean;
 writes it next to the JSON (<result>.md); draws SVG charts into the chart folder:
 java-vs-c.svg (JMH scores), java-vs-c-median.svg (median iterations) and ffm-floor.svg (a
@@ -21,7 +21,7 @@ from html import escape
 
 PREFIX = "io.github.verbs4j.jmh.JavaVsC."
 
-# (benchmark stem, label): <stem>Java is paired with <stem>C
+# (benchmark stem, label): <stem>Java is compared with <stem>JavaRawFfm, <stem>Jni and <stem>C
 PAIRS = [
     ("sendRecv", "SEND + RECV ping (post_recv, post_send, poll both CQs)"),
     ("write", "RDMA WRITE 64 B, signaled, poll"),
@@ -43,11 +43,13 @@ FLOOR = [
     ("nopC", "C, through a function pointer"),
     ("nopJavaCritical", "Java, critical downcall"),
     ("nopJavaPlain", "Java, plain downcall"),
+    ("nopJni", "Java, JNI static native (the JNI twin's shape)"),
 ]
 
 JAVA_COLOUR = "#e76f24"
 C_COLOUR = "#2a6fbb"
 RAW_COLOUR = "#f2b134"
+JNI_COLOUR = "#5a9e4b"
 
 
 def number(value):
@@ -94,33 +96,49 @@ def fmt_bytes(r):
     return f"{r['bytes']:.3f}"
 
 
+def row(results, stem):
+    """verbs4j, raw FFM, JNI, C results of one verb (None where not measured)."""
+    return (results.get(stem + "Java"), results.get(stem + "JavaRawFfm"), results.get(stem + "Jni"),
+            results.get(stem + "C"))
+
+
+def diff(a, b, key, ratio=False):
+    if not a or not b:
+        return "—"
+    return f"{a[key] / b[key]:.2f}" if ratio else f"{a[key] - b[key]:.1f}"
+
+
 def table(results):
     lines = [
         "JMH score (mean of the iterations ± 99.9% confidence interval):",
         "",
-        "| operation | verbs4j ns/op | raw FFM ns/op | C ns/op | verbs4j − C ns | verbs4j / C | verbs4j B/op | C B/op |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| operation | verbs4j ns/op | raw FFM ns/op | JNI ns/op | C ns/op | verbs4j − raw FFM ns | verbs4j / JNI | verbs4j / C | verbs4j B/op | C B/op |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for stem, label in PAIRS:
-        j, c, raw = results.get(stem + "Java"), results.get(stem + "C"), results.get(stem + "JavaRawFfm")
+        j, raw, jni, c = row(results, stem)
         if not j or not c:
             continue
-        lines.append(f"| {label} | {fmt_ns(j)} | {fmt_ns(raw) if raw else '—'} | {fmt_ns(c)} | "
-                     f"{j['score'] - c['score']:.1f} | {j['score'] / c['score']:.2f} | {fmt_bytes(j)} | {fmt_bytes(c)} |")
+        lines.append(f"| {label} | {fmt_ns(j)} | {fmt_ns(raw) if raw else '—'} | {fmt_ns(jni) if jni else '—'} | "
+                     f"{fmt_ns(c)} | {diff(j, raw, 'score')} | {diff(j, jni, 'score', True)} | "
+                     f"{diff(j, c, 'score', True)} | {fmt_bytes(j)} | {fmt_bytes(c)} |")
     lines += [
         "",
         "Median iteration (best iteration in parentheses):",
         "",
-        "| operation | verbs4j ns/op | raw FFM ns/op | C ns/op | verbs4j − C ns | verbs4j / C |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| operation | verbs4j ns/op | raw FFM ns/op | JNI ns/op | C ns/op | verbs4j − raw FFM ns | verbs4j / JNI | verbs4j / C |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
+
+    def mb(r):
+        return f"{r['median']:.1f} ({r['best']:.1f})" if r else "—"
+
     for stem, label in PAIRS:
-        j, c, raw = results.get(stem + "Java"), results.get(stem + "C"), results.get(stem + "JavaRawFfm")
+        j, raw, jni, c = row(results, stem)
         if not j or not c:
             continue
-        raw_text = f"{raw['median']:.1f} ({raw['best']:.1f})" if raw else "—"
-        lines.append(f"| {label} | {j['median']:.1f} ({j['best']:.1f}) | {raw_text} | {c['median']:.1f} ({c['best']:.1f}) | "
-                     f"{j['median'] - c['median']:.1f} | {j['median'] / c['median']:.2f} |")
+        lines.append(f"| {label} | {mb(j)} | {mb(raw)} | {mb(jni)} | {mb(c)} | {diff(j, raw, 'median')} | "
+                     f"{diff(j, jni, 'median', True)} | {diff(j, c, 'median', True)} |")
     lines += [
         "",
         "| no-op native call (`bl_nop`, shaped like `ops.post_send`) | ns/call (JMH score) | median (best) iteration | B/op |",
@@ -208,15 +226,18 @@ def main(argv):
     print(md)
     os.makedirs(folder, exist_ok=True)
     written = []
-    series = [("Java, verbs4j", JAVA_COLOUR), ("Java, raw FFM downcalls", RAW_COLOUR), ("C, libibverbs", C_COLOUR)]
-    for key, file, title in (("score", "java-vs-c.svg", "verbs4j vs C on softrdma: JMH score per operation (lower is better)"),
-                             ("median", "java-vs-c-median.svg", "verbs4j vs C on softrdma: median iteration per operation (lower is better)")):
+    series = [("Java, verbs4j", JAVA_COLOUR), ("Java, raw FFM downcalls", RAW_COLOUR), ("Java, JNI twin", JNI_COLOUR),
+              ("C, libibverbs", C_COLOUR)]
+    for key, file, title in (("score", "java-vs-c.svg", "verbs4j vs raw FFM vs JNI vs C on softrdma: JMH score per operation (lower is better)"),
+                             ("median", "java-vs-c-median.svg", "verbs4j vs raw FFM vs JNI vs C on softrdma: median iteration per operation (lower is better)")):
         rows = []
         for stem, label in PAIRS:
-            j, c, raw = results.get(stem + "Java"), results.get(stem + "C"), results.get(stem + "JavaRawFfm")
+            measured = row(results, stem)
+            j, c = measured[0], measured[3]
             if j and c:
-                errors = [j["error"], raw["error"] if raw else 0.0, c["error"]] if key == "score" else [0.0, 0.0, 0.0]
-                rows.append((SHORT[stem], [j[key], raw[key] if raw else None, c[key]], errors))
+                values = [r[key] if r else None for r in measured]
+                errors = [r["error"] if r and key == "score" else 0.0 for r in measured]
+                rows.append((SHORT[stem], values, errors))
         if rows:
             with open(os.path.join(folder, file), "w") as f:
                 f.write(bars_svg(title, rows, series, "ns/op", note))

@@ -1,7 +1,7 @@
 /*
  * The C baselines of the verbs4j JMH benchmarks.
  *
- * Each bl_* loop runs the same verb sequence as its Java twin (io.github.verbs4j.jmh.JavaVerbs)
+ * Each bl_* loop runs the same verb sequence as its Java twin (io.github.verbs4j.jmh.JavaRig)
  * `iterations` times, through the same provider (the libibverbs.so.1 the JVM loaded: softrdma),
  * with the objects set up the same way: one PD, two CQs of 64 entries, two RC QPs (32 send and
  * receive requests, 4 SGEs, 64 inline bytes) connected to each other, two 64 KiB regions with
@@ -395,17 +395,70 @@ BL_EXPORT void *bl_poll_cq_fn(struct bl_rig *r)
 	return (void *)r->cq_a->context->ops.poll_cq;
 }
 
-/* Fills wr and sge (caller's memory) with the request bl_write posts. */
-BL_EXPORT void bl_prepare_write(struct bl_rig *r, struct ibv_send_wr *wr, struct ibv_sge *sge)
+/*
+ * Every request of the loops above, built once in one block of the caller's memory: what the
+ * raw-FFM rig (Java through critical downcalls) and the JNI twin (Java through JNI natives, as
+ * DiSNI drives libibverbs: requests serialized into native memory once, re-posted by address)
+ * post, so both post exactly the requests the C loops post. Pointers inside the block point
+ * into the block: it must not move (native memory).
+ */
+struct bl_requests {
+	struct ibv_send_wr write, read, send, chain[BL_CHAIN];
+	struct ibv_recv_wr recv;
+	struct ibv_sge write_sge, read_sge, send_sge, chain_sge[BL_CHAIN], recv_sge;
+	struct ibv_send_wr *bad_send;
+	struct ibv_recv_wr *bad_recv;
+	struct ibv_wc wc[BL_POLL_BATCH];
+};
+
+static void rdma_wr(struct bl_rig *r, struct ibv_send_wr *wr, struct ibv_sge *sge, enum ibv_wr_opcode opcode,
+		    size_t local, uint64_t remote)
 {
-	sge_of(sge, r->mr_a, 0, BL_MSG);
+	sge_of(sge, r->mr_a, local, BL_MSG);
 	memset(wr, 0, sizeof(*wr));
 	wr->sg_list = sge;
 	wr->num_sge = 1;
-	wr->opcode = IBV_WR_RDMA_WRITE;
+	wr->opcode = opcode;
 	wr->send_flags = IBV_SEND_SIGNALED;
-	wr->wr.rdma.remote_addr = (uintptr_t)r->mr_b->addr + 4096;
+	wr->wr.rdma.remote_addr = (uintptr_t)r->mr_b->addr + remote;
 	wr->wr.rdma.rkey = r->mr_b->rkey;
+}
+
+/* Fills q (bl_layout(16) bytes of the caller's memory, 8-byte aligned) with every request. */
+BL_EXPORT void bl_prepare_all(struct bl_rig *r, struct bl_requests *q)
+{
+	memset(q, 0, sizeof(*q));
+	rdma_wr(r, &q->write, &q->write_sge, IBV_WR_RDMA_WRITE, 0, 4096);
+	rdma_wr(r, &q->read, &q->read_sge, IBV_WR_RDMA_READ, 0, 4096);
+	sge_of(&q->send_sge, r->mr_a, 0, BL_MSG);
+	q->send.sg_list = &q->send_sge;
+	q->send.num_sge = 1;
+	q->send.opcode = IBV_WR_SEND;
+	q->send.send_flags = IBV_SEND_SIGNALED;
+	sge_of(&q->recv_sge, r->mr_b, 1024, BL_MSG);
+	q->recv.sg_list = &q->recv_sge;
+	q->recv.num_sge = 1;
+	for (int k = 0; k < BL_CHAIN; k++) {
+		rdma_wr(r, &q->chain[k], &q->chain_sge[k], IBV_WR_RDMA_WRITE, (size_t)k * BL_MSG,
+			4096 + (uint64_t)k * BL_MSG);
+		q->chain[k].send_flags = k == BL_CHAIN - 1 ? IBV_SEND_SIGNALED : 0;
+		q->chain[k].next = k == BL_CHAIN - 1 ? NULL : &q->chain[k + 1];
+	}
+}
+
+BL_EXPORT struct ibv_qp *bl_qp_b(struct bl_rig *r)
+{
+	return r->b;
+}
+
+BL_EXPORT struct ibv_cq *bl_cq_b(struct bl_rig *r)
+{
+	return r->cq_b;
+}
+
+BL_EXPORT void *bl_post_recv_fn(struct bl_rig *r)
+{
+	return (void *)r->b->context->ops.post_recv;
 }
 
 /*
@@ -430,6 +483,31 @@ BL_EXPORT int bl_layout(int which)
 		return (int)offsetof(struct ibv_wc, status);
 	case 6:
 		return (int)offsetof(struct ibv_wc, byte_len);
+	/* bl_prepare_all's block: 7 write, 8 read, 9 send, 10 chain[0], 11 recv, 12 bad_send,
+	 * 13 bad_recv, 14 wc[0], 15 chain[15].wr_id, 16 its size, 17 offsetof(ibv_recv_wr, wr_id) */
+	case 7:
+		return (int)offsetof(struct bl_requests, write);
+	case 8:
+		return (int)offsetof(struct bl_requests, read);
+	case 9:
+		return (int)offsetof(struct bl_requests, send);
+	case 10:
+		return (int)offsetof(struct bl_requests, chain);
+	case 11:
+		return (int)offsetof(struct bl_requests, recv);
+	case 12:
+		return (int)offsetof(struct bl_requests, bad_send);
+	case 13:
+		return (int)offsetof(struct bl_requests, bad_recv);
+	case 14:
+		return (int)offsetof(struct bl_requests, wc);
+	case 15:
+		return (int)(offsetof(struct bl_requests, chain) + (BL_CHAIN - 1) * sizeof(struct ibv_send_wr) +
+			     offsetof(struct ibv_send_wr, wr_id));
+	case 16:
+		return (int)sizeof(struct bl_requests);
+	case 17:
+		return (int)offsetof(struct ibv_recv_wr, wr_id);
 	default:
 		return -1;
 	}

@@ -87,7 +87,11 @@ public final class AddressHandle implements AutoCloseable {
     @Override
     public void close() {
         life.close(this, () -> Lifecycle.destroyVerb("ibv_destroy_ah", VerbsFunctions.DESTROY_AH, ah),
-                () -> pd.life.removeDependent(this));
+                () -> {
+                    pd.life.removeDependent(this);
+                    // requests checked while the handle was open are checked in full at their next post
+                    Validity.advance();
+                });
     }
 
     /** Whether {@link #close()} completed. */

@@ -147,6 +147,11 @@ public final class MemoryRegion implements AutoCloseable {
         }
     }
 
+    /** Whether the region's memory is a caller's segment, whose arena may close while the region is registered. */
+    boolean callerMemory() {
+        return segment != null && owned == null;
+    }
+
     /**
      * Whether the region can be handed to the device now: open, and its memory alive.
      * Throws {@link IllegalStateException} naming the problem.
@@ -173,6 +178,8 @@ public final class MemoryRegion implements AutoCloseable {
                 owned.close();
             }
             pd.life.removeDependent(this);
+            // requests checked while the region was open are checked in full at their next post
+            Validity.advance();
         });
     }
 

@@ -10,7 +10,9 @@ import java.lang.foreign.ValueLayout;
  * one native segment), for {@link QueuePair#postRecv} and {@link SharedReceiveQueue#postRecv}.
  * Setters write through to native memory; re-posting allocates nothing. Buffers are checked
  * against their region when set; regions are checked (open, same protection domain, memory
- * alive) when posted. Chains with {@link #next(ReceiveRequest)}.
+ * alive) when posted; a request posted successfully and re-posted unchanged to the same QP or
+ * SRQ is not checked in full again (only {@link #id(long)} or the chain changed, and no region
+ * closed since: see {@link SendRequest}). Chains with {@link #next(ReceiveRequest)}.
  *
  * <p>The native memory is freed by the garbage collector once the request is unreachable. Not
  * thread-safe.
@@ -31,6 +33,12 @@ public final class ReceiveRequest {
     final MemorySegment badWr;
     private int sgeCount;
     private ReceiveRequest next;
+    /** The QP or SRQ this request was last checked for in full, or {@code null}: cleared by the setters the checks read. */
+    private Object validFor;
+    /** The {@link Validity#epoch()} of that check. */
+    private long validEpoch;
+    /** Whether a post must still check caller-owned memory alive. */
+    private boolean checkLive;
 
     private ReceiveRequest(int maxSge) {
         this.sgl = new ScatterGatherList(WR_SIZE, ibv_recv_wr.sg_list$offset(), maxSge);
@@ -72,6 +80,7 @@ public final class ReceiveRequest {
 
     /** Sets entry {@code index}; see {@link #sgeCount(int)}. */
     public ReceiveRequest sge(int index, MemoryRegion region, long offset, int length) {
+        validFor = null;
         sgl.set(index, region, offset, length);
         return this;
     }
@@ -79,6 +88,7 @@ public final class ReceiveRequest {
     /** How many entries are used. */
     public ReceiveRequest sgeCount(int count) {
         sgl.requireSet(count, false);
+        validFor = null;
         this.sgeCount = count;
         wr.set(ValueLayout.JAVA_INT, NUM_SGE, count);
         return this;
@@ -99,18 +109,34 @@ public final class ReceiveRequest {
         return next;
     }
 
+    /**
+     * The Java-side checks of a post to {@code target} (a QP or an SRQ of {@code pd} taking
+     * {@code maxSgeAllowed} entries), over the chain; a request checked in full for that target
+     * and not changed since is not checked again (see {@link Validity}), only its caller-owned
+     * memory alive.
+     */
     void validate(ProtectionDomain pd, int maxSgeAllowed, Object target) {
+        long epoch = Validity.epoch();
         int chained = 0;
         for (ReceiveRequest r = this; r != null; r = r.next) {
             if (++chained > MAX_CHAIN) {
                 throw new IllegalArgumentException("the chain of receive requests is longer than " + MAX_CHAIN
                         + " (a cycle?)");
             }
+            if (r.validFor == target && r.validEpoch == epoch) {
+                if (r.checkLive) {
+                    r.sgl.ensureLive(r.sgeCount);
+                }
+                continue;
+            }
             if (r.sgeCount > maxSgeAllowed) {
                 throw new IllegalArgumentException("request " + r.id() + " has " + r.sgeCount
                         + " scatter/gather entries, " + target + " takes " + maxSgeAllowed);
             }
             r.sgl.validate(r.sgeCount, false, pd, target, r.id());
+            r.checkLive = r.sgl.namesCallerMemory(r.sgeCount);
+            r.validEpoch = epoch;
+            r.validFor = target;
         }
     }
 

@@ -87,6 +87,27 @@ final class ScatterGatherList {
         }
     }
 
+    /** Whether one of the first {@code count} entries names a region over a caller's segment (whose arena may close). */
+    boolean namesCallerMemory(int count) {
+        for (int i = 0; i < count; i++) {
+            MemoryRegion mr = regions[i];
+            if (mr != null && mr.callerMemory()) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Checks the regions of the first {@code count} entries usable again (open, memory alive): the per-post check of a request checked before. */
+    void ensureLive(int count) {
+        for (int i = 0; i < count; i++) {
+            MemoryRegion mr = regions[i];
+            if (mr != null) {
+                mr.ensureUsable();
+            }
+        }
+    }
+
     /** The length of entry {@code index}. */
     long length(int index) {
         return Integer.toUnsignedLong(entries.get(ValueLayout.JAVA_INT, index * ENTRY_SIZE + LENGTH));

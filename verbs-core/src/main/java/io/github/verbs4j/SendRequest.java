@@ -29,6 +29,14 @@ import java.util.Objects;
  * the device sees the request. Ranges are checked when set. Requests chain with
  * {@link #next(SendRequest)} and post with one call.
  *
+ * <p><b>Checked once</b>: a request posted successfully is not checked in full again when it is
+ * re-posted to the same QP unchanged: changing only {@link #id(long)}, {@link #signaled},
+ * {@link #solicited}, {@link #fence}, {@link #immediate}, {@link #compareAdd}, {@link #swap} or
+ * the chain keeps it checked. Every other setter, and the close of any memory region or address
+ * handle, makes the next post check it in full again, so a changed request gets exactly the
+ * errors a new one would. Caller-owned memory (a region over the caller's segment, inline data)
+ * is checked alive at every post.
+ *
  * <p>The native memory is freed by the garbage collector once the request is unreachable; the
  * device copies a request when it is posted, so a request may be changed or dropped as soon as
  * {@code postSend} returns. Not thread-safe: one thread sets and posts a given request.
@@ -95,6 +103,12 @@ public final class SendRequest {
     private MemoryWindow window;
     private MemoryRegion.Slice bindRange;
     private boolean zeroBased;
+    /** The QP this request was last checked for in full, or {@code null}: cleared by every setter the checks read. */
+    private QueuePair validFor;
+    /** The {@link Validity#epoch()} of that check. */
+    private long validEpoch;
+    /** Whether a post must still check caller-owned memory alive (inline data, regions over a caller's segment). */
+    private boolean checkLive;
 
     private SendRequest(SendOpcode opcode, int maxSge) {
         this.sgl = new ScatterGatherList(WR_SIZE, ibv_send_wr.sg_list$offset(), maxSge);
@@ -183,6 +197,7 @@ public final class SendRequest {
 
     /** The rkey a SEND_WITH_INV or LOCAL_INV request invalidates ({@code invalidate_rkey}). */
     public SendRequest invalidate(int rkey) {
+        validFor = null;
         wr.set(ValueLayout.JAVA_INT, INVALIDATE_RKEY, rkey);
         return this;
     }
@@ -203,6 +218,7 @@ public final class SendRequest {
                         + " REMOTE_ATOMIC, ZERO_BASED)");
             }
         }
+        validFor = null;
         this.window = window;
         this.bindRange = range;
         this.zeroBased = set.contains(Access.ZERO_BASED);
@@ -228,6 +244,7 @@ public final class SendRequest {
     /** Changes the operation. */
     public SendRequest opcode(SendOpcode opcode) {
         this.opcode = Objects.requireNonNull(opcode, "opcode");
+        validFor = null;
         wr.set(ValueLayout.JAVA_INT, OPCODE, opcode.value());
         writeUnion();
         return this;
@@ -255,6 +272,7 @@ public final class SendRequest {
      * @throws IndexOutOfBoundsException when the range is outside the region or the index beyond maxSge
      */
     public SendRequest sge(int index, MemoryRegion region, long offset, int length) {
+        validFor = null;
         sgl.set(index, region, offset, length);
         if (inlineData != null) {
             // the inline entry is gone: nothing is sent until sgeCount (or local) says what is set
@@ -268,6 +286,7 @@ public final class SendRequest {
     /** How many scatter/gather entries are used (0 for a zero-length message). */
     public SendRequest sgeCount(int count) {
         sgl.requireSet(count, inlineData != null);
+        validFor = null;
         this.sgeCount = count;
         wr.set(ValueLayout.JAVA_INT, NUM_SGE, count);
         return this;
@@ -278,6 +297,7 @@ public final class SendRequest {
         this.remoteAddress = address;
         this.rkey = rkey;
         this.remoteSet = true;
+        validFor = null;
         writeUnion();
         return this;
     }
@@ -318,6 +338,7 @@ public final class SendRequest {
     /** Addresses a UD send: the destination, its QP number and Q_Key. */
     public SendRequest ud(AddressHandle ah, int remoteQpn, int remoteQkey) {
         this.ah = Objects.requireNonNull(ah, "ah");
+        validFor = null;
         this.udQpn = remoteQpn;
         this.udQkey = remoteQkey;
         writeUnion();
@@ -382,6 +403,7 @@ public final class SendRequest {
         if (!data.scope().isAlive()) {
             throw new IllegalStateException("the arena of the inline data is closed");
         }
+        validFor = null;
         sgl.setUnregistered(data);
         inlineData = data;
         sgeCount = 1;
@@ -415,6 +437,10 @@ public final class SendRequest {
     }
 
     private SendRequest flag(int bit, boolean on) {
+        if (bit == INLINE) {
+            // the only flag the checks read; SIGNALED, SOLICITED and FENCE may change per post for free
+            validFor = null;
+        }
         flags = on ? flags | bit : flags & ~bit;
         wr.set(ValueLayout.JAVA_INT, SEND_FLAGS, flags);
         return this;
@@ -439,10 +465,15 @@ public final class SendRequest {
 
     /**
      * The Java-side checks of {@link QueuePair#postSend}, over the whole chain. Allocates nothing
-     * unless it throws. Returns whether the chain binds memory windows ({@link #posted} then
-     * records the new rkeys).
+     * unless it throws. A request checked in full for {@code qp} and not changed since (no setter
+     * the checks read, no region or address handle closed anywhere: {@link Validity}) is not
+     * checked again; only its caller-owned memory is checked alive, when it names any. A BIND_MW
+     * request is checked in full on every post: the check gives it the window's next rkey and
+     * finds a window closed since. Returns whether the chain binds memory windows ({@link #posted}
+     * then records the new rkeys).
      */
     boolean validate(QueuePair qp) {
+        long epoch = Validity.epoch();
         int chained = 0;
         boolean binds = false;
         for (SendRequest r = this; r != null; r = r.next) {
@@ -450,8 +481,18 @@ public final class SendRequest {
                 throw new IllegalArgumentException("the chain of send requests is longer than " + MAX_CHAIN
                         + " (a cycle?)");
             }
-            r.validateOne(qp);
-            binds |= r.opcode == SendOpcode.BIND_MW;
+            if (r.opcode == SendOpcode.BIND_MW) {
+                r.validateOne(qp);
+                r.validFor = null;
+                binds = true;
+            } else if (r.validFor != qp || r.validEpoch != epoch) {
+                r.validateOne(qp);
+                r.checkLive = r.inlineData != null || r.sgl.namesCallerMemory(r.sgeCount);
+                r.validEpoch = epoch;
+                r.validFor = qp;
+            } else if (r.checkLive) {
+                r.ensureLive();
+            }
         }
         return binds;
     }
@@ -468,6 +509,14 @@ public final class SendRequest {
                         r.bindRange.length());
             }
         }
+    }
+
+    /** The per-post part of the checks for a request checked before: caller-owned memory still alive. */
+    private void ensureLive() {
+        if (inlineData != null && !inlineData.scope().isAlive()) {
+            throw new IllegalStateException("request " + id() + ": the arena of its inline data was closed");
+        }
+        sgl.ensureLive(sgeCount);
     }
 
     private void validateOne(QueuePair qp) {

@@ -67,8 +67,13 @@ final class Baseline {
             FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.ADDRESS));
     static final MethodHandle POLL_CQ_FN = handle("bl_poll_cq_fn",
             FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.ADDRESS));
-    static final MethodHandle PREPARE_WRITE = handle("bl_prepare_write",
-            FunctionDescriptor.ofVoid(ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.ADDRESS));
+    // the raw-FFM and JNI rigs' request block (bl_prepare_all) and B's side of the rig
+    static final MethodHandle QP_B = handle("bl_qp_b", FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.ADDRESS));
+    static final MethodHandle CQ_B = handle("bl_cq_b", FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.ADDRESS));
+    static final MethodHandle POST_RECV_FN = handle("bl_post_recv_fn",
+            FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.ADDRESS));
+    static final MethodHandle PREPARE_ALL = handle("bl_prepare_all",
+            FunctionDescriptor.ofVoid(ValueLayout.ADDRESS, ValueLayout.ADDRESS));
     static final MethodHandle LAYOUT = handle("bl_layout", FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
 
     private Baseline() {
@@ -86,16 +91,24 @@ final class Baseline {
     }
 
     private static Path locate() {
-        String configured = System.getProperty(PROPERTY);
+        return locate(PROPERTY, FILE);
+    }
+
+    /**
+     * Where one of the module's native libraries is: the system property {@code property}, else
+     * {@code file} in {@code lib/} beside the benchmarks jar.
+     */
+    static Path locate(String property, String file) {
+        String configured = System.getProperty(property);
         if (configured != null && !configured.isBlank()) {
             return Path.of(configured).toAbsolutePath();
         }
         try {
             Path jar = Path.of(Baseline.class.getProtectionDomain().getCodeSource().getLocation().toURI());
             // target/benchmarks.jar, or target/classes when run from an IDE
-            return jar.getParent().resolve("lib").resolve(FILE);
+            return jar.getParent().resolve("lib").resolve(file);
         } catch (URISyntaxException | SecurityException | NullPointerException e) {
-            throw new IllegalStateException("cannot tell where the benchmarks jar is: set -D" + PROPERTY, e);
+            throw new IllegalStateException("cannot tell where the benchmarks jar is: set -D" + property, e);
         }
     }
 
@@ -103,6 +116,20 @@ final class Baseline {
         MemorySegment symbol = LIB.find(name)
                 .orElseThrow(() -> new IllegalStateException(FILE + " has no symbol " + name + " (stale build?)"));
         return LINKER.downcallHandle(symbol, descriptor, options);
+    }
+
+    /** {@code bl_layout(which)}: a size or offset from the C compiler; throws for a stale library. */
+    static int layout(int which) {
+        int v;
+        try {
+            v = (int) LAYOUT.invokeExact(which);
+        } catch (Throwable t) {
+            throw new IllegalStateException("bl_layout", t);
+        }
+        if (v < 0) {
+            throw new IllegalStateException("bl_layout(" + which + ") unknown: stale " + FILE + "?");
+        }
+        return v;
     }
 
     /** Opens the C rig (device, PD, CQs, connected RC QPs, regions). */

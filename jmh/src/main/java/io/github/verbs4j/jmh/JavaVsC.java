@@ -17,8 +17,13 @@ import java.util.concurrent.TimeUnit;
  * two QPs of one process complete inside {@code post_send}: no syscall, no thread hop), so the
  * difference within a pair is the per-verb overhead of Java over C.
  *
- * <p>Every pair is {@code <name>Java} and {@code <name>C}: JMH runs benchmarks in name order, so
- * twins run one after the other, under the same conditions. A Java benchmark does its sequence
+ * <p>Every verb is measured four ways, named {@code <verb>C} (a C loop, {@link CRig}),
+ * {@code <verb>Java} (verbs4j, {@link JavaRig}), {@code <verb>JavaRawFfm} (the provider's
+ * function pointers through critical downcalls with no verbs4j code, {@link RawRig}) and
+ * {@code <verb>Jni} (a JNI shim driven as DiSNI drives libibverbs, {@link JniRig}): JMH runs
+ * benchmarks in name order, so the twins run one after the other, under the same conditions.
+ * A new verb adds its method to each rig and four benchmarks here, and a row to
+ * {@code jmh/report.py}'s {@code PAIRS}. A Java benchmark does its sequence
  * once per invocation; a C benchmark makes one downcall into a loop of {@value #C_ITERATIONS}
  * sequences, and {@link OperationsPerInvocation} divides by the loop count (the one downcall
  * then costs under 0.1 ns per operation). Times are per operation: per sequence, or per WRITE
@@ -46,6 +51,16 @@ public class JavaVsC {
         return rig.run("bl_send_recv", Baseline.SEND_RECV, C_ITERATIONS);
     }
 
+    @Benchmark
+    public long sendRecvJavaRawFfm(RawRig rig) throws Throwable {
+        return rig.sendRecv();
+    }
+
+    @Benchmark
+    public long sendRecvJni(JniRig rig) {
+        return rig.sendRecv();
+    }
+
     // ---- RDMA WRITE of 64 bytes, signaled, poll
 
     @Benchmark
@@ -65,6 +80,12 @@ public class JavaVsC {
         return rig.write();
     }
 
+    /** The same WRITE + poll through JNI natives, the request serialized once into native memory. */
+    @Benchmark
+    public long writeJni(JniRig rig) {
+        return rig.write();
+    }
+
     // ---- 16 chained RDMA WRITEs per post_send, last one signaled, one poll: time per WRITE
 
     @Benchmark
@@ -79,6 +100,18 @@ public class JavaVsC {
         return rig.run("bl_write_chain16", Baseline.WRITE_CHAIN16, C_ITERATIONS);
     }
 
+    @Benchmark
+    @OperationsPerInvocation(JavaRig.CHAIN)
+    public long chain16WriteJavaRawFfm(RawRig rig) throws Throwable {
+        return rig.chain16Write();
+    }
+
+    @Benchmark
+    @OperationsPerInvocation(JavaRig.CHAIN)
+    public long chain16WriteJni(JniRig rig) {
+        return rig.chain16Write();
+    }
+
     // ---- RDMA READ of 64 bytes, signaled, poll
 
     @Benchmark
@@ -90,6 +123,16 @@ public class JavaVsC {
     @OperationsPerInvocation(C_ITERATIONS)
     public long readC(CRig rig) {
         return rig.run("bl_read", Baseline.READ, C_ITERATIONS);
+    }
+
+    @Benchmark
+    public long readJavaRawFfm(RawRig rig) throws Throwable {
+        return rig.read();
+    }
+
+    @Benchmark
+    public long readJni(JniRig rig) {
+        return rig.read();
     }
 
     // ---- 64-bit FETCH_AND_ADD, signaled, poll
@@ -124,6 +167,12 @@ public class JavaVsC {
         return rig.pollEmpty();
     }
 
+    /** The same poll through a JNI native. */
+    @Benchmark
+    public int pollEmptyJni(JniRig rig) {
+        return rig.pollEmpty();
+    }
+
     // ---- the floor: a no-op function shaped like ops.post_send (bl_nop)
 
     /** Through a critical downcall handle, as verbs4j's hot path calls the provider. */
@@ -147,6 +196,12 @@ public class JavaVsC {
     @Benchmark
     public int nopJavaPlain(NopArgument arg) throws Throwable {
         return (int) Baseline.NOP_PLAIN.invokeExact(arg.segment, arg.segment, arg.segment);
+    }
+
+    /** Through a JNI static native of the same shape, as a JNI binding calls libibverbs. */
+    @Benchmark
+    public int nopJni(JniRig rig) {
+        return rig.nop();
     }
 
     /** From a C loop through a function pointer. */

@@ -14,9 +14,10 @@ import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 
 /**
- * Java calling the provider with nothing of verbs4j in between: {@code ops.post_send} and
- * {@code ops.poll_cq} of the C rig's QP and CQ through critical address-less downcall handles
- * (the same kind verbs4j uses), on a request {@code baseline.c} filled in. This is as fast as
+ * Java calling the provider with nothing of verbs4j in between: {@code ops.post_send},
+ * {@code ops.post_recv} and {@code ops.poll_cq} of the C rig's QPs and CQs through critical
+ * address-less downcall handles (the same kind verbs4j uses), on the requests
+ * {@code baseline.c}'s {@code bl_prepare_all} built (the C loops' requests). This is as fast as
  * Java can drive the provider through FFM; verbs4j minus this is the cost of verbs4j's own
  * checks, this minus C is the cost of FFM.
  */
@@ -24,8 +25,8 @@ import java.lang.invoke.MethodHandle;
 public class RawRig {
 
     private static final Linker LINKER = Linker.nativeLinker();
-    /** {@code int (*)(void *, void *, void **)}: ops.post_send. */
-    private static final MethodHandle POST_SEND = LINKER.downcallHandle(FunctionDescriptor.of(ValueLayout.JAVA_INT,
+    /** {@code int (*)(void *, void *, void **)}: ops.post_send and ops.post_recv. */
+    private static final MethodHandle POST = LINKER.downcallHandle(FunctionDescriptor.of(ValueLayout.JAVA_INT,
             ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.ADDRESS), Linker.Option.critical(false));
     /** {@code int (*)(struct ibv_cq *, int, struct ibv_wc *)}: ops.poll_cq. */
     private static final MethodHandle POLL_CQ = LINKER.downcallHandle(FunctionDescriptor.of(ValueLayout.JAVA_INT,
@@ -33,17 +34,23 @@ public class RawRig {
 
     private MemorySegment rig;
     private Arena arena;
-    private MemorySegment qp;
-    private MemorySegment cq;
+    private MemorySegment qpA;
+    private MemorySegment qpB;
+    private MemorySegment cqA;
+    private MemorySegment cqB;
     private MemorySegment postSendFn;
+    private MemorySegment postRecvFn;
     private MemorySegment pollCqFn;
-    private MemorySegment wr;
-    private MemorySegment badWr;
+    private Requests layout;
+    private MemorySegment block;
+    private MemorySegment write;
+    private MemorySegment read;
+    private MemorySegment send;
+    private MemorySegment chain;
+    private MemorySegment recv;
+    private MemorySegment badSend;
+    private MemorySegment badRecv;
     private MemorySegment wc;
-    private long wrIdOffset;
-    private long wcWrIdOffset;
-    private long wcStatusOffset;
-    private long wcByteLenOffset;
     private long id;
 
     @Setup(Level.Trial)
@@ -51,31 +58,28 @@ public class RawRig {
         rig = Baseline.open();
         arena = Arena.ofConfined();
         try {
-            qp = (MemorySegment) Baseline.QP_A.invokeExact(rig);
-            cq = (MemorySegment) Baseline.CQ_A.invokeExact(rig);
+            qpA = (MemorySegment) Baseline.QP_A.invokeExact(rig);
+            qpB = (MemorySegment) Baseline.QP_B.invokeExact(rig);
+            cqA = (MemorySegment) Baseline.CQ_A.invokeExact(rig);
+            cqB = (MemorySegment) Baseline.CQ_B.invokeExact(rig);
             postSendFn = (MemorySegment) Baseline.POST_SEND_FN.invokeExact(rig);
+            postRecvFn = (MemorySegment) Baseline.POST_RECV_FN.invokeExact(rig);
             pollCqFn = (MemorySegment) Baseline.POLL_CQ_FN.invokeExact(rig);
-            wr = arena.allocate(layout(0), 8);
-            MemorySegment sge = arena.allocate(layout(1), 8);
-            wc = arena.allocate(layout(2) * 16L, 8);
-            badWr = arena.allocate(ValueLayout.ADDRESS);
-            wrIdOffset = layout(3);
-            wcWrIdOffset = layout(4);
-            wcStatusOffset = layout(5);
-            wcByteLenOffset = layout(6);
-            Baseline.PREPARE_WRITE.invokeExact(rig, wr, sge);
+            layout = new Requests();
+            block = arena.allocate(layout.size, 64);
+            Baseline.PREPARE_ALL.invokeExact(rig, block);
+            write = block.asSlice(layout.write);
+            read = block.asSlice(layout.read);
+            send = block.asSlice(layout.send);
+            chain = block.asSlice(layout.chain);
+            recv = block.asSlice(layout.recv);
+            badSend = block.asSlice(layout.badSend);
+            badRecv = block.asSlice(layout.badRecv);
+            wc = block.asSlice(layout.wc);
         } catch (Throwable t) {
             tearDown();
             throw t;
         }
-    }
-
-    private static int layout(int which) throws Throwable {
-        int v = (int) Baseline.LAYOUT.invokeExact(which);
-        if (v < 0) {
-            throw new IllegalStateException("bl_layout(" + which + ") unknown: stale " + Baseline.FILE + "?");
-        }
-        return v;
     }
 
     @TearDown(Level.Trial)
@@ -90,13 +94,15 @@ public class RawRig {
         }
     }
 
-    /** RDMA WRITE of 64 bytes, signaled, then poll: bl_write's body, from Java. */
-    long write() throws Throwable {
-        wr.set(ValueLayout.JAVA_LONG, wrIdOffset, id++);
-        int rc = (int) POST_SEND.invokeExact(postSendFn, qp, wr, badWr);
+    private void postSend(MemorySegment wr) throws Throwable {
+        int rc = (int) POST.invokeExact(postSendFn, qpA, wr, badSend);
         if (rc != 0) {
             throw new IllegalStateException("ops.post_send returned " + rc);
         }
+    }
+
+    /** Spins until one completion arrives on {@code cq}; returns wr_id + byte_len, as the C loops' await_one. */
+    private long awaitOne(MemorySegment cq) throws Throwable {
         int n;
         while ((n = (int) POLL_CQ.invokeExact(pollCqFn, cq, 1, wc)) == 0) {
             // spin as the C loop does
@@ -104,15 +110,49 @@ public class RawRig {
         if (n < 0) {
             throw new IllegalStateException("ops.poll_cq returned " + n);
         }
-        int status = wc.get(ValueLayout.JAVA_INT, wcStatusOffset);
+        int status = wc.get(ValueLayout.JAVA_INT, layout.wcStatus);
         if (status != 0) {
             throw new IllegalStateException("completion status " + status);
         }
-        return wc.get(ValueLayout.JAVA_LONG, wcWrIdOffset) + wc.get(ValueLayout.JAVA_INT, wcByteLenOffset);
+        return wc.get(ValueLayout.JAVA_LONG, layout.wcWrId) + wc.get(ValueLayout.JAVA_INT, layout.wcByteLen);
+    }
+
+    /** RDMA WRITE of 64 bytes, signaled, then poll: bl_write's body, from Java. */
+    long write() throws Throwable {
+        write.set(ValueLayout.JAVA_LONG, layout.sendWrId, id++);
+        postSend(write);
+        return awaitOne(cqA);
+    }
+
+    /** RDMA READ of 64 bytes, signaled, then poll. */
+    long read() throws Throwable {
+        read.set(ValueLayout.JAVA_LONG, layout.sendWrId, id++);
+        postSend(read);
+        return awaitOne(cqA);
+    }
+
+    /** SEND + RECV ping: post_recv on B, post_send on A, poll A's CQ, poll B's CQ. */
+    long sendRecv() throws Throwable {
+        long i = id++;
+        recv.set(ValueLayout.JAVA_LONG, layout.recvWrId, i);
+        int rc = (int) POST.invokeExact(postRecvFn, qpB, recv, badRecv);
+        if (rc != 0) {
+            throw new IllegalStateException("ops.post_recv returned " + rc);
+        }
+        send.set(ValueLayout.JAVA_LONG, layout.sendWrId, i);
+        postSend(send);
+        return awaitOne(cqA) + awaitOne(cqB);
+    }
+
+    /** 16 chained RDMA WRITEs in one post_send, the last one signaled; one completion polled. */
+    long chain16Write() throws Throwable {
+        block.set(ValueLayout.JAVA_LONG, layout.chainTailId, id++);
+        postSend(chain);
+        return awaitOne(cqA);
     }
 
     /** poll_cq for up to 16 completions on the (empty) CQ. */
     int pollEmpty() throws Throwable {
-        return (int) POLL_CQ.invokeExact(pollCqFn, cq, 16, wc);
+        return (int) POLL_CQ.invokeExact(pollCqFn, cqA, 16, wc);
     }
 }

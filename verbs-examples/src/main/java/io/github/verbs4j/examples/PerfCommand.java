@@ -50,6 +50,11 @@ import java.util.stream.Collectors;
  * Latency of SEND and WRITE is half the round trip (as perftest reports it); READ and atomic
  * latency is the full operation. {@code write-lat} spins on the last byte of its buffer, as
  * perftest's does: each side writes the iteration number there in the other's memory.
+ *
+ * <p>As perftest, SEND and WRITE messages up to the inline size ({@code -I}; by default 236 bytes
+ * for send-lat, 220 for write-lat, none for the bandwidth tests) go inline, and the bandwidth
+ * tests request a completion for one message in {@code -Q} (default 100) only: the numbers
+ * measure the transport, not a completion per message.
  */
 abstract class PerfCommand implements Callable<Integer> {
 
@@ -86,6 +91,12 @@ abstract class PerfCommand implements Callable<Integer> {
     private static final int TX_DEPTH = 128;
     private static final int RX_DEPTH = 512;
     private static final long SEND_ID = 1;
+    /** Bandwidth requests carry {@code SEND_BASE + } the count of messages posted up to them. */
+    private static final long SEND_BASE = 1L << 32;
+    /** perftest's defaults: inline sizes of its latency tests, completions per messages of its bandwidth tests. */
+    private static final int SEND_LAT_INLINE = 236;
+    private static final int WRITE_LAT_INLINE = 220;
+    private static final int DEFAULT_CQ_MOD = 100;
     private static final long RECV_ID = 2;
     private static final long STALL_NANOS = 30_000_000_000L;
     private static final java.time.Duration EVENT_WAIT = java.time.Duration.ofSeconds(1);
@@ -118,6 +129,16 @@ abstract class PerfCommand implements Callable<Integer> {
 
     @Option(names = {"-e", "--events"}, description = "Sleep on completion events instead of polling (not for write-lat, which spins on memory).")
     boolean events;
+
+    @Option(names = {"-I", "--inline-size"}, paramLabel = "<bytes>",
+            description = "SEND and WRITE messages up to <bytes> go inline (perftest's -I; default 236 for send-lat,"
+                    + " 220 for write-lat, 0 for the bandwidth tests). Each side uses its own.")
+    Integer inlineSize;
+
+    @Option(names = {"-Q", "--cq-mod"}, paramLabel = "<n>",
+            description = "Bandwidth tests: request a completion for one message in <n> (perftest's -Q; default ${DEFAULT-VALUE}, 1..128).",
+            defaultValue = "" + DEFAULT_CQ_MOD)
+    int cqMod;
 
     @Option(names = "--progress", description = "Show progress on stderr even when it is not a terminal.")
     boolean progress;
@@ -199,6 +220,15 @@ abstract class PerfCommand implements Callable<Integer> {
         if (idleTimeout < 1 || idleTimeout > 86_400) {
             throw new CommandLine.ParameterException(cl, "--idle-timeout: 1..86400 seconds, not " + idleTimeout);
         }
+        if (cqMod < 1 || cqMod > TX_DEPTH) {
+            throw new CommandLine.ParameterException(cl, "-Q: one completion per 1.." + TX_DEPTH + " messages, not " + cqMod);
+        }
+        if (inlineSize != null && (inlineSize < 0 || inlineSize > 4096)) {
+            throw new CommandLine.ParameterException(cl, "-I: an inline size is 0..4096 bytes, not " + inlineSize);
+        }
+        if (inlineSize != null && inlineSize > 0 && !carriesInline()) {
+            throw new CommandLine.ParameterException(cl, kind().command + " sends no data: -I does not apply");
+        }
         if (host == null && (size != null || all || iters != null)) {
             throw new CommandLine.ParameterException(cl, "-s, -a and -n are client options: the server follows the client");
         }
@@ -228,6 +258,31 @@ abstract class PerfCommand implements Callable<Integer> {
         }
     }
 
+    /** Whether the test's requests carry data that may go inline (SEND and WRITE). */
+    private boolean carriesInline() {
+        return switch (kind()) {
+            case SEND_LAT, WRITE_LAT, SEND_BW, WRITE_BW -> true;
+            default -> false;
+        };
+    }
+
+    /** The inline size asked for: -I, else perftest's default for the test. */
+    private int requestedInline() {
+        if (inlineSize != null) {
+            return inlineSize;
+        }
+        return switch (kind()) {
+            case SEND_LAT -> SEND_LAT_INLINE;
+            case WRITE_LAT -> WRITE_LAT_INLINE;
+            default -> 0;
+        };
+    }
+
+    /** Sets {@code IBV_SEND_INLINE} on a SEND or WRITE of {@code s} bytes when it fits the QP's inline size. */
+    private SendRequest inlineIfSmall(SendRequest request, int s) {
+        return request.inline(s <= Math.min(requestedInline(), qp.capabilities().maxInlineData()));
+    }
+
     /** Opens the device and builds the QP and the buffer: two slots of the largest size (source, target). */
     private Endpoint setUp(int maxSize, boolean withEvents) {
         Port p = ctx.port(shared.ibPort);
@@ -240,7 +295,8 @@ abstract class PerfCommand implements Callable<Integer> {
         buf = mr.segment();
         int cqe = TX_DEPTH + RX_DEPTH + 1;
         cq = own(channel == null ? ctx.createCq(cqe) : ctx.createCq(cqe, channel, 0));
-        qp = own(pd.queuePair(QpType.RC).cq(cq).maxSendWr(TX_DEPTH).maxRecvWr(RX_DEPTH).maxSendSge(1).maxRecvSge(1).build());
+        qp = own(pd.queuePair(QpType.RC).cq(cq).maxSendWr(TX_DEPTH).maxRecvWr(RX_DEPTH).maxSendSge(1).maxRecvSge(1)
+                .maxInline(requestedInline()).build());
         qp.init(connectOptions(gid));
         wcs = cq.completions(16);
         recv = ReceiveRequest.create().id(RECV_ID).local(mr, slot, slot);
@@ -475,7 +531,7 @@ abstract class PerfCommand implements Callable<Integer> {
 
     /** SEND ping-pong: the client sends and waits for the answer; the server answers each message. */
     private void sendLatency(int s, int n, boolean client, long[] samples) {
-        SendRequest send = SendRequest.send().id(SEND_ID).local(mr, 0, s).signaled();
+        SendRequest send = inlineIfSmall(SendRequest.send().id(SEND_ID).local(mr, 0, s).signaled(), s);
         Progress meter = new Progress(progress, kind().command + " " + s + " B", n);
         meter.start();
         int unacked = 0;
@@ -520,7 +576,8 @@ abstract class PerfCommand implements Callable<Integer> {
 
     /** WRITE ping-pong: each side writes the iteration number into the other's last byte and spins on its own. */
     private void writeLatency(int s, int n, boolean client, long[] samples) {
-        SendRequest write = SendRequest.rdmaWrite().id(SEND_ID).local(mr, 0, s).remote(remote.address(), remote.rkey()).signaled();
+        SendRequest write = inlineIfSmall(SendRequest.rdmaWrite().id(SEND_ID).local(mr, 0, s)
+                .remote(remote.address(), remote.rkey()).signaled(), s);
         long lastByteOut = s - 1;
         long lastByteIn = slot + (long) s - 1;
         Progress meter = new Progress(progress, kind().command + " " + s + " B", n);
@@ -619,7 +676,9 @@ abstract class PerfCommand implements Callable<Integer> {
     }
 
     /**
-     * The client's bandwidth loop: up to {@value #TX_DEPTH} requests in flight. Returns
+     * The client's bandwidth loop: up to {@value #TX_DEPTH} requests in flight, one in {@code -Q}
+     * signaled (and the last); a completion of a request counts every message posted up to it
+     * (RC completes in order). SEND and WRITE messages up to {@code -I} bytes go inline. Returns
      * {total nanos, nanos of the best stretch, messages in that stretch} for the average and the peak.
      */
     private long[] bandwidth(int s, int n) {
@@ -629,9 +688,12 @@ abstract class PerfCommand implements Callable<Integer> {
             case READ_BW -> SendRequest.rdmaRead();
             default -> throw new AssertionError(kind());
         };
-        request.id(SEND_ID).local(mr, kind() == Kind.READ_BW ? slot : 0, s).signaled();
+        request.local(mr, kind() == Kind.READ_BW ? slot : 0, s);
         if (kind() != Kind.SEND_BW) {
             request.remote(remote.address(), remote.rkey());
+        }
+        if (carriesInline()) {
+            inlineIfSmall(request, s);
         }
         // the peak is the best stretch of at least one full window: shorter ones measure bursts of
         // completions, not bandwidth; runs shorter than two windows report the average as the peak
@@ -646,13 +708,14 @@ abstract class PerfCommand implements Callable<Integer> {
         meter.start();
         while (completed < n) {
             while (posted < n && posted - completed < TX_DEPTH) {
-                qp.postSend(request);
                 posted++;
+                qp.postSend(request.id(SEND_BASE + posted).signaled(posted % cqMod == 0 || posted == n));
             }
             int k = awaitCompletions();
             for (int j = 0; j < k; j++) {
-                if (wcs.get(j).wrId() == SEND_ID) {
-                    completed++;
+                long id = wcs.get(j).wrId();
+                if (id > SEND_BASE) {
+                    completed = (int) Math.max(completed, id - SEND_BASE);
                 }
             }
             if (completed >= nextChunk) {

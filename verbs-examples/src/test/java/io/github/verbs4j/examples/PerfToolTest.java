@@ -101,6 +101,13 @@ class PerfToolTest {
             "send-bw    | -s 4096 -n 400",
             "write-bw   | -s 65536 -n 300",
             "read-bw    | -s 1024 -n 300 -e",
+            // selective signaling: one completion in 7, 300 not a multiple (the last one is signaled too)
+            "write-bw   | -s 64 -n 300 -Q 7",
+            // inline SENDs, one completion in 16: the server still counts every message delivered
+            "send-bw    | -s 32 -n 500 -Q 16 -I 64",
+            "send-bw    | -s 4096 -n 200 -Q 128 -I 64",
+            "send-lat   | -s 512 -n 200 -I 0",
+            "write-lat  | -s 64 -n 200 -I 64",
     })
     void clientAndServerAgreeAndTheNumbersAreSane(String command, String flags) {
         List<String> args = List.of(flags.trim().split(" "));
@@ -258,6 +265,16 @@ class PerfToolTest {
         ToolRun atomicSize = inProcess("atomic-lat", "-s", "16", "localhost");
         assertEquals(2, atomicSize.exitCode(), atomicSize.err());
         assertTrue(atomicSize.err().contains("atomics are 8 bytes"), atomicSize.err());
+
+        ToolRun noCqMod = inProcess("write-bw", "-Q", "0", "localhost");
+        assertEquals(2, noCqMod.exitCode(), noCqMod.err());
+        assertTrue(noCqMod.err().contains("-Q: one completion per 1..128 messages, not 0"), noCqMod.err());
+        ToolRun wideCqMod = inProcess("send-bw", "-Q", "129", "localhost");
+        assertEquals(2, wideCqMod.exitCode(), wideCqMod.err());
+        assertTrue(wideCqMod.err().contains("-Q: one completion per 1..128 messages, not 129"), wideCqMod.err());
+        ToolRun readInline = inProcess("read-lat", "-I", "64", "localhost");
+        assertEquals(2, readInline.exitCode(), readInline.err());
+        assertTrue(readInline.err().contains("read-lat sends no data: -I does not apply"), readInline.err());
 
         ToolRun serverSize = inProcess("read-bw", "-s", "16");
         assertEquals(2, serverSize.exitCode(), serverSize.err());
