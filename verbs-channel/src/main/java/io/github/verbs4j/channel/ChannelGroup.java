@@ -77,13 +77,7 @@ public final class ChannelGroup implements AutoCloseable {
 
     private ChannelGroup(ChannelOptions options) {
         this.options = options;
-        this.monitor = EventChannel.create();
-        try {
-            NonBlocking.set(monitor.fd());
-        } catch (RuntimeException | Error e) {
-            monitor.close();
-            throw e;
-        }
+        this.monitor = EventChannel.create(); // non-blocking: a close racing its read cannot hang it
         this.cmThread = Thread.ofPlatform().daemon().name("verbs4j-channel-cm").unstarted(this::cmLoop);
         cmThread.start();
     }

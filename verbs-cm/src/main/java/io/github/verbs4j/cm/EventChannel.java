@@ -11,6 +11,7 @@ import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.internal.Timeouts;
 import io.github.verbs4j.raw.CmFunctions;
 import io.github.verbs4j.raw.Downcalls;
+import io.github.verbs4j.raw.FileStatusFlags;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -89,6 +90,15 @@ public final class EventChannel implements AutoCloseable {
                                 : "the kernel has no rdma_cm (no /dev/infiniband/rdma_cm)")
                           + " and no user-space RDMA device such as softrdma is loaded (-Dverbs4j.substrate=softrdma)"
                         : null);
+            }
+            // Non-blocking: between a poll that saw the fd readable and rdma_get_cm_event, another
+            // thread may destroy the id the pending event belongs to (librdmacm then discards the
+            // event); a blocking read would then wait for a next event that may never come.
+            int fd = rdma_event_channel.fd(ch.reinterpret(rdma_event_channel.layout().byteSize()));
+            int e = FileStatusFlags.setNonBlocking(fd);
+            if (e != 0) {
+                CmFunctions.DESTROY_EVENT_CHANNEL.invokeExact(errno, ch);
+                throw new VerbsException("fcntl(O_NONBLOCK) on the CM event channel", e, null);
             }
             return new EventChannel(ch);
         } catch (Throwable t) {
@@ -182,12 +192,18 @@ public final class EventChannel implements AutoCloseable {
         }
     }
 
-    /** {@code rdma_get_cm_event}, copy, {@code rdma_ack_cm_event}; {@code null} for an event of an id no longer here. */
+    /**
+     * {@code rdma_get_cm_event}, copy, {@code rdma_ack_cm_event}; {@code null} for an event of an
+     * id no longer here, or for none (EAGAIN: the fd is non-blocking).
+     */
     private CmEvent read() {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
             MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
             int rc = (int) CmFunctions.GET_CM_EVENT.invokeExact(errno, channel, out);
+            if (rc != 0 && Errno.EAGAIN.is(Downcalls.errno(errno))) {
+                return null; // the event the poll saw went with its id, destroyed meanwhile
+            }
             Cm.check(rc, errno, "rdma_get_cm_event", this);
             MemorySegment ev = out.get(ValueLayout.ADDRESS, 0).reinterpret(rdma_cm_event.layout().byteSize());
             CmEvent event;

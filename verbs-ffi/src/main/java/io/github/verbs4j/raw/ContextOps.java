@@ -53,16 +53,16 @@ public final class ContextOps {
      * {@code struct ibv_mw *(*alloc_mw)(struct ibv_pd *, enum ibv_mw_type)}, which the inline
      * {@code ibv_alloc_mw} calls; the function address, then the errno segment, then its arguments.
      */
-    public static final MethodHandle ALLOC_MW = Downcalls.errnoCapturingPointer(FunctionDescriptor.of(ValueLayout.ADDRESS,
+    public static final MethodHandle ALLOC_MW = Downcalls.functionPointerCapturingErrno(FunctionDescriptor.of(ValueLayout.ADDRESS,
             ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
     /** {@code int (*dealloc_mw)(struct ibv_mw *)} ({@code ibv_dealloc_mw}); the function address, then the errno segment. */
-    public static final MethodHandle DEALLOC_MW = Downcalls.errnoCapturingPointer(FunctionDescriptor.of(ValueLayout.JAVA_INT,
+    public static final MethodHandle DEALLOC_MW = Downcalls.functionPointerCapturingErrno(FunctionDescriptor.of(ValueLayout.JAVA_INT,
             ValueLayout.ADDRESS));
     /**
      * {@code int (*bind_mw)(struct ibv_qp *, struct ibv_mw *, struct ibv_mw_bind *)}
      * ({@code ibv_bind_mw}); the function address, then the errno segment.
      */
-    public static final MethodHandle BIND_MW = Downcalls.errnoCapturingPointer(FunctionDescriptor.of(ValueLayout.JAVA_INT,
+    public static final MethodHandle BIND_MW = Downcalls.functionPointerCapturingErrno(FunctionDescriptor.of(ValueLayout.JAVA_INT,
             ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.ADDRESS));
     public static final long ALLOC_MW_OFFSET = ibv_context_ops.alloc_mw$offset();
     public static final long DEALLOC_MW_OFFSET = ibv_context_ops.dealloc_mw$offset();

@@ -44,9 +44,22 @@ public final class Downcalls {
      * @throws UnsatisfiedLinkError when the library has no such symbol
      */
     public static MethodHandle errnoCapturing(SymbolLookup lookup, String symbol, FunctionDescriptor descriptor) {
+        return errnoCapturing(lookup, symbol, descriptor, new Linker.Option[0]);
+    }
+
+    /**
+     * As {@link #errnoCapturing(SymbolLookup, String, FunctionDescriptor)}, with further linker
+     * options (such as {@link Linker.Option#firstVariadicArg} for a variadic function).
+     *
+     * @throws UnsatisfiedLinkError when the library has no such symbol
+     */
+    public static MethodHandle errnoCapturing(SymbolLookup lookup, String symbol, FunctionDescriptor descriptor,
+            Linker.Option... options) {
         MemorySegment address = lookup.find(symbol)
                 .orElseThrow(() -> new UnsatisfiedLinkError("verbs4j: the loaded library has no symbol " + symbol));
-        return LINKER.downcallHandle(address, descriptor, CAPTURE_ERRNO);
+        Linker.Option[] all = java.util.Arrays.copyOf(options, options.length + 1);
+        all[options.length] = CAPTURE_ERRNO;
+        return LINKER.downcallHandle(address, descriptor, all);
     }
 
     /**
@@ -55,15 +68,6 @@ public final class Downcalls {
      * (15 to 30 ns saved per call: 3.4-8.9 ns against 20.5-37.0 ns for a no-op call in
      * docs/performance.md): only for calls that never block and never call back into Java.
      */
-    /**
-     * An address-less handle for a C function pointer of the given shape that captures
-     * {@code errno}: the arguments are the function address, then the errno segment
-     * ({@link #errnoSegment}), then the function's own. For control-path ops that report through errno.
-     */
-    public static MethodHandle errnoCapturingPointer(FunctionDescriptor descriptor) {
-        return LINKER.downcallHandle(descriptor, CAPTURE_ERRNO);
-    }
-
     public static MethodHandle functionPointer(FunctionDescriptor descriptor, boolean critical) {
         return critical
                 ? LINKER.downcallHandle(descriptor, Linker.Option.critical(false))
