@@ -732,8 +732,9 @@ static void test_mw(void)
 	mr = mw_env(&e, 0);
 	mw1 = ibv_alloc_mw(e.pd, IBV_MW_TYPE_1);
 	b.bind_info.mr = mr;
+	b.bind_info.addr = (uintptr_t)e.b + 4096; /* this environment's buffer, not the last one's */
 	CHECK_EQ(ibv_bind_mw(e.qb, mw1, &b), 0, "bind");
-	wait_wc(e.cqb, &wc);
+	CHECK(wait_wc(e.cqb, &wc) && wc.status == IBV_WC_SUCCESS, "bind completion %d", wc.status);
 	post1(e.qa, IBV_WR_RDMA_WRITE, e.a, 100, e.ma->lkey, (uintptr_t)e.b + 4096 + 8192 - 50, mw1->rkey, 4, 0);
 	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_REM_ACCESS_ERR, "WRITE past the window %d", wc.status);
 	ibv_dealloc_mw(mw1);
