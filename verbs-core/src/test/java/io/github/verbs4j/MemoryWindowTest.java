@@ -112,9 +112,14 @@ class MemoryWindowTest {
             assertEquals(77, recv.wrId());
             assertEquals(WcOpcode.RECV, recv.opcode());
             assertEquals(32, recv.byteLength());
-            assertTrue(recv.hasInvalidate(), recv::toString);
+            if (Rig.onSoftrdma()) {
+                // rxe0 (Debian's kernel, in .ci/run's rxe tier) completes this receive without
+                // IBV_WC_WITH_INV in wc_flags, though the window is invalidated (the WRITE below
+                // fails there too): docs/substrates.md, "Differences seen"
+                assertTrue(recv.hasInvalidate(), recv::toString);
+                assertEquals(remote.rkey(), recv.invalidatedRkey());
+            }
             assertFalse(recv.hasImmediate());
-            assertEquals(remote.rkey(), recv.invalidatedRkey());
 
             rig.a.postSend(SendRequest.rdmaWrite().id(6).local(rig.mrA, 0, 8).remote(remote).signaled());
             assertEquals(WcStatus.REMOTE_ACCESS_ERROR, rig.next(rig.cqA).status(), "an invalidated window's rkey");
