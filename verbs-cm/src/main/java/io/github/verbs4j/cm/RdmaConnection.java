@@ -351,6 +351,13 @@ public final class RdmaConnection implements AutoCloseable {
     private void awaitMessage(long deadline, Duration timeout) {
         while (rxHead == rxTail) {
             if (receiveFailure != null) {
+                // iWARP (siw) flushes the receive queue before the DISCONNECTED event arrives:
+                // a flush followed by that event is the peer's disconnect, not a failure
+                if (receiveFailure.status() == WcStatus.WR_FLUSH_ERROR
+                        && disconnectArrives(System.nanoTime() + 1_000_000_000L)) {
+                    throw new PeerDisconnectedException("ibv_poll_cq", "the connection was disconnected: "
+                            + receiveFailure.getMessage() + " was flushed");
+                }
                 throw receiveFailure;
             }
             step(deadline, timeout, null);
