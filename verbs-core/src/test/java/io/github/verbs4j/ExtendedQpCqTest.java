@@ -6,9 +6,6 @@ import org.junit.jupiter.api.Test;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.lang.invoke.MethodHandle;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.MethodType;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -430,29 +427,6 @@ class ExtendedQpCqTest {
 
     // ---------------------------------------------------------------- allocation
 
-    private static final Object THREADS;
-    private static final MethodHandle ALLOCATED_BYTES;
-
-    static {
-        try {
-            THREADS = Class.forName("java.lang.management.ManagementFactory").getMethod("getThreadMXBean").invoke(null);
-            ALLOCATED_BYTES = MethodHandles.publicLookup()
-                    .findVirtual(Class.forName("com.sun.management.ThreadMXBean"), "getCurrentThreadAllocatedBytes",
-                            MethodType.methodType(long.class))
-                    .asType(MethodType.methodType(long.class, Object.class));
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
-
-    private static long allocatedBytes() {
-        try {
-            return (long) ALLOCATED_BYTES.invokeExact(THREADS);
-        } catch (Throwable t) {
-            throw new AssertionError(t);
-        }
-    }
-
     @Test
     void postingAndPollingSessionsAllocateNothing() {
         up(QpType.RC, RC_OPS);
@@ -462,9 +436,9 @@ class ExtendedQpCqTest {
         }
         long allocated = Long.MAX_VALUE;
         for (int window = 0; window < 3; window++) {
-            long before = allocatedBytes();
+            long before = ThreadAllocation.allocatedBytes();
             checksum += loop(20_000);
-            allocated = Math.min(allocated, allocatedBytes() - before);
+            allocated = Math.min(allocated, ThreadAllocation.allocatedBytes() - before);
         }
         assertTrue(checksum > 0);
         assertTrue(allocated < 1024, "steady-state session post/poll allocated " + allocated

@@ -5,9 +5,6 @@ import org.junit.jupiter.api.Test;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.lang.invoke.MethodHandle;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.MethodType;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -18,34 +15,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * after the JIT has compiled it.
  */
 class HotPathAllocationTest {
-
-    /**
-     * {@code com.sun.management.ThreadMXBean.getCurrentThreadAllocatedBytes()}, reached by
-     * reflection because the tests compile inside the verbs4j module, which does not read
-     * java.management. Invoked with exact types: the measurement itself boxes nothing.
-     */
-    private static final Object THREADS;
-    private static final MethodHandle ALLOCATED_BYTES;
-
-    static {
-        try {
-            THREADS = Class.forName("java.lang.management.ManagementFactory").getMethod("getThreadMXBean").invoke(null);
-            ALLOCATED_BYTES = MethodHandles.publicLookup()
-                    .findVirtual(Class.forName("com.sun.management.ThreadMXBean"), "getCurrentThreadAllocatedBytes",
-                            MethodType.methodType(long.class))
-                    .asType(MethodType.methodType(long.class, Object.class));
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
-
-    private static long allocatedBytes() {
-        try {
-            return (long) ALLOCATED_BYTES.invokeExact(THREADS);
-        } catch (Throwable t) {
-            throw new AssertionError(t);
-        }
-    }
 
     @Test
     void postAndPollAllocateNothing() {
@@ -67,9 +36,9 @@ class HotPathAllocationTest {
             // per operation (>= 16 B, so > 300 KB per window) fails all three.
             long allocated = Long.MAX_VALUE;
             for (int window = 0; window < 3; window++) {
-                long before = allocatedBytes();
+                long before = ThreadAllocation.allocatedBytes();
                 checksum += loop(rig, write, send, recv, wcs, rwcs, 20_000);
-                allocated = Math.min(allocated, allocatedBytes() - before);
+                allocated = Math.min(allocated, ThreadAllocation.allocatedBytes() - before);
             }
             assertTrue(checksum > 0); // the loop's result is used
             assertTrue(allocated < 1024, "steady-state post/poll allocated " + allocated
@@ -92,9 +61,9 @@ class HotPathAllocationTest {
             // the quietest of three windows, as in postAndPollAllocateNothing
             long allocated = Long.MAX_VALUE;
             for (int from = 30_000; from < 90_000; from += 20_000) {
-                long before = allocatedBytes();
+                long before = ThreadAllocation.allocatedBytes();
                 checksum += inlineLoop(rig, data, send, recv, wcs, from, from + 20_000);
-                allocated = Math.min(allocated, allocatedBytes() - before);
+                allocated = Math.min(allocated, ThreadAllocation.allocatedBytes() - before);
             }
             assertTrue(checksum > 0);
             assertTrue(allocated < 1024, "steady-state inline posts allocated " + allocated
