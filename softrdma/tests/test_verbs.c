@@ -28,23 +28,6 @@ struct env {
 	union ibv_gid gid;
 };
 
-static struct ibv_context *open_dev(void)
-{
-	int n = 0;
-	struct ibv_device **l = ibv_get_device_list(&n);
-	if (!l || n < 1) {
-		fprintf(stderr, "no RDMA device\n");
-		exit(2);
-	}
-	struct ibv_context *c = ibv_open_device(l[0]);
-	ibv_free_device_list(l);
-	if (!c) {
-		fprintf(stderr, "cannot open device\n");
-		exit(2);
-	}
-	return c;
-}
-
 static struct ibv_qp *mkqp(struct env *e, struct ibv_cq *cq, enum ibv_qp_type t, struct ibv_srq *srq)
 {
 	struct ibv_qp_init_attr ia = { .send_cq = cq, .recv_cq = cq, .srq = srq, .qp_type = t,
@@ -105,7 +88,7 @@ static void connect_pair(struct env *e, enum ibv_qp_type t, uint8_t rnr_retry)
 static void env_up(struct env *e, enum ibv_qp_type t, uint8_t rnr_retry)
 {
 	memset(e, 0, sizeof(*e));
-	e->ctx = open_dev();
+	e->ctx = t_open_dev();
 	e->pd = ibv_alloc_pd(e->ctx);
 	e->ch = ibv_create_comp_channel(e->ctx);
 	e->cq = ibv_create_cq(e->ctx, 256, NULL, e->ch, 0);
@@ -857,7 +840,7 @@ static int cross_process(void)
 	if (pid == 0) {
 		struct env e;
 		memset(&e, 0, sizeof(e));
-		e.ctx = open_dev();
+		e.ctx = t_open_dev();
 		e.pd = ibv_alloc_pd(e.ctx);
 		e.cqb = ibv_create_cq(e.ctx, 64, NULL, NULL, 0);
 		e.b = aligned_alloc(4096, BUF);
@@ -889,7 +872,7 @@ static int cross_process(void)
 	}
 	struct env e;
 	memset(&e, 0, sizeof(e));
-	e.ctx = open_dev();
+	e.ctx = t_open_dev();
 	e.pd = ibv_alloc_pd(e.ctx);
 	e.cq = ibv_create_cq(e.ctx, 64, NULL, NULL, 0);
 	e.a = aligned_alloc(4096, BUF);

@@ -47,23 +47,6 @@ struct xwc {
 	unsigned flags;
 };
 
-static struct ibv_context *open_dev(void)
-{
-	int n = 0;
-	struct ibv_device **l = ibv_get_device_list(&n);
-	if (!l || n < 1) {
-		fprintf(stderr, "no RDMA device\n");
-		exit(2);
-	}
-	struct ibv_context *c = ibv_open_device(l[0]);
-	ibv_free_device_list(l);
-	if (!c) {
-		fprintf(stderr, "cannot open device\n");
-		exit(2);
-	}
-	return c;
-}
-
 static struct ibv_cq_ex *mkcq(struct ibv_context *ctx, struct ibv_comp_channel *ch, uint64_t wc_flags)
 {
 	struct ibv_cq_init_attr_ex ca = { .cqe = 256, .channel = ch, .wc_flags = wc_flags };
@@ -120,7 +103,7 @@ static void to_rts(struct ibv_qp *q, uint32_t dqpn, union ibv_gid *gid)
 static void env_up(struct env *e, enum ibv_qp_type t, uint64_t ops, int connect)
 {
 	memset(e, 0, sizeof(*e));
-	e->ctx = open_dev();
+	e->ctx = t_open_dev();
 	e->pd = ibv_alloc_pd(e->ctx);
 	e->ch = ibv_create_comp_channel(e->ctx);
 	e->ca = mkcq(e->ctx, e->ch, ALL_WC);

@@ -38,4 +38,24 @@ __attribute__((unused)) static void t_fill(unsigned char *p, size_t n, unsigned 
 		p[i] = (unsigned char)(seed >> 16);
 	}
 }
+#ifdef INFINIBAND_VERBS_H
+/* The first RDMA device, opened; exits 2 (not a test failure) when there is none. */
+__attribute__((unused)) static struct ibv_context *t_open_dev(void)
+{
+	int n = 0;
+	struct ibv_device **l = ibv_get_device_list(&n);
+	if (!l || n < 1) {
+		fprintf(stderr, "no RDMA device\n");
+		exit(2);
+	}
+	struct ibv_context *c = ibv_open_device(l[0]);
+	ibv_free_device_list(l);
+	if (!c) {
+		fprintf(stderr, "cannot open device\n");
+		exit(2);
+	}
+	return c;
+}
+#endif
+
 #endif
