@@ -342,7 +342,7 @@ int srd_query_device_ex(struct ibv_context *context,
 
 /* The port's active MTU: 4096 (a softrdma packet is one UDP datagram or one ring slot,
  * so the interface's Ethernet MTU does not bound it), or SOFTRDMA_MTU (256 ... 4096). */
-static enum ibv_mtu active_mtu(void)
+enum ibv_mtu srd_active_mtu(void)
 {
 	static int cached;
 	int m = __atomic_load_n(&cached, __ATOMIC_RELAXED);
@@ -363,7 +363,7 @@ static void fill_port(struct srd_device *dev, struct ibv_port_attr *p)
 	memset(p, 0, sizeof(*p));
 	p->state = IBV_PORT_ACTIVE;
 	p->max_mtu = IBV_MTU_4096;
-	p->active_mtu = active_mtu();
+	p->active_mtu = srd_active_mtu();
 	p->gid_tbl_len = SRD_GID_TBL_LEN;
 	p->port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;
 	p->max_msg_sz = 0x80000000u;

@@ -271,29 +271,93 @@ SRD_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 	return 0;
 }
 
-SRD_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr,
-			    size_t length, int access)
+/*
+ * The provider half of a re-registration (what the kernel's rereg command checks and does):
+ * 0, or the errno for IBV_REREG_MR_ERR_CMD. Changes are made together or not at all.
+ * Keys: a re-registered region keeps its lkey and rkey (what rxe does for PD and access
+ * changes; the IBA lets a CI keep them), for every kind of change, translation included: a
+ * peer holding the rkey reaches the new memory. The new translation's iova is its address.
+ */
+static int rereg_cmd(struct srd_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length,
+		     int access)
 {
-	struct srd_mr *mr = container_of(ibmr, struct srd_mr, ibmr);
-	if (flags & ~(IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD |
-		      IBV_REREG_MR_CHANGE_ACCESS))
-		return IBV_REREG_MR_ERR_INPUT;
-	if ((flags & IBV_REREG_MR_CHANGE_ACCESS) && (access & ~MR_ACCESS_ALL))
-		return IBV_REREG_MR_ERR_INPUT;
+	struct ibv_mr *ibmr = &mr->ibmr;
+	if (!flags)
+		return EINVAL;
+	int new_access = (flags & IBV_REREG_MR_CHANGE_ACCESS) ? access : mr->access;
+	if (flags & IBV_REREG_MR_CHANGE_ACCESS) {
+		if ((unsigned)access & ~(unsigned)MR_ACCESS_ALL)
+			return EINVAL;
+		/* remote write / atomic without local write is refused by the IB spec */
+		if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+		    !(access & IBV_ACCESS_LOCAL_WRITE))
+			return EINVAL;
+		/* a region does not move between pinned and on-demand paging */
+		if ((access ^ mr->access) & IBV_ACCESS_ON_DEMAND)
+			return EOPNOTSUPP;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_PD) {
+		/* a PD of another context is not a handle the command can find */
+		if (!pd || pd->context != ibmr->context)
+			return EINVAL;
+	}
+	if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && !(new_access & IBV_ACCESS_ON_DEMAND) &&
+	    !range_mapped(addr, length))
+		return EFAULT;
 	pthread_rwlock_wrlock(&g_mr_lock);
+	/* memory windows bound to the region would keep the old range, rights or PD */
+	pthread_mutex_lock(&g_mw_lock);
+	int nmw = mr->nmw;
+	pthread_mutex_unlock(&g_mw_lock);
+	if (nmw) {
+		pthread_rwlock_unlock(&g_mr_lock);
+		return EBUSY;
+	}
 	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
 		ibmr->addr = addr;
 		ibmr->length = length;
-		mr->iova = (uintptr_t)addr;
+		mr->iova = (new_access & IBV_ACCESS_ZERO_BASED) ? 0 : (uintptr_t)addr;
 	}
-	if (flags & IBV_REREG_MR_CHANGE_PD) {
-		UNREF(PD_OF(ibmr->pd));
+	struct ibv_pd *old_pd = NULL;
+	if ((flags & IBV_REREG_MR_CHANGE_PD) && pd != ibmr->pd) {
+		old_pd = ibmr->pd;
 		REF(PD_OF(pd));
 		ibmr->pd = pd;
 	}
-	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
-		mr->access = access;
+	mr->access = new_access;
 	pthread_rwlock_unlock(&g_mr_lock);
+	if (old_pd)
+		UNREF(PD_OF(old_pd));
+	return 0;
+}
+
+/*
+ * ibv_rereg_mr returns an enum ibv_rereg_mr_err_code, not an errno: IBV_REREG_MR_ERR_INPUT
+ * for what libibverbs itself refuses (flags beyond IBV_REREG_MR_FLAGS_SUPPORTED, a translation
+ * with no address or length, access bits without IBV_REREG_MR_CHANGE_ACCESS), and
+ * IBV_REREG_MR_ERR_CMD for what the device refuses, errno set in both cases. Memory is never
+ * pinned here, so the fork-range steps (ERR_DONT_FORK_NEW, ERR_DO_FORK_OLD,
+ * ERR_CMD_AND_DO_FORK_NEW) cannot fail.
+ */
+SRD_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr,
+			    size_t length, int access)
+{
+	if (!ibmr || (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) ||
+	    ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (!addr || !length)) ||
+	    (access && !(flags & IBV_REREG_MR_CHANGE_ACCESS))) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	struct srd_mr *mr = container_of(ibmr, struct srd_mr, ibmr);
+	if (mr->kind != SRD_KEY_MR) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	int err = rereg_cmd(mr, flags, pd, addr, length, access);
+	if (err) {
+		errno = err;
+		return IBV_REREG_MR_ERR_CMD;
+	}
 	return 0;
 }
 

@@ -326,7 +326,13 @@ void srd_sq_progress(struct srd_qp *qp)
 			nsrc = w->num_sge;
 		}
 		if (type == IBV_QPT_UD) {
-			ud_send(qp, w, src, nsrc);
+			/*
+			 * IBA C10-93.1.1, as rxe does it: a UD message longer than the port's active
+			 * MTU emits no packet and raises no error; the send completes successfully
+			 * and nothing arrives.
+			 */
+			if (w->length <= mtu_bytes(srd_active_mtu()))
+				ud_send(qp, w, src, nsrc);
 			srd_mr_unlock();
 			qp->sq_next_tx++;
 			srd_sq_complete_tail(qp, IBV_WC_SUCCESS);
@@ -677,7 +683,7 @@ int srd_post_send_wrs(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_se
 			rc = EINVAL;
 			break;
 		}
-		if (len > 0x80000000ull || (t == IBV_QPT_UD && len > 4096)) {
+		if (len > 0x80000000ull) {
 			rc = EINVAL;
 			break;
 		}
