@@ -1,12 +1,15 @@
 package io.github.verbs4j;
 
+import io.github.verbs4j.ffi.RdmaCore;
 import io.github.verbs4j.ffi.ibv_mr;
 import io.github.verbs4j.internal.Lifecycle;
+import io.github.verbs4j.raw.Downcalls;
 import io.github.verbs4j.raw.VerbsFunctions;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Collections;
+import java.util.EnumSet;
 import java.util.Objects;
 import java.util.Set;
 
@@ -22,7 +25,12 @@ import java.util.Set;
  * still name a closed region are refused when posted ({@link IllegalStateException}), as are
  * those whose caller-owned segment's arena was closed.
  *
- * <p><b>Thread-safety</b>: thread-safe; {@link #close()} must not race with posts using it.
+ * <p><b>Re-registration</b>: {@link #reregister()} ({@code ibv_rereg_mr}) changes the memory, the
+ * protection domain or the rights of the region in place; the accessors answer the new values
+ * afterwards, and work requests built before follow it (see {@link Reregistration}).
+ *
+ * <p><b>Thread-safety</b>: thread-safe; {@link #close()} and {@link #reregister()} must not race
+ * with posts using the region.
  */
 public final class MemoryRegion implements AutoCloseable {
 
@@ -51,16 +59,17 @@ public final class MemoryRegion implements AutoCloseable {
         }
     }
 
-    final ProtectionDomain pd;
+    // volatile: a re-registration changes them (not racing posts that name the region, see reregister)
+    volatile ProtectionDomain pd;
     final MemorySegment mr;
     final Lifecycle life = new Lifecycle();
-    private final MemorySegment segment;
-    private final Set<Access> access;
-    private final Arena owned;
-    final int lkey;
-    final int rkey;
-    final long address;
-    final long length;
+    private volatile MemorySegment segment;
+    private volatile Set<Access> access;
+    private volatile Arena owned;
+    volatile int lkey;
+    volatile int rkey;
+    volatile long address;
+    volatile long length;
 
     MemoryRegion(ProtectionDomain pd, MemorySegment mr, MemorySegment segment, Set<Access> access, Arena owned) {
         this.pd = pd;
@@ -68,6 +77,11 @@ public final class MemoryRegion implements AutoCloseable {
         this.segment = segment;
         this.access = Collections.unmodifiableSet(access);
         this.owned = owned;
+        readKeysAndRange();
+    }
+
+    /** Reads lkey, rkey, address and length from the {@code struct ibv_mr}. */
+    private void readKeysAndRange() {
         this.lkey = ibv_mr.lkey(this.mr);
         this.rkey = ibv_mr.rkey(this.mr);
         this.address = ibv_mr.addr(this.mr).address();
@@ -94,12 +108,12 @@ public final class MemoryRegion implements AutoCloseable {
         return length;
     }
 
-    /** The rights the region was registered with. */
+    /** The rights the region was registered (or last re-registered) with. */
     public Set<Access> access() {
         return access;
     }
 
-    /** The protection domain the region belongs to. */
+    /** The protection domain the region belongs to (since its last re-registration). */
     public ProtectionDomain protectionDomain() {
         return pd;
     }
@@ -163,6 +177,226 @@ public final class MemoryRegion implements AutoCloseable {
         if (segment != null && !segment.scope().isAlive()) {
             throw new IllegalStateException(this + ": the arena of its memory was closed while it was registered");
         }
+    }
+
+    /**
+     * Starts a re-registration of this region ({@code ibv_rereg_mr}): name what changes on the
+     * returned {@link Reregistration} and {@link Reregistration#apply() apply} it.
+     *
+     * <pre>{@code
+     * mr.reregister().memory(other).apply();                       // IBV_REREG_MR_CHANGE_TRANSLATION
+     * mr.reregister().protectionDomain(pd2).apply();               // IBV_REREG_MR_CHANGE_PD
+     * mr.reregister().access(Access.LOCAL_WRITE).apply();          // IBV_REREG_MR_CHANGE_ACCESS
+     * }</pre>
+     *
+     * @throws IllegalStateException when the region is closed
+     */
+    public Reregistration reregister() {
+        life.ensureOpen(this);
+        return new Reregistration(this);
+    }
+
+    /**
+     * One {@code ibv_rereg_mr} call: the changes to make, applied together or not at all.
+     *
+     * <p><b>What follows the region</b>: its {@link #address()}, {@link #length()},
+     * {@link #lkey()}, {@link #rkey()} (read back from the {@code struct ibv_mr}: softrdma and rxe
+     * keep both keys, other devices may hand out new ones), {@link #segment()},
+     * {@link #access()} and {@link #protectionDomain()}; the region moves from the old protection
+     * domain's dependents to the new one's (the old one can close once nothing else uses it).
+     * {@link SendRequest}s and {@link ReceiveRequest}s that name the region by offset are checked
+     * again in full at their next post, their entries then pointing at the same offset of the new
+     * memory (an entry beyond the new length is refused with {@link IndexOutOfBoundsException}).
+     * Memory the region owned ({@link ProtectionDomain#allocate}) is freed when a translation
+     * replaces it. {@link Slice}s made before keep their offset and length.
+     *
+     * <p><b>Errors</b>: {@link IllegalStateException} when the region, the new protection domain or
+     * the new memory's arena is closed, or for a translation of a dma-buf region;
+     * {@link IllegalArgumentException} for nothing to change, a protection domain of another
+     * context, a heap or empty segment, REMOTE_WRITE/REMOTE_ATOMIC without LOCAL_WRITE, or remote
+     * rights over memory of an arena the caller can close unless given through
+     * {@link Reregistration#unsafe()}; {@link VerbsException} naming {@code ibv_rereg_mr}, its
+     * {@code enum ibv_rereg_mr_err_code} and errno: IBV_REREG_MR_ERR_CMD with EBUSY while memory
+     * windows are bound to the region (softrdma), EFAULT for memory that is not mapped,
+     * EOPNOTSUPP where the provider has no re-registration (the rxe and siw providers), EINVAL for
+     * what the device refuses. A failed call leaves the region as it was.
+     *
+     * <p>Not thread-safe; {@link #apply()} must not race with posts naming the region or with its
+     * {@link MemoryRegion#close()}.
+     */
+    public static final class Reregistration {
+        private final MemoryRegion region;
+        private MemorySegment memory;
+        private boolean unsafeMemory;
+        private ProtectionDomain newPd;
+        private EnumSet<Access> newAccess;
+
+        private Reregistration(MemoryRegion region) {
+            this.region = region;
+        }
+
+        /**
+         * Re-registers over {@code segment} instead ({@code IBV_REREG_MR_CHANGE_TRANSLATION},
+         * iova = its address). With remote rights (the region's, or those given to
+         * {@link #access}), the segment must be memory the region keeps alive, as for
+         * {@link ProtectionDomain#register}.
+         */
+        public Reregistration memory(MemorySegment segment) {
+            this.memory = Objects.requireNonNull(segment, "segment");
+            return this;
+        }
+
+        /**
+         * Allows remote rights over memory of an arena the caller can close (a new segment's, or
+         * the region's own when only the rights change): the caller guarantees the region is
+         * closed (or re-registered elsewhere) before that arena, as for
+         * {@link ProtectionDomain#registerUnsafe}.
+         */
+        public Reregistration unsafe() {
+            this.unsafeMemory = true;
+            return this;
+        }
+
+        /** Moves the region into {@code pd} ({@code IBV_REREG_MR_CHANGE_PD}), a domain of the same context. */
+        public Reregistration protectionDomain(ProtectionDomain pd) {
+            this.newPd = Objects.requireNonNull(pd, "pd");
+            return this;
+        }
+
+        /**
+         * Replaces the region's rights with exactly {@code access} ({@code IBV_REREG_MR_CHANGE_ACCESS});
+         * none given means {@link Access#LOCAL_WRITE} only.
+         */
+        public Reregistration access(Access... access) {
+            this.newAccess = access.length == 0 ? EnumSet.of(Access.LOCAL_WRITE) : Access.setOf(access);
+            return this;
+        }
+
+        /**
+         * Calls {@code ibv_rereg_mr} with the changes named; see {@link Reregistration} for what
+         * follows and the errors.
+         */
+        public void apply() {
+            region.apply(this);
+        }
+    }
+
+    private synchronized void apply(Reregistration r) {
+        life.ensureOpen(this);
+        int flags = 0;
+        if (r.memory != null) {
+            flags |= REREG_TRANSLATION;
+        }
+        if (r.newPd != null) {
+            flags |= REREG_PD;
+        }
+        if (r.newAccess != null) {
+            flags |= REREG_ACCESS;
+        }
+        if (flags == 0) {
+            throw new IllegalArgumentException("nothing to re-register: name memory, protectionDomain or access");
+        }
+        Set<Access> rights = r.newAccess != null ? r.newAccess : access;
+        if (r.newAccess != null) {
+            Access.checkConsistent(r.newAccess, "ibv_rereg_mr");
+        }
+        MemorySegment seg = r.memory;
+        if (seg != null) {
+            if (segment == null) {
+                throw new IllegalStateException(this + " is a dma-buf region: ibv_rereg_mr cannot give it new memory");
+            }
+            if (!seg.isNative()) {
+                throw new IllegalArgumentException("only native memory can be registered (got a heap segment)");
+            }
+            if (seg.byteSize() == 0) {
+                throw new IllegalArgumentException("cannot register an empty segment");
+            }
+            if (!seg.scope().isAlive()) {
+                throw new IllegalStateException("cannot register a segment whose arena is closed");
+            }
+        }
+        // the memory registered afterwards, when the caller (not the region) decides when it is freed
+        MemorySegment after = seg != null ? seg : owned == null ? segment : null;
+        if (!r.unsafeMemory && after != null && (seg != null || r.newAccess != null)
+                && ProtectionDomain.grantsRemoteAccess(rights) && ProtectionDomain.callerCanClose(after)) {
+            throw new IllegalArgumentException("remote access " + rights + " to memory of an arena the caller can close"
+                    + " (" + after.scope().getClass().getSimpleName() + "): a peer's RDMA operation after that"
+                    + " close would reach freed memory. Use memory the region keeps alive (Arena.ofAuto(),"
+                    + " Arena.global()), or unsafe() if the arena outlives the region");
+        }
+        ProtectionDomain oldPd = pd;
+        ProtectionDomain target = r.newPd;
+        if (target != null) {
+            if (target.context != oldPd.context) {
+                throw new IllegalArgumentException(target + " belongs to another context than " + this
+                        + ": ibv_rereg_mr moves a region only between domains of one context");
+            }
+            if (target != oldPd) {
+                // registered with the new parent first: a domain closed meanwhile refuses here
+                target.life.addDependent(target, this);
+            }
+        }
+        boolean done = false;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Downcalls.errnoSegment(arena);
+            MemorySegment pdArg = target != null ? target.pd : MemorySegment.NULL;
+            MemorySegment addrArg = seg != null ? seg : MemorySegment.NULL;
+            long lengthArg = seg != null ? seg.byteSize() : 0L;
+            int accessArg = r.newAccess != null ? Access.mask(r.newAccess) : 0;
+            int rc = (int) VerbsFunctions.need(VerbsFunctions.REREG_MR, "ibv_rereg_mr").invokeExact(errno, mr, flags,
+                    pdArg, addrArg, lengthArg, accessArg);
+            if (rc != 0) {
+                throw new VerbsException("ibv_rereg_mr", Downcalls.errno(errno), reregErrorName(rc) + " for " + this
+                        + (seg != null ? ", new memory " + seg.byteSize() + " bytes at 0x" + Long.toHexString(seg.address()) : "")
+                        + (target != null ? ", new " + target : "") + (r.newAccess != null ? ", new access " + r.newAccess : ""));
+            }
+            done = true;
+        } catch (Throwable t) {
+            throw Downcalls.unexpected("ibv_rereg_mr", t);
+        } finally {
+            if (!done && target != null && target != oldPd) {
+                target.life.removeDependent(this);
+            }
+        }
+        Arena freed = null;
+        if (seg != null) {
+            freed = owned;
+            owned = null;
+            segment = seg;
+        }
+        if (r.newAccess != null) {
+            access = Collections.unmodifiableSet(EnumSet.copyOf(r.newAccess));
+        }
+        if (target != null && target != oldPd) {
+            pd = target;
+            oldPd.life.removeDependent(this);
+        }
+        readKeysAndRange();
+        // requests checked against the old range, keys or domain are checked in full at their next post
+        Validity.advance();
+        if (freed != null) {
+            freed.close();
+        }
+    }
+
+    private static final int REREG_TRANSLATION = RdmaCore.IBV_REREG_MR_CHANGE_TRANSLATION();
+    private static final int REREG_PD = RdmaCore.IBV_REREG_MR_CHANGE_PD();
+    private static final int REREG_ACCESS = RdmaCore.IBV_REREG_MR_CHANGE_ACCESS();
+
+    /** The name of an {@code enum ibv_rereg_mr_err_code}. */
+    static String reregErrorName(int rc) {
+        if (rc == RdmaCore.IBV_REREG_MR_ERR_INPUT()) {
+            return "IBV_REREG_MR_ERR_INPUT";
+        } else if (rc == RdmaCore.IBV_REREG_MR_ERR_DONT_FORK_NEW()) {
+            return "IBV_REREG_MR_ERR_DONT_FORK_NEW";
+        } else if (rc == RdmaCore.IBV_REREG_MR_ERR_DO_FORK_OLD()) {
+            return "IBV_REREG_MR_ERR_DO_FORK_OLD";
+        } else if (rc == RdmaCore.IBV_REREG_MR_ERR_CMD()) {
+            return "IBV_REREG_MR_ERR_CMD";
+        } else if (rc == RdmaCore.IBV_REREG_MR_ERR_CMD_AND_DO_FORK_NEW()) {
+            return "IBV_REREG_MR_ERR_CMD_AND_DO_FORK_NEW";
+        }
+        return "return code " + rc;
     }
 
     /**

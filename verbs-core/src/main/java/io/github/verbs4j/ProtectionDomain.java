@@ -91,7 +91,7 @@ public final class ProtectionDomain implements AutoCloseable {
         return register(segment, access.length == 0 ? EnumSet.of(Access.LOCAL_WRITE) : Access.setOf(access), null);
     }
 
-    private static boolean grantsRemoteAccess(Set<Access> access) {
+    static boolean grantsRemoteAccess(Set<Access> access) {
         return access.contains(Access.REMOTE_WRITE) || access.contains(Access.REMOTE_READ)
                 || access.contains(Access.REMOTE_ATOMIC);
     }

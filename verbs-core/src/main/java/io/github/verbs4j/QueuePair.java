@@ -69,6 +69,8 @@ public final class QueuePair implements AutoCloseable {
     final boolean iwarp;
     private volatile QpState state = QpState.RESET;
     private volatile int advertisedGidIndex = -1;
+    /** UD: the longest message the port carries (its active MTU in bytes), learnt at the first check; 0 until then. */
+    private volatile int udMaxMessage;
     /** The post-send API's session of an extended QP, or null. */
     private final PostSession postSession;
     /** Destroys a QP another library created (librdmacm's {@code rdma_destroy_qp}); null: ibv_destroy_qp. */
@@ -536,6 +538,9 @@ public final class QueuePair implements AutoCloseable {
         }
         QpState previous = state;
         state = to;
+        if (to == QpState.INIT) {
+            udMaxMessage = 0; // the port may have changed: learnt again at the next check
+        }
         Telemetry.qpStateChange(pd.context.device().name(), qpNum, type.toString(), previous, to);
     }
 
@@ -646,6 +651,25 @@ public final class QueuePair implements AutoCloseable {
         }
         toRtr(new QpAttr());
         toRts(new QpAttr().sqPsn(initialPsn));
+    }
+
+    /**
+     * UD: the longest message a send may carry, the active MTU of the QP's port in bytes (IBA
+     * C10-93.1.1: a longer one is dropped without an error, the send completing successfully).
+     * Asked of the device once per move to INIT (also for a QP that verbs-cm moved), then kept.
+     */
+    int udMaxMessage() {
+        int m = udMaxMessage;
+        if (m == 0) {
+            int port = query().portNumber();
+            if (port == 0) {
+                return Integer.MAX_VALUE; // before INIT: no port yet (the post itself is refused)
+            }
+            Mtu mtu = pd.context.queryPort(port).activeMtu();
+            m = mtu != null ? mtu.bytes() : Integer.MAX_VALUE;
+            udMaxMessage = m;
+        }
+        return m;
     }
 
     /**

@@ -12,8 +12,10 @@ import java.util.Objects;
  * The native side of one work request that {@link SendRequest} and {@link ReceiveRequest}
  * share: the {@code ibv_send_wr}/{@code ibv_recv_wr} itself, its array of {@code struct ibv_sge}
  * and the {@code bad_wr} slot, in one segment the garbage collector frees; plus the memory
- * region behind each entry, so a post can check the regions are still open and in the right
- * protection domain. Not thread-safe (as its requests).
+ * region behind each entry and its offset there, so a post can check the regions are still open
+ * and in the right protection domain, and so an entry follows its region when the region is
+ * re-registered ({@link MemoryRegion#reregister()}: the full check after it writes the entry's
+ * address and lkey again from the region). Not thread-safe (as its requests).
  */
 final class ScatterGatherList {
 
@@ -29,12 +31,15 @@ final class ScatterGatherList {
     /** Where the provider writes {@code bad_wr}. */
     final MemorySegment badWr;
     private final MemoryRegion[] regions;
+    /** The offset of each entry in its region. */
+    private final long[] offsets;
 
     ScatterGatherList(long wrSize, long sgListOffset, int maxSge) {
         if (maxSge < 1 || maxSge > 1024) {
             throw new IllegalArgumentException("maxSge must be 1..1024, got " + maxSge);
         }
         this.regions = new MemoryRegion[maxSge];
+        this.offsets = new long[maxSge];
         MemorySegment all = Arena.ofAuto().allocate(wrSize + ENTRY_SIZE * maxSge + 8, 8);
         this.wr = all.asSlice(0, wrSize);
         this.entries = all.asSlice(wrSize, ENTRY_SIZE * maxSge);
@@ -60,6 +65,7 @@ final class ScatterGatherList {
         entries.set(ValueLayout.JAVA_INT, base + LENGTH, length);
         entries.set(ValueLayout.JAVA_INT, base + LKEY, region.lkey);
         regions[index] = region;
+        offsets[index] = offset;
     }
 
     /** Makes entry 0 point at unregistered memory (inline data: no region, lkey 0), forgetting all regions. */
@@ -115,7 +121,9 @@ final class ScatterGatherList {
 
     /**
      * Checks the first {@code count} entries for a post to {@code target}: each region open and
-     * registered in {@code pd}; entry 0 may be unregistered only when {@code firstUnregistered}.
+     * registered in {@code pd}, each entry inside its region's current range (which a
+     * re-registration may have changed: the entry's address and lkey are written again from the
+     * region); entry 0 may be unregistered only when {@code firstUnregistered}.
      *
      * @return the bytes the entries cover
      */
@@ -133,6 +141,15 @@ final class ScatterGatherList {
                     throw new IllegalArgumentException(mr + " (entry " + i + " of request " + requestId
                             + ") is registered in another protection domain than " + target);
                 }
+                long len = length(i);
+                long offset = offsets[i];
+                if (offset > mr.length || len > mr.length - offset) {
+                    throw new IndexOutOfBoundsException("scatter/gather entry " + i + " of request " + requestId + " ([" + offset
+                            + ", " + (offset + len) + ")) is outside " + mr + " since its re-registration");
+                }
+                long base = i * ENTRY_SIZE;
+                entries.set(ValueLayout.JAVA_LONG, base + ADDR, mr.address + offset);
+                entries.set(ValueLayout.JAVA_INT, base + LKEY, mr.lkey);
             }
             total += length(i);
         }

@@ -585,6 +585,12 @@ public final class SendRequest {
         }
         // an unregistered entry 0 is inline data, checked above
         long total = sgl.validate(sgeCount, inlineData != null, qp.pd, qp, id());
+        if (type == QpType.UD && total > qp.udMaxMessage()) {
+            // the device would complete the send successfully and emit nothing (IBA C10-93.1.1, rxe)
+            throw new IllegalArgumentException("request " + id() + " sends " + total + " bytes on " + qp
+                    + ": a UD message must fit the port's active MTU (" + qp.udMaxMessage() + " bytes);"
+                    + " a longer one is dropped silently by the device");
+        }
         if ((flags & INLINE) != 0 && total > qp.capabilities().maxInlineData()) {
             throw new IllegalArgumentException("request " + id() + " inlines " + total + " bytes, " + qp
                     + " takes at most " + qp.capabilities().maxInlineData());

@@ -27,6 +27,7 @@ public final class VerbsFunctions {
     public static final MethodHandle QUERY_PORT = bind("ibv_query_port", RdmaCore::ibv_query_port$descriptor);
     public static final MethodHandle QUERY_GID = bind("ibv_query_gid", RdmaCore::ibv_query_gid$descriptor);
     public static final MethodHandle QUERY_GID_EX = bind("_ibv_query_gid_ex", RdmaCore::_ibv_query_gid_ex$descriptor);
+    public static final MethodHandle QUERY_GID_TABLE = bind("_ibv_query_gid_table", RdmaCore::_ibv_query_gid_table$descriptor);
     /** Private (IBVERBS_PRIVATE_*): {@code int (ctx, uint8_t port, unsigned index, enum ibv_gid_type_sysfs *)}. */
     public static final MethodHandle QUERY_GID_TYPE = bind("ibv_query_gid_type", FunctionDescriptor.of(ValueLayout.JAVA_INT,
             ValueLayout.ADDRESS, ValueLayout.JAVA_BYTE, ValueLayout.JAVA_INT, ValueLayout.ADDRESS));
@@ -40,6 +41,7 @@ public final class VerbsFunctions {
     public static final MethodHandle REG_MR = bind("ibv_reg_mr", RdmaCore::ibv_reg_mr$descriptor);
     public static final MethodHandle REG_DMABUF_MR = bind("ibv_reg_dmabuf_mr", RdmaCore::ibv_reg_dmabuf_mr$descriptor);
     public static final MethodHandle DEREG_MR = bind("ibv_dereg_mr", RdmaCore::ibv_dereg_mr$descriptor);
+    public static final MethodHandle REREG_MR = bind("ibv_rereg_mr", RdmaCore::ibv_rereg_mr$descriptor);
 
     public static final MethodHandle CREATE_COMP_CHANNEL = bind("ibv_create_comp_channel", RdmaCore::ibv_create_comp_channel$descriptor);
     public static final MethodHandle DESTROY_COMP_CHANNEL = bind("ibv_destroy_comp_channel", RdmaCore::ibv_destroy_comp_channel$descriptor);
