@@ -182,6 +182,62 @@ public final class Context implements AutoCloseable {
     }
 
     /**
+     * The GID tables of all the device's ports in one call ({@code ibv_query_gid_table}): the
+     * valid entries, each with its port, index, type and network interface, in the order the
+     * device lists them. Where libibverbs predates IBVERBS_1.11 (no {@code _ibv_query_gid_table}),
+     * the ports' {@link Port#gids()} in port order. The kernel lists no entries for iWARP ports
+     * (siw): the table is then empty, while {@link Port#gid(int)} still reads their GIDs.
+     *
+     * <p><b>Errors</b>: {@link VerbsException} naming {@code ibv_query_gid_table} with the errno the
+     * library returns (EINVAL, ENOMEM, EOPNOTSUPP); {@link IllegalStateException} after close.
+     *
+     * <p>Thread-safe.
+     */
+    public java.util.List<GidEntry> gidTable() {
+        life.ensureOpen(this);
+        int ports = queryDevice().physicalPortCount();
+        if (VerbsFunctions.QUERY_GID_TABLE == null) {
+            java.util.List<GidEntry> all = new java.util.ArrayList<>();
+            for (int p = 1; p <= ports; p++) {
+                all.addAll(port(p).gids());
+            }
+            return java.util.List.copyOf(all);
+        }
+        long max = 0;
+        for (int p = 1; p <= ports; p++) {
+            max += queryPort(p).gidTableLength();
+        }
+        if (max == 0) {
+            return java.util.List.of();
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Downcalls.errnoSegment(arena);
+            long size = io.github.verbs4j.ffi.ibv_gid_entry.layout().byteSize();
+            MemorySegment entries = arena.allocate(io.github.verbs4j.ffi.ibv_gid_entry.layout(), max);
+            long n = (long) VerbsFunctions.QUERY_GID_TABLE.invokeExact(errno, ctx, entries, max, 0, size);
+            if (n < 0) {
+                // the library returns the negative errno
+                throw new VerbsException("ibv_query_gid_table", (int) -n, max + " entries of " + device().name());
+            }
+            java.util.List<GidEntry> result = new java.util.ArrayList<>((int) n);
+            for (long i = 0; i < n; i++) {
+                result.add(gidEntry(entries.asSlice(i * size, size)));
+            }
+            return java.util.List.copyOf(result);
+        } catch (Throwable t) {
+            throw Downcalls.unexpected("ibv_query_gid_table", t);
+        }
+    }
+
+    /** A {@code struct ibv_gid_entry} read into a {@link GidEntry}. */
+    static GidEntry gidEntry(MemorySegment e) {
+        Gid gid = Gid.of(io.github.verbs4j.ffi.ibv_gid_entry.gid(e).toArray(ValueLayout.JAVA_BYTE));
+        return new GidEntry(io.github.verbs4j.ffi.ibv_gid_entry.gid_index(e), gid,
+                GidType.of(io.github.verbs4j.ffi.ibv_gid_entry.gid_type(e)), io.github.verbs4j.ffi.ibv_gid_entry.port_num(e),
+                io.github.verbs4j.ffi.ibv_gid_entry.ndev_ifindex(e));
+    }
+
+    /**
      * A port of this device (numbered from 1). No native call happens until the port is queried.
      *
      * @throws IllegalArgumentException when {@code number} is outside 1..255

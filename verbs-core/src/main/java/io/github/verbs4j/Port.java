@@ -80,9 +80,11 @@ public final class Port {
     }
 
     /**
-     * The GID at {@code index} with its type: {@code ibv_query_gid_ex} when exported
-     * (IBVERBS_1.11), else {@code ibv_query_gid} plus the private {@code ibv_query_gid_type},
-     * else the type is {@code null}.
+     * The GID at {@code index} with its type, port and network interface:
+     * {@code ibv_query_gid_ex} when exported (IBVERBS_1.11), else {@code ibv_query_gid} plus the
+     * private {@code ibv_query_gid_type}, else the type is {@code null}. Where the extended query
+     * answers EOPNOTSUPP (iWARP ports, e.g. siw: the kernel keeps no GID entries for them) the
+     * GID comes from {@code ibv_query_gid}, with no type and no interface.
      *
      * <p><b>Errors</b>: as {@link #gid(int)}; ENODATA for an empty entry with {@code ibv_query_gid_ex}.
      */
@@ -94,11 +96,15 @@ public final class Port {
                 MemorySegment entry = arena.allocate(ibv_gid_entry.layout());
                 int rc = (int) VerbsFunctions.QUERY_GID_EX.invokeExact(errno, context.ctx, number, index, entry, 0,
                         entry.byteSize());
-                if (rc != 0) {
-                    throw new VerbsException("ibv_query_gid_ex", Downcalls.errnoOf(rc, errno), "port " + number + " index " + index);
+                int failed = rc == 0 ? 0 : Downcalls.errnoOf(rc, errno);
+                if (failed == 0) {
+                    return Context.gidEntry(entry);
                 }
-                Gid gid = Gid.of(ibv_gid_entry.gid(entry).toArray(ValueLayout.JAVA_BYTE));
-                return new GidEntry(index, gid, GidType.of(ibv_gid_entry.gid_type(entry)));
+                // an iWARP port (siw) has no GID entries for the extended query: read the plain GID
+                if (failed != Errno.EOPNOTSUPP.code()) {
+                    throw new VerbsException("ibv_query_gid_ex", failed, "port " + number + " index " + index);
+                }
+                return new GidEntry(index, legacyGid(index), null, number, 0);
             }
             Gid gid = legacyGid(index);
             GidType type = null;
@@ -112,7 +118,7 @@ public final class Port {
                             : query().linkLayer() == LinkLayer.ETHERNET ? GidType.ROCE_V1 : GidType.IB;
                 }
             }
-            return new GidEntry(index, gid, type);
+            return new GidEntry(index, gid, type, number, 0);
         } catch (Throwable t) {
             throw Downcalls.unexpected("ibv_query_gid_ex", t);
         }
