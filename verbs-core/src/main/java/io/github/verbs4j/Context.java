@@ -185,8 +185,8 @@ public final class Context implements AutoCloseable {
      * The GID tables of all the device's ports in one call ({@code ibv_query_gid_table}): the
      * valid entries, each with its port, index, type and network interface, in the order the
      * device lists them. Where libibverbs predates IBVERBS_1.11 (no {@code _ibv_query_gid_table}),
-     * the ports' {@link Port#gids()} in port order. The kernel lists no entries for iWARP ports
-     * (siw): the table is then empty, while {@link Port#gid(int)} still reads their GIDs.
+     * the ports' {@link Port#gids()} in port order. On siw (iWARP) the table holds the one GID
+     * made from the MAC, with type {@link GidType#IB} and no network interface.
      *
      * <p><b>Errors</b>: {@link VerbsException} naming {@code ibv_query_gid_table} with the errno the
      * library returns (EINVAL, ENOMEM, EOPNOTSUPP); {@link IllegalStateException} after close.

@@ -83,8 +83,8 @@ public final class Port {
      * The GID at {@code index} with its type, port and network interface:
      * {@code ibv_query_gid_ex} when exported (IBVERBS_1.11), else {@code ibv_query_gid} plus the
      * private {@code ibv_query_gid_type}, else the type is {@code null}. Where the extended query
-     * answers EOPNOTSUPP (iWARP ports, e.g. siw: the kernel keeps no GID entries for them) the
-     * GID comes from {@code ibv_query_gid}, with no type and no interface.
+     * answers EOPNOTSUPP (a kernel or provider without GID entries for the port) the GID comes
+     * from {@code ibv_query_gid}, with no type and no interface.
      *
      * <p><b>Errors</b>: as {@link #gid(int)}; ENODATA for an empty entry with {@code ibv_query_gid_ex}.
      */
@@ -100,7 +100,7 @@ public final class Port {
                 if (failed == 0) {
                     return Context.gidEntry(entry);
                 }
-                // an iWARP port (siw) has no GID entries for the extended query: read the plain GID
+                // a port without GID entries for the extended query: read the plain GID
                 if (failed != Errno.EOPNOTSUPP.code()) {
                     throw new VerbsException("ibv_query_gid_ex", failed, "port " + number + " index " + index);
                 }
