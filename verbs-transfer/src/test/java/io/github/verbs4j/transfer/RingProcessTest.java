@@ -13,6 +13,7 @@ import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * Allreduce (float32 and int64 sums) and broadcast over a ring of 4 ranks: rank 0 in this JVM,
@@ -28,6 +29,7 @@ class RingProcessTest {
 
     @Test
     void fourRanksAllreduceAndBroadcastElementByElement() throws Exception {
+        assumeTrue(TestNet.PROCESSES, TestNet.PROCESSES_SKIPPED);
         List<TestNet.Child> children = new ArrayList<>();
         try (Ring.Rendezvous rendezvous = Ring.rendezvous(TestNet.anyPort())) {
             InetSocketAddress at = rendezvous.address();
