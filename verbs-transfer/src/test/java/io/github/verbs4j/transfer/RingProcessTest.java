@@ -38,12 +38,12 @@ class RingProcessTest {
                         at.getAddress().getHostAddress(), Integer.toString(at.getPort()), Integer.toString(COUNT)));
             }
             CompletableFuture<String> zero = CompletableFuture.supplyAsync(() -> {
-                try (Ring ring = rendezvous.join(RANKS, COUNT * 8L, Duration.ofSeconds(60L * TestNet.SLOWDOWN))) {
+                try (Ring ring = rendezvous.join(RANKS, COUNT * 8L, Duration.ofSeconds(60L * TestNet.WAIT))) {
                     assertEquals(0, ring.rank());
                     return RankPeer.run(ring, COUNT);
                 }
             });
-            assertEquals("OK 0", zero.get(120L * TestNet.SLOWDOWN, TimeUnit.SECONDS));
+            assertEquals("OK 0", zero.get(120L * TestNet.WAIT, TimeUnit.SECONDS));
             for (int r = 1; r < RANKS; r++) {
                 assertEquals("OK " + r, children.get(r - 1).expect(""));
             }
