@@ -125,7 +125,7 @@ public final class AllreduceCommand implements Callable<Integer> {
                 ring = rv.join(ranks, bytes, timeout);
             }
         } else {
-            ring = joinRetrying(at, count, deadline);
+            ring = joinRetrying(at, deadline);
         }
         try (ring) {
             double seconds = run(ring, count);
@@ -136,7 +136,7 @@ public final class AllreduceCommand implements Callable<Integer> {
     }
 
     /** Joins, retrying while rank 0's rendezvous is not up yet (rejected or unreachable). */
-    private Ring joinRetrying(InetSocketAddress at, int count, long deadline) {
+    private Ring joinRetrying(InetSocketAddress at, long deadline) {
         while (true) {
             Duration left = Duration.ofNanos(deadline - System.nanoTime());
             try {
