@@ -429,6 +429,10 @@ static void go_back(struct srd_qp *qp, uint32_t psn, bool read_exact)
 				k = 0;
 			w->tx_pkt = k;
 			qp->sq_next_tx = i;
+			/* a READ re-requested at a gap: later requests went out and their answers
+			 * are on the way; they are not sent again (the timeout covers their losses) */
+			if (read_exact && w->opcode == IBV_WR_RDMA_READ)
+				return;
 			/* later WQEs start over from their first packet */
 			for (unsigned j = i + 1; j != qp->sq_head; j++) {
 				struct srd_swqe *x = &qp->sq[j % (unsigned)qp->sq_cap];
@@ -436,11 +440,32 @@ static void go_back(struct srd_qp *qp, uint32_t psn, bool read_exact)
 					break;
 				x->tx_pkt = 0;
 				if (x->opcode == IBV_WR_RDMA_READ)
-					x->tx_pkt = x->resp_pkt - x->resp_pkt % READ_CHUNK;
+					/* a READ with every response in is not asked again */
+					x->tx_pkt = x->resp_pkt == x->npkts ? x->npkts
+						: x->resp_pkt - x->resp_pkt % READ_CHUNK;
 			}
 			return;
 		}
 	}
+}
+
+/* lim, or the first missing response of the oldest READ/atomic still waiting for one if that
+ * is older: the oldest unacknowledged PSN never moves past a response that has not arrived,
+ * else the re-requested responses would be dropped as stale (outside the window). */
+static uint32_t rd_limit(const struct srd_qp *qp, uint32_t lim)
+{
+	for (unsigned i = qp->sq_tail; i != qp->sq_head; i++) {
+		const struct srd_swqe *w = &qp->sq[i % (unsigned)qp->sq_cap];
+		if (!w->psn_assigned)
+			break;
+		if (srd_is_rd(w) && w->resp_pkt < w->npkts) {
+			uint32_t got = psn_add(w->first_psn, w->resp_pkt);
+			if (psn_diff(lim, got) > 0)
+				lim = got;
+			break;
+		}
+	}
+	return lim;
 }
 
 /* Cumulative acknowledgment up to and including psn; sq_lock held. */
@@ -452,24 +477,18 @@ static void ack_upto(struct srd_qp *qp, uint32_t psn)
 		if (!w->psn_assigned || qp->sq_tail == qp->sq_next_tx)
 			break;
 		uint32_t last = psn_add(w->first_psn, w->npkts - 1);
-		if (srd_is_rd(w) || psn_diff(psn, last) < 0)
+		if (srd_is_rd(w)) {
+			/* a READ/atomic completes with its last response, which may have come
+			 * while an older WQE still waited for its ACK */
+			if (w->resp_pkt != w->npkts)
+				break;
+		} else if (psn_diff(psn, last) < 0) {
 			break;
+		}
 		srd_sq_complete_tail(qp, IBV_WC_SUCCESS);
 		progress = true;
 	}
-	/* never move past responses of a READ/atomic that have not arrived */
-	uint32_t lim = psn_add(psn, 1);
-	for (unsigned i = qp->sq_tail; i != qp->sq_head; i++) {
-		struct srd_swqe *w = &qp->sq[i % (unsigned)qp->sq_cap];
-		if (!w->psn_assigned)
-			break;
-		if (srd_is_rd(w) && w->resp_pkt < w->npkts) {
-			uint32_t got = psn_add(w->first_psn, w->resp_pkt);
-			if (psn_diff(lim, got) > 0)
-				lim = got;
-			break;
-		}
-	}
+	uint32_t lim = rd_limit(qp, psn_add(psn, 1));
 	if (psn_diff(lim, qp->una_psn) > 0) {
 		qp->una_psn = lim;
 		progress = true;
@@ -590,8 +609,10 @@ void srd_requester_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t 
 		}
 		w->resp_pkt++;
 		qp->retry_left = qp->attr.retry_cnt; /* forward progress */
-		if (psn_diff(psn_add(h->psn, 1), qp->una_psn) > 0)
-			qp->una_psn = psn_add(h->psn, 1);
+		/* a response of a later READ while an earlier one misses some: una stays there */
+		uint32_t lim = rd_limit(qp, psn_add(h->psn, 1));
+		if (psn_diff(lim, qp->una_psn) > 0)
+			qp->una_psn = lim;
 		if (w->resp_pkt == w->npkts && qp->sq_tail == i) {
 			qp->una_psn = psn_add(w->first_psn, w->npkts);
 			srd_sq_complete_tail(qp, IBV_WC_SUCCESS);
@@ -604,6 +625,16 @@ void srd_requester_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t 
 				else
 					break;
 			}
+			/* and una moves to the oldest PSN still owed: the new tail's first missing
+			 * response (or first packet), or past everything assigned */
+			uint32_t owed = qp->snd_psn;
+			if (qp->sq_tail != qp->sq_head) {
+				struct srd_swqe *x = &qp->sq[qp->sq_tail % (unsigned)qp->sq_cap];
+				if (x->psn_assigned)
+					owed = psn_add(x->first_psn, srd_is_rd(x) ? x->resp_pkt : 0);
+			}
+			if (psn_diff(owed, qp->una_psn) > 0)
+				qp->una_psn = owed;
 			if (qp->una_psn == qp->snd_psn && qp->sq_tail == qp->sq_next_tx)
 				qp->timer_deadline_ns = 0;
 			else

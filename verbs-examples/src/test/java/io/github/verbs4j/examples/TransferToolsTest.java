@@ -46,12 +46,32 @@ class TransferToolsTest {
     }
 
     @Test
-    void badArgumentsAreUsageErrors() {
-        try (Proc p = Proc.tool("allreduce", "-N", "1")) {
-            assertTrue(p.await(60).exitCode() == 2, p.describe());
+    void allreduceWithEveryRankInAJvmOfItsOwnChecksAndPrintsTheSlowestRank() {
+        try (Proc p = Proc.tool("allreduce", "-N", "3", "-s", "65536", "-n", "2", "--processes")) {
+            p.await(240).assertSuccess();
+            assertTrue(p.out().contains("3 ranks, 3 processes on 127.0.0.1"), p.describe());
+            assertTrue(p.out().matches("(?s).*\n 65536 +16384 +2 +[0-9.]+ .*"), p.describe());
         }
-        try (Proc p = Proc.tool("transfer-bench", "127.0.0.1", "-p", "1", "-o", "SEND")) {
-            assertTrue(p.await(60).exitCode() == 2, p.describe());
+    }
+
+    @Test
+    void badArgumentsAreUsageErrors() {
+        String[][] bad = {
+            {"allreduce", "-N", "1"},
+            {"allreduce", "-N", "2", "--rank", "2", "--rendezvous", "127.0.0.1:1"},
+            {"allreduce", "-N", "2", "--rank", "1"},
+            {"allreduce", "-N", "2", "--rank", "1", "--rendezvous", "127.0.0.1"},
+            {"allreduce", "-N", "2", "--rank", "1", "--rendezvous", "127.0.0.1:70000"},
+            {"allreduce", "-N", "2", "--rendezvous", "127.0.0.1:1"},
+            {"allreduce", "-N", "2", "--rank", "0", "--rendezvous", "127.0.0.1:0", "--processes"},
+            {"transfer-bench", "127.0.0.1", "-p", "1", "-o", "SEND"},
+            {"transfer-bench", "127.0.0.1", "-p", "x"},
+            {"transfer-bench", "127.0.0.1", "-p", "1", "-q", "0"},
+        };
+        for (String[] args : bad) {
+            try (Proc p = Proc.tool(args)) {
+                assertTrue(p.await(60).exitCode() == 2, String.join(" ", args) + ": " + p.describe());
+            }
         }
     }
 }

@@ -20,7 +20,7 @@ public final class RankPeer {
         int size = Integer.parseInt(args[1]);
         InetSocketAddress rendezvous = new InetSocketAddress(args[2], Integer.parseInt(args[3]));
         int count = Integer.parseInt(args[4]);
-        try (Ring ring = Ring.join(rendezvous, rank, size, count * 8L, Duration.ofSeconds(60L * TestNet.SLOWDOWN))) {
+        try (Ring ring = Ring.join(rendezvous, rank, size, count * 8L, Duration.ofSeconds(60L * TestNet.WAIT))) {
             System.out.println(run(ring, count));
         }
     }

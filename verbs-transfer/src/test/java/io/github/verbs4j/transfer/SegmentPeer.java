@@ -22,7 +22,7 @@ public final class SegmentPeer {
         int seed = Integer.parseInt(args[0]);
         long size = Long.parseLong(args[1]);
         try (TransferEngine engine = TransferEngine.open("peer" + seed, new InetSocketAddress(TestNet.ADDRESS, 0),
-                TransferOptions.defaults())) {
+                TestNet.options())) {
             Segment data = engine.allocate("data", size);
             MemorySegment m = data.memory();
             for (long i = 0; i < size; i++) {

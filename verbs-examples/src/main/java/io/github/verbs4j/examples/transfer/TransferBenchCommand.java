@@ -13,7 +13,6 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 import java.io.PrintStream;
-import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.concurrent.Callable;
@@ -34,13 +33,12 @@ public final class TransferBenchCommand implements Callable<Integer> {
     @Parameters(index = "0", arity = "0..1", paramLabel = "<server>", description = "the server's address (client side); none: be the server")
     String server;
 
-    @Option(names = {"-a", "--bind"}, paramLabel = "<addr>", defaultValue = "127.0.0.1",
-            description = "local address of an RDMA device (default: ${DEFAULT-VALUE})")
-    String bind;
+    @CommandLine.Mixin
+    TransferCli.Bind bind;
 
     @Option(names = {"-p", "--port"}, paramLabel = "<port>", defaultValue = "0",
             description = "rdma_cm port: the server listens on it (0: a free one, printed), the client connects to it")
-    int port;
+    String port;
 
     @Option(names = {"-s", "--size"}, paramLabel = "<bytes>", defaultValue = "65536", description = "bytes per request (default: ${DEFAULT-VALUE})")
     int size;
@@ -66,20 +64,23 @@ public final class TransferBenchCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         PrintStream out = System.out;
-        if (size < 1 || batchSize < 1 || iterations < 1) {
-            throw new CommandLine.ParameterException(spec.commandLine(), "size, batch and iterations must be positive");
-        }
+        TransferCli.require(spec, size >= 1 && batchSize >= 1 && iterations >= 1,
+                "size, batch and iterations must be positive");
         boolean write = switch (op.toUpperCase()) {
             case "WRITE" -> true;
             case "READ" -> false;
-            default -> throw new CommandLine.ParameterException(spec.commandLine(), "--op is READ or WRITE, not " + op);
+            default -> throw TransferCli.usage(spec, "--op is READ or WRITE, not " + op);
         };
+        int port = TransferCli.port(spec, "--port", this.port);
         long segmentBytes = (long) size * batchSize;
-        TransferOptions options = TransferOptions.defaults().withQpsPerPeer(qps).withMaxOutstanding(outstanding)
-                .withChunkSize(chunk);
-        InetAddress local = InetAddress.getByName(bind);
+        TransferOptions options;
+        try {
+            options = TransferOptions.defaults().withQpsPerPeer(qps).withMaxOutstanding(outstanding).withChunkSize(chunk);
+        } catch (IllegalArgumentException e) {
+            throw TransferCli.usage(spec, e.getMessage());
+        }
         if (server == null) {
-            try (TransferEngine engine = TransferEngine.open("bench-server", new InetSocketAddress(local, port), options)) {
+            try (TransferEngine engine = TransferEngine.open("bench-server", bind.at(port), options)) {
                 engine.allocate("bench", segmentBytes);
                 out.println("PORT " + engine.localAddress().getPort());
                 out.println("serving segment 'bench' of " + segmentBytes + " bytes on " + engine.localAddress()
@@ -88,14 +89,13 @@ public final class TransferBenchCommand implements Callable<Integer> {
             }
             return 0;
         }
-        try (TransferEngine engine = TransferEngine.open("bench-client", new InetSocketAddress(local, 0), options)) {
+        InetSocketAddress target = new InetSocketAddress(TransferCli.address(spec, "<server>", server), port);
+        try (TransferEngine engine = TransferEngine.open("bench-client", bind.at(0), options)) {
             Segment segment = engine.allocate("local", segmentBytes);
-            TransferPeer peer = engine.connect(new InetSocketAddress(InetAddress.getByName(server), port));
+            TransferPeer peer = engine.connect(target);
             RemoteSegment remote = peer.lookup("bench", Duration.ofSeconds(10));
-            if (remote.length() < segmentBytes) {
-                throw new CommandLine.ParameterException(spec.commandLine(), "the server's segment has " + remote.length()
-                        + " bytes; run both sides with the same -s and -b");
-            }
+            TransferCli.require(spec, remote.length() >= segmentBytes, "the server's segment has " + remote.length()
+                    + " bytes; run both sides with the same -s and -b");
             Batch batch = engine.batch(batchSize);
             int warmup = Math.max(1, iterations / 10);
             long start = 0;
@@ -120,14 +120,14 @@ public final class TransferBenchCommand implements Callable<Integer> {
             }
             double seconds = (System.nanoTime() - start) / 1e9;
             double bytes = (double) size * batchSize * iterations;
-            out.println("---------------------------------------------------------------------------------------");
+            TransferCli.rule(out, 87);
             out.printf(" verbs4j transfer-bench %s, %d QPs, %d chunks in flight per QP, chunk %d bytes%n",
                     write ? "WRITE" : "READ", qps, outstanding, chunk);
-            out.println("---------------------------------------------------------------------------------------");
+            TransferCli.rule(out, 87);
             out.println(" #bytes     #batch     #iterations    BW average[GB/sec]    BW average[Gb/sec]   MsgRate[Mpps]");
             out.printf(" %-10d %-10d %-14d %-21.3f %-20.3f %.6f%n", size, batchSize, iterations, bytes / seconds / 1e9,
                     bytes * 8 / seconds / 1e9, batchSize * (double) iterations / seconds / 1e6);
-            out.println("---------------------------------------------------------------------------------------");
+            TransferCli.rule(out, 87);
         }
         return 0;
     }

@@ -1,0 +1,51 @@
+package io.github.verbs4j.transfer;
+
+import io.github.verbs4j.transfer.collective.Ring;
+import org.junit.jupiter.api.Test;
+
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assumptions.assumeFalse;
+
+/**
+ * The ring's collectives with three ranks as threads of this JVM, each with connections of its
+ * own (the same rendezvous, ring connections and RDMA WRITEs as separate processes, without
+ * their start-up): allreduce of float32 and int64 twice and a broadcast, every element checked on
+ * every rank ({@link RankPeer#run}). The test of the ring that also runs inside the rxe/siw VM,
+ * where {@link RingProcessTest}'s four JVMs take too long.
+ */
+class RingThreadsTest {
+
+    static final int RANKS = 3;
+    static final int COUNT = 96 << 10;
+
+    @Test
+    void threeRanksInThreadsAllreduceAndBroadcastElementByElement() throws Exception {
+        assumeFalse(TestNet.iwarp(), "iWARP has no immediate data; the ring's steps are RDMA WRITE with immediate");
+        Duration timeout = Duration.ofSeconds(60L * TestNet.SLOWDOWN);
+        List<CompletableFuture<String>> ranks = new ArrayList<>();
+        try (Ring.Rendezvous rendezvous = Ring.rendezvous(TestNet.anyPort())) {
+            InetSocketAddress at = rendezvous.address();
+            for (int r = 0; r < RANKS; r++) {
+                int rank = r;
+                ranks.add(CompletableFuture.supplyAsync(() -> {
+                    try (Ring ring = rank == 0 ? rendezvous.join(RANKS, COUNT * 8L, timeout)
+                            : Ring.join(at, rank, RANKS, COUNT * 8L, timeout)) {
+                        assertEquals(rank, ring.rank());
+                        assertEquals(RANKS, ring.size());
+                        return RankPeer.run(ring, COUNT);
+                    }
+                }, task -> Thread.ofPlatform().name("rank-" + rank).start(task)));
+            }
+            for (int r = 0; r < RANKS; r++) {
+                assertEquals("OK " + r, ranks.get(r).get(120L * TestNet.SLOWDOWN, TimeUnit.SECONDS));
+            }
+        }
+    }
+}
