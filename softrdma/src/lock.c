@@ -59,12 +59,20 @@ static struct srd_reader *g_readers;
 static pthread_key_t g_reader_key;
 static bool g_key_ok;
 
-static void reader_exit(void *p)
+static void reader_release(struct srd_reader *r)
 {
-	struct srd_reader *r = p;
 	for (int i = 0; i < SRD_BR_LOCKS; i++)
 		__atomic_store_n(&r->nest[i], 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&r->free, 1, __ATOMIC_RELEASE);
+}
+
+/* The thread-exit callback: the exiting thread gives its record back and forgets it (a verb
+ * called by a later exit callback of the same thread registers a record again). */
+static void reader_exit(void *p)
+{
+	if (srd_tl_reader == p)
+		srd_tl_reader = NULL;
+	reader_release(p);
 }
 
 static void use_membarrier(void)
@@ -85,7 +93,7 @@ static void br_atfork_child(void)
 {
 	for (struct srd_reader *r = __atomic_load_n(&g_readers, __ATOMIC_ACQUIRE); r; r = r->next)
 		if (r != srd_tl_reader && !r->free)
-			reader_exit(r);
+			reader_release(r);
 	use_membarrier();
 }
 
@@ -148,9 +156,9 @@ void srd_br_wait(srd_brlock_t *b)
 		backoff(&spins);
 }
 
-void srd_br_wrlock(srd_brlock_t *b)
+/* Raises the writer flag and makes it seen: after this, a reader not seen inside has not entered. */
+static void raise_flag(srd_brlock_t *b)
 {
-	srd_lock(&b->wmx);
 	__atomic_store_n(&b->writer, 1, __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&srd_br_fence, __ATOMIC_RELAXED)) {
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -162,9 +170,34 @@ void srd_br_wrlock(srd_brlock_t *b)
 		struct timespec ts = { 0, 1000000 };
 		nanosleep(&ts, NULL);
 	}
-	for (struct srd_reader *r = __atomic_load_n(&g_readers, __ATOMIC_ACQUIRE); r; r = r->next) {
-		unsigned spins = 0;
-		while (__atomic_load_n(&r->nest[b->id], __ATOMIC_ACQUIRE))
+}
+
+/* A reader inside, or NULL. */
+static struct srd_reader *reader_inside(srd_brlock_t *b)
+{
+	for (struct srd_reader *r = __atomic_load_n(&g_readers, __ATOMIC_ACQUIRE); r; r = r->next)
+		if (__atomic_load_n(&r->nest[b->id], __ATOMIC_ACQUIRE))
+			return r;
+	return NULL;
+}
+
+void srd_br_wrlock(srd_brlock_t *b)
+{
+	srd_lock(&b->wmx);
+	/* readers that waited for the previous writer go first (a little while at most) */
+	unsigned spins = 0;
+	while (__atomic_load_n(&b->waiting, __ATOMIC_ACQUIRE) && spins < 300)
+		backoff(&spins);
+	for (;;) {
+		raise_flag(b);
+		struct srd_reader *busy = reader_inside(b);
+		if (!busy)
+			return; /* readers arriving from now on see the flag and wait */
+		/* a reader is inside: lower the flag so that readers keep entering (the one inside may
+		 * need another reader's progress to leave), wait until it left, try again */
+		__atomic_store_n(&b->writer, 0, __ATOMIC_RELEASE);
+		spins = 0;
+		while (__atomic_load_n(&busy->nest[b->id], __ATOMIC_ACQUIRE))
 			backoff(&spins);
 	}
 }

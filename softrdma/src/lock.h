@@ -12,10 +12,15 @@
  * no shared cache line written. A writer sets its flag, then makes every running thread of the
  * process execute a full barrier (membarrier(2), MEMBARRIER_CMD_PRIVATE_EXPEDITED: the flag is
  * now seen by every reader that starts later, and the record of every reader already inside is
- * seen by the writer) and waits until no record says "inside". Where membarrier is not
- * available, readers execute the barrier themselves (one fence). Read sections nest; a reader
- * never waits for a writer while it already holds the lock (readers are preferred, as with the
- * default pthread rwlock). Records belong to threads and are reused after a thread exits.
+ * seen by the writer) and checks that no record says "inside". Where membarrier is not
+ * available, readers execute the barrier themselves (one fence).
+ *
+ * Readers are preferred, as with the default pthread rwlock this replaces: a writer that finds
+ * a reader inside lowers its flag again and waits with the flag down, so readers keep entering
+ * (one of them may hold a lock that the reader inside needs to finish), then tries again; a
+ * reader waits only while a writer holds the lock. Read sections nest. A writer also lets
+ * readers that waited for the previous writer in first (bounded), so a stream of writers
+ * cannot starve them. Records belong to threads and are reused after a thread exits.
  */
 #ifndef SRD_LOCK_H
 #define SRD_LOCK_H
@@ -51,12 +56,13 @@ static inline void srd_unlock(srd_lock_t *l)
 enum { SRD_BR_MR = 0, SRD_BR_QPN = 1, SRD_BR_LOCKS = 2 };
 
 typedef struct {
-	int writer;    /* 1 while a writer holds it or waits for readers to leave */
+	int writer;    /* 1 while a writer checks the readers' records or holds the lock */
+	int waiting;   /* readers that found a writer holding it and wait to enter */
 	int id;        /* SRD_BR_* */
 	srd_lock_t wmx; /* between writers */
 } srd_brlock_t;
 
-#define SRD_BRLOCK_INIT(which) { .writer = 0, .id = (which), .wmx = { 0 } }
+#define SRD_BRLOCK_INIT(which) { .writer = 0, .waiting = 0, .id = (which), .wmx = { 0 } }
 
 struct srd_reader {
 	unsigned nest[SRD_BR_LOCKS]; /* read sections this thread is inside, per lock */
@@ -85,15 +91,23 @@ static inline void srd_br_rdlock(srd_brlock_t *b)
 		__atomic_store_n(n, depth + 1, __ATOMIC_RELAXED);
 		return;
 	}
+	bool counted = false;
 	for (;;) {
 		__atomic_store_n(n, 1, __ATOMIC_RELAXED);
 		if (__atomic_load_n(&srd_br_fence, __ATOMIC_RELAXED))
 			__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		else
 			__atomic_signal_fence(__ATOMIC_SEQ_CST); /* membarrier supplies the fence */
-		if (!__atomic_load_n(&b->writer, __ATOMIC_ACQUIRE))
+		if (__builtin_expect(!__atomic_load_n(&b->writer, __ATOMIC_ACQUIRE), 1)) {
+			if (counted)
+				__atomic_fetch_sub(&b->waiting, 1, __ATOMIC_RELEASE);
 			return;
+		}
 		__atomic_store_n(n, 0, __ATOMIC_RELEASE);
+		if (!counted) {
+			counted = true;
+			__atomic_fetch_add(&b->waiting, 1, __ATOMIC_ACQ_REL);
+		}
 		srd_br_wait(b);
 	}
 }
