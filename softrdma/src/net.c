@@ -391,12 +391,39 @@ static void batch_flush(struct batch *b)
 	b->n = 0;
 }
 
+/* A thread's batch (over 100 KiB) is freed when the thread exits. */
+static pthread_key_t g_batch_key;
+static pthread_once_t g_batch_once = PTHREAD_ONCE_INIT;
+static bool g_batch_key_ok;
+
+static void batch_exit(void *p)
+{
+	if (tl_batch == p)
+		tl_batch = NULL;
+	free(p);
+}
+
+static void batch_key_init(void)
+{
+	g_batch_key_ok = pthread_key_create(&g_batch_key, batch_exit) == 0;
+}
+
+__attribute__((destructor)) static void batch_key_fini(void)
+{
+	if (g_batch_key_ok)
+		pthread_key_delete(g_batch_key); /* no exit callback may point into an unloaded library */
+	g_batch_key_ok = false;
+}
+
 void srd_batch_begin(void)
 {
 	if (!tl_batch) {
 		tl_batch = calloc(1, sizeof(*tl_batch));
 		if (!tl_batch)
 			return;
+		pthread_once(&g_batch_once, batch_key_init);
+		if (g_batch_key_ok)
+			pthread_setspecific(g_batch_key, tl_batch);
 	}
 	tl_batch->depth++;
 }
