@@ -211,5 +211,6 @@ void srd_br_wrunlock(srd_brlock_t *b)
 void srd_br_reset(srd_brlock_t *b)
 {
 	__atomic_store_n(&b->writer, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&b->waiting, 0, __ATOMIC_RELAXED);
 	srd_lock_init(&b->wmx);
 }
