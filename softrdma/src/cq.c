@@ -132,7 +132,7 @@ SRD_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, vo
 		errno = ENOMEM;
 		return NULL;
 	}
-	pthread_mutex_init(&cq->lock, NULL);
+	srd_lock_init(&cq->lock);
 	pthread_mutex_init(&cq->ev_lock, NULL);
 	pthread_cond_init(&cq->ev_cond, NULL);
 	cq->ibcq.context = context;
@@ -155,14 +155,14 @@ SRD_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 	struct srd_cq *cq = container_of(ibcq, struct srd_cq, ibcq);
 	if (cqe < 1 || cqe > SRD_MAX_CQE)
 		return EINVAL;
-	pthread_mutex_lock(&cq->lock);
+	srd_lock(&cq->lock);
 	if (cqe < cq->count) {
-		pthread_mutex_unlock(&cq->lock);
+		srd_unlock(&cq->lock);
 		return EINVAL;
 	}
 	struct ibv_wc *n = calloc((size_t)cqe + 1, sizeof(*n));
 	if (!n) {
-		pthread_mutex_unlock(&cq->lock);
+		srd_unlock(&cq->lock);
 		return ENOMEM;
 	}
 	for (int i = 0; i < cq->count; i++)
@@ -172,7 +172,7 @@ SRD_EXPORT int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 	cq->head = 0;
 	cq->cap = cqe + 1;
 	ibcq->cqe = cqe;
-	pthread_mutex_unlock(&cq->lock);
+	srd_unlock(&cq->lock);
 	return 0;
 }
 
@@ -216,20 +216,20 @@ SRD_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 void srd_cq_push(struct srd_cq *cq, const struct ibv_wc *wc, bool solicited)
 {
 	bool notify = false, overflow = false;
-	pthread_mutex_lock(&cq->lock);
+	srd_lock(&cq->lock);
 	if (cq->count >= cq->ibcq.cqe) {
 		overflow = !cq->overflow;
 		cq->overflow = true;
 	} else {
 		int i = cq->head + cq->count;
 		cq->ring[i >= cq->cap ? i - cq->cap : i] = *wc;
-		cq->count++;
+		__atomic_store_n(&cq->count, cq->count + 1, __ATOMIC_RELEASE); /* peeked without the lock */
 		if (cq->armed == 1 || (cq->armed == 2 && (solicited || wc->status != IBV_WC_SUCCESS))) {
 			cq->armed = 0;
 			notify = cq->ibcq.channel != NULL;
 		}
 	}
-	pthread_mutex_unlock(&cq->lock);
+	srd_unlock(&cq->lock);
 	if (notify)
 		channel_notify(cq);
 	if (overflow) {
@@ -257,24 +257,24 @@ int srd_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 		return 0;
 	}
 take:
-	pthread_mutex_lock(&cq->lock);
+	srd_lock(&cq->lock);
 	int k = 0;
 	while (k < n && cq->count) {
 		wc[k++] = cq->ring[cq->head];
 		cq->head = cq->head + 1 == cq->cap ? 0 : cq->head + 1;
-		cq->count--;
+		__atomic_store_n(&cq->count, cq->count - 1, __ATOMIC_RELAXED);
 	}
-	pthread_mutex_unlock(&cq->lock);
+	srd_unlock(&cq->lock);
 	return k;
 }
 
 int srd_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
 	struct srd_cq *cq = container_of(ibcq, struct srd_cq, ibcq);
-	pthread_mutex_lock(&cq->lock);
+	srd_lock(&cq->lock);
 	if (cq->armed != 1)
 		cq->armed = solicited_only ? 2 : 1;
-	pthread_mutex_unlock(&cq->lock);
+	srd_unlock(&cq->lock);
 	return 0;
 }
 
@@ -299,7 +299,7 @@ static int x_take(struct srd_cq *cq)
 		return ENOENT;
 	cq->cur = cq->ring[cq->head];
 	cq->head = (cq->head + 1) % cq->cap;
-	cq->count--;
+	__atomic_store_n(&cq->count, cq->count - 1, __ATOMIC_RELAXED);
 	cq->cqx.status = cq->cur.status;
 	cq->cqx.wr_id = cq->cur.wr_id;
 	return 0;
@@ -318,10 +318,10 @@ static int x_start_poll(struct ibv_cq_ex *x, struct ibv_poll_cq_attr *attr)
 			sched_yield();
 		return ENOENT;
 	}
-	pthread_mutex_lock(&cq->lock);
+	srd_lock(&cq->lock);
 	int rc = x_take(cq);
 	if (rc)
-		pthread_mutex_unlock(&cq->lock);
+		srd_unlock(&cq->lock);
 	return rc;
 }
 
@@ -332,7 +332,7 @@ static int x_next_poll(struct ibv_cq_ex *x)
 
 static void x_end_poll(struct ibv_cq_ex *x)
 {
-	pthread_mutex_unlock(&xcq(x)->lock);
+	srd_unlock(&xcq(x)->lock);
 }
 
 static enum ibv_wc_opcode x_read_opcode(struct ibv_cq_ex *x) { return xcq(x)->cur.opcode; }

@@ -57,7 +57,7 @@ struct srd_sock {
 	struct srd_qp *slots[256];
 };
 
-static pthread_rwlock_t g_qpt = PTHREAD_RWLOCK_INITIALIZER;
+srd_brlock_t srd_qpn_table_lock = SRD_BRLOCK_INIT(SRD_BR_QPN);
 static struct srd_sock *g_socks[256];
 static int g_nsocks;
 static int g_epfd = -1, g_kickfd = -1;
@@ -90,7 +90,7 @@ void srd_net_atfork_child(void)
 	if (g_kickfd >= 0)
 		close(g_kickfd);
 	g_epfd = g_kickfd = -1;
-	pthread_rwlock_init(&g_qpt, NULL);
+	srd_br_reset(&srd_qpn_table_lock);
 	g_agent_sleeping = g_wake_pending = 0;
 	srd_shm_atfork_child();
 	srd_faults_atfork_child();
@@ -261,7 +261,7 @@ static int pick_fd(const struct srd_sock *s, const struct sockaddr_in6 *to, cons
 
 int srd_net_alloc_qpn(struct srd_qp *qp)
 {
-	pthread_rwlock_wrlock(&g_qpt);
+	srd_br_wrlock(&srd_qpn_table_lock);
 	int si = -1;
 	for (int i = 0; i < g_nsocks; i++)
 		if (g_socks[i]->dev == qp->dev && g_socks[i]->used < 256) {
@@ -270,13 +270,13 @@ int srd_net_alloc_qpn(struct srd_qp *qp)
 		}
 	if (si < 0) {
 		if (g_nsocks == 256) {
-			pthread_rwlock_unlock(&g_qpt);
+			srd_br_wrunlock(&srd_qpn_table_lock);
 			return ENOMEM;
 		}
 		struct srd_sock *s = open_sock(qp->dev);
 		if (!s) {
 			int e = errno ? errno : ENOMEM;
-			pthread_rwlock_unlock(&g_qpt);
+			srd_br_wrunlock(&srd_qpn_table_lock);
 			return e;
 		}
 		si = g_nsocks;
@@ -290,34 +290,34 @@ int srd_net_alloc_qpn(struct srd_qp *qp)
 	s->used++;
 	qp->sock = si;
 	qp->ibqp.qp_num = ((uint32_t)s->port << 8) | (uint32_t)slot;
-	pthread_rwlock_unlock(&g_qpt);
+	srd_br_wrunlock(&srd_qpn_table_lock);
 	return 0;
 }
 
 void srd_net_free_qpn(struct srd_qp *qp)
 {
-	pthread_rwlock_wrlock(&g_qpt);
+	srd_br_wrlock(&srd_qpn_table_lock);
 	struct srd_sock *s = g_socks[qp->sock];
 	int slot = (int)(qp->ibqp.qp_num & 0xff);
 	if (s->slots[slot] == qp) {
 		s->slots[slot] = NULL;
 		s->used--;
 	}
-	pthread_rwlock_unlock(&g_qpt);
+	srd_br_wrunlock(&srd_qpn_table_lock);
 }
 
 bool srd_net_owns_qpn(uint32_t qpn)
 {
 	bool own = false;
-	pthread_rwlock_rdlock(&g_qpt);
+	srd_net_rdlock();
 	for (int i = 0; i < g_nsocks; i++)
 		if (g_socks[i]->port == (uint16_t)(qpn >> 8))
 			own = true;
-	pthread_rwlock_unlock(&g_qpt);
+	srd_net_unlock();
 	return own;
 }
 
-/* caller holds g_qpt for reading */
+/* caller holds the QPN table for reading (srd_net_rdlock) */
 struct srd_qp *srd_net_lookup(uint32_t qpn)
 {
 	if (qpn > SRD_HDR_PSN_MASK)
@@ -352,17 +352,15 @@ bool srd_net_from_peer(const struct srd_qp *qp, const struct sockaddr_in6 *from)
 	return !memcmp(&from->sin6_addr, &qp->peer.sin6_addr, sizeof(from->sin6_addr));
 }
 
-void srd_net_rdlock(void) { pthread_rwlock_rdlock(&g_qpt); }
-void srd_net_unlock(void) { pthread_rwlock_unlock(&g_qpt); }
 
 void srd_net_for_each_qp(void (*fn)(struct srd_qp *qp, void *arg), void *arg)
 {
-	pthread_rwlock_rdlock(&g_qpt);
+	srd_net_rdlock();
 	for (int s = 0; s < g_nsocks; s++)
 		for (int i = 0; i < 256; i++)
 			if (g_socks[s]->slots[i])
 				fn(g_socks[s]->slots[i], arg);
-	pthread_rwlock_unlock(&g_qpt);
+	srd_net_unlock();
 }
 
 /*
@@ -393,12 +391,39 @@ static void batch_flush(struct batch *b)
 	b->n = 0;
 }
 
+/* A thread's batch (over 100 KiB) is freed when the thread exits. */
+static pthread_key_t g_batch_key;
+static pthread_once_t g_batch_once = PTHREAD_ONCE_INIT;
+static bool g_batch_key_ok;
+
+static void batch_exit(void *p)
+{
+	if (tl_batch == p)
+		tl_batch = NULL;
+	free(p);
+}
+
+static void batch_key_init(void)
+{
+	g_batch_key_ok = pthread_key_create(&g_batch_key, batch_exit) == 0;
+}
+
+__attribute__((destructor)) static void batch_key_fini(void)
+{
+	if (g_batch_key_ok)
+		pthread_key_delete(g_batch_key); /* no exit callback may point into an unloaded library */
+	g_batch_key_ok = false;
+}
+
 void srd_batch_begin(void)
 {
 	if (!tl_batch) {
 		tl_batch = calloc(1, sizeof(*tl_batch));
 		if (!tl_batch)
 			return;
+		pthread_once(&g_batch_once, batch_key_init);
+		if (g_batch_key_ok)
+			pthread_setspecific(g_batch_key, tl_batch);
 	}
 	tl_batch->depth++;
 }

@@ -3,6 +3,7 @@
 #define SRD_NET_H
 #include "srd.h"
 #include "wire.h"
+#include "lock.h"
 #include <sys/epoll.h>
 
 struct srd_stats { unsigned long tx, rx, nak_seq, rnr, timeouts, dup_rx, eagain, invalid, read_gap, shm_tx,
@@ -17,8 +18,10 @@ void srd_net_atfork_child(void);
 int srd_net_alloc_qpn(struct srd_qp *qp);
 void srd_net_free_qpn(struct srd_qp *qp);
 bool srd_net_owns_qpn(uint32_t qpn); /* the QPN's socket is one of this process's */
-void srd_net_rdlock(void);
-void srd_net_unlock(void);
+/* The QPN table: read-locked around every lookup and the use of its result (lock.h) */
+extern srd_brlock_t srd_qpn_table_lock;
+static inline void srd_net_rdlock(void) { srd_br_rdlock(&srd_qpn_table_lock); }
+static inline void srd_net_unlock(void) { srd_br_rdunlock(&srd_qpn_table_lock); }
 struct srd_qp *srd_net_lookup(uint32_t qpn); /* read lock held */
 /* A packet from `from` comes from qp's connected peer (for a peer on this host: any
  * loopback address, the peer's port). */

@@ -46,7 +46,7 @@ SRD_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
  * key byte is random (never the byte of the previous registration, so a key of one
  * MR with a neighbour's index never matches that neighbour). lkey == rkey.
  */
-static pthread_rwlock_t g_mr_lock = PTHREAD_RWLOCK_INITIALIZER;
+srd_brlock_t srd_mr_table_lock = SRD_BRLOCK_INIT(SRD_BR_MR);
 static struct srd_mr **g_mrs;
 static uint32_t g_mr_cap, g_mr_hint = 1;
 static uint32_t g_mr_salt;        /* 24 bits */
@@ -89,8 +89,6 @@ static bool idx_usable(uint32_t i)
 	return ((i ^ g_mr_salt) & 0xffffffu) != 0;
 }
 
-void srd_mr_rdlock(void) { pthread_rwlock_rdlock(&g_mr_lock); }
-void srd_mr_unlock(void) { pthread_rwlock_unlock(&g_mr_lock); }
 
 static uint32_t key_idx(uint32_t key)
 {
@@ -217,10 +215,10 @@ SRD_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t
 		return NULL;
 	}
 	pthread_once(&g_mr_once, mr_keys_init);
-	pthread_rwlock_wrlock(&g_mr_lock);
+	srd_br_wrlock(&srd_mr_table_lock);
 	uint32_t key = key_alloc(mr);
 	if (!key) {
-		pthread_rwlock_unlock(&g_mr_lock);
+		srd_br_wrunlock(&srd_mr_table_lock);
 		free(mr);
 		errno = ENOMEM;
 		return NULL;
@@ -236,7 +234,7 @@ SRD_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t
 	mr->iova = (access & IBV_ACCESS_ZERO_BASED) ? 0 : iova;
 	mr->access = (int)access;
 	REF(PD_OF(pd));
-	pthread_rwlock_unlock(&g_mr_lock);
+	srd_br_wrunlock(&srd_mr_table_lock);
 	return &mr->ibmr;
 }
 
@@ -256,16 +254,16 @@ SRD_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t 
 SRD_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 {
 	struct srd_mr *mr = container_of(ibmr, struct srd_mr, ibmr);
-	pthread_rwlock_wrlock(&g_mr_lock);
+	srd_br_wrlock(&srd_mr_table_lock);
 	if (mr->nmw) {
 		/* like rxe (IBA 10.6.7.2.6): a region with bound memory windows stays */
-		pthread_rwlock_unlock(&g_mr_lock);
+		srd_br_wrunlock(&srd_mr_table_lock);
 		return EINVAL;
 	}
 	uint32_t idx = key_idx(ibmr->lkey);
 	if (idx < g_mr_cap && g_mrs[idx] == mr)
 		g_mrs[idx] = NULL;
-	pthread_rwlock_unlock(&g_mr_lock);
+	srd_br_wrunlock(&srd_mr_table_lock);
 	UNREF(PD_OF(ibmr->pd));
 	free(mr);
 	return 0;
@@ -304,13 +302,13 @@ static int rereg_cmd(struct srd_mr *mr, int flags, struct ibv_pd *pd, void *addr
 	if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && !(new_access & IBV_ACCESS_ON_DEMAND) &&
 	    !range_mapped(addr, length))
 		return EFAULT;
-	pthread_rwlock_wrlock(&g_mr_lock);
+	srd_br_wrlock(&srd_mr_table_lock);
 	/* memory windows bound to the region would keep the old range, rights or PD */
 	pthread_mutex_lock(&g_mw_lock);
 	int nmw = mr->nmw;
 	pthread_mutex_unlock(&g_mw_lock);
 	if (nmw) {
-		pthread_rwlock_unlock(&g_mr_lock);
+		srd_br_wrunlock(&srd_mr_table_lock);
 		return EBUSY;
 	}
 	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
@@ -325,7 +323,7 @@ static int rereg_cmd(struct srd_mr *mr, int flags, struct ibv_pd *pd, void *addr
 		ibmr->pd = pd;
 	}
 	mr->access = new_access;
-	pthread_rwlock_unlock(&g_mr_lock);
+	srd_br_wrunlock(&srd_mr_table_lock);
 	if (old_pd)
 		UNREF(PD_OF(old_pd));
 	return 0;
@@ -471,10 +469,10 @@ struct ibv_mw *srd_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 	mw->slot.ibmr.pd = pd;
 	mw->state = type == IBV_MW_TYPE_1 ? SRD_MW_VALID : SRD_MW_FREE;
 	pthread_once(&g_mr_once, mr_keys_init);
-	pthread_rwlock_wrlock(&g_mr_lock);
+	srd_br_wrlock(&srd_mr_table_lock);
 	uint32_t key = key_alloc(&mw->slot);
 	if (!key) {
-		pthread_rwlock_unlock(&g_mr_lock);
+		srd_br_wrunlock(&srd_mr_table_lock);
 		free(mw);
 		errno = ENOMEM;
 		return NULL;
@@ -486,20 +484,20 @@ struct ibv_mw *srd_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 	mw->ibmw.handle = key_idx(key);
 	mw->ibmw.type = type;
 	REF(PD_OF(pd));
-	pthread_rwlock_unlock(&g_mr_lock);
+	srd_br_wrunlock(&srd_mr_table_lock);
 	return &mw->ibmw;
 }
 
 int srd_dealloc_mw(struct ibv_mw *ibmw)
 {
 	struct srd_mw *mw = container_of(ibmw, struct srd_mw, ibmw);
-	pthread_rwlock_wrlock(&g_mr_lock);
+	srd_br_wrlock(&srd_mr_table_lock);
 	uint32_t idx = (uint32_t)ibmw->handle;
 	if (idx < g_mr_cap && g_mrs[idx] == &mw->slot)
 		g_mrs[idx] = NULL;
 	if (mw->mr)
 		mw->mr->nmw--; /* deallocation unbinds */
-	pthread_rwlock_unlock(&g_mr_lock);
+	srd_br_wrunlock(&srd_mr_table_lock);
 	UNREF(PD_OF(ibmw->pd));
 	free(mw);
 	return 0;

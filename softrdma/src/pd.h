@@ -2,13 +2,16 @@
 #ifndef SRD_PD_H
 #define SRD_PD_H
 #include "srd.h"
+#include "lock.h"
 
 /* A host buffer: one resolved SGE, or inline data, or a packet's payload. */
 struct srd_seg { uint8_t *p; uint32_t len; };
 
-/* The MR table is read-locked around every resolution and the use of its result. */
-void srd_mr_rdlock(void);
-void srd_mr_unlock(void);
+/* The MR table is read-locked around every resolution and the use of its result
+ * (a brlock: no atomic instruction on the read side; lock.h). */
+extern srd_brlock_t srd_mr_table_lock;
+static inline void srd_mr_rdlock(void) { srd_br_rdlock(&srd_mr_table_lock); }
+static inline void srd_mr_unlock(void) { srd_br_rdunlock(&srd_mr_table_lock); }
 /* Resolves an SGE list against local MRs of pd; -1 on any protection violation. */
 int srd_resolve_sgl(struct ibv_pd *pd, const struct ibv_sge *sge, int n, int need,
 		    struct srd_seg *out, uint32_t *total);

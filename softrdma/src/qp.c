@@ -71,7 +71,7 @@ SRD_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_at
 		qp->sq[i].sge = qp->sq_sges + (size_t)i * qp->cap.max_send_sge;
 		qp->sq[i].inline_buf = qp->sq_inline ? qp->sq_inline + (size_t)i * qp->cap.max_inline_data : NULL;
 	}
-	pthread_mutex_init(&qp->sq_lock, NULL);
+	srd_lock_init(&qp->sq_lock);
 	qp->srq = init->srq ? container_of(init->srq, struct srd_srq, ibsrq) : NULL;
 	qp->dev = container_of(pd->context, struct srd_context, vctx.context)->dev;
 	qp->sq_sig_all = init->sq_sig_all;
@@ -90,7 +90,7 @@ SRD_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_at
 	qp->attr.qp_state = IBV_QPS_RESET;
 	qp->attr.path_mtu = IBV_MTU_1024;
 	qp->attr.port_num = 1;
-	pthread_mutex_init(&qp->resp_lock, NULL);
+	srd_lock_init(&qp->resp_lock);
 	srd_agent_start();
 	int rc = srd_net_alloc_qpn(qp);
 	if (rc) {
@@ -235,14 +235,14 @@ SRD_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 	if (!attr || (mask & ~QP_ATTR_ALL))
 		return EINVAL;
 	pthread_mutex_lock(&g_trans_once);
-	pthread_mutex_lock(&qp->sq_lock);
+	srd_lock(&qp->sq_lock);
 	enum ibv_qp_state cur = (enum ibv_qp_state)qp->state;
 	int rc = 0;
+	enum ibv_qp_state next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
 	if ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != cur) {
 		rc = EINVAL;
 		goto out;
 	}
-	enum ibv_qp_state next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
 	const struct trans *t = transition(cur, next);
 	if (!t || !t->valid) {
 		rc = EINVAL;
@@ -342,9 +342,9 @@ SRD_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 		srd_resp_reset(qp);
 		qp->sq_head = qp->sq_tail = qp->sq_next_tx = 0;
 		if (!qp->srq) {
-			pthread_mutex_lock(&qp->rq.lock);
+			srd_lock(&qp->rq.lock);
 			qp->rq.head = qp->rq.count = 0;
-			pthread_mutex_unlock(&qp->rq.lock);
+			srd_unlock(&qp->rq.lock);
 		}
 	}
 	a->qp_state = next;
@@ -358,13 +358,13 @@ SRD_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 	}
 	if (next == IBV_QPS_ERR && cur != IBV_QPS_ERR) {
 		srd_flush_sq_locked(qp);
-		pthread_mutex_unlock(&qp->sq_lock);
+		srd_unlock(&qp->sq_lock);
 		pthread_mutex_unlock(&g_trans_once);
 		srd_flush_rq(qp);
 		return 0;
 	}
 out:
-	pthread_mutex_unlock(&qp->sq_lock);
+	srd_unlock(&qp->sq_lock);
 	pthread_mutex_unlock(&g_trans_once);
 	if (!rc && next == IBV_QPS_RTS)
 		srd_qp_kick(qp); /* WQEs posted while in SQD go now */
@@ -376,14 +376,14 @@ SRD_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int m
 {
 	struct srd_qp *qp = srd_qp_of(ibqp);
 	(void)mask;
-	pthread_mutex_lock(&qp->sq_lock);
+	srd_lock(&qp->sq_lock);
 	*attr = qp->attr;
 	attr->qp_state = (enum ibv_qp_state)qp->state;
 	attr->cur_qp_state = attr->qp_state;
 	attr->sq_draining = 0;
 	attr->cap = qp->cap;
 	attr->sq_psn = qp->snd_psn;
-	pthread_mutex_unlock(&qp->sq_lock);
+	srd_unlock(&qp->sq_lock);
 	if (init) {
 		memset(init, 0, sizeof(*init));
 		init->qp_context = ibqp->qp_context;

@@ -172,9 +172,9 @@ static int deliver_local(struct srd_qp *qp, struct srd_swqe *w, struct srd_qp *d
 			 const struct srd_seg *src, int nsrc, const struct srd_seg *lseg,
 			 uint64_t *rnr_delay)
 {
-	pthread_mutex_lock(&dst->resp_lock);
+	srd_lock(&dst->resp_lock);
 	if (!srd_resp_accepts(dst, qp->ibqp.qp_num) || dst->ibqp.qp_type != qp->ibqp.qp_type) {
-		pthread_mutex_unlock(&dst->resp_lock);
+		srd_unlock(&dst->resp_lock);
 		return X_LOST; /* like a packet to a QP that is not listening */
 	}
 	struct srd_req r = { .flags = F_FIRST | F_LAST, .sqpn = qp->ibqp.qp_num, .imm = w->imm,
@@ -213,7 +213,7 @@ static int deliver_local(struct srd_qp *qp, struct srd_swqe *w, struct srd_qp *d
 	}
 	if (ret == X_DONE)
 		dst->epsn = psn_add(dst->epsn, w->npkts);
-	pthread_mutex_unlock(&dst->resp_lock);
+	srd_unlock(&dst->resp_lock);
 	return ret;
 }
 
@@ -519,10 +519,10 @@ static bool response_valid(const struct srd_qp *qp, const struct pkt_hdr *h)
 
 void srd_requester_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t *payload)
 {
-	pthread_mutex_lock(&qp->sq_lock);
+	srd_lock(&qp->sq_lock);
 	if (!response_valid(qp, h)) {
 		ST(invalid);
-		pthread_mutex_unlock(&qp->sq_lock);
+		srd_unlock(&qp->sq_lock);
 		return;
 	}
 	if (h->op == OP_ACK) {
@@ -557,7 +557,7 @@ void srd_requester_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t 
 		}
 		}
 		srd_sq_progress(qp);
-		pthread_mutex_unlock(&qp->sq_lock);
+		srd_unlock(&qp->sq_lock);
 		return;
 	}
 	/* READ / atomic responses: find the WQE whose PSN range holds h->psn */
@@ -645,7 +645,7 @@ void srd_requester_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t 
 		break;
 	}
 	srd_sq_progress(qp);
-	pthread_mutex_unlock(&qp->sq_lock);
+	srd_unlock(&qp->sq_lock);
 }
 
 int srd_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
@@ -658,11 +658,11 @@ int srd_post_send_wrs(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_se
 {
 	struct srd_qp *qp = srd_qp_of(ibqp);
 	int rc = 0;
-	pthread_mutex_lock(&qp->sq_lock);
+	srd_lock(&qp->sq_lock);
 	unsigned head0 = qp->sq_head;
 	int st = qp->state;
 	if (st == IBV_QPS_RESET || st == IBV_QPS_INIT || st == IBV_QPS_RTR) {
-		pthread_mutex_unlock(&qp->sq_lock);
+		srd_unlock(&qp->sq_lock);
 		*bad = wr;
 		return EINVAL;
 	}
@@ -786,7 +786,7 @@ int srd_post_send_wrs(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_se
 	srd_batch_begin();
 	srd_sq_progress(qp);
 	srd_batch_end();
-	pthread_mutex_unlock(&qp->sq_lock);
+	srd_unlock(&qp->sq_lock);
 	return rc;
 }
 
@@ -797,7 +797,7 @@ bool srd_requester_service(struct srd_qp *qp, bool kick, uint64_t now)
 {
 	if (!kick && !qp->timer_deadline_ns)
 		return false;
-	pthread_mutex_lock(&qp->sq_lock);
+	srd_lock(&qp->sq_lock);
 	if (qp->timer_deadline_ns && now >= qp->timer_deadline_ns) {
 		qp->timer_deadline_ns = 0;
 		if (qp->rnr_wait) {
@@ -824,6 +824,6 @@ bool srd_requester_service(struct srd_qp *qp, bool kick, uint64_t now)
 	if (kick)
 		srd_sq_progress(qp);
 	bool armed = qp->timer_deadline_ns != 0;
-	pthread_mutex_unlock(&qp->sq_lock);
+	srd_unlock(&qp->sq_lock);
 	return armed;
 }

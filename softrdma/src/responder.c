@@ -227,13 +227,13 @@ int srd_resp_execute(struct srd_qp *qp, const struct srd_req *r, struct srd_resp
 
 void srd_resp_reset(struct srd_qp *qp)
 {
-	pthread_mutex_lock(&qp->resp_lock);
+	srd_lock(&qp->resp_lock);
 	qp->epsn = 0;
 	qp->recv_in_progress = false;
 	qp->write_in_progress = false;
 	qp->nak_sent = false;
 	memset(qp->atomic_cache, 0, sizeof(qp->atomic_cache));
-	pthread_mutex_unlock(&qp->resp_lock);
+	srd_unlock(&qp->resp_lock);
 }
 
 /* ---------------------------------------------------------------- the packet path */
@@ -312,9 +312,9 @@ static void duplicate(struct srd_qp *qp, const struct pkt_hdr *h)
 
 void srd_responder_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t *payload)
 {
-	pthread_mutex_lock(&qp->resp_lock);
+	srd_lock(&qp->resp_lock);
 	if (!srd_resp_accepts(qp, h->sqpn)) {
-		pthread_mutex_unlock(&qp->resp_lock);
+		srd_unlock(&qp->resp_lock);
 		return;
 	}
 	bool rc = qp->ibqp.qp_type == IBV_QPT_RC;
@@ -325,7 +325,7 @@ void srd_responder_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t 
 			if (!(h->flags & F_FIRST)) {
 				qp->epsn = psn_add(h->psn, 1);
 				qp->recv_in_progress = false;
-				pthread_mutex_unlock(&qp->resp_lock);
+				srd_unlock(&qp->resp_lock);
 				return;
 			}
 			qp->recv_in_progress = false;
@@ -337,11 +337,11 @@ void srd_responder_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t 
 			qp->nak_sent = true;
 			send_ack(qp, h->sqpn, qp->epsn, SYN_NAK_SEQ, 0);
 		}
-		pthread_mutex_unlock(&qp->resp_lock);
+		srd_unlock(&qp->resp_lock);
 		return;
 	} else if (d < 0) {
 		duplicate(qp, h);
-		pthread_mutex_unlock(&qp->resp_lock);
+		srd_unlock(&qp->resp_lock);
 		return;
 	}
 	uint32_t advance = 1;
@@ -355,23 +355,23 @@ void srd_responder_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t 
 	srd_mr_unlock();
 	if (s == RESP_IGNORE) {
 		ST(invalid); /* an opcode no request has: dropped, the PSN stays expected */
-		pthread_mutex_unlock(&qp->resp_lock);
+		srd_unlock(&qp->resp_lock);
 		return;
 	}
 	if (s == SYN_RNR) {
 		send_ack(qp, h->sqpn, qp->epsn, SYN_RNR, qp->attr.min_rnr_timer);
-		pthread_mutex_unlock(&qp->resp_lock);
+		srd_unlock(&qp->resp_lock);
 		return;
 	}
 	if (s == RESP_DROP) {
 		qp->epsn = psn_add(h->psn, 1); /* UC drops it */
-		pthread_mutex_unlock(&qp->resp_lock);
+		srd_unlock(&qp->resp_lock);
 		return;
 	}
 	if (s != SYN_ACK) {
 		if (rc || h->op == OP_READ_REQ || h->op == OP_CAS || h->op == OP_FAA)
 			send_ack(qp, h->sqpn, h->psn, s, 0);
-		pthread_mutex_unlock(&qp->resp_lock);
+		srd_unlock(&qp->resp_lock);
 		return;
 	}
 	if (h->op == OP_READ_REQ) {
@@ -396,7 +396,7 @@ void srd_responder_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t 
 		srd_recv_complete(qp, &out.rw, IBV_WC_SUCCESS, out.wc_op, out.wc_len,
 				  (h->flags & F_INV) ? SRD_WC_INV : (h->flags & F_IMM) != 0, h->imm, h->sqpn, false, (h->flags & F_SOLICITED) != 0);
 	}
-	pthread_mutex_unlock(&qp->resp_lock);
+	srd_unlock(&qp->resp_lock);
 }
 
 /* ---------------------------------------------------------------- UD */
@@ -432,27 +432,27 @@ void srd_ud_deliver(struct srd_qp *dst, uint32_t qkey, uint32_t src_qpn, const u
 		    const struct srd_seg *src, int nsrc, uint32_t len, bool imm, uint32_t imm_data,
 		    bool sol)
 {
-	pthread_mutex_lock(&dst->resp_lock);
+	srd_lock(&dst->resp_lock);
 	if (!ready(dst) || dst->ibqp.qp_type != IBV_QPT_UD || dst->attr.qkey != qkey) {
-		pthread_mutex_unlock(&dst->resp_lock);
+		srd_unlock(&dst->resp_lock);
 		return;
 	}
 	struct srd_rwqe rw;
 	struct ibv_sge rs[SRD_MAX_SGE];
 	if (!srd_take_rwqe(dst, &rw, rs)) {
-		pthread_mutex_unlock(&dst->resp_lock);
+		srd_unlock(&dst->resp_lock);
 		return; /* UD: no receive posted, datagram dropped */
 	}
 	struct srd_seg rseg[SRD_MAX_SGE];
 	uint32_t room;
 	if (srd_resolve_sgl(dst->ibqp.pd, rw.sge, rw.num_sge, IBV_ACCESS_LOCAL_WRITE, rseg, &room)) {
 		srd_recv_complete(dst, &rw, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, false, 0, 0, false, true);
-		pthread_mutex_unlock(&dst->resp_lock);
+		srd_unlock(&dst->resp_lock);
 		return;
 	}
 	if (room < len + 40) {
 		srd_recv_complete(dst, &rw, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, false, 0, 0, false, true);
-		pthread_mutex_unlock(&dst->resp_lock);
+		srd_unlock(&dst->resp_lock);
 		return;
 	}
 	uint8_t grh[40];
@@ -466,6 +466,6 @@ void srd_ud_deliver(struct srd_qp *dst, uint32_t qkey, uint32_t src_qpn, const u
 		off += src[i].len;
 	}
 	srd_recv_complete(dst, &rw, IBV_WC_SUCCESS, IBV_WC_RECV, len + 40, imm, imm_data, src_qpn, true, sol);
-	pthread_mutex_unlock(&dst->resp_lock);
+	srd_unlock(&dst->resp_lock);
 }
 

@@ -16,7 +16,7 @@
 
 int srd_rq_init(struct srd_rq *rq, int cap, int max_sge)
 {
-	pthread_mutex_init(&rq->lock, NULL);
+	srd_lock_init(&rq->lock);
 	rq->cap = cap > 0 ? cap : 1;
 	rq->max_sge = max_sge > 0 ? max_sge : 1;
 	rq->ring = calloc((size_t)rq->cap, sizeof(*rq->ring));
@@ -82,7 +82,7 @@ SRD_EXPORT int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, 
 	struct srd_srq *srq = container_of(ibsrq, struct srd_srq, ibsrq);
 	if (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT))
 		return EINVAL;
-	pthread_mutex_lock(&srq->rq.lock);
+	srd_lock(&srq->rq.lock);
 	int rc = 0;
 	if (mask & IBV_SRQ_MAX_WR) {
 		if (attr->max_wr < 1 || attr->max_wr > SRD_MAX_QP_WR || (int)attr->max_wr < srq->rq.count) {
@@ -113,18 +113,18 @@ SRD_EXPORT int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, 
 		else
 			srq->limit = attr->srq_limit;
 	}
-	pthread_mutex_unlock(&srq->rq.lock);
+	srd_unlock(&srq->rq.lock);
 	return rc;
 }
 
 SRD_EXPORT int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 {
 	struct srd_srq *srq = container_of(ibsrq, struct srd_srq, ibsrq);
-	pthread_mutex_lock(&srq->rq.lock);
+	srd_lock(&srq->rq.lock);
 	attr->max_wr = (uint32_t)srq->rq.cap;
 	attr->max_sge = (uint32_t)srq->rq.max_sge;
 	attr->srq_limit = srq->limit;
-	pthread_mutex_unlock(&srq->rq.lock);
+	srd_unlock(&srq->rq.lock);
 	return 0;
 }
 
@@ -155,7 +155,7 @@ static int rq_post(struct srd_rq *rq, struct ibv_recv_wr *wr, int max_sge, int m
 		   struct ibv_recv_wr **bad)
 {
 	int rc = 0;
-	pthread_mutex_lock(&rq->lock);
+	srd_lock(&rq->lock);
 	for (; wr; wr = wr->next) {
 		if (wr->num_sge < 0 || wr->num_sge > max_sge) {
 			rc = EINVAL;
@@ -172,7 +172,7 @@ static int rq_post(struct srd_rq *rq, struct ibv_recv_wr *wr, int max_sge, int m
 		memcpy(w->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(struct ibv_sge));
 		rq->count++;
 	}
-	pthread_mutex_unlock(&rq->lock);
+	srd_unlock(&rq->lock);
 	if (rc)
 		*bad = wr;
 	return rc;
@@ -193,11 +193,11 @@ static struct srd_rq *recv_queue(struct srd_qp *qp)
 bool srd_take_rwqe(struct srd_qp *qp, struct srd_rwqe *out, struct ibv_sge *sges)
 {
 	struct srd_rq *rq = recv_queue(qp);
-	pthread_mutex_lock(&rq->lock);
+	srd_lock(&rq->lock);
 	int r = rq_pop(rq, out, sges);
 	if (!r && qp->srq)
 		srq_check_limit(qp->srq);
-	pthread_mutex_unlock(&rq->lock);
+	srd_unlock(&rq->lock);
 	return r == 0;
 }
 
@@ -240,7 +240,7 @@ void srd_flush_rq(struct srd_qp *qp)
 	if (qp->srq)
 		return; /* SRQ WQEs stay with the SRQ */
 	struct srd_cq *cq = srd_cq_of(qp->ibqp.recv_cq);
-	pthread_mutex_lock(&qp->rq.lock);
+	srd_lock(&qp->rq.lock);
 	while (qp->rq.count) {
 		struct srd_rwqe *w = &qp->rq.ring[qp->rq.head];
 		struct ibv_wc wc = { .wr_id = w->wr_id, .status = IBV_WC_WR_FLUSH_ERR,
@@ -249,5 +249,5 @@ void srd_flush_rq(struct srd_qp *qp)
 		qp->rq.count--;
 		srd_cq_push(cq, &wc, false);
 	}
-	pthread_mutex_unlock(&qp->rq.lock);
+	srd_unlock(&qp->rq.lock);
 }

@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <netinet/in.h>
 #include <time.h>
+#include "lock.h"
 
 #define SRD_EXPORT __attribute__((visibility("default")))
 #define SRD_MAX_DEVICES 8
@@ -105,7 +106,7 @@ struct srd_cq {
 	};
 	bool ex;                  /* created by ibv_create_cq_ex */
 	struct ibv_wc cur;        /* the completion start_poll/next_poll made current */
-	pthread_mutex_t lock;
+	srd_lock_t lock;
 	struct ibv_wc *ring;
 	int cap;          /* ring slots */
 	int head, count;  /* head = oldest */
@@ -125,7 +126,7 @@ struct srd_rwqe {
 };
 
 struct srd_rq {
-	pthread_mutex_t lock;
+	srd_lock_t lock;
 	struct srd_rwqe *ring;
 	struct ibv_sge *sges;
 	int cap, max_sge;
@@ -202,7 +203,7 @@ struct srd_qp {
 	int sq_sig_all;
 	struct ibv_qp_cap cap;
 	/* send queue: ring of WQEs, [tail, head) posted; [tail, next_tx) in flight */
-	pthread_mutex_t sq_lock;
+	srd_lock_t sq_lock;
 	struct srd_swqe *sq;
 	struct ibv_sge *sq_sges;
 	uint8_t *sq_inline;
@@ -236,7 +237,7 @@ struct srd_qp {
 	struct sockaddr_in6 peer; /* RC/UC destination */
 	bool peer_local;          /* destination QP lives in this process */
 	bool kick;                /* agent should run the send queue */
-	pthread_mutex_t resp_lock; /* responder state */
+	srd_lock_t resp_lock; /* responder state */
 	int state;                /* enum ibv_qp_state, read without locks */
 };
 

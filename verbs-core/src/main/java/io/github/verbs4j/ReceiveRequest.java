@@ -39,6 +39,15 @@ public final class ReceiveRequest {
     private long validEpoch;
     /** Whether a post must still check caller-owned memory alive. */
     private boolean checkLive;
+    /*
+     * The chain's check, kept by its head (as SendRequest does): the target the chain starting
+     * here was last checked for in full (null when not known valid) and at which epoch, whether
+     * some member names caller-owned memory, and in every member the one head whose check covers it.
+     */
+    private Object chainFor;
+    private long chainEpoch;
+    private boolean chainCheckLive;
+    private ReceiveRequest inChainOf;
 
     private ReceiveRequest(int maxSge) {
         this.sgl = new ScatterGatherList(WR_SIZE, ibv_recv_wr.sg_list$offset(), maxSge);
@@ -80,7 +89,7 @@ public final class ReceiveRequest {
 
     /** Sets entry {@code index}; see {@link #sgeCount(int)}. */
     public ReceiveRequest sge(int index, MemoryRegion region, long offset, int length) {
-        validFor = null;
+        changed();
         sgl.set(index, region, offset, length);
         return this;
     }
@@ -88,7 +97,7 @@ public final class ReceiveRequest {
     /** How many entries are used. */
     public ReceiveRequest sgeCount(int count) {
         sgl.requireSet(count, false);
-        validFor = null;
+        changed();
         this.sgeCount = count;
         wr.set(ValueLayout.JAVA_INT, NUM_SGE, count);
         return this;
@@ -99,6 +108,7 @@ public final class ReceiveRequest {
         if (next == this) {
             throw new IllegalArgumentException("a request cannot follow itself");
         }
+        chainChanged();
         this.next = next;
         wr.set(ValueLayout.ADDRESS, NEXT, next == null ? MemorySegment.NULL : next.wr);
         return this;
@@ -109,15 +119,44 @@ public final class ReceiveRequest {
         return next;
     }
 
+    /** A setter the checks read ran: this request is checked in full at its next post, as is the chain that covered it. */
+    private void changed() {
+        validFor = null;
+        chainChanged();
+    }
+
+    /** The chain that covered this request (if any) is checked again at its next post. */
+    private void chainChanged() {
+        ReceiveRequest head = inChainOf;
+        if (head != null) {
+            head.chainFor = null;
+            inChainOf = null;
+        }
+    }
+
     /**
      * The Java-side checks of a post to {@code target} (a QP or an SRQ of {@code pd} taking
      * {@code maxSgeAllowed} entries), over the chain; a request checked in full for that target
      * and not changed since is not checked again (see {@link Validity}), only its caller-owned
-     * memory alive.
+     * memory alive; a whole chain checked for that target and not changed since (no setter of any
+     * member, no relink) is not walked at all unless it names caller-owned memory.
      */
     void validate(ProtectionDomain pd, int maxSgeAllowed, Object target) {
         long epoch = Validity.epoch();
+        if (chainFor == target && chainEpoch == epoch) {
+            // the whole chain checked before and nothing it depends on changed since: O(1)
+            if (chainCheckLive) {
+                for (ReceiveRequest r = this; r != null; r = r.next) {
+                    if (r.checkLive) {
+                        r.sgl.ensureLive(r.sgeCount);
+                    }
+                }
+            }
+            return;
+        }
+        chainFor = null;
         int chained = 0;
+        boolean live = false;
         for (ReceiveRequest r = this; r != null; r = r.next) {
             if (++chained > MAX_CHAIN) {
                 throw new IllegalArgumentException("the chain of receive requests is longer than " + MAX_CHAIN
@@ -127,17 +166,28 @@ public final class ReceiveRequest {
                 if (r.checkLive) {
                     r.sgl.ensureLive(r.sgeCount);
                 }
-                continue;
+            } else {
+                if (r.sgeCount > maxSgeAllowed) {
+                    throw new IllegalArgumentException("request " + r.id() + " has " + r.sgeCount
+                            + " scatter/gather entries, " + target + " takes " + maxSgeAllowed);
+                }
+                r.sgl.validate(r.sgeCount, false, pd, target, r.id());
+                r.checkLive = r.sgl.namesCallerMemory(r.sgeCount);
+                r.validEpoch = epoch;
+                r.validFor = target;
             }
-            if (r.sgeCount > maxSgeAllowed) {
-                throw new IllegalArgumentException("request " + r.id() + " has " + r.sgeCount
-                        + " scatter/gather entries, " + target + " takes " + maxSgeAllowed);
+            live |= r.checkLive;
+            ReceiveRequest covering = r.inChainOf;
+            if (covering != this) {
+                if (covering != null) {
+                    covering.chainFor = null; // one covering head per request
+                }
+                r.inChainOf = this;
             }
-            r.sgl.validate(r.sgeCount, false, pd, target, r.id());
-            r.checkLive = r.sgl.namesCallerMemory(r.sgeCount);
-            r.validEpoch = epoch;
-            r.validFor = target;
         }
+        chainCheckLive = live;
+        chainEpoch = epoch;
+        chainFor = target;
     }
 
     String describeBad() {

@@ -35,7 +35,10 @@ import java.util.Objects;
  * the chain keeps it checked. Every other setter, and the close of any memory region or address
  * handle, makes the next post check it in full again, so a changed request gets exactly the
  * errors a new one would. Caller-owned memory (a region over the caller's segment, inline data)
- * is checked alive at every post.
+ * is checked alive at every post. A chain re-posted unchanged to the same QP is not even walked:
+ * its head remembers the check of the whole chain, so the post costs the same for 16 requests as
+ * for one; a setter the checks read on any member, or relinking any member ({@link #next(SendRequest)}),
+ * makes the next post walk the chain again.
  *
  * <p>The native memory is freed by the garbage collector once the request is unreachable; the
  * device copies a request when it is posted, so a request may be changed or dropped as soon as
@@ -109,6 +112,19 @@ public final class SendRequest {
     private long validEpoch;
     /** Whether a post must still check caller-owned memory alive (inline data, regions over a caller's segment). */
     private boolean checkLive;
+    /*
+     * The chain's check, kept by its head, so that an unchanged chain is re-posted in O(1), not
+     * O(length): chainFor is the QP the chain starting here was last checked for in full (null
+     * when it is not known valid), at chainEpoch; chainCheckLive says whether some member names
+     * caller-owned memory (then each post still walks the chain to see that memory alive).
+     * Every member remembers in inChainOf the one head whose check covers it; a setter the checks
+     * read, or a relink (next), clears that head's chainFor, and a member taken into another
+     * head's checked chain clears the previous head's: a request is covered by one head at a time.
+     */
+    private QueuePair chainFor;
+    private long chainEpoch;
+    private boolean chainCheckLive;
+    private SendRequest inChainOf;
 
     private SendRequest(SendOpcode opcode, int maxSge) {
         this.sgl = new ScatterGatherList(WR_SIZE, ibv_send_wr.sg_list$offset(), maxSge);
@@ -197,7 +213,7 @@ public final class SendRequest {
 
     /** The rkey a SEND_WITH_INV or LOCAL_INV request invalidates ({@code invalidate_rkey}). */
     public SendRequest invalidate(int rkey) {
-        validFor = null;
+        changed();
         wr.set(ValueLayout.JAVA_INT, INVALIDATE_RKEY, rkey);
         return this;
     }
@@ -218,7 +234,7 @@ public final class SendRequest {
                         + " REMOTE_ATOMIC, ZERO_BASED)");
             }
         }
-        validFor = null;
+        changed();
         this.window = window;
         this.bindRange = range;
         this.zeroBased = set.contains(Access.ZERO_BASED);
@@ -244,7 +260,7 @@ public final class SendRequest {
     /** Changes the operation. */
     public SendRequest opcode(SendOpcode opcode) {
         this.opcode = Objects.requireNonNull(opcode, "opcode");
-        validFor = null;
+        changed();
         wr.set(ValueLayout.JAVA_INT, OPCODE, opcode.value());
         writeUnion();
         return this;
@@ -272,7 +288,7 @@ public final class SendRequest {
      * @throws IndexOutOfBoundsException when the range is outside the region or the index beyond maxSge
      */
     public SendRequest sge(int index, MemoryRegion region, long offset, int length) {
-        validFor = null;
+        changed();
         sgl.set(index, region, offset, length);
         if (inlineData != null) {
             // the inline entry is gone: nothing is sent until sgeCount (or local) says what is set
@@ -286,7 +302,7 @@ public final class SendRequest {
     /** How many scatter/gather entries are used (0 for a zero-length message). */
     public SendRequest sgeCount(int count) {
         sgl.requireSet(count, inlineData != null);
-        validFor = null;
+        changed();
         this.sgeCount = count;
         wr.set(ValueLayout.JAVA_INT, NUM_SGE, count);
         return this;
@@ -297,7 +313,7 @@ public final class SendRequest {
         this.remoteAddress = address;
         this.rkey = rkey;
         this.remoteSet = true;
-        validFor = null;
+        changed();
         writeUnion();
         return this;
     }
@@ -338,7 +354,7 @@ public final class SendRequest {
     /** Addresses a UD send: the destination, its QP number and Q_Key. */
     public SendRequest ud(AddressHandle ah, int remoteQpn, int remoteQkey) {
         this.ah = Objects.requireNonNull(ah, "ah");
-        validFor = null;
+        changed();
         this.udQpn = remoteQpn;
         this.udQkey = remoteQkey;
         writeUnion();
@@ -403,7 +419,7 @@ public final class SendRequest {
         if (!data.scope().isAlive()) {
             throw new IllegalStateException("the arena of the inline data is closed");
         }
-        validFor = null;
+        changed();
         sgl.setUnregistered(data);
         inlineData = data;
         sgeCount = 1;
@@ -426,6 +442,7 @@ public final class SendRequest {
         if (next == this) {
             throw new IllegalArgumentException("a request cannot follow itself");
         }
+        chainChanged();
         this.next = next;
         wr.set(ValueLayout.ADDRESS, NEXT, next == null ? MemorySegment.NULL : next.wr);
         return this;
@@ -436,10 +453,25 @@ public final class SendRequest {
         return next;
     }
 
+    /** A setter the checks read ran: this request is checked in full at its next post, as is the chain that covered it. */
+    private void changed() {
+        validFor = null;
+        chainChanged();
+    }
+
+    /** The chain that covered this request (if any) is checked again at its next post. */
+    private void chainChanged() {
+        SendRequest head = inChainOf;
+        if (head != null) {
+            head.chainFor = null;
+            inChainOf = null;
+        }
+    }
+
     private SendRequest flag(int bit, boolean on) {
         if (bit == INLINE) {
             // the only flag the checks read; SIGNALED, SOLICITED and FENCE may change per post for free
-            validFor = null;
+            changed();
         }
         flags = on ? flags | bit : flags & ~bit;
         wr.set(ValueLayout.JAVA_INT, SEND_FLAGS, flags);
@@ -467,14 +499,29 @@ public final class SendRequest {
      * The Java-side checks of {@link QueuePair#postSend}, over the whole chain. Allocates nothing
      * unless it throws. A request checked in full for {@code qp} and not changed since (no setter
      * the checks read, no region or address handle closed anywhere: {@link Validity}) is not
-     * checked again; only its caller-owned memory is checked alive, when it names any. A BIND_MW
-     * request is checked in full on every post: the check gives it the window's next rkey and
+     * checked again; only its caller-owned memory is checked alive, when it names any. A whole
+     * chain checked for {@code qp} and unchanged since (no setter the checks read on any member,
+     * no relink) is not walked at all, unless some member names caller-owned memory: re-posting
+     * it costs the same whatever its length. A BIND_MW request is checked in full on every post: the check gives it the window's next rkey and
      * finds a window closed since. Returns whether the chain binds memory windows ({@link #posted}
      * then records the new rkeys).
      */
     boolean validate(QueuePair qp) {
         long epoch = Validity.epoch();
+        if (chainFor == qp && chainEpoch == epoch) {
+            // the whole chain checked before and nothing it depends on changed since
+            if (chainCheckLive) {
+                for (SendRequest r = this; r != null; r = r.next) {
+                    if (r.checkLive) {
+                        r.ensureLive();
+                    }
+                }
+            }
+            return false;
+        }
+        chainFor = null;
         int chained = 0;
+        boolean live = false;
         boolean binds = false;
         for (SendRequest r = this; r != null; r = r.next) {
             if (++chained > MAX_CHAIN) {
@@ -493,6 +540,20 @@ public final class SendRequest {
             } else if (r.checkLive) {
                 r.ensureLive();
             }
+            live |= r.checkLive;
+            SendRequest covering = r.inChainOf;
+            if (covering != this) {
+                if (covering != null) {
+                    covering.chainFor = null; // one covering head per request
+                }
+                r.inChainOf = this;
+            }
+        }
+        if (!binds) {
+            // a chain with a BIND_MW is checked in full at every post: the bind takes the window's next rkey
+            chainCheckLive = live;
+            chainEpoch = epoch;
+            chainFor = qp;
         }
         return binds;
     }

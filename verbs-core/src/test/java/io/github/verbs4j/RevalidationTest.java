@@ -188,4 +188,144 @@ class RevalidationTest {
             assertThrows(IllegalArgumentException.class, () -> uc.b.postRecv(recv));
         }
     }
+
+    /** A chain of three WRITEs (the last signaled) into B at 0, 8 and 16, posted twice: checked once, then re-posted as known valid. */
+    private static SendRequest[] postedChain(Rig rig) {
+        SendRequest last = SendRequest.rdmaWrite().local(rig.mrA, 16, 8).remote(rig.mrB.remote(), 16).signaled();
+        SendRequest middle = SendRequest.rdmaWrite().local(rig.mrA, 8, 8).remote(rig.mrB.remote(), 8).next(last);
+        SendRequest head = SendRequest.rdmaWrite().local(rig.mrA, 0, 8).remote(rig.mrB.remote(), 0).next(middle);
+        for (long i = 1; i <= 2; i++) {
+            rig.mrA.segment().set(ValueLayout.JAVA_LONG, 8, 0x500 + i);
+            rig.a.postSend(head);
+            Completion wc = rig.next(rig.cqA);
+            assertEquals(WcStatus.SUCCESS, wc.status(), wc::toString);
+            assertEquals(0x500 + i, rig.mrB.segment().get(ValueLayout.JAVA_LONG, 8));
+        }
+        return new SendRequest[] {head, middle, last};
+    }
+
+    @Test
+    void aMiddleMemberChangedInsideACheckedChainIsCheckedAgain() {
+        try (Rig rig = Rig.rc(); ProtectionDomain other = rig.ctx.allocatePd(); MemoryRegion foreign = other.allocate(64)) {
+            SendRequest[] chain = postedChain(rig);
+            chain[1].local(foreign, 0, 8);
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> rig.a.postSend(chain[0]));
+            assertTrue(e.getMessage().contains("another protection domain"), e.getMessage());
+            chain[1].opcode(SendOpcode.ATOMIC_FETCH_AND_ADD).local(rig.mrA, 8, 16);
+            IllegalArgumentException atomic = assertThrows(IllegalArgumentException.class, () -> rig.a.postSend(chain[0]));
+            assertTrue(atomic.getMessage().contains("exactly one local buffer of 8 bytes"), atomic.getMessage());
+            assertEquals(0, rig.cqA.poll(rig.wcs), "nothing was posted");
+            // repaired: the chain posts and delivers again
+            chain[1].opcode(SendOpcode.RDMA_WRITE).local(rig.mrA, 8, 8).remote(rig.mrB.remote(), 8);
+            rig.mrA.segment().set(ValueLayout.JAVA_LONG, 8, 0x777);
+            rig.a.postSend(chain[0]);
+            assertEquals(WcStatus.SUCCESS, rig.next(rig.cqA).status());
+            assertEquals(0x777, rig.mrB.segment().get(ValueLayout.JAVA_LONG, 8));
+        }
+    }
+
+    @Test
+    void theLastMemberChangedInsideACheckedChainIsCheckedAgain() {
+        try (Rig rig = Rig.rc()) {
+            SendRequest[] chain = postedChain(rig);
+            chain[2].local(rig.mrA, 16, 4096).inline(true);
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> rig.a.postSend(chain[0]));
+            assertTrue(e.getMessage().contains("inlines 4096 bytes"), e.getMessage());
+            assertEquals(0, rig.cqA.poll(rig.wcs), "nothing was posted");
+        }
+    }
+
+    @Test
+    void aCheckedChainRelinkedToAnUncheckedRequestIsCheckedAgain() {
+        try (Rig rig = Rig.rc()) {
+            SendRequest[] chain = postedChain(rig);
+            SendRequest noRemote = SendRequest.rdmaWrite().id(42).local(rig.mrA, 0, 8).signaled();
+            chain[2].next(noRemote);
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> rig.a.postSend(chain[0]));
+            assertEquals("RDMA_WRITE needs remote(address, rkey) (request 42)", e.getMessage());
+            // relinking the middle past the bad tail: posts again, two WRITEs
+            chain[1].next(null);
+            chain[1].signaled(true);
+            rig.a.postSend(chain[0]);
+            assertEquals(WcStatus.SUCCESS, rig.next(rig.cqA).status());
+            assertEquals(0, rig.cqA.poll(rig.wcs), "one completion: the middle was the last member");
+        }
+    }
+
+    @Test
+    void aMemberSharedByTwoCheckedChainsIsCheckedAgainThroughBoth() {
+        try (Rig rig = Rig.rc(); ProtectionDomain other = rig.ctx.allocatePd(); MemoryRegion foreign = other.allocate(64)) {
+            SendRequest shared = SendRequest.rdmaWrite().local(rig.mrA, 16, 8).remote(rig.mrB.remote(), 16).signaled();
+            SendRequest one = SendRequest.rdmaWrite().local(rig.mrA, 0, 8).remote(rig.mrB.remote(), 0).next(shared);
+            SendRequest two = SendRequest.rdmaWrite().local(rig.mrA, 8, 8).remote(rig.mrB.remote(), 8).next(shared);
+            for (int i = 0; i < 2; i++) {
+                rig.a.postSend(one);
+                assertEquals(WcStatus.SUCCESS, rig.next(rig.cqA).status());
+                rig.a.postSend(two);
+                assertEquals(WcStatus.SUCCESS, rig.next(rig.cqA).status());
+            }
+            // two was checked last and covers shared; one, posted again, checks it again and covers it
+            rig.a.postSend(one);
+            assertEquals(WcStatus.SUCCESS, rig.next(rig.cqA).status());
+            shared.local(foreign, 0, 8);
+            IllegalArgumentException e1 = assertThrows(IllegalArgumentException.class, () -> rig.a.postSend(one));
+            assertTrue(e1.getMessage().contains("another protection domain"), e1.getMessage());
+            IllegalArgumentException e2 = assertThrows(IllegalArgumentException.class, () -> rig.a.postSend(two));
+            assertTrue(e2.getMessage().contains("another protection domain"), e2.getMessage());
+            assertEquals(0, rig.cqA.poll(rig.wcs), "nothing was posted");
+        }
+    }
+
+    @Test
+    void aRegionClosedAfterAChainWasCheckedStopsItAtTheNextPost() {
+        try (Rig rig = Rig.rc()) {
+            MemoryRegion temp = rig.pd.allocate(64);
+            SendRequest last = SendRequest.rdmaWrite().local(temp, 0, 8).remote(rig.mrB.remote(), 16).signaled();
+            SendRequest head = SendRequest.rdmaWrite().local(rig.mrA, 0, 8).remote(rig.mrB.remote(), 0).next(last);
+            for (int i = 0; i < 2; i++) {
+                rig.a.postSend(head);
+                assertEquals(WcStatus.SUCCESS, rig.next(rig.cqA).status());
+            }
+            temp.close();
+            IllegalStateException e = assertThrows(IllegalStateException.class, () -> rig.a.postSend(head));
+            assertEquals(temp + " is closed", e.getMessage());
+            assertEquals(0, rig.cqA.poll(rig.wcs), "nothing was posted");
+        }
+    }
+
+    @Test
+    void aMemberChangedInsideACheckedReceiveChainIsCheckedAgain() {
+        try (Rig rig = Rig.rc(); ProtectionDomain other = rig.ctx.allocatePd(); MemoryRegion foreign = other.allocate(64)) {
+            ReceiveRequest last = ReceiveRequest.create().id(3).local(rig.mrB, 16, 8);
+            ReceiveRequest middle = ReceiveRequest.create().id(2).local(rig.mrB, 8, 8).next(last);
+            ReceiveRequest head = ReceiveRequest.create().id(1).local(rig.mrB, 0, 8).next(middle);
+            SendRequest send = SendRequest.send().local(rig.mrA, 0, 8).signaled();
+            for (int round = 0; round < 2; round++) {
+                rig.b.postRecv(head);
+                for (long id = 1; id <= 3; id++) {
+                    postOk(rig, send.id(id));
+                    Completion wc = rig.next(rig.cqB);
+                    assertEquals(WcStatus.SUCCESS, wc.status(), wc::toString);
+                    assertEquals(id, wc.wrId());
+                }
+            }
+            middle.sge(0, foreign, 0, 8);
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> rig.b.postRecv(head));
+            assertTrue(e.getMessage().contains("another protection domain"), e.getMessage());
+            middle.local(rig.mrB, 8, 8);
+            last.next(ReceiveRequest.create().id(4).local(foreign, 0, 8));
+            IllegalArgumentException relinked = assertThrows(IllegalArgumentException.class, () -> rig.b.postRecv(head));
+            assertTrue(relinked.getMessage().contains("another protection domain"), relinked.getMessage());
+            // repaired, with new ids: the receives consumed are these, none of a refused post
+            last.next(null);
+            head.id(11);
+            middle.id(12);
+            last.id(13);
+            rig.b.postRecv(head);
+            for (long id = 11; id <= 13; id++) {
+                postOk(rig, send.id(id));
+                assertEquals(id, rig.next(rig.cqB).wrId());
+            }
+        }
+    }
 }

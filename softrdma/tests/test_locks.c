@@ -1,0 +1,236 @@
+/*
+ * The data path's locks under concurrent writers (src/lock.h): while one thread posts WRITEs
+ * and SENDs between two QPs of this process and polls their completions (readers of the MR and
+ * QPN tables, takers of the SQ, responder, RQ and CQ locks), other threads register and
+ * deregister memory regions, create and destroy QPs (writers of both tables) and start and
+ * end threads that post on their own QP pair (reader records taken and given back). Every
+ * WRITE must land byte for byte, every completion be a success, and nothing may hang
+ * (the Makefile's timeout). Also: a region deregistered while posts run is refused afterwards.
+ */
+#define _GNU_SOURCE
+#include <infiniband/verbs.h>
+#include <pthread.h>
+#include <stdint.h>
+#include "testlib.h"
+
+#define ROUNDS 20000
+
+struct pair {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *q[2];
+	struct ibv_mr *mr;
+	uint8_t *buf; /* 2 x 4096: [0] source, [1] target */
+};
+
+static struct ibv_qp *mk(struct pair *p)
+{
+	struct ibv_qp_init_attr ia = { .send_cq = p->cq, .recv_cq = p->cq, .qp_type = IBV_QPT_RC,
+				       .cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
+						.max_recv_sge = 1 } };
+	return ibv_create_qp(p->pd, &ia);
+}
+
+static int connect2(struct ibv_qp *a, struct ibv_qp *b, const union ibv_gid *gid)
+{
+	struct ibv_qp *q[2] = { a, b };
+	for (int i = 0; i < 2; i++) {
+		struct ibv_qp_attr x = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+					 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
+		if (ibv_modify_qp(q[i], &x, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+			return -1;
+		struct ibv_qp_attr r = { .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
+					 .dest_qp_num = q[1 - i]->qp_num, .max_dest_rd_atomic = 1, .min_rnr_timer = 1 };
+		r.ah_attr.is_global = 1;
+		r.ah_attr.grh.dgid = *gid;
+		r.ah_attr.grh.sgid_index = 1;
+		r.ah_attr.port_num = 1;
+		if (ibv_modify_qp(q[i], &r, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+			return -1;
+		struct ibv_qp_attr s = { .qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7, .rnr_retry = 7,
+					 .max_rd_atomic = 1 };
+		if (ibv_modify_qp(q[i], &s, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				  IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC))
+			return -1;
+	}
+	return 0;
+}
+
+static int pair_up(struct pair *p, struct ibv_context *ctx)
+{
+	union ibv_gid gid;
+	p->ctx = ctx;
+	p->pd = ibv_alloc_pd(ctx);
+	p->cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	p->buf = aligned_alloc(4096, 8192);
+	if (!p->pd || !p->cq || !p->buf || ibv_query_gid(ctx, 1, 1, &gid))
+		return -1;
+	memset(p->buf, 0, 8192);
+	p->mr = ibv_reg_mr(p->pd, p->buf, 8192, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	p->q[0] = mk(p);
+	p->q[1] = mk(p);
+	if (!p->mr || !p->q[0] || !p->q[1])
+		return -1;
+	return connect2(p->q[0], p->q[1], &gid);
+}
+
+static void pair_down(struct pair *p)
+{
+	ibv_destroy_qp(p->q[0]);
+	ibv_destroy_qp(p->q[1]);
+	ibv_dereg_mr(p->mr);
+	ibv_destroy_cq(p->cq);
+	ibv_dealloc_pd(p->pd);
+	free(p->buf);
+}
+
+static int poll1(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	for (long spins = 0; spins < 200000000L; spins++) {
+		int n = ibv_poll_cq(cq, 1, wc);
+		if (n)
+			return n;
+	}
+	return 0;
+}
+
+/* n WRITEs of 8 bytes (a counter) and n SENDs; returns the number of mismatches */
+static long traffic(struct pair *p, long n)
+{
+	long bad = 0;
+	struct ibv_sge sge = { (uintptr_t)p->buf, 8, p->mr->lkey };
+	struct ibv_sge rsge = { (uintptr_t)p->buf + 4096 + 64, 8, p->mr->lkey };
+	struct ibv_send_wr w = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+				 .send_flags = IBV_SEND_SIGNALED }, *badw;
+	w.wr.rdma.remote_addr = (uintptr_t)p->buf + 4096;
+	w.wr.rdma.rkey = p->mr->rkey;
+	struct ibv_send_wr s = w;
+	s.opcode = IBV_WR_SEND;
+	struct ibv_recv_wr r = { .sg_list = &rsge, .num_sge = 1 }, *badr;
+	struct ibv_wc wc;
+	for (long i = 0; i < n; i++) {
+		uint64_t v = ((uint64_t)i << 8) | 0x5a;
+		memcpy(p->buf, &v, 8);
+		w.wr_id = (uint64_t)i;
+		if (ibv_post_send(p->q[0], &w, &badw) || poll1(p->cq, &wc) != 1 || wc.status != IBV_WC_SUCCESS ||
+		    wc.wr_id != (uint64_t)i)
+			bad++;
+		uint64_t got;
+		memcpy(&got, p->buf + 4096, 8);
+		if (got != v)
+			bad++;
+		if (ibv_post_recv(p->q[1], &r, &badr) || ibv_post_send(p->q[0], &s, &badw))
+			bad++;
+		for (int k = 0; k < 2; k++)
+			if (poll1(p->cq, &wc) != 1 || wc.status != IBV_WC_SUCCESS)
+				bad++;
+		memcpy(&got, p->buf + 4096 + 64, 8);
+		if (got != v)
+			bad++;
+	}
+	return bad;
+}
+
+static struct ibv_context *g_ctx;
+static int g_stop;
+
+/* writer of both tables: regions registered and deregistered, QPs created and destroyed */
+static void *churn(void *arg)
+{
+	struct ibv_pd *pd = arg;
+	long *loops = calloc(1, sizeof(long));
+	static char area[16][4096] __attribute__((aligned(4096)));
+	struct ibv_cq *cq = ibv_create_cq(g_ctx, 4, NULL, NULL, 0);
+	while (!__atomic_load_n(&g_stop, __ATOMIC_ACQUIRE) && cq) {
+		struct ibv_mr *m[16];
+		for (int i = 0; i < 16; i++)
+			m[i] = ibv_reg_mr(pd, area[i], 4096, IBV_ACCESS_LOCAL_WRITE);
+		struct ibv_qp_init_attr ia = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+					       .cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1,
+							.max_recv_sge = 1 } };
+		struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+		for (int i = 0; i < 16; i++)
+			if (m[i])
+				ibv_dereg_mr(m[i]);
+		if (qp)
+			ibv_destroy_qp(qp);
+		(*loops)++;
+	}
+	if (cq)
+		ibv_destroy_cq(cq);
+	return loops;
+}
+
+/* a short-lived thread with its own pair: takes a reader record, gives it back at exit */
+static void *visitor(void *arg)
+{
+	(void)arg;
+	struct pair p = { 0 };
+	long *bad = calloc(1, sizeof(long));
+	if (pair_up(&p, g_ctx)) {
+		*bad = 1000000; /* counted as a failure; the half-built pair is left as it is */
+		return bad;
+	}
+	*bad = traffic(&p, 200);
+	pair_down(&p);
+	return bad;
+}
+
+int main(void)
+{
+	g_ctx = t_open_dev();
+	struct pair p = { 0 };
+	CHECK(pair_up(&p, g_ctx) == 0, "setup");
+	CHECK_EQ(traffic(&p, 100), 0, "mismatches before any writer runs");
+
+	pthread_t w[2];
+	for (int i = 0; i < 2; i++)
+		CHECK(pthread_create(&w[i], NULL, churn, p.pd) == 0, "churn thread");
+	long bad = 0, visitors = 0, visitor_bad = 0;
+	for (int round = 0; round < ROUNDS / 1000; round++) {
+		bad += traffic(&p, 1000);
+		pthread_t v;
+		if (pthread_create(&v, NULL, visitor, NULL) == 0) {
+			void *ret;
+			pthread_join(v, &ret);
+			visitor_bad += *(long *)ret;
+			free(ret);
+			visitors++;
+		}
+	}
+	__atomic_store_n(&g_stop, 1, __ATOMIC_RELEASE);
+	long loops = 0;
+	for (int i = 0; i < 2; i++) {
+		void *ret;
+		pthread_join(w[i], &ret);
+		loops += *(long *)ret;
+		free(ret);
+	}
+	CHECK_EQ(bad, 0, "WRITE/SEND mismatches or failed completions while the tables changed");
+	CHECK_EQ(visitor_bad, 0, "mismatches in the short-lived threads");
+	CHECK(loops > 0, "the writers ran");
+	printf("writers: %ld rounds of 16 registrations and a QP; %ld short-lived threads\n", loops, visitors);
+	CHECK_EQ(visitors, ROUNDS / 1000, "short-lived threads");
+
+	/* a region deregistered while posting: refused afterwards with a local protection error */
+	struct ibv_mr *tmp = ibv_reg_mr(p.pd, p.buf, 4096, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(tmp != NULL, "register");
+	struct ibv_sge sge = { (uintptr_t)p.buf, 8, tmp ? tmp->lkey : 0 };
+	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+				  .send_flags = IBV_SEND_SIGNALED, .wr_id = 77 }, *badw;
+	wr.wr.rdma.remote_addr = (uintptr_t)p.buf + 4096;
+	wr.wr.rdma.rkey = p.mr->rkey;
+	struct ibv_wc wc;
+	CHECK(ibv_post_send(p.q[0], &wr, &badw) == 0 && poll1(p.cq, &wc) == 1 && wc.status == IBV_WC_SUCCESS,
+	      "WRITE through the extra region");
+	if (tmp)
+		ibv_dereg_mr(tmp);
+	CHECK(ibv_post_send(p.q[0], &wr, &badw) == 0 && poll1(p.cq, &wc) == 1, "WRITE after dereg completes");
+	CHECK_EQ(wc.status, IBV_WC_LOC_PROT_ERR, "status of a WRITE through a deregistered lkey");
+
+	pair_down(&p);
+	ibv_close_device(g_ctx);
+	return t_report();
+}
