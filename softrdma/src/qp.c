@@ -44,16 +44,17 @@ static struct ibv_qp *qp_create(struct ibv_context *context, struct ibv_pd *pd,
 		return NULL;
 	}
 	struct ibv_qp_cap *c = &init->cap;
+	/* what the QP type takes of init: XRC QPs have no receive side, a TGT QP nothing */
+	struct ibv_cq *scq = tgt ? NULL : init->send_cq;
+	struct ibv_cq *rcq = ini || tgt ? NULL : init->recv_cq;
+	struct ibv_srq *isrq = ini || tgt ? NULL : init->srq;
 	if (tgt)
 		memset(c, 0, sizeof(*c));
-	if (ini) {
-		init->recv_cq = NULL;
-		init->srq = NULL;
+	if (ini)
 		c->max_recv_wr = c->max_recv_sge = 0;
-	}
 	if (c->max_send_wr > SRD_MAX_QP_WR || c->max_send_sge > SRD_MAX_SGE ||
 	    c->max_inline_data > SRD_MAX_INLINE ||
-	    (!init->srq && (c->max_recv_wr > SRD_MAX_QP_WR || c->max_recv_sge > SRD_MAX_SGE))) {
+	    (!isrq && (c->max_recv_wr > SRD_MAX_QP_WR || c->max_recv_sge > SRD_MAX_SGE))) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -65,7 +66,7 @@ static struct ibv_qp *qp_create(struct ibv_context *context, struct ibv_pd *pd,
 	qp->cap = *c;
 	if (qp->cap.max_send_sge < 1)
 		qp->cap.max_send_sge = 1;
-	if (init->srq) {
+	if (isrq) {
 		qp->cap.max_recv_wr = 0;
 		qp->cap.max_recv_sge = 0;
 	}
@@ -81,7 +82,7 @@ static struct ibv_qp *qp_create(struct ibv_context *context, struct ibv_pd *pd,
 	qp->sq_inline = qp->cap.max_inline_data ?
 		malloc((size_t)qp->sq_cap * qp->cap.max_inline_data) : NULL;
 	if (!qp->sq || !qp->sq_sges || (qp->cap.max_inline_data && !qp->sq_inline) ||
-	    (!init->srq && srd_rq_init(&qp->rq, (int)qp->cap.max_recv_wr, (int)qp->cap.max_recv_sge))) {
+	    (!isrq && srd_rq_init(&qp->rq, (int)qp->cap.max_recv_wr, (int)qp->cap.max_recv_sge))) {
 		free(qp->sq);
 		free(qp->sq_sges);
 		free(qp->sq_inline);
@@ -94,7 +95,7 @@ static struct ibv_qp *qp_create(struct ibv_context *context, struct ibv_pd *pd,
 		qp->sq[i].inline_buf = qp->sq_inline ? qp->sq_inline + (size_t)i * qp->cap.max_inline_data : NULL;
 	}
 	pthread_mutex_init(&qp->sq_lock, NULL);
-	qp->srq = init->srq ? container_of(init->srq, struct srd_srq, ibsrq) : NULL;
+	qp->srq = isrq ? container_of(isrq, struct srd_srq, ibsrq) : NULL;
 	qp->dev = container_of(context, struct srd_context, vctx.context)->dev;
 	qp->sq_sig_all = init->sq_sig_all;
 	qp->ttype = ini || tgt ? IBV_QPT_RC : type;
@@ -104,9 +105,9 @@ static struct ibv_qp *qp_create(struct ibv_context *context, struct ibv_pd *pd,
 	qp->ibqp.context = context;
 	qp->ibqp.qp_context = init->qp_context;
 	qp->ibqp.pd = pd;
-	qp->ibqp.send_cq = init->send_cq;
-	qp->ibqp.recv_cq = init->recv_cq;
-	qp->ibqp.srq = init->srq;
+	qp->ibqp.send_cq = scq;
+	qp->ibqp.recv_cq = rcq;
+	qp->ibqp.srq = isrq;
 	qp->ibqp.qp_type = type;
 	qp->ibqp.state = IBV_QPS_RESET;
 	qp->ibqp.events_completed = 0;
@@ -132,10 +133,10 @@ static struct ibv_qp *qp_create(struct ibv_context *context, struct ibv_pd *pd,
 	init->cap = qp->cap;
 	if (pd)
 		REF(PD_OF(pd));
-	if (init->send_cq)
-		REF(srd_cq_of(init->send_cq));
-	if (init->recv_cq)
-		REF(srd_cq_of(init->recv_cq));
+	if (scq)
+		REF(srd_cq_of(scq));
+	if (rcq)
+		REF(srd_cq_of(rcq));
 	if (qp->srq)
 		REF(qp->srq);
 	if (tgt)

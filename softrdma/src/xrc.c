@@ -4,7 +4,7 @@
  * A domain opened over a file (ibv_open_xrcd with an fd) is the file's: every handle of
  * this process to the same file (device and inode) shares one struct srd_xdom, and the
  * processes that have the file open know of each other through a registry, the file
- * /dev/shm/softrdma-<uid>-xrcd-<dev>-<ino> of mode 0600 (locked with flock while read or
+ * /dev/shm/softrdma-xrcd-<uid>-<dev>-<ino> of mode 0600 (locked with flock while read or
  * written), which lists the live processes that hold the domain and the TGT QPs they
  * created. It gives ibv_open_xrcd the kernel's O_CREAT/O_EXCL semantics across processes:
  * without O_CREAT a file no live process holds a domain for is EINVAL, with O_EXCL a file
@@ -140,7 +140,8 @@ struct ibv_xrcd *srd_open_xrcd(struct ibv_context *context, struct ibv_xrcd_init
 		d->file = true;
 		d->dev = st.st_dev;
 		d->ino = st.st_ino;
-		snprintf(d->reg, sizeof(d->reg), "/dev/shm/softrdma-%u-xrcd-%llx-%llx", (unsigned)getuid(),
+		/* not "softrdma-<uid>-...": shm.c's sweep owns that name space (its rings) */
+		snprintf(d->reg, sizeof(d->reg), "/dev/shm/softrdma-xrcd-%u-%llx-%llx", (unsigned)getuid(),
 			 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
 		struct reg *r = malloc(sizeof(*r));
 		int fd = r ? reg_open(d->reg, r) : -1;

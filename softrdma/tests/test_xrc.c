@@ -204,6 +204,23 @@ static void test_traffic(void)
 	CHECK(!memcmp(buf + 32768, buf, 3000), "SRQ 1's bytes");
 	CHECK(!memcmp(buf + 32768 + 8192, buf + 4096, 5000), "SRQ 2's bytes");
 
+	/* another process (a fresh one: exec'd) joins the domain this one holds, and cannot open
+	 * this process's target QP here */
+	{
+		char qpn[16], path[128];
+		snprintf(qpn, sizeof(qpn), "%u", t->qp_num);
+		snprintf(path, sizeof(path), "%s/t", dir);
+		pid_t pid = fork();
+		if (pid == 0) {
+			execl("/proc/self/exe", "test_xrc", "peer", path, qpn, (char *)NULL);
+			_exit(3);
+		}
+		int st;
+		waitpid(pid, &st, 0);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "a fresh process joins the domain; open_qp there: "
+		      "EOPNOTSUPP (status %d)", st);
+	}
+
 	/* ibv_open_qp: a second handle; the QP's own destroy waits for it */
 	struct ibv_qp_open_attr oa = { .comp_mask = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD | IBV_QP_OPEN_ATTR_TYPE,
 				       .qp_num = t->qp_num, .xrcd = x, .qp_type = IBV_QPT_XRC_RECV };
@@ -254,8 +271,40 @@ static void test_traffic(void)
 	ibv_destroy_cq(cq2);
 }
 
-int main(void)
+/* The exec'd peer: opens the domain of path without O_CREAT (it exists only because the parent
+ * holds it) and tries to open the parent's target QP qpn. Exit 0 when both answer as expected. */
+static int peer(const char *path, unsigned qpn)
 {
+	ctx = t_open_dev();
+	int fd = open(path, O_RDONLY);
+	struct ibv_xrcd_init_attr a = { .comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS, .fd = fd };
+	struct ibv_xrcd *x = ibv_open_xrcd(ctx, &a);
+	close(fd);
+	if (!x) {
+		fprintf(stderr, "peer: ibv_open_xrcd without O_CREAT: errno %d\n", errno);
+		return 1;
+	}
+	struct ibv_qp_open_attr oa = { .comp_mask = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD | IBV_QP_OPEN_ATTR_TYPE,
+				       .qp_num = qpn, .xrcd = x, .qp_type = IBV_QPT_XRC_RECV };
+	errno = 0;
+	struct ibv_qp *q = ibv_open_qp(ctx, &oa);
+	int rc = !q && errno == EOPNOTSUPP ? 0 : 2;
+	if (rc)
+		fprintf(stderr, "peer: ibv_open_qp of another process's TGT QP: %p errno %d\n", (void *)q, errno);
+	oa.qp_num = qpn + 1;
+	if (ibv_open_qp(ctx, &oa) || errno != EINVAL) {
+		fprintf(stderr, "peer: ibv_open_qp of no QP: errno %d\n", errno);
+		rc = 4;
+	}
+	ibv_close_xrcd(x);
+	ibv_close_device(ctx);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 4 && !strcmp(argv[1], "peer"))
+		return peer(argv[2], (unsigned)strtoul(argv[3], NULL, 10));
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	snprintf(dir, sizeof(dir), "/tmp/softrdma-xrc.XXXXXX");
 	if (!mkdtemp(dir)) {
