@@ -80,7 +80,7 @@ class XrcTwoProcessTest {
             MemorySegment.copy(two, 0, mr.segment(), ValueLayout.JAVA_BYTE, 16384, two.length);
             ini.postSend(SendRequest.send().id(2).local(mr, 16384, two.length).xrcRemoteSrqn(srqn2).signaled());
             ini.postSend(SendRequest.send().id(1).local(mr, 0, one.length).xrcRemoteSrqn(srqn1).signaled());
-            Completions wcs = cq.completions(2);
+            Completions wcs = cq.completions(1);
             assertEquals(2, ok(cq, wcs).wrId());
             assertEquals(1, ok(cq, wcs).wrId());
 
