@@ -8,7 +8,9 @@
  * written), which lists the live processes that hold the domain and the TGT QPs they
  * created. It gives ibv_open_xrcd the kernel's O_CREAT/O_EXCL semantics across processes:
  * without O_CREAT a file no live process holds a domain for is EINVAL, with O_EXCL a file
- * that has one is EINVAL. fd -1 opens a private domain (O_CREAT required).
+ * that has one is EINVAL. fd -1 opens a private domain (O_CREAT required). The registries
+ * of processes killed before they closed their domains are removed by the next process
+ * that opens a domain over a file.
  *
  * A request of an XRC_SEND QP names an XRC SRQ by number; the TGT QP it arrives at takes
  * the receive WQE from that SRQ, checks memory against the SRQ's PD and completes on the
@@ -30,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <dirent.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 
@@ -67,11 +70,19 @@ static bool alive(int32_t pid)
 /* Opens and locks the registry, reads it with dead processes' entries dropped; -1 on error. */
 static int reg_open(const char *path, struct reg *r)
 {
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -1;
-	while (flock(fd, LOCK_EX) && errno == EINTR)
-		;
+	int fd;
+	for (;;) {
+		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		if (fd < 0)
+			return -1;
+		while (flock(fd, LOCK_EX) && errno == EINTR)
+			;
+		/* the last holder may have removed the file between our open and our lock */
+		struct stat a, b;
+		if (!fstat(fd, &a) && !stat(path, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+			break;
+		close(fd);
+	}
 	memset(r, 0, sizeof(*r));
 	if (pread(fd, r, sizeof(*r), 0) != (ssize_t)sizeof(*r) || r->magic != REG_MAGIC) {
 		memset(r, 0, sizeof(*r));
@@ -100,6 +111,29 @@ static void reg_close(int fd, const char *path, const struct reg *r)
 	}
 	flock(fd, LOCK_UN);
 	close(fd);
+}
+
+/* Removes the registries that only processes now dead held (killed before they closed
+ * their domains); once per process, at its first domain over a file. */
+static void reg_sweep(void)
+{
+	char prefix[48];
+	int pl = snprintf(prefix, sizeof(prefix), "softrdma-xrcd-%u-", (unsigned)getuid());
+	DIR *dir = opendir("/dev/shm");
+	struct reg *r = malloc(sizeof(*r));
+	struct dirent *e;
+	while (dir && r && (e = readdir(dir))) {
+		if (strncmp(e->d_name, prefix, (size_t)pl))
+			continue;
+		char path[300];
+		snprintf(path, sizeof(path), "/dev/shm/%s", e->d_name);
+		int fd = reg_open(path, r);
+		if (fd >= 0)
+			reg_close(fd, path, r); /* pruned: removed when no live process is left */
+	}
+	if (dir)
+		closedir(dir);
+	free(r);
 }
 
 struct ibv_xrcd *srd_open_xrcd(struct ibv_context *context, struct ibv_xrcd_init_attr *attr)
@@ -137,6 +171,11 @@ struct ibv_xrcd *srd_open_xrcd(struct ibv_context *context, struct ibv_xrcd_init
 	} else if (!(d = calloc(1, sizeof(*d)))) {
 		err = ENOMEM;
 	} else {
+		static bool swept;
+		if (!swept) {
+			swept = true;
+			reg_sweep();
+		}
 		d->file = true;
 		d->dev = st.st_dev;
 		d->ino = st.st_ino;
