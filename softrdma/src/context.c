@@ -2,7 +2,7 @@
  * Device contexts: ibv_open_device wires the data-path verbs into
  * context->ops and the verbs_context's extended verbs, and starts the agent;
  * ibv_close_device.
- * Owns: struct srd_context's life. Calls: qp, device, events, cq, rq, requester, agent.
+ * Owns: struct srd_context's life. Calls: qp, device, events, cq, rq, requester, agent, xrc.
  */
 #include "device.h"
 #include "events.h"
@@ -12,6 +12,7 @@
 #include "agent.h"
 #include "qp.h"
 #include "pd.h"
+#include "xrc.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -76,6 +77,11 @@ SRD_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ctx->vctx.query_device_ex = srd_query_device_ex;
 	ctx->vctx.create_qp_ex = srd_create_qp_ex;
 	ctx->vctx.create_cq_ex = srd_create_cq_ex;
+	ctx->vctx.open_xrcd = srd_open_xrcd;
+	ctx->vctx.close_xrcd = srd_close_xrcd;
+	ctx->vctx.create_srq_ex = srd_create_srq_ex;
+	ctx->vctx.get_srq_num = srd_get_srq_num;
+	ctx->vctx.open_qp = srd_open_qp;
 	c->ops.post_send = srd_post_send;
 	c->ops.post_recv = srd_post_recv;
 	c->ops.poll_cq = srd_poll_cq;

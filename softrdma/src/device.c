@@ -292,7 +292,7 @@ static void fill_device_attr(struct srd_device *dev, struct ibv_device_attr *a)
 			      IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SYS_IMAGE_GUID |
 			      IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SRQ_RESIZE |
 			      IBV_DEVICE_N_NOTIFY_CQ | IBV_DEVICE_MEM_WINDOW |
-			      IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+			      IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_XRC;
 	a->max_mw = 1 << 20;
 	a->max_sge = SRD_MAX_SGE;
 	a->max_sge_rd = SRD_MAX_SGE;

@@ -3,10 +3,11 @@
  * kernel's attribute masks per transition and QP type), query_qp, the
  * extended QP (ibv_create_qp_ex, ibv_qp_to_qp_ex and the ibv_wr_* post-send
  * API, which builds classic send WRs and posts them through post_send), and
- * the multicast verbs this device lacks.
+ * the multicast verbs this device lacks; the XRC QPs (XRC_SEND, XRC_RECV) and
+ * ibv_open_qp.
  * Owns: struct srd_qp's life and its attributes.
  * Calls: agent (start), requester and responder (reset), sq (flush), rq,
- * net (QPN, kick), device (addresses), events.
+ * net (QPN, kick), device (addresses), events, xrc (TGT QPs).
  */
 #include "agent.h"
 #include "requester.h"
@@ -16,25 +17,44 @@
 #include "net.h"
 #include "device.h"
 #include "events.h"
+#include "xrc.h"
 #include "qp.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-SRD_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
+/* Creates a QP: RC, UC, UD and XRC_SEND on pd; XRC_RECV (pd NULL) in xrcd. */
+static struct ibv_qp *qp_create(struct ibv_context *context, struct ibv_pd *pd,
+				struct ibv_qp_init_attr *init, struct srd_xrcd *xrcd)
 {
-	if (!pd || !init || !init->send_cq || !init->recv_cq) {
+	if (!init) {
 		errno = EINVAL;
 		return NULL;
 	}
-	if (init->qp_type != IBV_QPT_RC && init->qp_type != IBV_QPT_UC && init->qp_type != IBV_QPT_UD) {
+	enum ibv_qp_type type = init->qp_type;
+	if (type != IBV_QPT_RC && type != IBV_QPT_UC && type != IBV_QPT_UD && type != IBV_QPT_XRC_SEND &&
+	    type != IBV_QPT_XRC_RECV) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
+	bool tgt = type == IBV_QPT_XRC_RECV, ini = type == IBV_QPT_XRC_SEND;
+	/* XRC_SEND: a send queue only (recv_cq and srq are ignored); XRC_RECV: no queues at all */
+	if (tgt ? !xrcd : (!pd || !init->send_cq || (!ini && !init->recv_cq))) {
+		errno = EINVAL;
+		return NULL;
+	}
 	struct ibv_qp_cap *c = &init->cap;
+	/* what the QP type takes of init: XRC QPs have no receive side, a TGT QP nothing */
+	struct ibv_cq *scq = tgt ? NULL : init->send_cq;
+	struct ibv_cq *rcq = ini || tgt ? NULL : init->recv_cq;
+	struct ibv_srq *isrq = ini || tgt ? NULL : init->srq;
+	if (tgt)
+		memset(c, 0, sizeof(*c));
+	if (ini)
+		c->max_recv_wr = c->max_recv_sge = 0;
 	if (c->max_send_wr > SRD_MAX_QP_WR || c->max_send_sge > SRD_MAX_SGE ||
 	    c->max_inline_data > SRD_MAX_INLINE ||
-	    (!init->srq && (c->max_recv_wr > SRD_MAX_QP_WR || c->max_recv_sge > SRD_MAX_SGE))) {
+	    (!isrq && (c->max_recv_wr > SRD_MAX_QP_WR || c->max_recv_sge > SRD_MAX_SGE))) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -46,20 +66,23 @@ SRD_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_at
 	qp->cap = *c;
 	if (qp->cap.max_send_sge < 1)
 		qp->cap.max_send_sge = 1;
-	if (init->srq) {
+	if (isrq) {
 		qp->cap.max_recv_wr = 0;
 		qp->cap.max_recv_sge = 0;
 	}
+	if (tgt)
+		qp->cap.max_send_sge = 0;
 	qp->sq_depth = (int)(qp->cap.max_send_wr ? qp->cap.max_send_wr : 1);
 	qp->sq_cap = 1;
 	while (qp->sq_cap < qp->sq_depth)
 		qp->sq_cap <<= 1;
+	size_t nsge = qp->cap.max_send_sge ? qp->cap.max_send_sge : 1;
 	qp->sq = calloc((size_t)qp->sq_cap, sizeof(*qp->sq));
-	qp->sq_sges = calloc((size_t)qp->sq_cap * qp->cap.max_send_sge, sizeof(struct ibv_sge));
+	qp->sq_sges = calloc((size_t)qp->sq_cap * nsge, sizeof(struct ibv_sge));
 	qp->sq_inline = qp->cap.max_inline_data ?
 		malloc((size_t)qp->sq_cap * qp->cap.max_inline_data) : NULL;
 	if (!qp->sq || !qp->sq_sges || (qp->cap.max_inline_data && !qp->sq_inline) ||
-	    (!init->srq && srd_rq_init(&qp->rq, (int)qp->cap.max_recv_wr, (int)qp->cap.max_recv_sge))) {
+	    (!isrq && srd_rq_init(&qp->rq, (int)qp->cap.max_recv_wr, (int)qp->cap.max_recv_sge))) {
 		free(qp->sq);
 		free(qp->sq_sges);
 		free(qp->sq_inline);
@@ -68,20 +91,24 @@ SRD_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_at
 		return NULL;
 	}
 	for (int i = 0; i < qp->sq_cap; i++) {
-		qp->sq[i].sge = qp->sq_sges + (size_t)i * qp->cap.max_send_sge;
+		qp->sq[i].sge = qp->sq_sges + (size_t)i * nsge;
 		qp->sq[i].inline_buf = qp->sq_inline ? qp->sq_inline + (size_t)i * qp->cap.max_inline_data : NULL;
 	}
 	srd_lock_init(&qp->sq_lock);
-	qp->srq = init->srq ? container_of(init->srq, struct srd_srq, ibsrq) : NULL;
-	qp->dev = container_of(pd->context, struct srd_context, vctx.context)->dev;
+	qp->srq = isrq ? container_of(isrq, struct srd_srq, ibsrq) : NULL;
+	qp->dev = container_of(context, struct srd_context, vctx.context)->dev;
 	qp->sq_sig_all = init->sq_sig_all;
-	qp->ibqp.context = pd->context;
+	qp->ttype = ini || tgt ? IBV_QPT_RC : type;
+	qp->xrc = ini ? SRD_XRC_INI : tgt ? SRD_XRC_TGT : SRD_XRC_NONE;
+	qp->xrcd = tgt ? xrcd : NULL;
+	qp->rpd = pd;
+	qp->ibqp.context = context;
 	qp->ibqp.qp_context = init->qp_context;
 	qp->ibqp.pd = pd;
-	qp->ibqp.send_cq = init->send_cq;
-	qp->ibqp.recv_cq = init->recv_cq;
-	qp->ibqp.srq = init->srq;
-	qp->ibqp.qp_type = init->qp_type;
+	qp->ibqp.send_cq = scq;
+	qp->ibqp.recv_cq = rcq;
+	qp->ibqp.srq = isrq;
+	qp->ibqp.qp_type = type;
 	qp->ibqp.state = IBV_QPS_RESET;
 	qp->ibqp.events_completed = 0;
 	pthread_mutex_init(&qp->ibqp.mutex, NULL);
@@ -104,17 +131,42 @@ SRD_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_at
 		return NULL;
 	}
 	init->cap = qp->cap;
-	REF(PD_OF(pd));
-	REF(srd_cq_of(init->send_cq));
-	REF(srd_cq_of(init->recv_cq));
+	if (pd)
+		REF(PD_OF(pd));
+	if (scq)
+		REF(srd_cq_of(scq));
+	if (rcq)
+		REF(srd_cq_of(rcq));
 	if (qp->srq)
 		REF(qp->srq);
+	if (tgt)
+		srd_xrc_tgt_add(qp);
 	return &qp->ibqp;
+}
+
+SRD_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
+{
+	if (!pd) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return qp_create(pd->context, pd, init, NULL);
 }
 
 SRD_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 {
 	struct srd_qp *qp = srd_qp_of(ibqp);
+	if (qp->real) {
+		/* a handle of ibv_open_qp: closing it leaves the QP to its creator */
+		srd_xrc_tgt_close(qp->real);
+		free(qp);
+		return 0;
+	}
+	if (qp->xrc == SRD_XRC_TGT) {
+		int rc = srd_xrc_tgt_remove(qp);
+		if (rc)
+			return rc;
+	}
 	if (qp->xb) {
 		free(qp->xb->wr);
 		free(qp->xb->sge);
@@ -122,12 +174,15 @@ SRD_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 		free(qp->xb);
 	}
 	srd_net_free_qpn(qp); /* after this neither the agent nor peers can find it */
-	UNREF(PD_OF(ibqp->pd));
-	UNREF(srd_cq_of(ibqp->send_cq));
-	UNREF(srd_cq_of(ibqp->recv_cq));
-	if (qp->srq)
+	if (ibqp->pd)
+		UNREF(PD_OF(ibqp->pd));
+	if (ibqp->send_cq)
+		UNREF(srd_cq_of(ibqp->send_cq));
+	if (ibqp->recv_cq)
+		UNREF(srd_cq_of(ibqp->recv_cq));
+	if (qp->srq && qp->xrc != SRD_XRC_TGT) /* a TGT QP's is the last request's, not held */
 		UNREF(qp->srq);
-	if (!qp->srq)
+	if (!qp->srq || qp->xrc == SRD_XRC_TGT)
 		srd_rq_free(&qp->rq);
 	free(qp->sq);
 	free(qp->sq_sges);
@@ -137,15 +192,61 @@ SRD_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 }
 
 /*
+ * verbs_context->open_qp: a handle to a TGT (XRC_RECV) QP of the same XRC domain, created
+ * in this process; modify and query through it act on that QP, destroy closes the handle
+ * (the QP's own ibv_destroy_qp is EBUSY while handles are open). A TGT QP created by
+ * another process of the domain is EOPNOTSUPP here, a number no TGT QP of the domain has
+ * EINVAL.
+ */
+struct ibv_qp *srd_open_qp(struct ibv_context *context, struct ibv_qp_open_attr *attr)
+{
+	const uint32_t need = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD | IBV_QP_OPEN_ATTR_TYPE;
+	if (!attr || (attr->comp_mask & need) != need || (attr->comp_mask & ~(IBV_QP_OPEN_ATTR_RESERVED - 1)) ||
+	    attr->qp_type != IBV_QPT_XRC_RECV || !attr->xrcd || attr->xrcd->context != context) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct srd_xrcd *x = container_of(attr->xrcd, struct srd_xrcd, ibxrcd);
+	struct srd_qp *h = calloc(1, sizeof(*h));
+	if (!h) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	struct srd_qp *real = srd_xrc_tgt_open(x, attr->qp_num);
+	if (!real) {
+		errno = srd_xrc_tgt_elsewhere(x, attr->qp_num) ? EOPNOTSUPP : EINVAL;
+		free(h);
+		return NULL;
+	}
+	h->real = real;
+	h->xrc = SRD_XRC_TGT;
+	h->ttype = IBV_QPT_RC;
+	h->xrcd = x;
+	h->dev = real->dev;
+	h->ibqp.context = context;
+	h->ibqp.qp_context = (attr->comp_mask & IBV_QP_OPEN_ATTR_CONTEXT) ? attr->qp_context : NULL;
+	h->ibqp.qp_num = real->ibqp.qp_num;
+	h->ibqp.qp_type = IBV_QPT_XRC_RECV;
+	h->ibqp.state = (enum ibv_qp_state)__atomic_load_n(&real->state, __ATOMIC_ACQUIRE);
+	pthread_mutex_init(&h->ibqp.mutex, NULL);
+	pthread_cond_init(&h->ibqp.cond, NULL);
+	srd_lock_init(&h->sq_lock);
+	srd_lock_init(&h->resp_lock);
+	h->state = h->ibqp.state;
+	return &h->ibqp;
+}
+
+/*
  * Attribute masks per transition and QP type, as the kernel's
  * ib_modify_qp_is_ok() table defines them (UD, UC, RC).
  */
-enum { T_UD, T_UC, T_RC };
-struct trans { bool valid; int req[3]; int opt[3]; };
+enum { T_UD, T_UC, T_RC, T_XI, T_XT, T_N };
+struct trans { bool valid; int req[T_N]; int opt[T_N]; };
 
 static int type_ix(enum ibv_qp_type t)
 {
-	return t == IBV_QPT_UD ? T_UD : t == IBV_QPT_UC ? T_UC : T_RC;
+	return t == IBV_QPT_UD ? T_UD : t == IBV_QPT_UC ? T_UC : t == IBV_QPT_XRC_SEND ? T_XI :
+	       t == IBV_QPT_XRC_RECV ? T_XT : T_RC;
 }
 
 static const struct trans *transition(enum ibv_qp_state cur, enum ibv_qp_state next)
@@ -160,41 +261,49 @@ static const struct trans *transition(enum ibv_qp_state cur, enum ibv_qp_state n
 		struct trans *t = &tab[IBV_QPS_RESET][IBV_QPS_INIT];
 		t->valid = true;
 		t->req[T_UD] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY;
-		t->req[T_UC] = t->req[T_RC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+		t->req[T_UC] = t->req[T_RC] = t->req[T_XI] = t->req[T_XT] =
+			IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
 
 		t = &tab[IBV_QPS_INIT][IBV_QPS_INIT];
 		t->valid = true;
 		t->opt[T_UD] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY;
-		t->opt[T_UC] = t->opt[T_RC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+		t->opt[T_UC] = t->opt[T_RC] = t->opt[T_XI] = t->opt[T_XT] =
+			IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
 
 		t = &tab[IBV_QPS_INIT][IBV_QPS_RTR];
 		t->valid = true;
 		t->req[T_UC] = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
-		t->req[T_RC] = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+		t->req[T_RC] = t->req[T_XT] = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
 			       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+		t->req[T_XI] = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
 		t->opt[T_UD] = IBV_QP_PKEY_INDEX | IBV_QP_QKEY;
-		t->opt[T_UC] = t->opt[T_RC] = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX;
+		t->opt[T_UC] = t->opt[T_RC] = t->opt[T_XI] = t->opt[T_XT] =
+			IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX;
 
 		t = &tab[IBV_QPS_RTR][IBV_QPS_RTS];
 		t->valid = true;
 		t->req[T_UD] = t->req[T_UC] = IBV_QP_SQ_PSN;
-		t->req[T_RC] = IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-			       IBV_QP_MAX_QP_RD_ATOMIC;
+		t->req[T_RC] = t->req[T_XI] = IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			       IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
+		t->req[T_XT] = IBV_QP_TIMEOUT | IBV_QP_SQ_PSN;
 		t->opt[T_UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY;
-		t->opt[T_UC] = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PATH_MIG_STATE;
-		t->opt[T_RC] = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+		t->opt[T_UC] = t->opt[T_XI] = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+			       IBV_QP_PATH_MIG_STATE;
+		t->opt[T_RC] = t->opt[T_XT] = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
 			       IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE;
 
 		t = &tab[IBV_QPS_RTS][IBV_QPS_RTS];
 		t->valid = true;
 		t->opt[T_UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY;
-		t->opt[T_UC] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE;
-		t->opt[T_RC] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH |
+		t->opt[T_UC] = t->opt[T_XI] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH |
+			       IBV_QP_PATH_MIG_STATE;
+		t->opt[T_RC] = t->opt[T_XT] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH |
 			       IBV_QP_PATH_MIG_STATE | IBV_QP_MIN_RNR_TIMER;
 
 		t = &tab[IBV_QPS_RTS][IBV_QPS_SQD];
 		t->valid = true;
-		t->opt[T_UD] = t->opt[T_UC] = t->opt[T_RC] = IBV_QP_EN_SQD_ASYNC_NOTIFY;
+		t->opt[T_UD] = t->opt[T_UC] = t->opt[T_RC] = t->opt[T_XI] = t->opt[T_XT] =
+			IBV_QP_EN_SQD_ASYNC_NOTIFY;
 
 		t = &tab[IBV_QPS_SQD][IBV_QPS_RTS];
 		t->valid = true;
@@ -234,6 +343,15 @@ SRD_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 	struct srd_qp *qp = srd_qp_of(ibqp);
 	if (!attr || (mask & ~QP_ATTR_ALL))
 		return EINVAL;
+	if (qp->real) {
+		/* an ibv_open_qp handle: the QP it opens changes */
+		int rc = ibv_modify_qp(&qp->real->ibqp, attr, mask);
+		if (!rc) {
+			ibqp->state = qp->real->ibqp.state;
+			qp->state = qp->real->state;
+		}
+		return rc;
+	}
 	pthread_mutex_lock(&g_trans_once);
 	srd_lock(&qp->sq_lock);
 	enum ibv_qp_state cur = (enum ibv_qp_state)qp->state;
@@ -376,6 +494,12 @@ SRD_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int m
 {
 	struct srd_qp *qp = srd_qp_of(ibqp);
 	(void)mask;
+	if (qp->real) {
+		int rc = ibv_query_qp(&qp->real->ibqp, attr, mask, init);
+		if (!rc && init)
+			init->qp_context = ibqp->qp_context;
+		return rc;
+	}
 	srd_lock(&qp->sq_lock);
 	*attr = qp->attr;
 	attr->qp_state = (enum ibv_qp_state)qp->state;
@@ -558,6 +682,13 @@ static void x_set_ud_addr(struct ibv_qp_ex *qx, struct ibv_ah *ah, uint32_t qpn,
 	}
 }
 
+static void x_set_xrc_srqn(struct ibv_qp_ex *qx, uint32_t remote_srqn)
+{
+	struct ibv_send_wr *w = x_cur(qx);
+	if (w)
+		w->qp_type.xrc.remote_srqn = remote_srqn;
+}
+
 static void x_set_sge_list(struct ibv_qp_ex *qx, size_t n, const struct ibv_sge *list)
 {
 	struct srd_qp *qp = container_of(qx, struct srd_qp, qpx);
@@ -675,6 +806,7 @@ static struct srd_xbatch *xbatch_new(struct srd_qp *qp, uint64_t ops)
 	if (ops & IBV_QP_EX_WITH_SEND_WITH_IMM) x->wr_send_imm = x_send_imm;
 	if (ops & IBV_QP_EX_WITH_SEND_WITH_INV) x->wr_send_inv = x_send_inv;
 	x->wr_set_ud_addr = x_set_ud_addr;
+	x->wr_set_xrc_srqn = x_set_xrc_srqn;
 	x->wr_set_inline_data = x_set_inline_data;
 	x->wr_set_inline_data_list = x_set_inline_data_list;
 	x->wr_set_sge = x_set_sge;
@@ -692,7 +824,8 @@ struct ibv_qp *srd_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_
 		errno = EINVAL;
 		return NULL;
 	}
-	const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
+			       IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 	if ((attr->comp_mask & ~known) ||
 	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags)) {
 		errno = EOPNOTSUPP;
@@ -701,18 +834,29 @@ struct ibv_qp *srd_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_
 	uint64_t ops = 0;
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
 		ops = attr->send_ops_flags;
-		uint64_t sup = attr->qp_type == IBV_QPT_RC ? XOPS_RC : attr->qp_type == IBV_QPT_UC ? XOPS_UC :
-			       attr->qp_type == IBV_QPT_UD ? XOPS_UD : 0;
+		uint64_t sup = attr->qp_type == IBV_QPT_RC || attr->qp_type == IBV_QPT_XRC_SEND ? XOPS_RC :
+			       attr->qp_type == IBV_QPT_UC ? XOPS_UC : attr->qp_type == IBV_QPT_UD ? XOPS_UD : 0;
 		if (ops & ~sup) {
 			errno = EOPNOTSUPP;
 			return NULL;
 		}
 	}
+	struct ibv_qp *ibqp;
+	if (attr->qp_type == IBV_QPT_XRC_RECV) {
+		/* a TGT QP: in an XRC domain, no PD, no queues */
+		if (!(attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !attr->xrcd || attr->xrcd->context != context ||
+		    (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) {
+			errno = EINVAL;
+			return NULL;
+		}
+		return qp_create(context, NULL, (struct ibv_qp_init_attr *)attr,
+				 container_of(attr->xrcd, struct srd_xrcd, ibxrcd));
+	}
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd || attr->pd->context != context) {
 		errno = EINVAL;
 		return NULL;
 	}
-	struct ibv_qp *ibqp = ibv_create_qp(attr->pd, (struct ibv_qp_init_attr *)attr);
+	ibqp = qp_create(context, attr->pd, (struct ibv_qp_init_attr *)attr, NULL);
 	if (!ibqp || !(attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
 		return ibqp;
 	struct srd_qp *qp = srd_qp_of(ibqp);

@@ -67,6 +67,10 @@ static void send_pkt(struct srd_qp *qp, struct srd_swqe *w, uint32_t k, const st
 	h.psn = psn_add(w->first_psn, k);
 	h.total = w->length;
 	h.rkey = w->rkey;
+	if (qp->xrc == SRD_XRC_INI) {
+		h.flags = F_XRC;
+		h.xsrqn = w->xrc_srqn;
+	}
 	memcpy(h.sgid, qp->dev->gids[qp->attr.ah_attr.grh.sgid_index].raw, 16);
 	uint8_t buf[4096];
 	uint32_t len = 0;
@@ -83,7 +87,7 @@ static void send_pkt(struct srd_qp *qp, struct srd_swqe *w, uint32_t k, const st
 		if (end > w->length)
 			end = w->length;
 		h.len = (uint32_t)(end - (uint64_t)k * mtu);
-		h.flags = F_FIRST | F_LAST;
+		h.flags |= F_FIRST | F_LAST;
 		*sent = n;
 		srd_xmit(qp, &qp->peer, &h, NULL, 0);
 		return;
@@ -94,7 +98,7 @@ static void send_pkt(struct srd_qp *qp, struct srd_swqe *w, uint32_t k, const st
 		h.va = w->remote_addr;
 		h.cmp = w->compare_add;
 		h.swap = w->swap;
-		h.flags = F_FIRST | F_LAST;
+		h.flags |= F_FIRST | F_LAST;
 		srd_xmit(qp, &qp->peer, &h, NULL, 0);
 		return;
 	default:
@@ -173,12 +177,12 @@ static int deliver_local(struct srd_qp *qp, struct srd_swqe *w, struct srd_qp *d
 			 uint64_t *rnr_delay)
 {
 	srd_lock(&dst->resp_lock);
-	if (!srd_resp_accepts(dst, qp->ibqp.qp_num) || dst->ibqp.qp_type != qp->ibqp.qp_type) {
+	if (!srd_resp_accepts(dst, qp->ibqp.qp_num) || dst->ttype != qp->ttype) {
 		srd_unlock(&dst->resp_lock);
 		return X_LOST; /* like a packet to a QP that is not listening */
 	}
 	struct srd_req r = { .flags = F_FIRST | F_LAST, .sqpn = qp->ibqp.qp_num, .imm = w->imm,
-			     .rkey = w->rkey, .len = w->length, .total = w->length, .va = w->remote_addr,
+			     .rkey = w->rkey, .srqn = w->xrc_srqn, .len = w->length, .total = w->length, .va = w->remote_addr,
 			     .cmp = w->compare_add, .swap = w->swap, .src = src, .nsrc = nsrc };
 	switch (w->opcode) {
 	case IBV_WR_SEND_WITH_IMM: r.flags |= F_IMM; r.op = OP_SEND; break;
@@ -193,6 +197,8 @@ static int deliver_local(struct srd_qp *qp, struct srd_swqe *w, struct srd_qp *d
 	}
 	if (w->send_flags & IBV_SEND_SOLICITED)
 		r.flags |= F_SOLICITED;
+	if (qp->xrc == SRD_XRC_INI)
+		r.flags |= F_XRC;
 	struct srd_resp out;
 	int s = srd_resp_execute(dst, &r, &out);
 	int ret = X_DONE;
@@ -247,7 +253,7 @@ static bool local_op(struct srd_qp *qp, struct srd_swqe *w)
 					w->mw_mr_lkey, w->mw_addr, w->mw_length, w->mw_access)
 			  : srd_mw_invalidate(qp->ibqp.pd, w->imm);
 		if (bad) {
-			if (qp->sq_next_tx == qp->sq_tail || qp->ibqp.qp_type != IBV_QPT_RC) {
+			if (qp->sq_next_tx == qp->sq_tail || qp->ttype != IBV_QPT_RC) {
 				while (qp->sq_tail != qp->sq_next_tx)
 					srd_sq_complete_tail(qp, IBV_WC_SUCCESS);
 				requester_fail(qp, w->opcode == IBV_WR_BIND_MW ? IBV_WC_MW_BIND_ERR
@@ -277,7 +283,7 @@ void srd_sq_progress(struct srd_qp *qp)
 	}
 	if (st != IBV_QPS_RTS || qp->rnr_wait)
 		return;
-	enum ibv_qp_type type = qp->ibqp.qp_type;
+	enum ibv_qp_type type = qp->ttype;
 	bool local = type != IBV_QPT_UD && qp->peer_local && !srd_faults_enabled();
 	complete_local_tail(qp);
 	while (qp->sq_next_tx != qp->sq_head) {
@@ -512,7 +518,7 @@ static void ack_upto(struct srd_qp *qp, uint32_t psn)
 static bool response_valid(const struct srd_qp *qp, const struct pkt_hdr *h)
 {
 	int st = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
-	if ((st != IBV_QPS_RTS && st != IBV_QPS_SQD) || qp->ibqp.qp_type != IBV_QPT_RC)
+	if ((st != IBV_QPS_RTS && st != IBV_QPS_SQD) || qp->ttype != IBV_QPT_RC)
 		return false;
 	return psn_diff(h->psn, qp->una_psn) >= 0 && psn_diff(h->psn, qp->sent_psn) < 0;
 }
@@ -661,13 +667,13 @@ int srd_post_send_wrs(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_se
 	srd_lock(&qp->sq_lock);
 	unsigned head0 = qp->sq_head;
 	int st = qp->state;
-	if (st == IBV_QPS_RESET || st == IBV_QPS_INIT || st == IBV_QPS_RTR) {
+	if (st == IBV_QPS_RESET || st == IBV_QPS_INIT || st == IBV_QPS_RTR || qp->xrc == SRD_XRC_TGT) {
 		srd_unlock(&qp->sq_lock);
 		*bad = wr;
 		return EINVAL;
 	}
 	for (; wr; wr = wr->next) {
-		enum ibv_qp_type t = ibqp->qp_type;
+		enum ibv_qp_type t = qp->ttype;
 		bool ok;
 		switch (wr->opcode) {
 		case IBV_WR_SEND:
@@ -738,6 +744,7 @@ int srd_post_send_wrs(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_se
 		w->psn_assigned = false;
 		w->local_done = false;
 		w->tx_pkt = w->resp_pkt = w->rereq_pkt = 0;
+		w->xrc_srqn = wr->qp_type.xrc.remote_srqn;
 		if (wr->opcode == IBV_WR_BIND_MW || wr->opcode == IBV_WR_LOCAL_INV)
 			w->num_sge = 0;
 		if (wr->opcode == IBV_WR_BIND_MW) {

@@ -6,7 +6,8 @@
  * duplicates, ACK/NAK/RNR and READ/atomic responses); UD delivery.
  * Owns: the responder half of struct srd_qp (epsn, the receive in progress,
  * the atomic result cache), under qp->resp_lock.
- * Calls: pd (memory access), rq, events, sq (QP to ERR), net (transmission).
+ * Calls: pd (memory access), rq, events, sq (QP to ERR), net (transmission), xrc (the XRC
+ * SRQ a request to a TGT QP names).
  *
  * Lock order (never taken in the other direction):
  *   requester qp->sq_lock  <  responder qp->resp_lock  <  rq/srq lock  <  cq lock
@@ -17,6 +18,7 @@
 #include "events.h"
 #include "sq.h"
 #include "net.h"
+#include "xrc.h"
 #include <string.h>
 #include <arpa/inet.h>
 
@@ -28,7 +30,7 @@ static bool ready(struct srd_qp *qp)
 
 bool srd_resp_accepts(struct srd_qp *qp, uint32_t sqpn)
 {
-	return ready(qp) && qp->ibqp.qp_type != IBV_QPT_UD && sqpn == qp->attr.dest_qp_num;
+	return ready(qp) && qp->ttype != IBV_QPT_UD && sqpn == qp->attr.dest_qp_num;
 }
 
 /* A responder-detected error: the async event, then the QP goes to ERR. */
@@ -57,7 +59,7 @@ static int access_check(struct srd_qp *qp, int right, uint32_t rkey, uint64_t va
 	}
 	if (!len)
 		return SYN_ACK;
-	*where = srd_resolve_rkey(qp->ibqp.pd, qp, rkey, va, len, right);
+	*where = srd_resolve_rkey(qp->rpd, qp, rkey, va, len, right);
 	if (!*where) {
 		responder_error(qp, IBV_EVENT_QP_ACCESS_ERR);
 		return SYN_NAK_ACCESS;
@@ -70,7 +72,7 @@ static int take_or_rnr(struct srd_qp *qp, struct srd_rwqe *rw, struct ibv_sge *s
 {
 	if (srd_take_rwqe(qp, rw, sges))
 		return SYN_ACK;
-	return qp->ibqp.qp_type == IBV_QPT_RC ? SYN_RNR : RESP_DROP;
+	return qp->ttype == IBV_QPT_RC ? SYN_RNR : RESP_DROP;
 }
 
 static void copy_payload(const struct srd_req *r, uint8_t *dst)
@@ -81,7 +83,7 @@ static void copy_payload(const struct srd_req *r, uint8_t *dst)
 
 static int exec_send(struct srd_qp *qp, const struct srd_req *r, struct srd_resp *out)
 {
-	bool rc = qp->ibqp.qp_type == IBV_QPT_RC;
+	bool rc = qp->ttype == IBV_QPT_RC;
 	if (r->flags & F_FIRST) {
 		if (qp->recv_in_progress && !rc) {
 			/* UC: reuse the WQE of the aborted message */
@@ -97,7 +99,7 @@ static int exec_send(struct srd_qp *qp, const struct srd_req *r, struct srd_resp
 	}
 	struct srd_seg rseg[SRD_MAX_SGE];
 	uint32_t room;
-	if (srd_resolve_sgl(qp->ibqp.pd, qp->cur_rwqe.sge, qp->cur_rwqe.num_sge, IBV_ACCESS_LOCAL_WRITE,
+	if (srd_resolve_sgl(qp->rpd, qp->cur_rwqe.sge, qp->cur_rwqe.num_sge, IBV_ACCESS_LOCAL_WRITE,
 			    rseg, &room)) {
 		srd_recv_complete(qp, &qp->cur_rwqe, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, false, 0, 0, false, true);
 		qp->recv_in_progress = false;
@@ -118,7 +120,7 @@ static int exec_send(struct srd_qp *qp, const struct srd_req *r, struct srd_resp
 		off += r->src[i].len;
 	}
 	qp->recv_off += r->len;
-	if ((r->flags & F_LAST) && (r->flags & F_INV) && srd_mw_invalidate(qp->ibqp.pd, r->imm)) {
+	if ((r->flags & F_LAST) && (r->flags & F_INV) && srd_mw_invalidate(qp->rpd, r->imm)) {
 		/* SEND with Invalidate naming no window of ours that can be invalidated: an invalid
 		 * request (rxe: the receive completes with the status, the QP goes to ERR) */
 		srd_recv_complete(qp, &qp->cur_rwqe, IBV_WC_REM_INV_REQ_ERR, IBV_WC_RECV, 0, false, 0, 0, false, true);
@@ -171,7 +173,7 @@ static int sequence_check(struct srd_qp *qp, const struct srd_req *r)
 {
 	bool first = (r->flags & F_FIRST) != 0;
 	int cur = qp->recv_in_progress ? OP_SEND : qp->write_in_progress ? OP_WRITE : 0;
-	if (qp->ibqp.qp_type != IBV_QPT_RC || (cur ? r->op == cur && !first : first))
+	if (qp->ttype != IBV_QPT_RC || (cur ? r->op == cur && !first : first))
 		return SYN_ACK;
 	if (qp->recv_in_progress)
 		srd_recv_complete(qp, &qp->cur_rwqe, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, false, 0, 0,
@@ -187,6 +189,18 @@ int srd_resp_execute(struct srd_qp *qp, const struct srd_req *r, struct srd_resp
 	if (r->op != OP_SEND && r->op != OP_WRITE && r->op != OP_READ_REQ && r->op != OP_CAS &&
 	    r->op != OP_FAA)
 		return RESP_IGNORE;
+	if (qp->xrc || (r->flags & F_XRC)) {
+		enum ibv_event_type ev;
+		int x = srd_xrc_select(qp, (r->flags & F_XRC) != 0, r->srqn, &ev);
+		if (x != SYN_ACK) {
+			if (qp->recv_in_progress && qp->srq)
+				srd_recv_complete(qp, &qp->cur_rwqe, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, false, 0,
+						  0, false, true);
+			qp->recv_in_progress = qp->write_in_progress = false;
+			responder_error(qp, ev);
+			return x;
+		}
+	}
 	int s = sequence_check(qp, r);
 	if (s != SYN_ACK)
 		return s;
@@ -198,7 +212,7 @@ int srd_resp_execute(struct srd_qp *qp, const struct srd_req *r, struct srd_resp
 	case OP_READ_REQ:
 	case OP_CAS:
 	case OP_FAA: {
-		if (qp->ibqp.qp_type != IBV_QPT_RC) {
+		if (qp->ttype != IBV_QPT_RC) {
 			responder_error(qp, IBV_EVENT_QP_REQ_ERR);
 			return SYN_NAK_INV;
 		}
@@ -268,7 +282,7 @@ static void answer_read(struct srd_qp *qp, const struct pkt_hdr *r)
 	uint32_t mtu = mtu_bytes(qp->attr.path_mtu);
 	uint32_t n = r->len ? (r->len + mtu - 1) / mtu : 1;
 	srd_mr_rdlock();
-	uint8_t *src = r->len ? srd_resolve_rkey(qp->ibqp.pd, qp, r->rkey, r->va, r->len,
+	uint8_t *src = r->len ? srd_resolve_rkey(qp->rpd, qp, r->rkey, r->va, r->len,
 						     IBV_ACCESS_REMOTE_READ)
 			      : (uint8_t *)1;
 	if (!src) {
@@ -317,7 +331,7 @@ void srd_responder_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t 
 		srd_unlock(&qp->resp_lock);
 		return;
 	}
-	bool rc = qp->ibqp.qp_type == IBV_QPT_RC;
+	bool rc = qp->ttype == IBV_QPT_RC;
 	int32_t d = psn_diff(h->psn, qp->epsn);
 	if (!rc) {
 		/* UC: a gap loses the message in progress; resynchronise on a first packet */
@@ -348,7 +362,7 @@ void srd_responder_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t 
 	struct srd_resp out = { 0 };
 	struct srd_seg seg = { (uint8_t *)payload, h->op == OP_READ_REQ ? 0 : h->len };
 	struct srd_req r = { .op = h->op, .flags = h->flags, .sqpn = h->sqpn, .imm = h->imm,
-			     .rkey = h->rkey, .len = h->len, .total = h->total, .va = h->va,
+			     .rkey = h->rkey, .srqn = h->xsrqn, .len = h->len, .total = h->total, .va = h->va,
 			     .cmp = h->cmp, .swap = h->swap, .src = &seg, .nsrc = 1 };
 	srd_mr_rdlock();
 	int s = srd_resp_execute(qp, &r, &out);
@@ -433,7 +447,7 @@ void srd_ud_deliver(struct srd_qp *dst, uint32_t qkey, uint32_t src_qpn, const u
 		    bool sol)
 {
 	srd_lock(&dst->resp_lock);
-	if (!ready(dst) || dst->ibqp.qp_type != IBV_QPT_UD || dst->attr.qkey != qkey) {
+	if (!ready(dst) || dst->ttype != IBV_QPT_UD || dst->attr.qkey != qkey) {
 		srd_unlock(&dst->resp_lock);
 		return;
 	}
@@ -445,7 +459,7 @@ void srd_ud_deliver(struct srd_qp *dst, uint32_t qkey, uint32_t src_qpn, const u
 	}
 	struct srd_seg rseg[SRD_MAX_SGE];
 	uint32_t room;
-	if (srd_resolve_sgl(dst->ibqp.pd, rw.sge, rw.num_sge, IBV_ACCESS_LOCAL_WRITE, rseg, &room)) {
+	if (srd_resolve_sgl(dst->rpd, rw.sge, rw.num_sge, IBV_ACCESS_LOCAL_WRITE, rseg, &room)) {
 		srd_recv_complete(dst, &rw, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, false, 0, 0, false, true);
 		srd_unlock(&dst->resp_lock);
 		return;

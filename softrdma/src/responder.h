@@ -11,6 +11,7 @@ struct srd_req {
 	int op;                     /* OP_SEND, OP_WRITE, OP_READ_REQ, OP_CAS, OP_FAA */
 	unsigned flags;             /* F_FIRST, F_LAST, F_IMM, F_SOLICITED */
 	uint32_t sqpn, imm, rkey;
+	uint32_t srqn;              /* F_XRC: the XRC SRQ named */
 	uint32_t len;               /* payload bytes here (READ: bytes asked for) */
 	uint32_t total;             /* the whole message's bytes */
 	uint64_t va, cmp, swap;

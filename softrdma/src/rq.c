@@ -3,11 +3,13 @@
  * query, destroy, post_recv, post_srq_recv), taking a receive WQE for an
  * incoming message (with the SRQ limit event), writing receive completions,
  * and flushing a QP's RQ.
- * Owns: struct srd_rq, srd_srq, srd_rwqe. Calls: cq, events.
+ * XRC SRQs (ibv_create_srq_ex with IBV_SRQT_XRC, ibv_get_srq_num) join their domain in xrc.c.
+ * Owns: struct srd_rq, srd_srq, srd_rwqe. Calls: cq, events, xrc.
  */
 #include "rq.h"
 #include "cq.h"
 #include "events.h"
+#include "xrc.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,9 +135,59 @@ SRD_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	struct srd_srq *srq = container_of(ibsrq, struct srd_srq, ibsrq);
 	if (__atomic_load_n(&srq->refs, __ATOMIC_ACQUIRE))
 		return EBUSY;
+	if (srq->xrcd) {
+		srd_xrc_srq_remove(srq);
+		UNREF(srd_cq_of(srq->xcq));
+	}
 	UNREF(PD_OF(ibsrq->pd));
 	srd_rq_free(&srq->rq);
 	free(srq);
+	return 0;
+}
+
+/* verbs_context->create_srq_ex: an XRC SRQ (PD, XRC domain and CQ all given), or a basic
+ * one; tag matching SRQs are not supported (EOPNOTSUPP). */
+struct ibv_srq *srd_create_srq_ex(struct ibv_context *context, struct ibv_srq_init_attr_ex *attr)
+{
+	const uint32_t xrc_need = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_XRCD |
+				  IBV_SRQ_INIT_ATTR_CQ;
+	if (!attr || (attr->comp_mask & ~(IBV_SRQ_INIT_ATTR_RESERVED - 1))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	enum ibv_srq_type type = (attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) ? attr->srq_type : IBV_SRQT_BASIC;
+	if (type == IBV_SRQT_TM || (attr->comp_mask & IBV_SRQ_INIT_ATTR_TM)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (type != IBV_SRQT_BASIC && type != IBV_SRQT_XRC) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd || attr->pd->context != context ||
+	    (type == IBV_SRQT_XRC && ((attr->comp_mask & xrc_need) != xrc_need || !attr->xrcd ||
+				      !attr->cq || attr->xrcd->context != context ||
+				      attr->cq->context != context))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct ibv_srq *ibsrq = ibv_create_srq(attr->pd, (struct ibv_srq_init_attr *)attr);
+	if (!ibsrq || type != IBV_SRQT_XRC)
+		return ibsrq;
+	struct srd_srq *srq = container_of(ibsrq, struct srd_srq, ibsrq);
+	srq->xcq = attr->cq;
+	REF(srd_cq_of(attr->cq));
+	srd_xrc_srq_add(srq, container_of(attr->xrcd, struct srd_xrcd, ibxrcd));
+	return ibsrq;
+}
+
+/* verbs_context->get_srq_num: the number XRC_SEND requests name the SRQ by (XRC SRQs only). */
+int srd_get_srq_num(struct ibv_srq *ibsrq, uint32_t *srq_num)
+{
+	struct srd_srq *srq = container_of(ibsrq, struct srd_srq, ibsrq);
+	if (!srq->xrcd || !srq_num)
+		return EINVAL;
+	*srq_num = srq->srqn;
 	return 0;
 }
 
@@ -216,13 +268,16 @@ void srd_recv_complete(struct srd_qp *qp, const struct srd_rwqe *rw, enum ibv_wc
 	}
 	if (grh)
 		wc.wc_flags |= IBV_WC_GRH;
-	srd_cq_push(container_of(qp->ibqp.recv_cq, struct srd_cq, ibcq), &wc, solicited);
+	/* an XRC SRQ's completions go to its own CQ (a TGT QP has none) */
+	struct ibv_cq *cq = qp->srq && qp->srq->xcq ? qp->srq->xcq : qp->ibqp.recv_cq;
+	if (cq)
+		srd_cq_push(srd_cq_of(cq), &wc, solicited);
 }
 
 int srd_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	struct srd_qp *qp = srd_qp_of(ibqp);
-	if (qp->srq || qp->state == IBV_QPS_RESET) {
+	if (qp->srq || qp->xrc || qp->state == IBV_QPS_RESET) { /* XRC QPs have no receive queue */
 		*bad = wr;
 		return EINVAL;
 	}

@@ -14,6 +14,8 @@ void srd_recv_complete(struct srd_qp *qp, const struct srd_rwqe *rw, enum ibv_wc
 		       uint32_t src_qp, bool grh, bool solicited);
 void srd_flush_rq(struct srd_qp *qp);
 int srd_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+struct ibv_srq *srd_create_srq_ex(struct ibv_context *context, struct ibv_srq_init_attr_ex *attr);
+int srd_get_srq_num(struct ibv_srq *ibsrq, uint32_t *srq_num);
 int srd_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 
 #endif

@@ -138,7 +138,25 @@ struct srd_srq {
 	struct srd_rq rq;
 	unsigned limit;
 	int refs; /* QPs using it */
+	/* XRC SRQ (xrc.c): its domain handle, the CQ its receive completions go to, its number */
+	struct srd_xrcd *xrcd;
+	struct ibv_cq *xcq;
+	uint32_t srqn;
+	struct srd_srq *xnext;   /* xrc.c's list of this process's XRC SRQs */
 };
+
+/* An XRC domain handle (ibv_open_xrcd); the domain itself is xrc.c's private struct srd_xdom,
+ * shared by every handle of this process to the same file and known to the other processes
+ * that have the same file open. */
+struct srd_xdom;
+struct srd_xrcd {
+	struct ibv_xrcd ibxrcd;
+	struct srd_xdom *dom;
+	int refs; /* XRC SRQs and XRC_RECV QPs created through this handle */
+};
+
+/* srd_qp.xrc */
+enum { SRD_XRC_NONE = 0, SRD_XRC_INI, SRD_XRC_TGT };
 
 struct srd_ah {
 	struct ibv_ah ibah;
@@ -167,6 +185,7 @@ struct srd_swqe {
 	/* UD destination */
 	struct ibv_ah_attr ud_av;
 	uint32_t ud_qpn, ud_qkey;
+	uint32_t xrc_srqn;     /* XRC_SEND: the remote XRC SRQ */
 	struct ibv_sge *sge;   /* pool slice */
 	uint8_t *inline_buf;   /* pool slice when IBV_SEND_INLINE */
 	/* RC transport bookkeeping */
@@ -239,6 +258,18 @@ struct srd_qp {
 	bool kick;                /* agent should run the send queue */
 	srd_lock_t resp_lock; /* responder state */
 	int state;                /* enum ibv_qp_state, read without locks */
+	/* transport: ibqp.qp_type, except IBV_QPT_RC for the XRC QPs (the INI side is an RC
+	 * requester, the TGT side an RC responder) */
+	enum ibv_qp_type ttype;
+	/* XRC (xrc.c): SRD_XRC_INI (no receive queue) or SRD_XRC_TGT (no send queue, no PD:
+	 * each request names its XRC SRQ, whose PD and CQ serve it; srq is the SRQ of the
+	 * request being executed, under resp_lock) */
+	int xrc;
+	struct srd_xrcd *xrcd;    /* TGT: its domain handle */
+	struct srd_qp *real;      /* ibv_open_qp handle: the QP it opens; NULL for a QP itself */
+	int opens;                /* TGT: handles of ibv_open_qp open on it */
+	struct ibv_pd *rpd;       /* the responder's PD: ibqp.pd, or the current XRC SRQ's */
+	struct srd_qp *xnext;     /* xrc.c's list of TGT QPs */
 };
 
 #define REF(x) __atomic_add_fetch(&(x)->refs, 1, __ATOMIC_ACQ_REL)

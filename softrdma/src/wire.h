@@ -15,7 +15,8 @@
 enum { OP_SEND = 1, OP_WRITE, OP_READ_REQ, OP_READ_RESP, OP_CAS, OP_FAA, OP_ATOMIC_RESP,
        OP_ACK, OP_UD_SEND };
 /* F_INV: SEND with Invalidate, the rkey to invalidate in imm (last packet) */
-enum { F_FIRST = 1, F_LAST = 2, F_SOLICITED = 4, F_IMM = 8, F_ACKREQ = 16, F_INV = 32 };
+/* F_XRC: a request of an XRC_SEND QP to an XRC_RECV QP, for the XRC SRQ in xsrqn */
+enum { F_FIRST = 1, F_LAST = 2, F_SOLICITED = 4, F_IMM = 8, F_ACKREQ = 16, F_INV = 32, F_XRC = 64 };
 enum { SYN_ACK = 0, SYN_RNR, SYN_NAK_SEQ, SYN_NAK_INV, SYN_NAK_ACCESS, SYN_NAK_OP };
 
 struct pkt_hdr {
@@ -28,7 +29,7 @@ struct pkt_hdr {
 	uint64_t va;
 	uint64_t cmp, swap; /* atomics; cmp carries the original value in responses */
 	uint8_t sgid[16];
-	uint32_t magic, pad2;
+	uint32_t magic, xsrqn;
 };
 #define PKT_MAGIC 0x53524431u /* "SRD1" */
 #define PKT_DOORBELL 0x53524442u /* "SRDB": wakes a same-host receiver (shm.c), carries nothing */

@@ -19,7 +19,7 @@ done
 declare -A layer=(
 	[lock]=-1
 	[events]=0 [device]=0 [faults]=0 [pd]=0 [misc]=0 [shm]=0
-	[cq]=1 [net]=1
+	[cq]=1 [net]=1 [xrc]=1
 	[rq]=2
 	[sq]=3
 	[responder]=4

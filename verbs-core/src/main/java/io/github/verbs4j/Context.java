@@ -305,6 +305,43 @@ public final class Context implements AutoCloseable {
     }
 
     /**
+     * Opens the XRC domain of {@code file} ({@code ibv_open_xrcd} over a descriptor of the file,
+     * created if missing and closed again once the domain is open): every process of this node
+     * that opens the same file shares the domain. With {@link XrcDomain.OpenFlag#CREATE} a
+     * domain is created when no process holds one for the file; without it, that is EINVAL;
+     * with {@link XrcDomain.OpenFlag#EXCLUSIVE}, a file that has a domain is EINVAL.
+     *
+     * <p><b>Errors</b>: {@link VerbsException} from {@code open} (the file) or
+     * {@code ibv_open_xrcd} (EINVAL as above, EOPNOTSUPP on a device without XRC: rxe and siw);
+     * {@link IllegalStateException} after close.
+     */
+    public XrcDomain openXrcDomain(java.nio.file.Path file, XrcDomain.OpenFlag... flags) {
+        life.ensureOpen(this);
+        return XrcDomain.open(this, file, flagSet(flags));
+    }
+
+    /**
+     * Opens the XRC domain of the file open at descriptor {@code fd} ({@code ibv_open_xrcd}); the
+     * caller keeps the descriptor. {@code fd} -1 opens a domain of this handle alone (it needs
+     * {@link XrcDomain.OpenFlag#CREATE}).
+     *
+     * <p><b>Errors</b>: as {@link #openXrcDomain(java.nio.file.Path, XrcDomain.OpenFlag...)};
+     * EBADF for a descriptor that is not open.
+     */
+    public XrcDomain openXrcDomain(int fd, XrcDomain.OpenFlag... flags) {
+        life.ensureOpen(this);
+        return XrcDomain.open(this, fd, flagSet(flags), null);
+    }
+
+    private static java.util.Set<XrcDomain.OpenFlag> flagSet(XrcDomain.OpenFlag... flags) {
+        java.util.Set<XrcDomain.OpenFlag> set = java.util.EnumSet.noneOf(XrcDomain.OpenFlag.class);
+        for (XrcDomain.OpenFlag f : flags) {
+            set.add(Objects.requireNonNull(f, "flag"));
+        }
+        return set;
+    }
+
+    /**
      * Allocates a protection domain ({@code ibv_alloc_pd}).
      *
      * <p><b>Errors</b>: {@link VerbsException} (ENOMEM); {@link IllegalStateException} after close.

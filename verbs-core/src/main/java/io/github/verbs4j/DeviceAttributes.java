@@ -35,6 +35,11 @@ public record DeviceAttributes(
         int physicalPortCount,
         int maxMw) {
 
+    /** {@code IBV_DEVICE_XRC}: the device has XRC ({@link XrcDomain}, {@link QpType#XRC_SEND}, {@link XrcTarget}). */
+    public boolean hasXrc() {
+        return (deviceCapFlags & (1 << 20)) != 0;
+    }
+
     /** {@code IBV_DEVICE_MEM_WINDOW}: type 1 memory windows. */
     private static final int MEM_WINDOW = 1 << 17;
     /** {@code IBV_DEVICE_MEM_WINDOW_TYPE_2A} and {@code _2B}: type 2 memory windows. */

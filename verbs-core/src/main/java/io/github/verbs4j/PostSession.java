@@ -84,7 +84,7 @@ public final class PostSession implements AutoCloseable {
     private final int maxInline;
     private final MemorySegment start, complete, abort;
     private final MemorySegment send, sendImm, sendInv, write, writeImm, read, cmpSwp, fetchAdd, localInv;
-    private final MemorySegment setSge, setSgeList, setInline, setInlineList, setUd;
+    private final MemorySegment setSge, setSgeList, setInline, setInlineList, setUd, setXrcSrqn;
     private final MemorySegment sges;
     private final MemorySegment bufs;
 
@@ -118,6 +118,7 @@ public final class PostSession implements AutoCloseable {
         this.setInline = fn(qpx, ExtendedOps.WR_SET_INLINE_DATA);
         this.setInlineList = fn(qpx, ExtendedOps.WR_SET_INLINE_DATA_LIST);
         this.setUd = fn(qpx, ExtendedOps.WR_SET_UD_ADDR);
+        this.setXrcSrqn = fn(qpx, io.github.verbs4j.ffi.ibv_qp_ex.wr_set_xrc_srqn$offset());
         if (start == null || complete == null || abort == null || setSge == null) {
             throw new UnsupportedOperationException("ibv_create_qp_ex: the provider's ibv_qp_ex of " + qp
                     + " lacks wr_start/wr_complete/wr_abort/wr_set_sge");
@@ -408,6 +409,27 @@ public final class PostSession implements AutoCloseable {
             ExtendedOps.QP_SET_UD_ADDR.invokeExact(setUd, q, ah.ah, remoteQpn, qkey);
         } catch (Throwable t) {
             throw failed("ibv_wr_set_ud_addr", t);
+        }
+        return this;
+    }
+
+    /**
+     * The remote XRC SRQ of the operation just built ({@code ibv_wr_set_xrc_srqn}), on an
+     * {@link QpType#XRC_SEND} QP, whose every operation needs one: the
+     * {@link SharedReceiveQueue#srqNumber()} of an SRQ in the target QP's domain.
+     */
+    public PostSession xrcRemoteSrqn(int srqn) {
+        MemorySegment q = setter("ibv_wr_set_xrc_srqn");
+        if (qp.type() != QpType.XRC_SEND) {
+            throw fail(new IllegalStateException("xrcRemoteSrqn is for XRC_SEND QPs; " + qp + " is " + qp.type()));
+        }
+        if (setXrcSrqn == null) {
+            throw fail(new UnsupportedOperationException("the provider's ibv_qp_ex of " + qp + " has no wr_set_xrc_srqn"));
+        }
+        try {
+            ExtendedOps.QP_INT.invokeExact(setXrcSrqn, q, srqn);
+        } catch (Throwable t) {
+            throw failed("ibv_wr_set_xrc_srqn", t);
         }
         return this;
     }

@@ -9,7 +9,13 @@ public enum QpType {
     /** {@code IBV_QPT_UC}: unreliable connected; SEND and RDMA WRITE (with or without immediate). */
     UC(RdmaCore.IBV_QPT_UC()),
     /** {@code IBV_QPT_UD}: unreliable datagram; SEND only, addressed per request with an address handle. */
-    UD(RdmaCore.IBV_QPT_UD());
+    UD(RdmaCore.IBV_QPT_UD()),
+    /**
+     * {@code IBV_QPT_XRC_SEND}: the sending end of an XRC connection, to an {@link XrcTarget};
+     * RC's opcodes, each request naming the remote XRC SRQ ({@link SendRequest#xrcRemoteSrqn});
+     * no receive queue.
+     */
+    XRC_SEND(RdmaCore.IBV_QPT_XRC_SEND());
 
     private final int value;
 

@@ -21,7 +21,9 @@ import java.util.Objects;
 import java.util.concurrent.ThreadLocalRandom;
 
 /**
- * A queue pair ({@code struct ibv_qp}) of type RC, UC or UD.
+ * A queue pair ({@code struct ibv_qp}) of type RC, UC, UD or XRC_SEND (the sending end of an XRC
+ * connection: no receive queue, every request names the remote XRC SRQ; its receiving end is an
+ * {@link XrcTarget}).
  *
  * <p><b>Creation and states</b>: {@link ProtectionDomain#queuePair(QpType)} returns a
  * {@link Builder}; {@link Builder#build()} creates the QP in {@link QpState#RESET}. The typed
@@ -132,7 +134,7 @@ public final class QueuePair implements AutoCloseable {
             return this;
         }
 
-        /** The completion queue of receive requests (required). */
+        /** The completion queue of receive requests (required, except for XRC_SEND, which receives nothing). */
         public Builder recvCq(CompletionQueue cq) {
             this.recvCq = cq;
             return this;
@@ -227,10 +229,15 @@ public final class QueuePair implements AutoCloseable {
             if (sendCq == null) {
                 throw new IllegalArgumentException("QueuePair.Builder: sendCq is required");
             }
-            if (recvCq == null) {
+            boolean xrc = type == QpType.XRC_SEND;
+            if (recvCq == null && !xrc) {
                 throw new IllegalArgumentException("QueuePair.Builder: recvCq is required");
             }
-            for (CompletionQueue cq : new CompletionQueue[] {sendCq, recvCq}) {
+            if (xrc && (recvCq != null || srq != null)) {
+                throw new IllegalArgumentException("an XRC_SEND QP receives nothing: no recvCq, no srq"
+                        + " (its messages land in XRC SRQs of the target's domain)");
+            }
+            for (CompletionQueue cq : xrc ? new CompletionQueue[] {sendCq} : new CompletionQueue[] {sendCq, recvCq}) {
                 cq.life.ensureOpen(cq);
                 if (cq.context != pd.context) {
                     throw new IllegalArgumentException(cq + " belongs to another context than " + pd);
@@ -247,7 +254,7 @@ public final class QueuePair implements AutoCloseable {
                 MemorySegment errno = Downcalls.errnoSegment(arena);
                 MemorySegment init = arena.allocate(ibv_qp_init_attr.layout());
                 ibv_qp_init_attr.send_cq(init, sendCq.handle.pointer());
-                ibv_qp_init_attr.recv_cq(init, recvCq.handle.pointer());
+                ibv_qp_init_attr.recv_cq(init, recvCq == null ? MemorySegment.NULL : recvCq.handle.pointer());
                 ibv_qp_init_attr.srq(init, srq == null ? MemorySegment.NULL : srq.handle.pointer());
                 MemorySegment cap = ibv_qp_init_attr.cap(init);
                 ibv_qp_cap.max_send_wr(cap, maxSendWr);
@@ -283,7 +290,7 @@ public final class QueuePair implements AutoCloseable {
             }
             MemorySegment init = arena.allocate(ibv_qp_init_attr_ex.layout());
             ibv_qp_init_attr_ex.send_cq(init, sendCq.handle.pointer());
-            ibv_qp_init_attr_ex.recv_cq(init, recvCq.handle.pointer());
+            ibv_qp_init_attr_ex.recv_cq(init, recvCq == null ? MemorySegment.NULL : recvCq.handle.pointer());
             ibv_qp_init_attr_ex.srq(init, srq == null ? MemorySegment.NULL : srq.handle.pointer());
             MemorySegment cap = ibv_qp_init_attr_ex.cap(init);
             ibv_qp_cap.max_send_wr(cap, maxSendWr);
@@ -421,7 +428,7 @@ public final class QueuePair implements AutoCloseable {
         return endpoint(1, defaultGidIndex(pd.context.port(1)));
     }
 
-    private static int defaultGidIndex(Port p) {
+    static int defaultGidIndex(Port p) {
         PortAttributes a = p.query();
         if (!a.needsGrh()) {
             return 0;
@@ -466,7 +473,7 @@ public final class QueuePair implements AutoCloseable {
         int required = switch (type) {
             case RC -> QpAttr.AV | QpAttr.PATH_MTU | QpAttr.DEST_QPN | QpAttr.RQ_PSN | QpAttr.MAX_DEST_RD_ATOMIC
                     | QpAttr.MIN_RNR_TIMER;
-            case UC -> QpAttr.AV | QpAttr.PATH_MTU | QpAttr.DEST_QPN | QpAttr.RQ_PSN;
+            case UC, XRC_SEND -> QpAttr.AV | QpAttr.PATH_MTU | QpAttr.DEST_QPN | QpAttr.RQ_PSN;
             case UD -> 0;
         };
         int optional = type == QpType.UD ? QpAttr.QKEY | QpAttr.PKEY_INDEX : QpAttr.ACCESS_FLAGS | QpAttr.PKEY_INDEX;
@@ -480,12 +487,12 @@ public final class QueuePair implements AutoCloseable {
      * <p><b>Errors</b>: as {@link #toInit}, from RTR.
      */
     public void toRts(QpAttr attr) {
-        int required = type == QpType.RC
+        int required = type == QpType.RC || type == QpType.XRC_SEND
                 ? QpAttr.SQ_PSN | QpAttr.TIMEOUT | QpAttr.RETRY_CNT | QpAttr.RNR_RETRY | QpAttr.MAX_QP_RD_ATOMIC
                 : QpAttr.SQ_PSN;
         int optional = switch (type) {
             case RC -> QpAttr.ACCESS_FLAGS | QpAttr.MIN_RNR_TIMER;
-            case UC -> QpAttr.ACCESS_FLAGS;
+            case UC, XRC_SEND -> QpAttr.ACCESS_FLAGS;
             case UD -> QpAttr.QKEY;
         };
         transition("toRts", QpState.RTR, QpState.RTS, attr, required, optional);
@@ -598,7 +605,7 @@ public final class QueuePair implements AutoCloseable {
         }
         toRtr(rtr);
         QpAttr rts = new QpAttr().sqPsn(initialPsn);
-        if (type == QpType.RC) {
+        if (type == QpType.RC || type == QpType.XRC_SEND) {
             rts.timeout(options.timeout).retryCount(options.retryCount).rnrRetry(options.rnrRetry)
                     .maxRdAtomic(options.maxRdAtomic);
         }
@@ -888,6 +895,10 @@ public final class QueuePair implements AutoCloseable {
         if (srq != null) {
             throw new IllegalStateException(this + " receives from " + srq + ": post receives there");
         }
+        if (type == QpType.XRC_SEND) {
+            throw new IllegalStateException(this + " has no receive queue: XRC messages land in the XRC SRQs"
+                    + " of the target's domain");
+        }
         request.validate(pd, capabilities.maxRecvSge(), this);
         int rc;
         try {
@@ -919,7 +930,9 @@ public final class QueuePair implements AutoCloseable {
         pd.context.removeChild(handle.pointer(), this);
         pd.life.removeDependent(this);
         sendCq.life.removeDependent(this);
-        recvCq.life.removeDependent(this);
+        if (recvCq != null) {
+            recvCq.life.removeDependent(this);
+        }
         if (srq != null) {
             srq.life.removeDependent(this);
         }
@@ -935,7 +948,9 @@ public final class QueuePair implements AutoCloseable {
         try {
             qp.pd.life.addDependent(qp.pd, qp);
             qp.sendCq.life.addDependent(qp.sendCq, qp);
-            qp.recvCq.life.addDependent(qp.recvCq, qp);
+            if (qp.recvCq != null) {
+                qp.recvCq.life.addDependent(qp.recvCq, qp);
+            }
             if (qp.srq != null) {
                 qp.srq.life.addDependent(qp.srq, qp);
             }

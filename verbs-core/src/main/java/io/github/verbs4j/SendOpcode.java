@@ -65,7 +65,7 @@ public enum SendOpcode {
 
     boolean allowedOn(QpType type) {
         return switch (type) {
-            case RC -> true;
+            case RC, XRC_SEND -> true;
             case UC -> this == SEND || this == SEND_WITH_IMM || this == RDMA_WRITE || this == RDMA_WRITE_WITH_IMM
                     || this == BIND_MW;
             case UD -> this == SEND || this == SEND_WITH_IMM;

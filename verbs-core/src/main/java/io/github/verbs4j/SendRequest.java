@@ -67,6 +67,8 @@ public final class SendRequest {
     private static final long UD_REMOTE_QPN = WR + ibv_send_wr.wr.ud$offset() + ibv_send_wr.wr.ud.remote_qpn$offset();
     private static final long UD_REMOTE_QKEY = WR + ibv_send_wr.wr.ud$offset() + ibv_send_wr.wr.ud.remote_qkey$offset();
     private static final long INVALIDATE_RKEY = ibv_send_wr.invalidate_rkey$offset();
+    private static final long XRC_SRQN = ibv_send_wr.qp_type$offset() + ibv_send_wr.qp_type.xrc$offset()
+            + ibv_send_wr.qp_type.xrc.remote_srqn$offset();
     private static final long BIND_MW = ibv_send_wr.bind_mw$offset();
     private static final long BIND_MW_MW = BIND_MW + ibv_send_wr.bind_mw.mw$offset();
     private static final long BIND_MW_RKEY = BIND_MW + ibv_send_wr.bind_mw.rkey$offset();
@@ -108,6 +110,8 @@ public final class SendRequest {
     private boolean zeroBased;
     /** The QP this request was last checked for in full, or {@code null}: cleared by every setter the checks read. */
     private QueuePair validFor;
+    /** {@link #xrcRemoteSrqn} was given. */
+    private boolean xrcSrqnSet;
     /** The {@link Validity#epoch()} of that check. */
     private long validEpoch;
     /** Whether a post must still check caller-owned memory alive (inline data, regions over a caller's segment). */
@@ -329,6 +333,18 @@ public final class SendRequest {
             throw new IndexOutOfBoundsException("offset " + offset + " outside the remote buffer of " + buffer.length() + " bytes");
         }
         return remote(buffer.address() + offset, buffer.rkey());
+    }
+
+    /**
+     * The XRC SRQ a request of an {@link QpType#XRC_SEND} QP delivers to
+     * ({@code wr.qp_type.xrc.remote_srqn}): the {@link SharedReceiveQueue#srqNumber()} of an SRQ
+     * in the target QP's domain. Every request of an XRC_SEND QP needs one.
+     */
+    public SendRequest xrcRemoteSrqn(int srqn) {
+        wr.set(ValueLayout.JAVA_INT, XRC_SRQN, srqn);
+        this.xrcSrqnSet = true;
+        validFor = null;
+        return this;
     }
 
     /** The immediate data in host order (sent big-endian, as rdma-core's {@code htonl}). */
@@ -587,6 +603,10 @@ public final class SendRequest {
         }
         if (qp.iwarp && Iwarp.lacks(opcode)) {
             throw Iwarp.opcode(opcode, qp, id());
+        }
+        if (type == QpType.XRC_SEND && !xrcSrqnSet) {
+            throw new IllegalArgumentException("a send on an XRC_SEND QP needs xrcRemoteSrqn(srqNumber) (request "
+                    + id() + ")");
         }
         if (type == QpType.UD) {
             if (ah == null) {

@@ -4,11 +4,13 @@ import io.github.verbs4j.ffi.RdmaCore;
 import io.github.verbs4j.ffi.ibv_srq;
 import io.github.verbs4j.ffi.ibv_srq_attr;
 import io.github.verbs4j.ffi.ibv_srq_init_attr;
+import io.github.verbs4j.ffi.ibv_srq_init_attr_ex;
 import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.internal.NativeHandle;
 import io.github.verbs4j.raw.ContextOps;
 import io.github.verbs4j.raw.Downcalls;
 import io.github.verbs4j.raw.VerbsFunctions;
+import io.github.verbs4j.raw.XrcOps;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -46,8 +48,20 @@ public final class SharedReceiveQueue implements AutoCloseable {
     final Lifecycle life = new Lifecycle();
     private final MemorySegment postFn;
     private final int maxSge;
+    /** An XRC SRQ's domain and completion queue; null for a basic SRQ. */
+    final XrcDomain xrcDomain;
+    final CompletionQueue xrcCq;
+    private final int srqNum;
 
     private SharedReceiveQueue(ProtectionDomain pd, MemorySegment srq, int maxSge) {
+        this(pd, srq, maxSge, null, null, -1);
+    }
+
+    private SharedReceiveQueue(ProtectionDomain pd, MemorySegment srq, int maxSge, XrcDomain domain,
+            CompletionQueue cq, int srqNum) {
+        this.xrcDomain = domain;
+        this.xrcCq = cq;
+        this.srqNum = srqNum;
         this.pd = pd;
         this.handle = new NativeHandle(srq, ibv_srq.layout().byteSize());
         this.maxSge = maxSge;
@@ -72,6 +86,65 @@ public final class SharedReceiveQueue implements AutoCloseable {
         } catch (Throwable t) {
             throw Downcalls.unexpected("ibv_create_srq", t);
         }
+    }
+
+    /** ibv_create_srq_ex with IBV_SRQT_XRC through verbs_context->create_srq_ex, then ibv_get_srq_num. */
+    static SharedReceiveQueue createXrc(ProtectionDomain pd, XrcDomain domain, CompletionQueue cq, int maxWr, int maxSge) {
+        if (maxWr < 1 || maxSge < 1) {
+            throw new IllegalArgumentException("an SRQ needs maxWr >= 1 and maxSge >= 1, got " + maxWr + " and " + maxSge);
+        }
+        MemorySegment create = XrcOps.createSrqEx(pd.context.ctx);
+        MemorySegment getNum = XrcOps.getSrqNum(pd.context.ctx);
+        if (create == null || getNum == null) {
+            throw new VerbsException("ibv_create_srq_ex", Errno.EOPNOTSUPP, pd.context.device().name() + " has no XRC SRQs");
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Downcalls.errnoSegment(arena);
+            MemorySegment init = arena.allocate(ibv_srq_init_attr_ex.layout());
+            MemorySegment attr = ibv_srq_init_attr_ex.attr(init);
+            ibv_srq_attr.max_wr(attr, maxWr);
+            ibv_srq_attr.max_sge(attr, maxSge);
+            ibv_srq_init_attr_ex.comp_mask(init, RdmaCore.IBV_SRQ_INIT_ATTR_TYPE() | RdmaCore.IBV_SRQ_INIT_ATTR_PD()
+                    | RdmaCore.IBV_SRQ_INIT_ATTR_XRCD() | RdmaCore.IBV_SRQ_INIT_ATTR_CQ());
+            ibv_srq_init_attr_ex.srq_type(init, RdmaCore.IBV_SRQT_XRC());
+            ibv_srq_init_attr_ex.pd(init, pd.pd);
+            ibv_srq_init_attr_ex.xrcd(init, domain.handle.pointer());
+            ibv_srq_init_attr_ex.cq(init, cq.handle.pointer());
+            MemorySegment srq = (MemorySegment) XrcOps.CREATE.invokeExact(create, errno, pd.context.ctx, init);
+            if (Downcalls.isNull(srq)) {
+                throw new VerbsException("ibv_create_srq_ex", Downcalls.errno(errno), "XRC, " + maxWr + " requests of "
+                        + maxSge + " SGEs in " + domain);
+            }
+            MemorySegment num = arena.allocate(java.lang.foreign.ValueLayout.JAVA_INT);
+            int rc = (int) XrcOps.GET_SRQ_NUM.invokeExact(getNum, errno, srq, num);
+            if (rc != 0) {
+                int e = Downcalls.errnoOf(rc, errno);
+                Lifecycle.destroyVerb("ibv_destroy_srq", VerbsFunctions.DESTROY_SRQ, srq);
+                throw VerbsException.of("ibv_get_srq_num", e);
+            }
+            return new SharedReceiveQueue(pd, srq, ibv_srq_attr.max_sge(attr), domain, cq,
+                    num.get(java.lang.foreign.ValueLayout.JAVA_INT, 0));
+        } catch (Throwable t) {
+            throw Downcalls.unexpected("ibv_create_srq_ex", t);
+        }
+    }
+
+    /**
+     * The number XRC senders name this SRQ by ({@link SendRequest#xrcRemoteSrqn(int)}), as
+     * {@code ibv_get_srq_num} reported it at creation.
+     *
+     * @throws IllegalStateException for an SRQ that is not an XRC SRQ
+     */
+    public int srqNumber() {
+        if (xrcDomain == null) {
+            throw new IllegalStateException(this + " is not an XRC SRQ: create one with XrcDomain.createSrq");
+        }
+        return srqNum;
+    }
+
+    /** The XRC domain of an XRC SRQ, or {@code null}. */
+    public XrcDomain xrcDomain() {
+        return xrcDomain;
     }
 
     /** The protection domain. */
@@ -175,6 +248,10 @@ public final class SharedReceiveQueue implements AutoCloseable {
         life.close(this, handle, () -> Lifecycle.destroyVerb("ibv_destroy_srq", VerbsFunctions.DESTROY_SRQ, handle.pointer()), () -> {
             pd.context.removeChild(handle.pointer(), this);
             pd.life.removeDependent(this);
+            if (xrcDomain != null) {
+                xrcDomain.life.removeDependent(this);
+                xrcCq.life.removeDependent(this);
+            }
         });
     }
 
@@ -185,6 +262,7 @@ public final class SharedReceiveQueue implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "SharedReceiveQueue[0x" + Long.toHexString(handle.pointer().address()) + "]";
+        return "SharedReceiveQueue[0x" + Long.toHexString(handle.pointer().address())
+                + (xrcDomain != null ? " XRC " + srqNum : "") + "]";
     }
 }

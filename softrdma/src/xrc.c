@@ -1,0 +1,409 @@
+/*
+ * XRC: domains, XRC SRQ numbers and the TGT QPs of this process.
+ *
+ * A domain opened over a file (ibv_open_xrcd with an fd) is the file's: every handle of
+ * this process to the same file (device and inode) shares one struct srd_xdom, and the
+ * processes that have the file open know of each other through a registry, the file
+ * /dev/shm/softrdma-xrcd-<uid>-<dev>-<ino> of mode 0600 (locked with flock while read or
+ * written), which lists the live processes that hold the domain and the TGT QPs they
+ * created. It gives ibv_open_xrcd the kernel's O_CREAT/O_EXCL semantics across processes:
+ * without O_CREAT a file no live process holds a domain for is EINVAL, with O_EXCL a file
+ * that has one is EINVAL. fd -1 opens a private domain (O_CREAT required). The registries
+ * of processes killed before they closed their domains are removed by the next process
+ * that opens a domain over a file.
+ *
+ * A request of an XRC_SEND QP names an XRC SRQ by number; the TGT QP it arrives at takes
+ * the receive WQE from that SRQ, checks memory against the SRQ's PD and completes on the
+ * SRQ's CQ. The SRQ must be in the TGT QP's domain (else a remote access error) and, here,
+ * in the process that holds the TGT QP: an SRQ number of another process is not found
+ * (invalid request). The TGT QP itself is reached through ibv_open_qp by the handles of
+ * the process that created it.
+ *
+ * Owns: struct srd_xdom, srd_xrcd's life, the XRC SRQ table and the TGT QP list.
+ * Lock order: a QP's resp_lock < the SRQ table lock; the TGT list lock < a QP's resp_lock.
+ * Calls: nothing of softrdma.
+ */
+#include "xrc.h"
+#include "wire.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <dirent.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+
+struct srd_xdom {
+	struct srd_xdom *next;
+	bool file;          /* opened over a file (else private, fd -1) */
+	dev_t dev;
+	ino_t ino;
+	int handles;        /* srd_xrcd handles of this process */
+	char reg[128];      /* the registry's path */
+};
+
+#define REG_MAGIC 0x43525853u /* "SXRC" */
+#define REG_PIDS 64
+#define REG_TGTS 1024
+struct reg {
+	uint32_t magic, pad;
+	int32_t pid[REG_PIDS];
+	struct { uint32_t qpn; int32_t pid; } tgt[REG_TGTS];
+};
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;       /* domains */
+static struct srd_xdom *g_doms;
+static pthread_rwlock_t g_srq_lock = PTHREAD_RWLOCK_INITIALIZER; /* XRC SRQ table */
+static struct srd_srq *g_srqs;
+static uint32_t g_next_srqn = 1;
+static pthread_mutex_t g_tgt_lock = PTHREAD_MUTEX_INITIALIZER;   /* TGT QP list */
+static struct srd_qp *g_tgts;
+
+static bool alive(int32_t pid)
+{
+	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+}
+
+/* Opens and locks the registry, reads it with dead processes' entries dropped; -1 on error. */
+static int reg_open(const char *path, struct reg *r)
+{
+	int fd;
+	for (;;) {
+		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		if (fd < 0)
+			return -1;
+		while (flock(fd, LOCK_EX) && errno == EINTR)
+			;
+		/* the last holder may have removed the file between our open and our lock */
+		struct stat a, b;
+		if (!fstat(fd, &a) && !stat(path, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+			break;
+		close(fd);
+	}
+	memset(r, 0, sizeof(*r));
+	if (pread(fd, r, sizeof(*r), 0) != (ssize_t)sizeof(*r) || r->magic != REG_MAGIC) {
+		memset(r, 0, sizeof(*r));
+		r->magic = REG_MAGIC;
+	}
+	for (int i = 0; i < REG_PIDS; i++)
+		if (r->pid[i] && !alive(r->pid[i]))
+			r->pid[i] = 0;
+	for (int i = 0; i < REG_TGTS; i++)
+		if (r->tgt[i].pid && !alive(r->tgt[i].pid))
+			r->tgt[i].pid = 0;
+	return fd;
+}
+
+/* Writes r back (or removes the registry when no process holds the domain) and unlocks. */
+static void reg_close(int fd, const char *path, const struct reg *r)
+{
+	bool any = false;
+	for (int i = 0; i < REG_PIDS; i++)
+		any |= r->pid[i] != 0;
+	if (any) {
+		if (pwrite(fd, r, sizeof(*r), 0) != (ssize_t)sizeof(*r))
+			fprintf(stderr, "softrdma: cannot write %s: %s\n", path, strerror(errno));
+	} else {
+		unlink(path);
+	}
+	flock(fd, LOCK_UN);
+	close(fd);
+}
+
+/* Removes the registries that only processes now dead held (killed before they closed
+ * their domains); once per process, at its first domain over a file. */
+static void reg_sweep(void)
+{
+	char prefix[48];
+	int pl = snprintf(prefix, sizeof(prefix), "softrdma-xrcd-%u-", (unsigned)getuid());
+	DIR *dir = opendir("/dev/shm");
+	struct reg *r = malloc(sizeof(*r));
+	struct dirent *e;
+	while (dir && r && (e = readdir(dir))) {
+		if (strncmp(e->d_name, prefix, (size_t)pl))
+			continue;
+		char path[300];
+		snprintf(path, sizeof(path), "/dev/shm/%s", e->d_name);
+		int fd = reg_open(path, r);
+		if (fd >= 0)
+			reg_close(fd, path, r); /* pruned: removed when no live process is left */
+	}
+	if (dir)
+		closedir(dir);
+	free(r);
+}
+
+struct ibv_xrcd *srd_open_xrcd(struct ibv_context *context, struct ibv_xrcd_init_attr *attr)
+{
+	const uint32_t need = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
+	if (!attr || (attr->comp_mask & need) != need || (attr->comp_mask & ~need) ||
+	    (attr->oflags & ~(O_CREAT | O_EXCL))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct stat st;
+	if (attr->fd != -1 && fstat(attr->fd, &st)) {
+		errno = EBADF;
+		return NULL;
+	}
+	struct srd_xrcd *x = calloc(1, sizeof(*x));
+	if (!x) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	int err = 0;
+	struct srd_xdom *d = NULL;
+	pthread_mutex_lock(&g_lock);
+	if (attr->fd != -1)
+		for (d = g_doms; d && (d->dev != st.st_dev || d->ino != st.st_ino); d = d->next)
+			;
+	if (d) {
+		if (attr->oflags & O_EXCL)
+			err = EINVAL; /* the file has a domain already */
+	} else if (attr->fd == -1) {
+		if (!(attr->oflags & O_CREAT))
+			err = EINVAL;
+		else if (!(d = calloc(1, sizeof(*d))))
+			err = ENOMEM;
+	} else if (!(d = calloc(1, sizeof(*d)))) {
+		err = ENOMEM;
+	} else {
+		static bool swept;
+		if (!swept) {
+			swept = true;
+			reg_sweep();
+		}
+		d->file = true;
+		d->dev = st.st_dev;
+		d->ino = st.st_ino;
+		/* not "softrdma-<uid>-...": shm.c's sweep owns that name space (its rings) */
+		snprintf(d->reg, sizeof(d->reg), "/dev/shm/softrdma-xrcd-%u-%llx-%llx", (unsigned)getuid(),
+			 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+		struct reg *r = malloc(sizeof(*r));
+		int fd = r ? reg_open(d->reg, r) : -1;
+		if (fd < 0) {
+			err = r ? errno : ENOMEM;
+		} else {
+			bool held = false;
+			int free_slot = -1;
+			for (int i = 0; i < REG_PIDS; i++) {
+				held |= r->pid[i] != 0;
+				if (!r->pid[i] && free_slot < 0)
+					free_slot = i;
+			}
+			if (!held && !(attr->oflags & O_CREAT))
+				err = EINVAL; /* no domain for this file, and not asked to create one */
+			else if (held && (attr->oflags & O_EXCL))
+				err = EINVAL;
+			else if (free_slot < 0)
+				err = ENOMEM;
+			else
+				r->pid[free_slot] = getpid();
+			reg_close(fd, d->reg, r);
+		}
+		free(r);
+		if (err) {
+			free(d);
+			d = NULL;
+		}
+	}
+	if (!err && !d->handles) {
+		d->next = g_doms;
+		g_doms = d;
+	}
+	if (!err)
+		d->handles++;
+	pthread_mutex_unlock(&g_lock);
+	if (err) {
+		free(x);
+		errno = err;
+		return NULL;
+	}
+	x->dom = d;
+	x->ibxrcd.context = context;
+	return &x->ibxrcd;
+}
+
+int srd_close_xrcd(struct ibv_xrcd *ibxrcd)
+{
+	struct srd_xrcd *x = container_of(ibxrcd, struct srd_xrcd, ibxrcd);
+	if (__atomic_load_n(&x->refs, __ATOMIC_ACQUIRE))
+		return EBUSY; /* XRC SRQs or TGT QPs created through it still exist */
+	struct srd_xdom *d = x->dom;
+	pthread_mutex_lock(&g_lock);
+	if (--d->handles == 0) {
+		for (struct srd_xdom **p = &g_doms; *p; p = &(*p)->next)
+			if (*p == d) {
+				*p = d->next;
+				break;
+			}
+		if (d->file) {
+			struct reg *r = malloc(sizeof(*r));
+			int fd = r ? reg_open(d->reg, r) : -1;
+			if (fd >= 0) {
+				for (int i = 0; i < REG_PIDS; i++)
+					if (r->pid[i] == getpid())
+						r->pid[i] = 0;
+				reg_close(fd, d->reg, r);
+			}
+			free(r);
+		}
+		free(d);
+	}
+	pthread_mutex_unlock(&g_lock);
+	free(x);
+	return 0;
+}
+
+void srd_xrc_srq_add(struct srd_srq *srq, struct srd_xrcd *xrcd)
+{
+	REF(xrcd);
+	srq->xrcd = xrcd;
+	pthread_rwlock_wrlock(&g_srq_lock);
+	srq->srqn = g_next_srqn++ & SRD_HDR_PSN_MASK;
+	if (!srq->srqn)
+		srq->srqn = g_next_srqn++;
+	srq->xnext = g_srqs;
+	g_srqs = srq;
+	pthread_rwlock_unlock(&g_srq_lock);
+}
+
+void srd_xrc_srq_remove(struct srd_srq *srq)
+{
+	pthread_rwlock_wrlock(&g_srq_lock);
+	for (struct srd_srq **p = &g_srqs; *p; p = &(*p)->xnext)
+		if (*p == srq) {
+			*p = srq->xnext;
+			break;
+		}
+	pthread_rwlock_unlock(&g_srq_lock);
+	/* no new request finds it now; one being executed holds its QP's resp_lock */
+	pthread_mutex_lock(&g_tgt_lock);
+	for (struct srd_qp *q = g_tgts; q; q = q->xnext) {
+		srd_lock(&q->resp_lock);
+		if (q->srq == srq) {
+			q->srq = NULL;
+			q->rpd = NULL;
+			q->recv_in_progress = false;
+		}
+		srd_unlock(&q->resp_lock);
+	}
+	pthread_mutex_unlock(&g_tgt_lock);
+	UNREF(srq->xrcd);
+}
+
+/* Adds or removes qpn in the registry of a file domain. */
+static void reg_tgt(struct srd_xdom *d, uint32_t qpn, bool add)
+{
+	if (!d->file)
+		return;
+	struct reg *r = malloc(sizeof(*r));
+	int fd = r ? reg_open(d->reg, r) : -1;
+	if (fd < 0) {
+		free(r);
+		return;
+	}
+	for (int i = 0; i < REG_TGTS; i++) {
+		if (add && !r->tgt[i].pid) {
+			r->tgt[i].qpn = qpn;
+			r->tgt[i].pid = getpid();
+			break;
+		}
+		if (!add && r->tgt[i].pid == getpid() && r->tgt[i].qpn == qpn) {
+			r->tgt[i].pid = 0;
+			break;
+		}
+	}
+	reg_close(fd, d->reg, r);
+	free(r);
+}
+
+void srd_xrc_tgt_add(struct srd_qp *qp)
+{
+	REF(qp->xrcd);
+	pthread_mutex_lock(&g_tgt_lock);
+	qp->xnext = g_tgts;
+	g_tgts = qp;
+	pthread_mutex_unlock(&g_tgt_lock);
+	reg_tgt(qp->xrcd->dom, qp->ibqp.qp_num, true);
+}
+
+int srd_xrc_tgt_remove(struct srd_qp *qp)
+{
+	pthread_mutex_lock(&g_tgt_lock);
+	if (qp->opens) {
+		pthread_mutex_unlock(&g_tgt_lock);
+		return EBUSY; /* ibv_open_qp handles of it are open */
+	}
+	for (struct srd_qp **p = &g_tgts; *p; p = &(*p)->xnext)
+		if (*p == qp) {
+			*p = qp->xnext;
+			break;
+		}
+	pthread_mutex_unlock(&g_tgt_lock);
+	reg_tgt(qp->xrcd->dom, qp->ibqp.qp_num, false);
+	UNREF(qp->xrcd);
+	return 0;
+}
+
+struct srd_qp *srd_xrc_tgt_open(struct srd_xrcd *xrcd, uint32_t qpn)
+{
+	pthread_mutex_lock(&g_tgt_lock);
+	struct srd_qp *q = g_tgts;
+	while (q && (q->ibqp.qp_num != qpn || q->xrcd->dom != xrcd->dom))
+		q = q->xnext;
+	if (q)
+		q->opens++;
+	pthread_mutex_unlock(&g_tgt_lock);
+	return q;
+}
+
+void srd_xrc_tgt_close(struct srd_qp *real)
+{
+	pthread_mutex_lock(&g_tgt_lock);
+	real->opens--;
+	pthread_mutex_unlock(&g_tgt_lock);
+}
+
+bool srd_xrc_tgt_elsewhere(struct srd_xrcd *xrcd, uint32_t qpn)
+{
+	struct srd_xdom *d = xrcd->dom;
+	if (!d->file)
+		return false;
+	struct reg *r = malloc(sizeof(*r));
+	int fd = r ? reg_open(d->reg, r) : -1;
+	bool found = false;
+	if (fd >= 0) {
+		for (int i = 0; i < REG_TGTS; i++)
+			found |= r->tgt[i].pid && r->tgt[i].pid != getpid() && r->tgt[i].qpn == qpn;
+		reg_close(fd, d->reg, r);
+	}
+	free(r);
+	return found;
+}
+
+int srd_xrc_select(struct srd_qp *qp, bool xrc, uint32_t srqn, enum ibv_event_type *ev)
+{
+	*ev = IBV_EVENT_QP_REQ_ERR;
+	if (qp->xrc != SRD_XRC_TGT || !xrc)
+		return xrc || qp->xrc == SRD_XRC_TGT ? SYN_NAK_INV : SYN_ACK;
+	pthread_rwlock_rdlock(&g_srq_lock);
+	struct srd_srq *s = g_srqs;
+	while (s && s->srqn != srqn)
+		s = s->xnext;
+	int syn = SYN_ACK;
+	if (!s) {
+		syn = SYN_NAK_INV;
+	} else if (s->xrcd->dom != qp->xrcd->dom) {
+		*ev = IBV_EVENT_QP_ACCESS_ERR;
+		syn = SYN_NAK_ACCESS;
+	} else {
+		qp->srq = s;
+		qp->rpd = s->ibsrq.pd;
+	}
+	pthread_rwlock_unlock(&g_srq_lock);
+	return syn;
+}
