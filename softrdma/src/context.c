@@ -76,6 +76,7 @@ SRD_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ctx->vctx.query_device_ex = srd_query_device_ex;
 	ctx->vctx.create_qp_ex = srd_create_qp_ex;
 	ctx->vctx.create_cq_ex = srd_create_cq_ex;
+	ctx->vctx.advise_mr = srd_advise_mr;
 	c->ops.post_send = srd_post_send;
 	c->ops.post_recv = srd_post_recv;
 	c->ops.poll_cq = srd_poll_cq;
