@@ -54,7 +54,7 @@ static void handle_packet(const uint8_t *buf, size_t n, const struct sockaddr_in
 	struct srd_qp *qp = srd_net_lookup(h.dqpn);
 	if (qp) {
 		if (h.op == OP_UD_SEND) {
-			struct srd_seg s = { (uint8_t *)payload, h.len };
+			struct srd_seg s = { (uint8_t *)payload, h.len, false };
 			srd_mr_rdlock();
 			srd_ud_deliver(qp, h.rkey, h.sqpn, h.sgid, &s, 1, h.len, (h.flags & F_IMM) != 0, h.imm,
 				       (h.flags & F_SOLICITED) != 0);

@@ -82,6 +82,7 @@ SRD_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ctx->vctx.create_srq_ex = srd_create_srq_ex;
 	ctx->vctx.get_srq_num = srd_get_srq_num;
 	ctx->vctx.open_qp = srd_open_qp;
+	ctx->vctx.advise_mr = srd_advise_mr;
 	c->ops.post_send = srd_post_send;
 	c->ops.post_recv = srd_post_recv;
 	c->ops.poll_cq = srd_poll_cq;

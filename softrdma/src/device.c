@@ -336,6 +336,12 @@ int srd_query_device_ex(struct ibv_context *context,
 	fill_device_attr(srd_ctx_of(context)->dev, &full.orig_attr);
 	full.max_dm_size = 0;
 	full.phys_port_cnt_ex = 1;
+	/* on-demand paging (pd.c, odp.c): explicit and implicit regions, and exactly the RC and UD
+	 * operations the C tests run into ODP memory that is not faulted in or unmapped */
+	full.odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
+	full.odp_caps.per_transport_caps.rc_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+		IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
+	full.odp_caps.per_transport_caps.ud_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV;
 	memcpy(attr, &full, attr_size < sizeof(full) ? attr_size : sizeof(full));
 	return 0;
 }

@@ -3,9 +3,10 @@
  * (the key table, registration) and the memory access every data path uses
  * (lkey/rkey resolution with bounds and access checks, copies between segment
  * lists), and address handles.
- * Owns: struct srd_pd, srd_mr, srd_ah, the MR table. Calls: no other unit (a leaf).
+ * Owns: struct srd_pd, srd_mr, srd_ah, the MR table. Calls: odp (the access to ODP regions).
  */
 #include "pd.h"
+#include "odp.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,10 +202,21 @@ SRD_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t
 		errno = EINVAL;
 		return NULL;
 	}
-	if (!addr && length) {
+	/*
+	 * Implicit ODP (as mlx5 defines it): addr NULL, length SIZE_MAX, IBV_ACCESS_ON_DEMAND: one
+	 * region over the whole address space, iova == address, no zero-based view, no windows.
+	 */
+	bool implicit = !addr && length == SIZE_MAX && (access & IBV_ACCESS_ON_DEMAND);
+	if (implicit && (access & (IBV_ACCESS_ZERO_BASED | IBV_ACCESS_MW_BIND))) {
 		errno = EINVAL;
 		return NULL;
 	}
+	if (!addr && length && !implicit) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (implicit)
+		iova = 0;
 	if (length && !(access & IBV_ACCESS_ON_DEMAND) && !range_mapped(addr, length)) {
 		errno = EFAULT;
 		return NULL;
@@ -361,14 +373,24 @@ SRD_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, v
 
 /* ---------------------------------------------------------------- memory access */
 
+/* The host address of iova va inside mr (checked by the caller). Integer arithmetic: an
+ * implicit ODP region has addr NULL, and an offset added to a null pointer is undefined. */
+static uint8_t *host_addr(const struct srd_mr *mr, uint64_t va)
+{
+	return (uint8_t *)((uintptr_t)mr->ibmr.addr + (uintptr_t)(va - mr->iova));
+}
+
 /* Resolves an SGE list against local MRs of pd; -1 on any protection violation. */
 int srd_resolve_sgl(struct ibv_pd *pd, const struct ibv_sge *sge, int n, int need,
 		       struct srd_seg *out, uint32_t *total)
 {
 	uint64_t t = 0;
+	bool lazy = (need & SRD_NEED_LAZY) != 0;
+	need &= ~SRD_NEED_LAZY;
 	for (int i = 0; i < n; i++) {
 		out[i].p = NULL;
 		out[i].len = sge[i].length;
+		out[i].odp = false;
 		if (!sge[i].length)
 			continue;
 		struct srd_mr *mr = mr_get(sge[i].lkey);
@@ -377,7 +399,13 @@ int srd_resolve_sgl(struct ibv_pd *pd, const struct ibv_sge *sge, int n, int nee
 		if (sge[i].addr < mr->iova || sge[i].addr - mr->iova > mr->ibmr.length ||
 		    sge[i].length > mr->ibmr.length - (sge[i].addr - mr->iova))
 			return -1;
-		out[i].p = (uint8_t *)mr->ibmr.addr + (sge[i].addr - mr->iova);
+		out[i].p = host_addr(mr, sge[i].addr);
+		if (mr->access & IBV_ACCESS_ON_DEMAND) {
+			/* the page fault of an ODP region: resolved now, or a local protection error */
+			out[i].odp = true;
+			if (!lazy && srd_odp_fault(out[i].p, sge[i].length, need != 0))
+				return -1;
+		}
 		t += sge[i].length;
 	}
 	if (total)
@@ -402,6 +430,9 @@ uint8_t *srd_resolve_rkey(struct ibv_pd *pd, const void *qp, uint32_t rkey, uint
 			if (in && off <= mw->length && len <= mw->length - off) {
 				struct srd_mr *r = mw->mr; /* the bind checked the window lies inside it */
 				p = (uint8_t *)r->ibmr.addr + (mw->addr + off - r->iova);
+				if ((r->access & IBV_ACCESS_ON_DEMAND) &&
+				    srd_odp_fault(p, len, need != IBV_ACCESS_REMOTE_READ))
+					p = NULL;
 			}
 		}
 		pthread_mutex_unlock(&g_mw_lock);
@@ -411,37 +442,109 @@ uint8_t *srd_resolve_rkey(struct ibv_pd *pd, const void *qp, uint32_t rkey, uint
 		return NULL;
 	if (va < mr->iova || va - mr->iova > mr->ibmr.length || len > mr->ibmr.length - (va - mr->iova))
 		return NULL;
-	return (uint8_t *)mr->ibmr.addr + (va - mr->iova);
+	uint8_t *p = host_addr(mr, va);
+	/* ODP: the page fault a NIC raises; one it cannot resolve is a remote access error */
+	if ((mr->access & IBV_ACCESS_ON_DEMAND) && srd_odp_fault(p, len, need != IBV_ACCESS_REMOTE_READ))
+		return NULL;
+	return p;
 }
 
-void srd_seg_copy_out(const struct srd_seg *s, int n, uint32_t off, uint8_t *dst, uint32_t len)
+int srd_seg_copy_out(const struct srd_seg *s, int n, uint32_t off, uint8_t *dst, uint32_t len)
 {
+	int rc = 0;
 	for (int i = 0; i < n && len; i++) {
 		if (off >= s[i].len) {
 			off -= s[i].len;
 			continue;
 		}
 		uint32_t k = s[i].len - off < len ? s[i].len - off : len;
-		memcpy(dst, s[i].p + off, k);
+		if (!s[i].odp)
+			memcpy(dst, s[i].p + off, k);
+		else if (srd_odp_copy(dst, s[i].p + off, k))
+			rc = -1;
 		dst += k;
 		len -= k;
 		off = 0;
 	}
+	return rc;
 }
 
-void srd_seg_copy_in(const struct srd_seg *s, int n, uint32_t off, const uint8_t *src, uint32_t len)
+int srd_seg_copy_in(const struct srd_seg *s, int n, uint32_t off, const uint8_t *src, uint32_t len)
 {
+	int rc = 0;
 	for (int i = 0; i < n && len; i++) {
 		if (off >= s[i].len) {
 			off -= s[i].len;
 			continue;
 		}
 		uint32_t k = s[i].len - off < len ? s[i].len - off : len;
-		memcpy(s[i].p + off, src, k);
+		if (!s[i].odp)
+			memcpy(s[i].p + off, src, k);
+		else if (srd_odp_copy(s[i].p + off, src, k))
+			rc = -1;
 		src += k;
 		len -= k;
 		off = 0;
 	}
+	return rc;
+}
+
+/*
+ * ibv_advise_mr: prefetch ranges of ODP regions. Errors as ibv_advise_mr(3) lists them:
+ * EINVAL for flags other than IBV_ADVISE_MR_FLAG_FLUSH, a NULL PD or list, a key of another
+ * PD, a memory window's key or a region without IBV_ACCESS_ON_DEMAND; EOPNOTSUPP for an
+ * unknown advice; EFAULT for an lkey that names nothing, PREFETCH_WRITE on a region without
+ * IBV_ACCESS_LOCAL_WRITE, a range outside its region, and (with IBV_ADVISE_MR_FLAG_FLUSH,
+ * which asks for the work to be done before the call returns) a range that cannot be
+ * faulted in. Without FLUSH the prefetch is best effort, as the kernel's deferred one is:
+ * the keys and bounds are checked, a fault that fails is not reported. PREFETCH_NO_FAULT
+ * maps only what is present: the device uses the CPU's page tables, so there is nothing
+ * to do after the checks.
+ */
+int srd_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
+		  struct ibv_sge *sg_list, uint32_t num_sge)
+{
+	if (!pd || (flags & ~(uint32_t)IBV_ADVISE_MR_FLAG_FLUSH) || (num_sge && !sg_list))
+		return EINVAL;
+	if (advice != IBV_ADVISE_MR_ADVICE_PREFETCH && advice != IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
+	    advice != IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT)
+		return EOPNOTSUPP;
+	int rc = 0;
+	srd_mr_rdlock();
+	for (uint32_t i = 0; i < num_sge && !rc; i++) {
+		const struct ibv_sge *g = &sg_list[i];
+		struct srd_mr *slot = slot_get(g->lkey);
+		if (!slot) {
+			rc = EFAULT;
+			break;
+		}
+		if (slot->kind != SRD_KEY_MR || slot->ibmr.pd != pd || !(slot->access & IBV_ACCESS_ON_DEMAND)) {
+			rc = EINVAL;
+			break;
+		}
+		if (advice == IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE && !(slot->access & IBV_ACCESS_LOCAL_WRITE)) {
+			rc = EFAULT;
+			break;
+		}
+		if (g->addr < slot->iova || g->addr - slot->iova > slot->ibmr.length ||
+		    g->length > slot->ibmr.length - (g->addr - slot->iova)) {
+			rc = EFAULT;
+			break;
+		}
+	}
+	if (!rc && advice != IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT) {
+		for (uint32_t i = 0; i < num_sge; i++) {
+			struct srd_mr *mr = slot_get(sg_list[i].lkey);
+			uint8_t *p = host_addr(mr, sg_list[i].addr);
+			if (srd_odp_fault(p, sg_list[i].length, advice == IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE) &&
+			    (flags & IBV_ADVISE_MR_FLAG_FLUSH)) {
+				rc = EFAULT;
+				break;
+			}
+		}
+	}
+	srd_mr_unlock();
+	return rc;
 }
 
 

@@ -312,7 +312,7 @@ void srd_sq_progress(struct srd_qp *qp)
 				qp->outstanding_rd++;
 		}
 		struct srd_seg lseg[SRD_MAX_SGE];
-		struct srd_seg inl = { w->inline_buf, w->length };
+		struct srd_seg inl = { w->inline_buf, w->length, false };
 		const struct srd_seg *src = &inl;
 		int nsrc = 1;
 		srd_mr_rdlock();

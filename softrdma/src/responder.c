@@ -99,14 +99,11 @@ static int exec_send(struct srd_qp *qp, const struct srd_req *r, struct srd_resp
 	}
 	struct srd_seg rseg[SRD_MAX_SGE];
 	uint32_t room;
-	if (srd_resolve_sgl(qp->rpd, qp->cur_rwqe.sge, qp->cur_rwqe.num_sge, IBV_ACCESS_LOCAL_WRITE,
-			    rseg, &room)) {
-		srd_recv_complete(qp, &qp->cur_rwqe, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, false, 0, 0, false, true);
-		qp->recv_in_progress = false;
-		responder_error(qp, IBV_EVENT_QP_FATAL);
-		return SYN_NAK_OP;
-	}
-	if (qp->recv_off + r->len > room) {
+	/* ODP receive buffers: only the bytes placed are touched; a hole there is the same local
+	 * protection error as a bad lkey */
+	bool bad = srd_resolve_sgl(qp->rpd, qp->cur_rwqe.sge, qp->cur_rwqe.num_sge,
+				   IBV_ACCESS_LOCAL_WRITE | SRD_NEED_LAZY, rseg, &room) != 0;
+	if (!bad && qp->recv_off + r->len > room) {
 		srd_recv_complete(qp, &qp->cur_rwqe, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, false, 0, 0, false, true);
 		qp->recv_in_progress = false;
 		responder_error(qp, IBV_EVENT_QP_REQ_ERR);
@@ -114,10 +111,16 @@ static int exec_send(struct srd_qp *qp, const struct srd_req *r, struct srd_resp
 	}
 	/* copy piecewise from the source segments into the receive segments */
 	uint32_t off = qp->recv_off;
-	for (int i = 0; i < r->nsrc; i++) {
-		if (r->src[i].len)
-			srd_seg_copy_in(rseg, qp->cur_rwqe.num_sge, off, r->src[i].p, r->src[i].len);
+	for (int i = 0; i < r->nsrc && !bad; i++) {
+		if (r->src[i].len && srd_seg_copy_in(rseg, qp->cur_rwqe.num_sge, off, r->src[i].p, r->src[i].len))
+			bad = true;
 		off += r->src[i].len;
+	}
+	if (bad) {
+		srd_recv_complete(qp, &qp->cur_rwqe, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, false, 0, 0, false, true);
+		qp->recv_in_progress = false;
+		responder_error(qp, IBV_EVENT_QP_FATAL);
+		return SYN_NAK_OP;
 	}
 	qp->recv_off += r->len;
 	if ((r->flags & F_LAST) && (r->flags & F_INV) && srd_mw_invalidate(qp->rpd, r->imm)) {
@@ -360,7 +363,7 @@ void srd_responder_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t 
 	}
 	uint32_t advance = 1;
 	struct srd_resp out = { 0 };
-	struct srd_seg seg = { (uint8_t *)payload, h->op == OP_READ_REQ ? 0 : h->len };
+	struct srd_seg seg = { (uint8_t *)payload, h->op == OP_READ_REQ ? 0 : h->len, false };
 	struct srd_req r = { .op = h->op, .flags = h->flags, .sqpn = h->sqpn, .imm = h->imm,
 			     .rkey = h->rkey, .srqn = h->xsrqn, .len = h->len, .total = h->total, .va = h->va,
 			     .cmp = h->cmp, .swap = h->swap, .src = &seg, .nsrc = 1 };
@@ -459,7 +462,7 @@ void srd_ud_deliver(struct srd_qp *dst, uint32_t qkey, uint32_t src_qpn, const u
 	}
 	struct srd_seg rseg[SRD_MAX_SGE];
 	uint32_t room;
-	if (srd_resolve_sgl(dst->rpd, rw.sge, rw.num_sge, IBV_ACCESS_LOCAL_WRITE, rseg, &room)) {
+	if (srd_resolve_sgl(dst->rpd, rw.sge, rw.num_sge, IBV_ACCESS_LOCAL_WRITE | SRD_NEED_LAZY, rseg, &room)) {
 		srd_recv_complete(dst, &rw, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, false, 0, 0, false, true);
 		srd_unlock(&dst->resp_lock);
 		return;
@@ -472,12 +475,18 @@ void srd_ud_deliver(struct srd_qp *dst, uint32_t qkey, uint32_t src_qpn, const u
 	uint8_t grh[40];
 	union ibv_gid dgid = dst->dev->gids[IN6_IS_ADDR_V4MAPPED((const struct in6_addr *)sgid) && dst->dev->ngids > 1 ? 1 : 0];
 	write_grh(grh, sgid, dgid.raw, len);
-	srd_seg_copy_in(rseg, rw.num_sge, 0, grh, 40);
+	/* an ODP receive buffer with a hole where the datagram lands: a local protection error */
+	bool bad = srd_seg_copy_in(rseg, rw.num_sge, 0, grh, 40) != 0;
 	uint32_t off = 40;
-	for (int i = 0; i < nsrc; i++) {
-		if (src[i].len)
-			srd_seg_copy_in(rseg, rw.num_sge, off, src[i].p, src[i].len);
+	for (int i = 0; i < nsrc && !bad; i++) {
+		if (src[i].len && srd_seg_copy_in(rseg, rw.num_sge, off, src[i].p, src[i].len))
+			bad = true;
 		off += src[i].len;
+	}
+	if (bad) {
+		srd_recv_complete(dst, &rw, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, false, 0, 0, false, true);
+		srd_unlock(&dst->resp_lock);
+		return;
 	}
 	srd_recv_complete(dst, &rw, IBV_WC_SUCCESS, IBV_WC_RECV, len + 40, imm, imm_data, src_qpn, true, sol);
 	srd_unlock(&dst->resp_lock);

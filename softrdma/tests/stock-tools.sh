@@ -76,6 +76,10 @@ pair "ibv_rc_pingpong -g 1 -N -e" ibv_rc_pingpong -g 1 -n 200 -N -e
 # XRC: XRC_SEND/XRC_RECV QPs, an XRC SRQ, an XRC domain over /tmp/xrc_domain (both sides)
 pair "ibv_xsrq_pingpong -g 1" ibv_xsrq_pingpong -g 1 -n 50
 pair "ibv_xsrq_pingpong -g 1 -e" ibv_xsrq_pingpong -g 1 -n 50 -e -s 10000
+# -o / -O: on-demand paging (an explicit ODP region / the implicit one), -P: ibv_advise_mr prefetch
+pair "ibv_rc_pingpong -g 1 -o" ibv_rc_pingpong -g 1 -n 200 -o
+pair "ibv_rc_pingpong -g 1 -o -P" ibv_rc_pingpong -g 1 -n 200 -o -P
+pair "ibv_rc_pingpong -g 1 -O -P" ibv_rc_pingpong -g 1 -n 200 -O -P
 pair "ibv_ud_pingpong -g 1" ibv_ud_pingpong -g 1 -n 200 -s 1024
 for t in ib_send_lat ib_write_lat ib_read_lat ib_send_bw ib_write_bw ib_read_bw; do
 	pair "$t -a" "$t" -d softrdma0 -x 1 -a -n $N

@@ -5,6 +5,8 @@ import io.github.verbs4j.ffi.ibv_cq_init_attr_ex;
 import io.github.verbs4j.ffi.ibv_context;
 import io.github.verbs4j.ffi.ibv_device;
 import io.github.verbs4j.ffi.ibv_device_attr;
+import io.github.verbs4j.ffi.ibv_device_attr_ex;
+import io.github.verbs4j.ffi.ibv_odp_caps;
 import io.github.verbs4j.ffi.ibv_port_attr;
 import io.github.verbs4j.ffi.ibv_qp;
 import io.github.verbs4j.internal.Fds;
@@ -14,6 +16,7 @@ import io.github.verbs4j.internal.Timeouts;
 import io.github.verbs4j.raw.ContextOps;
 import io.github.verbs4j.raw.Downcalls;
 import io.github.verbs4j.raw.ExtendedOps;
+import io.github.verbs4j.raw.OdpOps;
 import io.github.verbs4j.raw.VerbsFunctions;
 
 import java.lang.foreign.Arena;
@@ -235,6 +238,39 @@ public final class Context implements AutoCloseable {
         return new GidEntry(io.github.verbs4j.ffi.ibv_gid_entry.gid_index(e), gid,
                 GidType.of(io.github.verbs4j.ffi.ibv_gid_entry.gid_type(e)), io.github.verbs4j.ffi.ibv_gid_entry.port_num(e),
                 io.github.verbs4j.ffi.ibv_gid_entry.ndev_ifindex(e));
+    }
+
+    /**
+     * What the device pages on demand: the {@code odp_caps} of {@code ibv_query_device_ex}
+     * (through {@code verbs_context->query_device_ex}). {@link OdpCapabilities#NONE} when the
+     * provider has no {@code query_device_ex}. Check it before registering {@link Access#ON_DEMAND}
+     * memory: a device without ODP refuses such a region (EINVAL or EOPNOTSUPP).
+     *
+     * <p><b>Errors</b>: {@link VerbsException} with the provider's errno; {@link IllegalStateException}
+     * after close.
+     */
+    public OdpCapabilities odpCapabilities() {
+        life.ensureOpen(this);
+        MemorySegment fn = OdpOps.queryDeviceEx(ctx);
+        if (fn == null) {
+            return OdpCapabilities.NONE;
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment a = arena.allocate(ibv_device_attr_ex.layout());
+            int rc = (int) OdpOps.QUERY_DEVICE_EX.invokeExact(fn, ctx, MemorySegment.NULL, a, a.byteSize());
+            if (rc != 0) {
+                throw VerbsException.of("ibv_query_device_ex", rc);
+            }
+            MemorySegment caps = ibv_device_attr_ex.odp_caps(a);
+            MemorySegment transport = ibv_odp_caps.per_transport_caps(caps);
+            return new OdpCapabilities(ibv_odp_caps.general_caps(caps),
+                    ibv_odp_caps.per_transport_caps.rc_odp_caps(transport),
+                    ibv_odp_caps.per_transport_caps.uc_odp_caps(transport),
+                    ibv_odp_caps.per_transport_caps.ud_odp_caps(transport),
+                    ibv_device_attr_ex.xrc_odp_caps(a));
+        } catch (Throwable t) {
+            throw Downcalls.unexpected("ibv_query_device_ex", t);
+        }
     }
 
     /**

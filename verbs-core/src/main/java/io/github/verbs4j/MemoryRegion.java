@@ -2,8 +2,10 @@ package io.github.verbs4j;
 
 import io.github.verbs4j.ffi.RdmaCore;
 import io.github.verbs4j.ffi.ibv_mr;
+import io.github.verbs4j.ffi.ibv_sge;
 import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.raw.Downcalls;
+import io.github.verbs4j.raw.OdpOps;
 import io.github.verbs4j.raw.VerbsFunctions;
 
 import java.lang.foreign.Arena;
@@ -20,6 +22,16 @@ import java.util.Set;
  * <p>A region made with {@link ProtectionDomain#register} holds a reference to the caller's
  * segment (so an automatic arena stays reachable while it is registered); one made with
  * {@link ProtectionDomain#allocate} owns its memory and frees it on {@link #close()}.
+ *
+ * <p><b>On-demand paging</b>: a region registered with {@link Access#ON_DEMAND} is neither
+ * pinned nor faulted in; the device faults pages in as it touches them, and {@link #advise}
+ * prefetches ranges ({@code ibv_advise_mr}). An <em>implicit</em> on-demand region
+ * ({@link ProtectionDomain#registerImplicitOnDemand}) covers the whole address space: see
+ * {@link #isImplicit()} for how its offsets, bounds and slices work. A fault the device cannot
+ * resolve (memory unmapped, or without the access the operation needs) fails the operation
+ * with a completion error ({@link WcStatus#REMOTE_ACCESS_ERROR} for a peer's WRITE, READ or atomic,
+ * {@link WcStatus#LOCAL_PROTECTION_ERROR} for local buffers), never a crash. See
+ * {@link Context#odpCapabilities()} for what a device supports.
  *
  * <p><b>Lifecycle</b>: {@link #close()} ({@code ibv_dereg_mr}) is idempotent; work requests that
  * still name a closed region are refused when posted ({@link IllegalStateException}), as are
@@ -70,6 +82,7 @@ public final class MemoryRegion implements AutoCloseable {
     volatile int rkey;
     volatile long address;
     volatile long length;
+    private volatile boolean implicit;
 
     MemoryRegion(ProtectionDomain pd, MemorySegment mr, MemorySegment segment, Set<Access> access, Arena owned) {
         this.pd = pd;
@@ -85,7 +98,32 @@ public final class MemoryRegion implements AutoCloseable {
         this.lkey = ibv_mr.lkey(this.mr);
         this.rkey = ibv_mr.rkey(this.mr);
         this.address = ibv_mr.addr(this.mr).address();
-        this.length = ibv_mr.length(this.mr);
+        // an implicit ODP region: addr NULL, length SIZE_MAX (read as -1)
+        this.implicit = segment == null && this.address == 0 && ibv_mr.length(this.mr) == -1L;
+        this.length = implicit ? Long.MAX_VALUE : ibv_mr.length(this.mr);
+    }
+
+    /**
+     * How a device prefetches on-demand memory ({@code enum ibv_advise_mr_advice}).
+     */
+    public enum Advice {
+        /** {@code IBV_ADVISE_MR_ADVICE_PREFETCH}: make the pages present, readable. */
+        PREFETCH(RdmaCore.IBV_ADVISE_MR_ADVICE_PREFETCH()),
+        /** {@code IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE}: make the pages present, readable and writable. */
+        PREFETCH_WRITE(RdmaCore.IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE()),
+        /** {@code IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT}: map the pages already present, fault none in. */
+        PREFETCH_NO_FAULT(RdmaCore.IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT());
+
+        private final int value;
+
+        Advice(int value) {
+            this.value = value;
+        }
+
+        /** The C value. */
+        public int value() {
+            return value;
+        }
     }
 
     /** The local key, for scatter/gather entries. */
@@ -103,9 +141,31 @@ public final class MemoryRegion implements AutoCloseable {
         return address;
     }
 
-    /** The registered length in bytes. */
+    /**
+     * The registered length in bytes; {@link Long#MAX_VALUE} for an implicit region (registered
+     * with length {@code SIZE_MAX}).
+     */
     public long length() {
         return length;
+    }
+
+    /** Whether the region was registered with {@link Access#ON_DEMAND} (explicit or implicit). */
+    public boolean isOnDemand() {
+        return access.contains(Access.ON_DEMAND);
+    }
+
+    /**
+     * Whether this is an implicit on-demand region: one registration over the whole address
+     * space ({@code ibv_reg_mr(pd, NULL, SIZE_MAX, IBV_ACCESS_ON_DEMAND | ...)}). Its
+     * {@link #address()} is 0, so an offset into it <em>is</em> a virtual address, and
+     * {@link #length()} is {@link Long#MAX_VALUE}: slices, scatter/gather entries and
+     * {@link #remote()} accept any address. Java cannot check that such an address lies in
+     * memory of the caller's: the device reaches whatever is mapped there (an unmapped address
+     * fails with a completion error). Name memory through {@link #slice(MemorySegment)} and
+     * {@link #remote(MemorySegment)}, which take the address from a segment.
+     */
+    public boolean isImplicit() {
+        return implicit;
     }
 
     /** The rights the region was registered (or last re-registered) with. */
@@ -121,12 +181,13 @@ public final class MemoryRegion implements AutoCloseable {
     /**
      * The registered memory.
      *
-     * @throws IllegalStateException after close, or for a dma-buf region (which has no segment)
+     * @throws IllegalStateException after close, or for a dma-buf or implicit on-demand region (which have no segment)
      */
     public MemorySegment segment() {
         life.ensureOpen(this);
         if (segment == null) {
-            throw new IllegalStateException(this + " is a dma-buf region: it has no Java segment");
+            throw new IllegalStateException(this + (implicit ? " is an implicit on-demand region" : " is a dma-buf region")
+                    + ": it has no Java segment");
         }
         return segment;
     }
@@ -138,6 +199,98 @@ public final class MemoryRegion implements AutoCloseable {
      */
     public Slice slice(long offset, int length) {
         return new Slice(this, offset, length);
+    }
+
+    /**
+     * The part of this region that {@code memory} covers, for a work request: for an implicit
+     * region any native segment (its address is the offset), otherwise a segment inside the
+     * region.
+     *
+     * @throws IllegalArgumentException for a heap segment or one of 2 GiB or more
+     * @throws IndexOutOfBoundsException when the segment is not inside the region
+     */
+    public Slice slice(MemorySegment memory) {
+        long offset = offsetOf(memory);
+        if (memory.byteSize() > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("a scatter/gather entry names at most 2 GiB - 1 bytes, got " + memory.byteSize());
+        }
+        return new Slice(this, offset, (int) memory.byteSize());
+    }
+
+    /**
+     * What a peer needs to address {@code memory} inside this region: its address and length
+     * and the region's rkey. For an implicit region, the way to hand a peer one buffer.
+     *
+     * @throws IllegalArgumentException for a heap segment
+     * @throws IndexOutOfBoundsException when the segment is not inside the region
+     */
+    public RemoteBuffer remote(MemorySegment memory) {
+        life.ensureOpen(this);
+        offsetOf(memory);
+        return new RemoteBuffer(memory.address(), memory.byteSize(), rkey);
+    }
+
+    private long offsetOf(MemorySegment memory) {
+        Objects.requireNonNull(memory, "memory");
+        if (!memory.isNative()) {
+            throw new IllegalArgumentException("only native memory can be named (got a heap segment)");
+        }
+        long offset = memory.address() - address;
+        checkRange(offset, memory.byteSize());
+        return offset;
+    }
+
+    /**
+     * Prefetches {@code [offset, offset + length)} of this on-demand region
+     * ({@code ibv_advise_mr}, through {@code verbs_context->advise_mr}), so that the device
+     * finds the pages present. With {@code flush} ({@code IBV_ADVISE_MR_FLAG_FLUSH}) the call
+     * returns when the pages are present and fails when they cannot be made so; without it the
+     * device may do the work later and report nothing. For an implicit region the offset is the
+     * virtual address.
+     *
+     * <p><b>Errors</b>: {@link IllegalStateException} after close or for a region without
+     * {@link Access#ON_DEMAND}; {@link IllegalArgumentException} for {@link Advice#PREFETCH_WRITE}
+     * on a region without {@link Access#LOCAL_WRITE}; {@link IndexOutOfBoundsException} when the
+     * range is not inside the region; {@link VerbsException} naming {@code ibv_advise_mr} and the
+     * errno: EFAULT (with flush: memory in the range is unmapped or lacks the access),
+     * EOPNOTSUPP (the device has no {@code advise_mr}: rxe, siw), EINVAL.
+     *
+     * <p><b>Thread-safety</b>: thread-safe.
+     *
+     * @param advice what to prefetch
+     * @param offset the byte offset from the region's start (an address for an implicit region)
+     * @param length the number of bytes (at most 2 GiB - 1: one scatter/gather entry)
+     * @param flush  whether to wait for the prefetch and report its failure
+     */
+    public void advise(Advice advice, long offset, int length, boolean flush) {
+        Objects.requireNonNull(advice, "advice");
+        ensureUsable();
+        if (!isOnDemand()) {
+            throw new IllegalStateException("ibv_advise_mr: " + this + " is not an on-demand region (registered with " + access + ")");
+        }
+        if (advice == Advice.PREFETCH_WRITE && !access.contains(Access.LOCAL_WRITE)) {
+            throw new IllegalArgumentException("ibv_advise_mr: PREFETCH_WRITE needs LOCAL_WRITE, and " + this
+                    + " was registered with " + access + " (the device would answer EFAULT)");
+        }
+        checkRange(offset, length);
+        MemorySegment fn = OdpOps.adviseMr(pd.context.ctx);
+        if (fn == null) {
+            throw new VerbsException("ibv_advise_mr", Errno.EOPNOTSUPP.code(), "the device's provider has no advise_mr");
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment sge = arena.allocate(ibv_sge.layout());
+            ibv_sge.addr(sge, address + offset);
+            ibv_sge.length(sge, length);
+            ibv_sge.lkey(sge, lkey);
+            int rc = (int) OdpOps.ADVISE_MR.invokeExact(fn, pd.pd, advice.value(),
+                    flush ? RdmaCore.IBV_ADVISE_MR_FLAG_FLUSH() : 0, sge, 1);
+            if (rc != 0) {
+                throw new VerbsException("ibv_advise_mr", rc, advice + " of [0x" + Long.toHexString(address + offset)
+                        + ", +" + length + ") in " + this + (flush ? " with FLUSH" : ""));
+            }
+        } catch (Throwable t) {
+            throw Downcalls.unexpected("ibv_advise_mr", t);
+        }
     }
 
     /** The whole region as one slice (regions up to 2 GiB - 1; larger ones must be sliced). */
@@ -424,6 +577,10 @@ public final class MemoryRegion implements AutoCloseable {
 
     @Override
     public String toString() {
+        if (implicit) {
+            return "MemoryRegion[implicit on-demand, lkey 0x" + Integer.toHexString(lkey) + ", rkey 0x"
+                    + Integer.toHexString(rkey) + "]";
+        }
         return "MemoryRegion[0x" + Long.toHexString(address) + "+" + length + ", lkey 0x" + Integer.toHexString(lkey)
                 + ", rkey 0x" + Integer.toHexString(rkey) + "]";
     }

@@ -171,6 +171,59 @@ public final class ProtectionDomain implements AutoCloseable {
     }
 
     /**
+     * Registers an implicit on-demand region: one region over this process's whole address
+     * space ({@code ibv_reg_mr(pd, NULL, SIZE_MAX, IBV_ACCESS_ON_DEMAND | access)}), nothing
+     * pinned or faulted in. Any memory, including memory mapped after this call, is named
+     * through its lkey and rkey with its virtual address as the offset
+     * ({@link MemoryRegion#slice(MemorySegment)}, {@link MemoryRegion#remote(MemorySegment)}).
+     * {@link Access#ON_DEMAND} is added to {@code access}; {@link Access#ZERO_BASED} and
+     * {@link Access#MW_BIND} are refused (an implicit region has neither).
+     *
+     * <p><b>The safety trade-off, stated plainly.</b> Java's bounds checks end at the region,
+     * and this region is the address space: a work request may name any address, and a peer
+     * holding the rkey of a region with remote rights may read or write <em>any</em> memory of
+     * the process (the Java heap included) at an address it chooses. What the device prevents
+     * is a crash, not misuse: an address that is unmapped (or mapped without the access the
+     * operation needs) fails the operation with a completion error. Memory whose arena was
+     * closed may still be mapped (the allocator keeps it) and is then read or written as any
+     * other. Grant remote rights on an implicit region only to peers you trust with the
+     * whole process, and prefer explicit regions
+     * ({@link #register(MemorySegment, Access...)} with {@link Access#ON_DEMAND}) otherwise.
+     *
+     * <p><b>Errors</b>: {@link IllegalArgumentException} for ZERO_BASED or MW_BIND, or
+     * REMOTE_WRITE/REMOTE_ATOMIC without LOCAL_WRITE; {@link IllegalStateException} after close;
+     * {@link VerbsException} from {@code ibv_reg_mr} (EINVAL or EOPNOTSUPP on a device without
+     * implicit ODP: check {@link OdpCapabilities#implicitSupported()} of
+     * {@link Context#odpCapabilities()}; rxe on Linux 6.1 and siw have none).
+     *
+     * @param access the rights (default: {@link Access#LOCAL_WRITE}); ON_DEMAND is implied
+     */
+    public MemoryRegion registerImplicitOnDemand(Access... access) {
+        life.ensureOpen(this);
+        EnumSet<Access> set = access.length == 0 ? EnumSet.of(Access.LOCAL_WRITE) : Access.setOf(access);
+        set.add(Access.ON_DEMAND);
+        if (set.contains(Access.ZERO_BASED) || set.contains(Access.MW_BIND)) {
+            throw new IllegalArgumentException("an implicit on-demand region is neither zero-based nor a target of"
+                    + " memory windows; asked for " + set);
+        }
+        Access.checkConsistent(set, "ibv_reg_mr");
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Downcalls.errnoSegment(arena);
+            MemorySegment mr = (MemorySegment) VerbsFunctions.need(VerbsFunctions.REG_MR, "ibv_reg_mr").invokeExact(errno,
+                    pd, MemorySegment.NULL, -1L, Access.mask(set));
+            if (Downcalls.isNull(mr)) {
+                throw new VerbsException("ibv_reg_mr", Downcalls.errno(errno), "implicit on-demand region (NULL, SIZE_MAX)"
+                        + " with " + set);
+            }
+            MemoryRegion region = new MemoryRegion(this, mr, null, set, null);
+            life.addDependent(this, region);
+            return region;
+        } catch (Throwable t) {
+            throw Downcalls.unexpected("ibv_reg_mr", t);
+        }
+    }
+
+    /**
      * Registers memory exported by another driver as a dma-buf ({@code ibv_reg_dmabuf_mr}).
      * The region has no Java segment: it can be addressed remotely ({@link MemoryRegion#remote()})
      * and through its lkey, but not sliced for local work requests.

@@ -6,6 +6,7 @@ import io.github.verbs4j.DeviceAttributes;
 import io.github.verbs4j.GidEntry;
 import io.github.verbs4j.GidType;
 import io.github.verbs4j.LinkLayer;
+import io.github.verbs4j.OdpCapabilities;
 import io.github.verbs4j.PortAttributes;
 import io.github.verbs4j.PortState;
 import picocli.CommandLine;
@@ -153,6 +154,7 @@ final class DevInfoCommand implements Callable<Integer> {
             }
             out.printf("\tmax_pkeys:\t\t\t%d%n", a.maxPkeys());
             out.printf("\tlocal_ca_ack_delay:\t\t%d%n", a.localCaAckDelay());
+            printOdp(ctx.odpCapabilities());
             out.printf("\tnum_comp_vectors:\t\t%d%n", ctx.completionVectorCount());
         }
         for (int port = 1; port <= a.physicalPortCount(); port++) {
@@ -183,6 +185,43 @@ final class DevInfoCommand implements Callable<Integer> {
                 }
             }
             out.println();
+        }
+    }
+
+    /** ibv_devinfo's on-demand paging lines (from ibv_query_device_ex's odp_caps), in its format. */
+    private void printOdp(OdpCapabilities odp) {
+        out.printf("\tgeneral_odp_caps:%n");
+        if (odp.supported()) {
+            out.printf("\t\t\t\t\tODP_SUPPORT%n");
+        }
+        if (odp.implicitSupported()) {
+            out.printf("\t\t\t\t\tODP_SUPPORT_IMPLICIT%n");
+        }
+        if ((odp.generalCaps() & ~3L) != 0) {
+            out.printf("\t\t\t\t\tUnknown flags: 0x%X%n", odp.generalCaps() & ~3L);
+        }
+        printOdpTransport("rc", odp.rcCaps());
+        printOdpTransport("uc", odp.ucCaps());
+        printOdpTransport("ud", odp.udCaps());
+        printOdpTransport("xrc", odp.xrcCaps());
+    }
+
+    private static final String[] ODP_TRANSPORT_CAPS = {"SUPPORT_SEND", "SUPPORT_RECV", "SUPPORT_WRITE", "SUPPORT_READ",
+            "SUPPORT_ATOMIC", "SUPPORT_SRQ"};
+
+    private void printOdpTransport(String transport, int caps) {
+        out.printf("\t%s_odp_caps:%n", transport);
+        if (caps == 0) {
+            out.printf("\t\t\t\t\tNO SUPPORT%n");
+            return;
+        }
+        for (int bit = 0; bit < ODP_TRANSPORT_CAPS.length; bit++) {
+            if ((caps & (1 << bit)) != 0) {
+                out.printf("\t\t\t\t\t%s%n", ODP_TRANSPORT_CAPS[bit]);
+            }
+        }
+        if ((caps & ~0x3f) != 0) {
+            out.printf("\t\t\t\t\tUnknown flags: 0x%X%n", caps & ~0x3f);
         }
     }
 

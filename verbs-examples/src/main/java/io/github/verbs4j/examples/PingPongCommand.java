@@ -170,8 +170,11 @@ abstract class PingPongCommand implements Callable<Integer> {
         checkPort(portAttributes);
         CompletionChannel channel = events ? own(ctx.createCompletionChannel()) : null;
         ProtectionDomain pd = own(ctx.allocatePd());
-        MemoryRegion mr = own(pd.allocate(bufferBytes(), Access.LOCAL_WRITE));
-        MemorySegment buf = mr.segment();
+        MemorySegment[] memory = new MemorySegment[1];
+        MemoryRegion mr = own(registerBuffer(ctx, pd, memory));
+        MemorySegment buf = memory[0];
+        // the buffer's offset in the region: 0, or its address in an implicit on-demand region
+        base = buf.address() - mr.address();
         buf.fill(FILL);
         CompletionQueue cq = own(channel == null ? ctx.createCq(rxDepth + 1) : ctx.createCq(rxDepth + 1, channel, 0));
         QueuePair.Builder qpb = pd.queuePair(qpType()).cq(cq).maxSendWr(1).maxRecvWr(rxDepth)
@@ -182,7 +185,7 @@ abstract class PingPongCommand implements Callable<Integer> {
         QueuePair qp = own(qpb.build());
         qp.init(connectOptions());
 
-        ReceiveRequest recv = ReceiveRequest.create().id(RECV_WRID).local(mr, 0, bufferBytes());
+        ReceiveRequest recv = ReceiveRequest.create().id(RECV_WRID).local(mr, base, bufferBytes());
         int routs = postReceives(qp, recv, rxDepth);
         if (channel != null) {
             cq.requestNotify(false);
@@ -199,7 +202,7 @@ abstract class PingPongCommand implements Callable<Integer> {
                     + " is RoCE (link layer Ethernet): choose a GID with -g (e.g. -g 1 for ::ffff:IPv4)");
         }
         Endpoint local = new Endpoint(lid, qp.qpNumber(), qp.initialPsn(), gid);
-        SendRequest send = SendRequest.send().id(SEND_WRID).local(mr, sendOffset(), size).signaled();
+        SendRequest send = SendRequest.send().id(SEND_WRID).local(mr, base + sendOffset(), size).signaled();
 
         Endpoint remote;
         if (host == null) {
@@ -283,6 +286,19 @@ abstract class PingPongCommand implements Callable<Integer> {
         return 0;
     }
 
+    /** The buffer's offset inside its region ({@link #registerBuffer}). */
+    private long base;
+
+    /**
+     * Registers the ping-pong buffer of {@link #bufferBytes()} bytes and stores its memory in
+     * {@code memory[0]}: memory the region owns, local access ({@code ibv_reg_mr}).
+     */
+    MemoryRegion registerBuffer(Context ctx, ProtectionDomain pd, MemorySegment[] memory) {
+        MemoryRegion mr = pd.allocate(bufferBytes(), Access.LOCAL_WRITE);
+        memory[0] = mr.segment();
+        return mr;
+    }
+
     /** Whether the SENDs go through the post-send API ({@code ibv_qp_ex}, the stock tool's {@code -N}). */
     boolean newSend() {
         return false;
@@ -295,7 +311,7 @@ abstract class PingPongCommand implements Callable<Integer> {
             return;
         }
         try (PostSession s = qp.startPosting()) {
-            s.id(SEND_WRID).signaled(true).send().sge(mr, sendOffset(), size);
+            s.id(SEND_WRID).signaled(true).send().sge(mr, base + sendOffset(), size);
         }
     }
 

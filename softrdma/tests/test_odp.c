@@ -1,0 +1,616 @@
+/*
+ * On-demand paging: IBV_ACCESS_ON_DEMAND regions (explicit and implicit), ibv_advise_mr and
+ * the odp caps of ibv_query_device_ex. Data moves into and out of memory that was mmap'd and
+ * never touched, memory mapped after an implicit region was registered, and a shared file
+ * mapping; memory unmapped (or made inaccessible) after registration gives the completion
+ * errors of an unresolvable page fault, never a signal. Everything runs on the in-process
+ * path and once more, in a child, through the packet path.
+ */
+#define _GNU_SOURCE
+#include <infiniband/verbs.h>
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "testlib.h"
+
+#define ODP_ACC (IBV_ACCESS_ON_DEMAND | IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+		 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+#define LEN (256 * 1024)
+
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+static union ibv_gid gid;
+static long page;
+
+struct pair {
+	struct ibv_cq *ca, *cb;
+	struct ibv_qp *qa, *qb;
+	struct ibv_srq *srq;
+};
+
+static struct ibv_qp *mkqp(struct ibv_cq *cq, enum ibv_qp_type t, struct ibv_srq *srq)
+{
+	struct ibv_qp_init_attr ia = { .send_cq = cq, .recv_cq = cq, .srq = srq, .qp_type = t,
+				       .cap = { .max_send_wr = 32, .max_recv_wr = 32, .max_send_sge = 4,
+						.max_recv_sge = 4 } };
+	return ibv_create_qp(pd, &ia);
+}
+
+static void connect_qp(struct ibv_qp *q, uint32_t dqpn)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x11111111,
+				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+						    IBV_ACCESS_REMOTE_ATOMIC };
+	bool ud = q->qp_type == IBV_QPT_UD;
+	CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				       (ud ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS)), 0, "to INIT");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = dqpn;
+	a.rq_psn = 1;
+	a.max_dest_rd_atomic = 4;
+	a.min_rnr_timer = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = gid;
+	a.ah_attr.grh.sgid_index = 1;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.port_num = 1;
+	CHECK_EQ(ibv_modify_qp(q, &a, ud ? IBV_QP_STATE : IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+				       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+				       IBV_QP_MIN_RNR_TIMER), 0, "to RTR");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 1;
+	a.timeout = 12;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 4;
+	CHECK_EQ(ibv_modify_qp(q, &a, ud ? IBV_QP_STATE | IBV_QP_SQ_PSN : IBV_QP_STATE | IBV_QP_SQ_PSN |
+				       IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				       IBV_QP_MAX_QP_RD_ATOMIC), 0, "to RTS");
+}
+
+/* Two connected QPs (qb on an SRQ when srq is set). */
+static void pair_up(struct pair *p, enum ibv_qp_type t, bool srq)
+{
+	memset(p, 0, sizeof(*p));
+	p->ca = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	p->cb = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	if (srq) {
+		struct ibv_srq_init_attr sa = { .attr = { .max_wr = 16, .max_sge = 2 } };
+		p->srq = ibv_create_srq(pd, &sa);
+	}
+	p->qa = mkqp(p->ca, t, NULL);
+	p->qb = mkqp(p->cb, t, p->srq);
+	if (!p->ca || !p->cb || !p->qa || !p->qb || (srq && !p->srq)) {
+		fprintf(stderr, "setup failed: %s\n", strerror(errno));
+		exit(2);
+	}
+	connect_qp(p->qa, p->qb->qp_num);
+	connect_qp(p->qb, p->qa->qp_num);
+}
+
+static void pair_down(struct pair *p)
+{
+	ibv_destroy_qp(p->qa);
+	ibv_destroy_qp(p->qb);
+	if (p->srq)
+		ibv_destroy_srq(p->srq);
+	ibv_destroy_cq(p->ca);
+	ibv_destroy_cq(p->cb);
+}
+
+static int wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	for (int i = 0; i < 500000; i++) {
+		int n = ibv_poll_cq(cq, 1, wc);
+		if (n)
+			return n;
+		usleep(10);
+	}
+	return 0;
+}
+
+static int post_recv(struct pair *p, void *addr, uint32_t len, uint32_t lkey, uint64_t id)
+{
+	struct ibv_sge s = { (uintptr_t)addr, len, lkey };
+	struct ibv_recv_wr w = { .wr_id = id, .sg_list = &s, .num_sge = 1 }, *bad;
+	return p->srq ? ibv_post_srq_recv(p->srq, &w, &bad) : ibv_post_recv(p->qb, &w, &bad);
+}
+
+static int post1(struct ibv_qp *q, enum ibv_wr_opcode op, void *addr, uint32_t len, uint32_t lkey,
+		 uint64_t raddr, uint32_t rkey, uint64_t add)
+{
+	struct ibv_sge s = { (uintptr_t)addr, len, lkey };
+	struct ibv_send_wr w = { .wr_id = op, .sg_list = &s, .num_sge = 1, .opcode = op,
+				 .send_flags = IBV_SEND_SIGNALED }, *bad;
+	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		w.wr.atomic.remote_addr = raddr;
+		w.wr.atomic.rkey = rkey;
+		w.wr.atomic.compare_add = add;
+	} else {
+		w.wr.rdma.remote_addr = raddr;
+		w.wr.rdma.rkey = rkey;
+	}
+	return ibv_post_send(q, &w, &bad);
+}
+
+/* Posts one WR on a fresh RC pair and returns the requester's completion status. */
+static int one_op(struct pair *p, enum ibv_wr_opcode op, void *addr, uint32_t len, uint32_t lkey,
+		  uint64_t raddr, uint32_t rkey)
+{
+	struct ibv_wc wc = { .status = -1 };
+	CHECK_EQ(post1(p->qa, op, addr, len, lkey, raddr, rkey, 1), 0, "post");
+	if (!wait_wc(p->ca, &wc))
+		return -2;
+	return wc.status;
+}
+
+/* Pages of [p, p+n) present in memory. */
+static size_t resident(void *p, size_t n)
+{
+	unsigned char v[LEN / 4096 + 1];
+	if (mincore(p, n, v))
+		return (size_t)-1;
+	size_t r = 0;
+	for (size_t i = 0; i < (n + (size_t)page - 1) / (size_t)page; i++)
+		r += v[i] & 1;
+	return r;
+}
+
+static void *fresh(size_t n)
+{
+	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		perror("mmap");
+		exit(2);
+	}
+	return p;
+}
+
+/* ---------------------------------------------------------------- caps and registration */
+
+static void test_caps_and_reg(void)
+{
+	struct ibv_device_attr_ex ax;
+	memset(&ax, 0, sizeof(ax));
+	CHECK_EQ(ibv_query_device_ex(ctx, NULL, &ax), 0, "query_device_ex");
+	CHECK_EQ(ax.odp_caps.general_caps, IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT, "general odp caps");
+	CHECK_EQ(ax.odp_caps.per_transport_caps.rc_odp_caps,
+		 IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
+		 IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV, "rc odp caps");
+	CHECK_EQ(ax.odp_caps.per_transport_caps.ud_odp_caps, IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV,
+		 "ud odp caps");
+	CHECK_EQ(ax.odp_caps.per_transport_caps.uc_odp_caps, 0, "uc odp caps");
+
+	/* an ODP region is not pinned or faulted in: registration touches nothing */
+	unsigned char *m = fresh(LEN);
+	struct ibv_mr *mr = ibv_reg_mr(pd, m, LEN, ODP_ACC);
+	CHECK(mr != NULL, "explicit ODP registration: %s", strerror(errno));
+	CHECK_EQ(resident(m, LEN), 0, "pages resident after ODP registration");
+	ibv_dereg_mr(mr);
+	munmap(m, LEN);
+	/* an ODP region may even cover a hole (a pinned one gets EFAULT) */
+	m = fresh(3 * (size_t)page);
+	munmap(m + page, (size_t)page);
+	errno = 0;
+	CHECK(ibv_reg_mr(pd, m, 3 * (size_t)page, IBV_ACCESS_LOCAL_WRITE) == NULL && errno == EFAULT,
+	      "pinned region over a hole: errno %d", errno);
+	mr = ibv_reg_mr(pd, m, 3 * (size_t)page, ODP_ACC);
+	CHECK(mr != NULL, "ODP region over a hole");
+	if (mr)
+		ibv_dereg_mr(mr);
+	munmap(m, 3 * (size_t)page);
+
+	/* implicit ODP: NULL, SIZE_MAX, ON_DEMAND, and nothing else */
+	mr = ibv_reg_mr(pd, NULL, SIZE_MAX, ODP_ACC);
+	CHECK(mr != NULL && mr->addr == NULL && mr->length == SIZE_MAX, "implicit ODP registration");
+	if (mr)
+		ibv_dereg_mr(mr);
+	errno = 0;
+	CHECK(!ibv_reg_mr(pd, NULL, SIZE_MAX, IBV_ACCESS_LOCAL_WRITE) && errno == EINVAL,
+	      "NULL, SIZE_MAX without ON_DEMAND: errno %d", errno);
+	errno = 0;
+	CHECK(!ibv_reg_mr(pd, NULL, 4096, ODP_ACC) && errno == EINVAL, "NULL, 4096 with ON_DEMAND: errno %d", errno);
+	errno = 0;
+	CHECK(!ibv_reg_mr(pd, NULL, SIZE_MAX, ODP_ACC | IBV_ACCESS_ZERO_BASED) && errno == EINVAL,
+	      "implicit zero-based: errno %d", errno);
+	errno = 0;
+	CHECK(!ibv_reg_mr(pd, NULL, SIZE_MAX, ODP_ACC | IBV_ACCESS_MW_BIND) && errno == EINVAL,
+	      "implicit with MW_BIND: errno %d", errno);
+}
+
+/* ---------------------------------------------------------------- data into untouched memory */
+
+static void data_ops(struct ibv_mr *ma, unsigned char *a, struct ibv_mr *mb, unsigned char *b,
+		     const char *tag)
+{
+	struct pair p;
+	struct ibv_wc wc;
+	pair_up(&p, IBV_QPT_RC, false);
+	/* WRITE from a filled buffer into untouched ODP memory */
+	t_fill(a, 100000, 1);
+	CHECK_EQ(one_op(&p, IBV_WR_RDMA_WRITE, a, 100000, ma->lkey, (uintptr_t)b + 10, mb->rkey), 0,
+		 "write status");
+	CHECK(!memcmp(a, b + 10, 100000), "%s: write data", tag);
+	/* READ of untouched ODP memory (zeros) into untouched ODP memory */
+	memset(a + 120000, 0x5a, 30000);
+	CHECK_EQ(one_op(&p, IBV_WR_RDMA_READ, a + 120000, 30000, ma->lkey, (uintptr_t)b + 140000, mb->rkey), 0,
+		 "read of untouched status");
+	unsigned char zero[30000] = { 0 };
+	CHECK(!memcmp(a + 120000, zero, 30000), "%s: read of untouched memory gives zeros", tag);
+	t_fill(b + 200000, 20000, 2);
+	CHECK_EQ(one_op(&p, IBV_WR_RDMA_READ, a + 200000, 20000, ma->lkey, (uintptr_t)b + 200000, mb->rkey), 0,
+		 "read status");
+	CHECK(!memcmp(a + 200000, b + 200000, 20000), "%s: read data", tag);
+	/* SEND into an untouched ODP receive buffer */
+	t_fill(a + 50000, 5000, 3);
+	CHECK_EQ(post_recv(&p, b + 240000, 8000, mb->lkey, 9), 0, "post recv");
+	CHECK_EQ(one_op(&p, IBV_WR_SEND, a + 50000, 5000, ma->lkey, 0, 0), 0, "send status");
+	CHECK(wait_wc(p.cb, &wc) && wc.status == IBV_WC_SUCCESS && wc.byte_len == 5000, "%s: recv completion",
+	      tag);
+	CHECK(!memcmp(a + 50000, b + 240000, 5000), "%s: send data", tag);
+	/* atomics on an untouched ODP word */
+	uint64_t *target = (uint64_t *)(b + LEN - 64);
+	CHECK_EQ(one_op(&p, IBV_WR_ATOMIC_FETCH_AND_ADD, a + 8, 8, ma->lkey, (uintptr_t)target, mb->rkey), 0,
+		 "fetch-add status");
+	CHECK(*(uint64_t *)(a + 8) == 0 && *target == 1, "%s: fetch-add values %llu %llu", tag,
+	      (unsigned long long)*(uint64_t *)(a + 8), (unsigned long long)*target);
+	pair_down(&p);
+
+	/* SEND to an SRQ whose receive buffer is ODP */
+	pair_up(&p, IBV_QPT_RC, true);
+	t_fill(a, 3000, 4);
+	unsigned char *rb = b + LEN - 8192;
+	CHECK_EQ(post_recv(&p, rb, 4096, mb->lkey, 11), 0, "post srq recv");
+	CHECK_EQ(one_op(&p, IBV_WR_SEND, a, 3000, ma->lkey, 0, 0), 0, "srq send status");
+	CHECK(wait_wc(p.cb, &wc) && wc.status == IBV_WC_SUCCESS && wc.byte_len == 3000 && wc.wr_id == 11,
+	      "%s: srq recv completion", tag);
+	CHECK(!memcmp(a, rb, 3000), "%s: srq data", tag);
+	pair_down(&p);
+
+	/* UD: send from and receive into ODP memory */
+	pair_up(&p, IBV_QPT_UD, false);
+	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1 };
+	aa.grh.dgid = gid;
+	aa.grh.sgid_index = 1;
+	aa.grh.hop_limit = 64;
+	struct ibv_ah *ah = ibv_create_ah(pd, &aa);
+	CHECK(ah != NULL, "create ah");
+	unsigned char *ub = b + LEN - 16384;
+	t_fill(a + 4096, 900, 5);
+	CHECK_EQ(post_recv(&p, ub, 1024, mb->lkey, 12), 0, "post ud recv");
+	struct ibv_sge s = { (uintptr_t)a + 4096, 900, ma->lkey };
+	struct ibv_send_wr w = { .wr_id = 13, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED }, *bad;
+	w.wr.ud.ah = ah;
+	w.wr.ud.remote_qpn = p.qb->qp_num;
+	w.wr.ud.remote_qkey = 0x11111111;
+	CHECK_EQ(ibv_post_send(p.qa, &w, &bad), 0, "post ud send");
+	CHECK(wait_wc(p.ca, &wc) && wc.status == IBV_WC_SUCCESS, "%s: ud send", tag);
+	CHECK(wait_wc(p.cb, &wc) && wc.status == IBV_WC_SUCCESS && wc.byte_len == 940, "%s: ud recv %d %u",
+	      tag, wc.status, wc.byte_len);
+	CHECK(!memcmp(a + 4096, ub + 40, 900), "%s: ud data", tag);
+	ibv_destroy_ah(ah);
+	pair_down(&p);
+}
+
+static void test_explicit(void)
+{
+	unsigned char *a = fresh(LEN), *b = fresh(LEN);
+	struct ibv_mr *ma = ibv_reg_mr(pd, a, LEN, ODP_ACC), *mb = ibv_reg_mr(pd, b, LEN, ODP_ACC);
+	CHECK(ma && mb, "register");
+	data_ops(ma, a, mb, b, "explicit ODP, anonymous");
+	ibv_dereg_mr(ma);
+	ibv_dereg_mr(mb);
+	munmap(a, LEN);
+	munmap(b, LEN);
+
+	/* a shared file mapping: the data lands in the file */
+	char path[] = "/tmp/softrdma-odp-XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0 && ftruncate(fd, LEN) == 0, "temporary file");
+	unlink(path);
+	a = fresh(LEN);
+	b = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	CHECK(b != MAP_FAILED, "map the file");
+	ma = ibv_reg_mr(pd, a, LEN, ODP_ACC);
+	mb = ibv_reg_mr(pd, b, LEN, ODP_ACC);
+	data_ops(ma, a, mb, b, "explicit ODP, file");
+	unsigned char back[1000];
+	CHECK(pread(fd, back, sizeof(back), 10) == (ssize_t)sizeof(back), "read the file");
+	t_fill(a, 100000, 1);
+	CHECK(!memcmp(back, a, sizeof(back)), "the RDMA WRITE reached the file");
+	ibv_dereg_mr(ma);
+	ibv_dereg_mr(mb);
+	munmap(a, LEN);
+	munmap(b, LEN);
+	close(fd);
+}
+
+static void test_implicit(void)
+{
+	struct ibv_mr *imr = ibv_reg_mr(pd, NULL, SIZE_MAX, ODP_ACC);
+	CHECK(imr != NULL, "implicit registration");
+	if (!imr)
+		return;
+	/* memory mapped after the implicit region was registered */
+	unsigned char *a = fresh(LEN), *b = fresh(LEN);
+	data_ops(imr, a, imr, b, "implicit ODP");
+	/* heap and stack memory are in it too */
+	unsigned char *h = malloc(4096);
+	unsigned char st[512];
+	t_fill(st, sizeof(st), 6);
+	struct pair p;
+	pair_up(&p, IBV_QPT_RC, false);
+	CHECK_EQ(one_op(&p, IBV_WR_RDMA_WRITE, st, sizeof(st), imr->lkey, (uintptr_t)h + 7, imr->rkey), 0,
+		 "implicit write stack to heap");
+	CHECK(!memcmp(st, h + 7, sizeof(st)), "implicit: stack to heap data");
+	pair_down(&p);
+	free(h);
+	munmap(a, LEN);
+	munmap(b, LEN);
+	ibv_dereg_mr(imr);
+}
+
+/* ---------------------------------------------------------------- unresolvable faults */
+
+static void faults_on(struct ibv_mr *mr, unsigned char *hole, unsigned char *good, const char *tag)
+{
+	struct pair p;
+	struct ibv_wc wc;
+	/* responder side: WRITE, READ, atomic into the hole: remote access error */
+	pair_up(&p, IBV_QPT_RC, false);
+	CHECK_EQ(one_op(&p, IBV_WR_RDMA_WRITE, good, 64, mr->lkey, (uintptr_t)hole, mr->rkey),
+		 IBV_WC_REM_ACCESS_ERR, tag);
+	pair_down(&p);
+	pair_up(&p, IBV_QPT_RC, false);
+	CHECK_EQ(one_op(&p, IBV_WR_RDMA_READ, good, 64, mr->lkey, (uintptr_t)hole, mr->rkey),
+		 IBV_WC_REM_ACCESS_ERR, tag);
+	pair_down(&p);
+	pair_up(&p, IBV_QPT_RC, false);
+	CHECK_EQ(one_op(&p, IBV_WR_ATOMIC_FETCH_AND_ADD, good, 8, mr->lkey, (uintptr_t)hole, mr->rkey),
+		 IBV_WC_REM_ACCESS_ERR, tag);
+	pair_down(&p);
+	/* a WRITE that ends in the hole */
+	pair_up(&p, IBV_QPT_RC, false);
+	CHECK_EQ(one_op(&p, IBV_WR_RDMA_WRITE, good, 8192, mr->lkey, (uintptr_t)hole - 4096, mr->rkey),
+		 IBV_WC_REM_ACCESS_ERR, tag);
+	pair_down(&p);
+	/* requester side: a gather from the hole, a READ landing in it: local protection error */
+	pair_up(&p, IBV_QPT_RC, false);
+	CHECK_EQ(one_op(&p, IBV_WR_SEND, hole, 64, mr->lkey, 0, 0), IBV_WC_LOC_PROT_ERR, tag);
+	pair_down(&p);
+	pair_up(&p, IBV_QPT_RC, false);
+	CHECK_EQ(one_op(&p, IBV_WR_RDMA_READ, hole, 64, mr->lkey, (uintptr_t)good, mr->rkey),
+		 IBV_WC_LOC_PROT_ERR, tag);
+	pair_down(&p);
+	/* receiver side: a receive buffer in the hole: local protection error there, the
+	 * requester sees the remote operational error */
+	pair_up(&p, IBV_QPT_RC, false);
+	CHECK_EQ(post_recv(&p, hole, 64, mr->lkey, 5), 0, "post recv");
+	CHECK_EQ(one_op(&p, IBV_WR_SEND, good, 64, mr->lkey, 0, 0), IBV_WC_REM_OP_ERR, tag);
+	wc.status = -1;
+	CHECK(wait_wc(p.cb, &wc) && wc.wr_id == 5 && wc.status == IBV_WC_LOC_PROT_ERR, "%s: receiver status %d",
+	      tag, wc.status);
+	pair_down(&p);
+	/* a receive buffer that starts mapped and runs into the hole: only a message reaching the
+	 * hole fails (the bytes a NIC would touch) */
+	pair_up(&p, IBV_QPT_RC, false);
+	CHECK_EQ(post_recv(&p, hole - 4096, 8192, mr->lkey, 6), 0, "post recv");
+	CHECK_EQ(one_op(&p, IBV_WR_SEND, good, 100, mr->lkey, 0, 0), 0, tag);
+	CHECK(wait_wc(p.cb, &wc) && wc.wr_id == 6 && wc.status == IBV_WC_SUCCESS && wc.byte_len == 100,
+	      "%s: a short message before the hole", tag);
+	CHECK(!memcmp(hole - 4096, good, 100), "%s: short message data", tag);
+	CHECK_EQ(post_recv(&p, hole - 4096, 8192, mr->lkey, 7), 0, "post recv");
+	CHECK_EQ(one_op(&p, IBV_WR_SEND, good, 6000, mr->lkey, 0, 0), IBV_WC_REM_OP_ERR, tag);
+	CHECK(wait_wc(p.cb, &wc) && wc.wr_id == 7 && wc.status == IBV_WC_LOC_PROT_ERR,
+	      "%s: a message reaching the hole %d", tag, wc.status);
+	pair_down(&p);
+	/* UD: a datagram into the hole */
+	pair_up(&p, IBV_QPT_UD, false);
+	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1 };
+	aa.grh.dgid = gid;
+	aa.grh.sgid_index = 1;
+	aa.grh.hop_limit = 64;
+	struct ibv_ah *ah = ibv_create_ah(pd, &aa);
+	CHECK_EQ(post_recv(&p, hole, 256, mr->lkey, 8), 0, "post ud recv");
+	struct ibv_sge s = { (uintptr_t)good, 16, mr->lkey };
+	struct ibv_send_wr w = { .wr_id = 13, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED }, *bad;
+	w.wr.ud.ah = ah;
+	w.wr.ud.remote_qpn = p.qb->qp_num;
+	w.wr.ud.remote_qkey = 0x11111111;
+	CHECK_EQ(ibv_post_send(p.qa, &w, &bad), 0, "post ud send");
+	CHECK(wait_wc(p.ca, &wc) && wc.status == IBV_WC_SUCCESS, "%s: ud send", tag);
+	CHECK(wait_wc(p.cb, &wc) && wc.wr_id == 8 && wc.status == IBV_WC_LOC_PROT_ERR, "%s: ud recv into the hole %d",
+	      tag, wc.status);
+	ibv_destroy_ah(ah);
+	pair_down(&p);
+}
+
+static void test_faults(void)
+{
+	/* explicit: a page unmapped after registration */
+	size_t n = 8 * (size_t)page;
+	unsigned char *m = fresh(n);
+	struct ibv_mr *mr = ibv_reg_mr(pd, m, n, ODP_ACC);
+	CHECK(mr != NULL, "register");
+	munmap(m + 4 * page, (size_t)page);
+	memset(m, 0x77, 4 * (size_t)page);
+	faults_on(mr, m + 4 * page, m, "explicit, unmapped after registration");
+	ibv_dereg_mr(mr);
+	munmap(m, n);
+
+	/* explicit: made PROT_NONE after registration */
+	m = fresh(n);
+	mr = ibv_reg_mr(pd, m, n, ODP_ACC);
+	mprotect(m + 4 * page, (size_t)page, PROT_NONE);
+	memset(m, 0x66, 4 * (size_t)page);
+	faults_on(mr, m + 4 * page, m, "explicit, PROT_NONE");
+	ibv_dereg_mr(mr);
+	munmap(m, n);
+
+	/* implicit: a hole in the address space */
+	struct ibv_mr *imr = ibv_reg_mr(pd, NULL, SIZE_MAX, ODP_ACC);
+	m = fresh(n);
+	munmap(m + 4 * page, (size_t)page);
+	memset(m, 0x55, 4 * (size_t)page);
+	faults_on(imr, m + 4 * page, m, "implicit, unmapped");
+	munmap(m, n);
+
+	/* a shared file mapping past the end of its file: SIGBUS for the CPU, a fault error here */
+	char path[] = "/tmp/softrdma-odp-XXXXXX";
+	int fd = mkstemp(path);
+	unlink(path);
+	CHECK(fd >= 0 && ftruncate(fd, 4 * page) == 0, "temporary file");
+	unsigned char *f = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	CHECK(f != MAP_FAILED, "map the file");
+	m = fresh(n);
+	memset(m, 0x44, n);
+	struct pair p;
+	pair_up(&p, IBV_QPT_RC, false);
+	CHECK_EQ(one_op(&p, IBV_WR_RDMA_WRITE, m, 64, imr->lkey, (uintptr_t)f + 5 * page, imr->rkey),
+		 IBV_WC_REM_ACCESS_ERR, "WRITE past the end of a mapped file");
+	pair_down(&p);
+	pair_up(&p, IBV_QPT_RC, false);
+	CHECK_EQ(one_op(&p, IBV_WR_RDMA_WRITE, m, 64, imr->lkey, (uintptr_t)f + 3 * page, imr->rkey), 0,
+		 "WRITE inside the file");
+	pair_down(&p);
+	unsigned char back[64];
+	CHECK(pread(fd, back, 64, 3 * page) == 64 && !memcmp(back, m, 64), "file data");
+	munmap(f, n);
+	munmap(m, n);
+	close(fd);
+	ibv_dereg_mr(imr);
+}
+
+/* ---------------------------------------------------------------- ibv_advise_mr */
+
+static void test_advise(void)
+{
+	unsigned char *m = fresh(LEN);
+	struct ibv_mr *mr = ibv_reg_mr(pd, m, LEN, ODP_ACC);
+	struct ibv_sge s = { (uintptr_t)m, 16 * (uint32_t)page, mr->lkey };
+	CHECK_EQ(resident(m, LEN), 0, "nothing resident before advice");
+	CHECK_EQ(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT, IBV_ADVISE_MR_FLAG_FLUSH, &s, 1), 0,
+		 "PREFETCH_NO_FAULT");
+	CHECK_EQ(resident(m, LEN), 0, "PREFETCH_NO_FAULT faults nothing in");
+	CHECK_EQ(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, IBV_ADVISE_MR_FLAG_FLUSH, &s, 1), 0,
+		 "PREFETCH_WRITE");
+	CHECK_EQ(resident(m, LEN), 16, "PREFETCH_WRITE made the 16 pages present");
+	s.addr = (uintptr_t)m + 32 * page;
+	CHECK_EQ(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &s, 1), 0, "PREFETCH (deferred)");
+	CHECK_EQ(resident(m, LEN), 32, "PREFETCH made 16 more pages present");
+	s.addr = (uintptr_t)m;
+
+	/* errors */
+	struct ibv_sge bad = s;
+	CHECK_EQ(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 2, &s, 1), EINVAL, "unknown flag");
+	CHECK_EQ(ibv_advise_mr(pd, (enum ibv_advise_mr_advice)7, 0, &s, 1), EOPNOTSUPP, "unknown advice");
+	bad.lkey = mr->lkey ^ 0x100;
+	CHECK_EQ(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, IBV_ADVISE_MR_FLAG_FLUSH, &bad, 1), EFAULT,
+		 "bad lkey");
+	bad = s;
+	bad.addr = (uintptr_t)m + LEN - 100;
+	bad.length = 200;
+	CHECK_EQ(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, IBV_ADVISE_MR_FLAG_FLUSH, &bad, 1), EFAULT,
+		 "range past the region");
+	bad.addr = (uintptr_t)m - 4096;
+	bad.length = 100;
+	CHECK_EQ(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &bad, 1), EFAULT, "range before the region");
+	struct ibv_pd *pd2 = ibv_alloc_pd(ctx);
+	CHECK_EQ(ibv_advise_mr(pd2, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &s, 1), EINVAL, "key of another PD");
+	ibv_dealloc_pd(pd2);
+	unsigned char *pin = malloc(4096);
+	struct ibv_mr *pmr = ibv_reg_mr(pd, pin, 4096, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_sge ps = { (uintptr_t)pin, 4096, pmr->lkey };
+	CHECK_EQ(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &ps, 1), EINVAL, "a region without ON_DEMAND");
+	ibv_dereg_mr(pmr);
+	free(pin);
+	struct ibv_mr *ro = ibv_reg_mr(pd, m, LEN, IBV_ACCESS_ON_DEMAND | IBV_ACCESS_REMOTE_READ);
+	struct ibv_sge rs = { (uintptr_t)m, 4096, ro->lkey };
+	CHECK_EQ(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, 0, &rs, 1), EFAULT,
+		 "PREFETCH_WRITE without LOCAL_WRITE");
+	CHECK_EQ(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &rs, 1), 0, "PREFETCH without LOCAL_WRITE");
+	ibv_dereg_mr(ro);
+	struct ibv_mw *mw = ibv_alloc_mw(pd, IBV_MW_TYPE_1);
+	bad = s;
+	bad.lkey = mw->rkey;
+	CHECK_EQ(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &bad, 1), EINVAL, "a memory window's key");
+	ibv_dealloc_mw(mw);
+	/* a hole: EFAULT when the prefetch is synchronous (FLUSH), accepted when deferred */
+	munmap(m + 40 * page, (size_t)page);
+	bad = s;
+	bad.addr = (uintptr_t)m + 39 * page;
+	bad.length = 3 * (uint32_t)page;
+	CHECK_EQ(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, IBV_ADVISE_MR_FLAG_FLUSH, &bad, 1), EFAULT,
+		 "FLUSH over a hole");
+	CHECK_EQ(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, 0, &bad, 1), 0, "deferred over a hole");
+	CHECK_EQ(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &s, 0), 0, "no SGE");
+	/* two SGEs, the second bad: the call fails */
+	struct ibv_sge two[2] = { s, s };
+	two[1].lkey ^= 0x100;
+	CHECK_EQ(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, two, 2), EFAULT, "second SGE bad");
+	/* the implicit region: any mapped range */
+	struct ibv_mr *imr = ibv_reg_mr(pd, NULL, SIZE_MAX, ODP_ACC);
+	unsigned char *q = fresh(LEN);
+	struct ibv_sge is = { (uintptr_t)q + page, 4 * (uint32_t)page, imr->lkey };
+	CHECK_EQ(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, IBV_ADVISE_MR_FLAG_FLUSH, &is, 1), 0,
+		 "implicit PREFETCH_WRITE");
+	CHECK_EQ(resident(q, LEN), 4, "implicit prefetch made 4 pages present");
+	munmap(q, LEN);
+	ibv_dereg_mr(imr);
+	ibv_dereg_mr(mr);
+	munmap(m, LEN);
+}
+
+static void all_data(void)
+{
+	test_explicit();
+	test_implicit();
+	test_faults();
+}
+
+static void open_all(void)
+{
+	ctx = t_open_dev();
+	pd = ibv_alloc_pd(ctx);
+	if (!pd || ibv_query_gid(ctx, 1, 1, &gid)) {
+		fprintf(stderr, "setup failed\n");
+		exit(2);
+	}
+}
+
+int main(void)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	page = sysconf(_SC_PAGESIZE);
+	/* the packet path (faults configured, all probabilities zero) in a child that starts
+	 * before this process touches the library */
+	pid_t pid = fork();
+	if (pid == 0) {
+		setenv("SOFTRDMA_FAULTS", "seed=9", 1);
+		open_all();
+		all_data();
+		printf("packet path: ");
+		t_report();
+		_exit(t_fail ? 1 : 0);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the ODP data and fault tests over the packet path (status %d)",
+	      st);
+	open_all();
+	test_caps_and_reg();
+	all_data();
+	test_advise();
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	return t_report();
+}
