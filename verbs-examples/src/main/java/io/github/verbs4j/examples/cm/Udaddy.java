@@ -187,6 +187,20 @@ final class Udaddy {
 
     int runClient(InetAddress bind, InetAddress server, int port) {
         say("udaddy: starting client");
+        // a server that is not listening yet answers UNREACHABLE or REJECTED: tried again until
+        // the step's time is up (its JVM may start slower than this one)
+        long deadline = System.nanoTime() + step.toNanos();
+        while (true) {
+            int status = attempt(bind, server, port, deadline);
+            if (status >= 0) {
+                return status;
+            }
+            LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(500));
+        }
+    }
+
+    /** One connection attempt: the exit status, or -1 for another try. */
+    private int attempt(InetAddress bind, InetAddress server, int port, long deadline) {
         try (EventChannel channel = EventChannel.create(); CmId id = channel.createId(PortSpace.UDP)) {
             id.resolveAddress(bind == null ? null : new InetSocketAddress(bind, 0), new InetSocketAddress(server, port), step);
             id.resolveRoute(step);
@@ -195,9 +209,17 @@ final class Udaddy {
                 end.postReceives();
                 CmEvent established;
                 try {
-                    established = id.connect(ConnectParameters.defaults(), step);
-                } catch (CmEventException e) {
-                    err.println("udaddy: unable to connect to " + server.getHostAddress() + ":" + port + ": " + e.getMessage());
+                    established = id.connect(ConnectParameters.defaults(),
+                            Duration.ofNanos(Math.max(TimeUnit.MILLISECONDS.toNanos(100), deadline - System.nanoTime())));
+                } catch (io.github.verbs4j.VerbsException e) {
+                    if (!(e instanceof CmEventException) && !e.errnoName().equals("ETIMEDOUT")) {
+                        throw e;
+                    }
+                    if (System.nanoTime() - deadline < 0) {
+                        return -1;
+                    }
+                    err.println("udaddy: unable to connect to " + server.getHostAddress() + ":" + port + " within "
+                            + step.toSeconds() + " s: " + e.getMessage());
                     err.flush();
                     return 1;
                 }
@@ -235,7 +257,17 @@ final class Udaddy {
         try (EventChannel channel = EventChannel.create(); CmId listener = channel.createId(PortSpace.UDP)) {
             listener.bind(new InetSocketAddress(bind == null ? InetAddress.getByAddress(new byte[4]) : bind, port));
             listener.listen(1);
-            CmEvent request = listener.getRequest(step);
+            CmEvent request = null;
+            while (request == null) {
+                try {
+                    request = listener.getRequest(step);
+                } catch (io.github.verbs4j.VerbsException e) {
+                    // udaddy's server waits for its client without a bound: only a timed-out wait is retried
+                    if (!e.errnoName().equals("ETIMEDOUT")) {
+                        throw e;
+                    }
+                }
+            }
             try (CmId child = request.id(); End end = new End(child)) {
                 end.postReceives();
                 child.accept(ConnectParameters.defaults(), step);
