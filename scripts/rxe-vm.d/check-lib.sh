@@ -63,7 +63,7 @@ wait_listening() {
 run_client() {   # log local_server_pid|"" cmd...
   local log=$1 local_server=$2 status deadline=$((SECONDS + limit))
   shift 2
-  local refused="couldn't connect|connection refused|unable to connect|connect error|REJECTED|failed to connect|unexpected cm event bl blka 8\b|function rdma_connect failed"
+  local refused="couldn't connect|connection refused|unable to connect|connect error|REJECTED|UNREACHABLE|failed to connect|unexpected cm event bl blka 8\b|function rdma_connect failed"
   local pid
   while true; do
     timeout "$limit" "$@" > "$log" 2>&1 &

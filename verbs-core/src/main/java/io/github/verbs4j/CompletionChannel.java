@@ -6,14 +6,14 @@ import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.internal.NativeHandle;
 import io.github.verbs4j.internal.Timeouts;
 import io.github.verbs4j.raw.Downcalls;
+import io.github.verbs4j.raw.Poll;
 import io.github.verbs4j.raw.VerbsFunctions;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
+import java.util.Arrays;
 
 /**
  * A completion event channel ({@code struct ibv_comp_channel}): completion queues created with
@@ -41,21 +41,49 @@ public final class CompletionChannel implements AutoCloseable {
     final NativeHandle handle;
     final Lifecycle life = new Lifecycle();
     private final int fd;
-    private final Map<Long, CompletionQueue> queues = new ConcurrentHashMap<>();
+    /** The queues using the channel, copied on change: await finds the one that fired without boxing its address. */
+    private volatile CompletionQueue[] queues = new CompletionQueue[0];
+    /** await's own memory, reused (one thread awaits at a time): a wait allocates nothing. */
+    private final MemorySegment pollFd;
+    private final MemorySegment errno;
+    private final MemorySegment cqOut;
+    private final MemorySegment ctxOut;
+    private final String awaited;
 
     CompletionChannel(Context context, MemorySegment channel) {
         this.context = context;
         this.handle = new NativeHandle(channel, ibv_comp_channel.layout().byteSize());
         this.fd = ibv_comp_channel.fd(handle.pointer());
+        Arena scratch = Arena.ofAuto();
+        this.pollFd = scratch.allocate(Poll.POLLFD_SIZE, 8);
+        Poll.setFd(pollFd, 0, fd);
+        this.errno = Downcalls.errnoSegment(scratch);
+        this.cqOut = scratch.allocate(ValueLayout.ADDRESS);
+        this.ctxOut = scratch.allocate(ValueLayout.ADDRESS);
+        this.awaited = "a completion event on " + this;
     }
 
     void attach(CompletionQueue cq) {
         life.addDependent(this, cq);
-        queues.put(cq.handle.pointer().address(), cq);
+        synchronized (this) {
+            CompletionQueue[] q = Arrays.copyOf(queues, queues.length + 1);
+            q[q.length - 1] = cq;
+            queues = q;
+        }
     }
 
     void detach(CompletionQueue cq) {
-        queues.remove(cq.handle.pointer().address());
+        synchronized (this) {
+            CompletionQueue[] q = queues;
+            for (int i = 0; i < q.length; i++) {
+                if (q[i] == cq) {
+                    CompletionQueue[] r = Arrays.copyOf(q, q.length - 1);
+                    System.arraycopy(q, i + 1, r, i, q.length - i - 1);
+                    queues = r;
+                    break;
+                }
+            }
+        }
         life.removeDependent(cq);
     }
 
@@ -98,19 +126,22 @@ public final class CompletionChannel implements AutoCloseable {
 
     private CompletionQueue await(long millis) {
         life.ensureOpen(this);
-        if (!Fds.awaitReadable(fd, millis, "a completion event on " + this, life, this)) {
+        if (!Fds.awaitReadable(fd, pollFd, errno, millis, awaited, life, this)) {
             return null;
         }
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Downcalls.errnoSegment(arena);
-            MemorySegment cqOut = arena.allocate(ValueLayout.ADDRESS);
-            MemorySegment ctxOut = arena.allocate(ValueLayout.ADDRESS);
+        try {
             int rc = (int) VerbsFunctions.need(VerbsFunctions.GET_CQ_EVENT, "ibv_get_cq_event").invokeExact(errno, handle.segment(), cqOut, ctxOut);
             if (rc != 0) {
                 throw VerbsException.of("ibv_get_cq_event", Downcalls.errno(errno));
             }
             long address = cqOut.get(ValueLayout.ADDRESS, 0).address();
-            CompletionQueue cq = queues.get(address);
+            CompletionQueue cq = null;
+            for (CompletionQueue q : queues) {
+                if (q.handle.pointer().address() == address) {
+                    cq = q;
+                    break;
+                }
+            }
             if (cq == null) {
                 throw new IllegalStateException("ibv_get_cq_event returned a completion queue (0x"
                         + Long.toHexString(address) + ") this channel does not know");

@@ -190,12 +190,18 @@ public final class CompletionQueue implements AutoCloseable {
         }
     }
 
+    /**
+     * Where {@code ibv_ack_cq_events} (a void function) leaves errno: never read, so shared by
+     * every queue and thread, and an acknowledgement allocates nothing.
+     */
+    private static final MemorySegment ACK_ERRNO = Downcalls.errnoSegment(Arena.global());
+
     /** Acknowledges the events taken so far ({@code ibv_ack_cq_events}). */
     private void acknowledgeEvents() {
         int n = unackedEvents.getAndSet(0);
         if (n > 0) {
-            try (Arena arena = Arena.ofConfined()) {
-                VerbsFunctions.need(VerbsFunctions.ACK_CQ_EVENTS, "ibv_ack_cq_events").invokeExact(Downcalls.errnoSegment(arena), handle.pointer(), n);
+            try {
+                VerbsFunctions.need(VerbsFunctions.ACK_CQ_EVENTS, "ibv_ack_cq_events").invokeExact(ACK_ERRNO, handle.pointer(), n);
             } catch (Throwable t) {
                 throw Downcalls.unexpected("ibv_ack_cq_events", t);
             }

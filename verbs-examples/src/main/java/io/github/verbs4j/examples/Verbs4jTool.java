@@ -20,6 +20,7 @@ import java.io.UncheckedIOException;
  * verbs4j ud-pingpong    UD ping-pong, wire-compatible with ibv_ud_pingpong
  * verbs4j send-lat, write-lat, read-lat, atomic-lat, send-bw, write-bw, read-bw
  *                        perftest-style latency and bandwidth tests (client/server)
+ * verbs4j udaddy        UD datagrams over rdma_cm, following rdma-core's udaddy
  * verbs4j channel-bench  message rate and latency of verbs-channel (client/server)
  * verbs4j transfer-bench batch READ/WRITE bandwidth of verbs-transfer (client/server)
  * verbs4j allreduce      ring allreduce of verbs-transfer's collectives, N ranks
@@ -46,6 +47,7 @@ import java.io.UncheckedIOException;
                 PerfCommands.WriteBw.class,
                 PerfCommands.ReadBw.class,
                 io.github.verbs4j.examples.cm.RpingCommand.class,
+                io.github.verbs4j.examples.cm.UdaddyCommand.class,
                 io.github.verbs4j.examples.channel.ChannelBenchCommand.class,
                 io.github.verbs4j.examples.transfer.TransferBenchCommand.class,
                 io.github.verbs4j.examples.transfer.AllreduceCommand.class,

@@ -44,12 +44,23 @@ public final class Poll {
      *         the fd is not open (POLLNVAL), else {@code poll}'s own error
      */
     public static int awaitReadable(int fd, long timeoutMillis) {
-        long deadline = timeoutMillis < 0 ? 0 : System.nanoTime() + Math.min(timeoutMillis, Long.MAX_VALUE / 2_000_000L) * 1_000_000L;
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Downcalls.errnoSegment(arena);
             MemorySegment pfd = arena.allocate(pollfd.layout());
+            pollfd.fd(pfd, fd);
+            return awaitReadable(pfd, Downcalls.errnoSegment(arena), timeoutMillis);
+        }
+    }
+
+    /**
+     * As {@link #awaitReadable(int, long)} on the descriptor already written into {@code pfd} (a
+     * {@code struct pollfd} of {@link #POLLFD_SIZE} bytes the caller owns and reuses, see
+     * {@link #setFd}), with {@code errno} a segment of {@link Downcalls#errnoSegment}: allocates
+     * nothing, for a wait that a polling loop repeats.
+     */
+    public static int awaitReadable(MemorySegment pfd, MemorySegment errno, long timeoutMillis) {
+        long deadline = timeoutMillis < 0 ? 0 : System.nanoTime() + Math.min(timeoutMillis, Long.MAX_VALUE / 2_000_000L) * 1_000_000L;
+        try {
             while (true) {
-                pollfd.fd(pfd, fd);
                 pollfd.events(pfd, POLLIN);
                 pollfd.revents(pfd, (short) 0);
                 int wait = timeoutMillis < 0 ? -1
