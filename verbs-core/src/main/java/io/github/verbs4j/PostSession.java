@@ -93,6 +93,7 @@ public final class PostSession implements AutoCloseable {
     private int nSge;
     private int nInline;
     private long inlineBytes;
+    private long sgeBytes;
     private long id;
     private int flags = SIGNALED;
 
@@ -335,12 +336,14 @@ public final class PostSession implements AutoCloseable {
             throw fail(new IllegalArgumentException("an atomic operation needs exactly one local buffer of 8 bytes, got "
                     + (nSge > 0 ? "a second entry" : length + " bytes")));
         }
+        udFits(sgeBytes + length);
         long addr = region.address + offset;
         long at = nSge * SGE_SIZE;
         sges.set(ValueLayout.JAVA_LONG, at + SGE_ADDR, addr);
         sges.set(ValueLayout.JAVA_INT, at + SGE_LENGTH, length);
         sges.set(ValueLayout.JAVA_INT, at + SGE_LKEY, region.lkey);
         nSge++;
+        sgeBytes += length;
         try {
             if (nSge == 1) {
                 ExtendedOps.QP_SET_SGE.invokeExact(setSge, q, region.lkey, addr, length);
@@ -376,6 +379,7 @@ public final class PostSession implements AutoCloseable {
         if (nInline == MAX_INLINE_PIECES) {
             throw fail(new IllegalArgumentException("more than " + MAX_INLINE_PIECES + " inline pieces in one request"));
         }
+        udFits(inlineBytes + data.byteSize());
         long at = nInline * BUF_SIZE;
         bufs.set(ValueLayout.ADDRESS, at + BUF_ADDR, data);
         bufs.set(ValueLayout.JAVA_LONG, at + BUF_LENGTH, data.byteSize());
@@ -500,6 +504,7 @@ public final class PostSession implements AutoCloseable {
         }
         kind = newKind;
         nSge = 0;
+        sgeBytes = 0;
         nInline = 0;
         inlineBytes = 0;
         MemorySegment q = qp.handle.segment();
@@ -531,6 +536,19 @@ public final class PostSession implements AutoCloseable {
     }
 
     /** Aborts the batch and returns {@code e} to throw. */
+    /**
+     * A UD message must fit the port's active MTU: the device would complete a longer send
+     * successfully and emit nothing (IBA C10-93.1.1, rxe), so it is refused here, as
+     * {@link SendRequest} refuses it at post.
+     */
+    private void udFits(long bytes) {
+        if (qp.type() == QpType.UD && bytes > qp.udMaxMessage()) {
+            throw fail(new IllegalArgumentException("request " + id + " would send " + bytes + " bytes on " + qp
+                    + ": a UD message must fit the port's active MTU (" + qp.udMaxMessage() + " bytes);"
+                    + " a longer one is dropped silently by the device"));
+        }
+    }
+
     private RuntimeException fail(RuntimeException e) {
         try {
             abort();

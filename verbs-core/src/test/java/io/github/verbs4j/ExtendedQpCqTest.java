@@ -269,6 +269,31 @@ class ExtendedQpCqTest {
     }
 
     @Test
+    void udSendLongerThanTheActiveMtuIsRefusedInTheSession() {
+        up(QpType.UD, SendOp.SEND);
+        int mtu = ctx.port(1).query().activeMtu().bytes();
+        Endpoint eb = b.endpoint(1, 1);
+        try (AddressHandle ah = pd.createAh(AddressVector.to(eb).port(1).sgidIndex(1))) {
+            PostSession s = a.startPosting();
+            s.id(7).send().udAddress(ah, eb.qpn(), ConnectOptions.DEFAULT_QKEY).sge(mrA, 0, mtu);
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> s.sge(mrA, mtu, 1),
+                    "a second entry taking the message past the MTU");
+            assertTrue(e.getMessage().contains("active MTU (" + mtu + " bytes)"), e.getMessage());
+            assertThrows(IllegalStateException.class, s::commit, "the refusal aborted the batch");
+            // nothing was posted: an MTU-sized send that follows is the first completion
+            byte[] msg = fill(mrA, 0, mtu);
+            b.postRecv(ReceiveRequest.create().id(8).local(mrB, 0, 40 + mtu));
+            try (PostSession t = a.startPosting()) {
+                t.id(9).send().udAddress(ah, eb.qpn(), ConnectOptions.DEFAULT_QKEY).sge(mrA, 0, mtu);
+            }
+            assertEquals(9, poll(cqA, 1).getFirst().id());
+            Wc r = poll(cqB, 1).getFirst();
+            assertEquals(40 + mtu, r.byteLen());
+            assertArrayEquals(msg, read(mrB, 40, mtu));
+        }
+    }
+
+    @Test
     void aChannelSignalsAnExtendedCq() {
         ctx = Rig.open();
         Rig.assumeHandConnect(ctx);
