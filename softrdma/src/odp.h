@@ -11,7 +11,12 @@
  * (or failed) by the kernel's fault handler.
  */
 int srd_odp_fault(const void *p, size_t len, bool write);
-/* Whether every page of [p, p + len) is mapped (present or not): 1 or 0; never faults. */
+/*
+ * Whether every page of [p, p + len) is mapped (present or not): 1 or 0; never faults. The
+ * kernel pins a region's pages at registration and answers EFAULT for a range with a hole; a
+ * software device asks mincore(2), which fails with ENOMEM for an unmapped page. Used for
+ * that check of ibv_reg_mr/ibv_rereg_mr (pd.c) as well as for ODP accesses.
+ */
 int srd_odp_mapped(const void *p, size_t len);
 /*
  * Copies len bytes from src to dst where either side may be memory of an ODP region that is

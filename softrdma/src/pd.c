@@ -123,31 +123,6 @@ static struct srd_mr *mr_get(uint32_t key)
  */
 static pthread_mutex_t g_mw_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/*
- * Whether every page of [addr, addr + length) is mapped. The kernel pins the pages of a region
- * when it is registered and answers EFAULT for a range with a hole; a software device reaches
- * the memory through this process's own address space, so it asks mincore(2), which fails with
- * ENOMEM for an unmapped page. Checked a chunk of pages at a time (one vector byte per page).
- */
-static int range_mapped(const void *addr, size_t length)
-{
-	long page = sysconf(_SC_PAGESIZE);
-	uintptr_t start = (uintptr_t)addr & ~((uintptr_t)page - 1);
-	uintptr_t end = (uintptr_t)addr + length;
-	if (end < (uintptr_t)addr)
-		return 0;
-	unsigned char vec[4096];
-	while (start < end) {
-		size_t chunk = (size_t)page * sizeof(vec);
-		if (end - start < chunk)
-			chunk = end - start;
-		if (mincore((void *)start, chunk, vec) != 0)
-			return 0;
-		start += chunk;
-	}
-	return 1;
-}
-
 /* Takes a free table index for slot and makes its key; 0 when the table is full. Write lock held. */
 static uint32_t key_alloc(struct srd_mr *slot)
 {
@@ -217,7 +192,7 @@ SRD_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t
 	}
 	if (implicit)
 		iova = 0;
-	if (length && !(access & IBV_ACCESS_ON_DEMAND) && !range_mapped(addr, length)) {
+	if (length && !(access & IBV_ACCESS_ON_DEMAND) && !srd_odp_mapped(addr, length)) {
 		errno = EFAULT;
 		return NULL;
 	}
@@ -312,7 +287,7 @@ static int rereg_cmd(struct srd_mr *mr, int flags, struct ibv_pd *pd, void *addr
 			return EINVAL;
 	}
 	if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && !(new_access & IBV_ACCESS_ON_DEMAND) &&
-	    !range_mapped(addr, length))
+	    !srd_odp_mapped(addr, length))
 		return EFAULT;
 	srd_br_wrlock(&srd_mr_table_lock);
 	/* memory windows bound to the region would keep the old range, rights or PD */
