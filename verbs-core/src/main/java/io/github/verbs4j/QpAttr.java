@@ -2,7 +2,10 @@ package io.github.verbs4j;
 
 import io.github.verbs4j.ffi.RdmaCore;
 import io.github.verbs4j.ffi.ibv_qp_attr;
+import io.github.verbs4j.raw.Downcalls;
+import io.github.verbs4j.raw.VerbsFunctions;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
@@ -205,6 +208,26 @@ public final class QpAttr {
             }
         }
         return String.join(", ", names);
+    }
+
+    /**
+     * {@code ibv_modify_qp} of {@code qp} to {@code to} with these attributes: the call a
+     * {@link QueuePair} and an {@link XrcTarget} make. On failure a VerbsException with the errno,
+     * naming the step ({@code name}), the owner and the transition from {@code from}.
+     */
+    void modify(MemorySegment qp, QpState to, String name, Object owner, QpState from) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Downcalls.errnoSegment(arena);
+            MemorySegment a = arena.allocate(ibv_qp_attr.layout());
+            int mask = writeTo(a, to);
+            int rc = (int) VerbsFunctions.need(VerbsFunctions.MODIFY_QP, "ibv_modify_qp").invokeExact(errno, qp, a, mask);
+            if (rc != 0) {
+                throw new VerbsException("ibv_modify_qp", Downcalls.errnoOf(rc, errno), name + " of " + owner + " ("
+                        + from + " -> " + to + ", " + this + ")");
+            }
+        } catch (Throwable t) {
+            throw Downcalls.unexpected("ibv_modify_qp", t);
+        }
     }
 
     /** Writes the set attributes and {@code target} state into {@code attr}; returns the mask. */

@@ -531,18 +531,7 @@ public final class QueuePair implements AutoCloseable {
         if (iwarp && to == QpState.RTR) {
             throw Iwarp.handConnect(this, name);
         }
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Downcalls.errnoSegment(arena);
-            MemorySegment a = arena.allocate(ibv_qp_attr.layout());
-            int mask = attr.writeTo(a, to);
-            int rc = (int) VerbsFunctions.need(VerbsFunctions.MODIFY_QP, "ibv_modify_qp").invokeExact(errno, handle.segment(), a, mask);
-            if (rc != 0) {
-                throw new VerbsException("ibv_modify_qp", Downcalls.errnoOf(rc, errno), name + " of " + this + " ("
-                        + state + " -> " + to + ", " + attr + ")");
-            }
-        } catch (Throwable t) {
-            throw Downcalls.unexpected("ibv_modify_qp", t);
-        }
+        attr.modify(handle.segment(), to, name, this, state);
         QpState previous = state;
         state = to;
         if (to == QpState.INIT) {

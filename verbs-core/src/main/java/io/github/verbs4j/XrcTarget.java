@@ -183,18 +183,7 @@ public final class XrcTarget implements AutoCloseable {
     }
 
     private void modify(String name, QpState to, QpAttr attr) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Downcalls.errnoSegment(arena);
-            MemorySegment a = arena.allocate(ibv_qp_attr.layout());
-            int mask = attr.writeTo(a, to);
-            int rc = (int) VerbsFunctions.need(VerbsFunctions.MODIFY_QP, "ibv_modify_qp").invokeExact(errno, handle.segment(), a, mask);
-            if (rc != 0) {
-                throw new VerbsException("ibv_modify_qp", Downcalls.errnoOf(rc, errno), name + " of " + this + " ("
-                        + state + " -> " + to + ", " + attr + ")");
-            }
-        } catch (Throwable t) {
-            throw Downcalls.unexpected("ibv_modify_qp", t);
-        }
+        attr.modify(handle.segment(), to, name, this, state);
         state = to;
     }
 
