@@ -89,6 +89,7 @@ run_client() {   # log local_server_pid|"" cmd...
     # A server in this VM that has already given up will never accept.
     [[ -n $local_server ]] && ! kill -0 "$local_server" 2>/dev/null && return "$status"
     ((SECONDS < deadline)) || return "$status"
+    { echo "---- refused attempt, status $status, $(date +%T.%N)"; cat "$log"; } >> "$log.refused"
     sleep 0.5
   done
 }
