@@ -30,10 +30,15 @@ final class ChannelBench {
     static final int MIN_SIZE = 8;
     /** "VCHB": the setup message's tag. */
     private static final int TAG = 0x5643_4842;
-    private static final int VERSION = 1;
+    private static final int VERSION = 2;
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-    private static final String SEPARATOR = "---------------------------------------------------------------------------------------";
+    static final String SEPARATOR =
+            "-----------------------------------------------------------------------------------------------------------------";
+    static final String HEADER =
+            " #bytes   #messages   #conns  BW average[MB/sec]  MsgRate[Mpps]   t_half_rtt[usec]    99%[usec]  B/msg[snd]  B/msg[rcv]";
+    /** The server's answer when all messages arrived: count, bytes allocated, messages they were counted over. */
+    private static final int DONE_BYTES = 24;
 
     private final PrintWriter out;
     private final InetAddress host;
@@ -91,7 +96,8 @@ final class ChannelBench {
             int rounds = (int) setup[3];
             List<Future<Long>> sinks = new ArrayList<>();
             for (Channel ch : channels) {
-                sinks.add(workers.submit(() -> sink(ch, msgSize, count)));
+                boolean measure = ch == first;
+                sinks.add(workers.submit(() -> sink(ch, msgSize, count, conns, measure)));
             }
             for (Future<Long> f : sinks) {
                 f.get(timeout.toSeconds() * 10, TimeUnit.SECONDS);
@@ -129,8 +135,19 @@ final class ChannelBench {
         }
     }
 
-    private long sink(Channel ch, int msgSize, long count) throws InterruptedException {
+    /**
+     * Takes and checks {@code count} messages, then answers with the count and, on the connection
+     * that {@code measures}, the process's allocation from a fifth of the run to its end (all
+     * threads: this one, the other connections' and the group's polling thread), over the
+     * messages of all {@code conns} connections in that part.
+     */
+    private long sink(Channel ch, int msgSize, long count, int conns, boolean measures) throws InterruptedException {
+        long warm = count / 5;
+        long before = 0;
         for (long i = 0; i < count; i++) {
+            if (i == warm) {
+                before = Allocation.total();
+            }
             try (Message m = ch.receive(timeout)) {
                 if (m == null) {
                     throw new IllegalStateException("message " + i + " did not arrive within " + timeout);
@@ -140,9 +157,12 @@ final class ChannelBench {
                 }
             }
         }
+        long allocated = measures && Allocation.supported() ? Allocation.total() - before : -1;
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment done = arena.allocate(8);
+            MemorySegment done = arena.allocate(DONE_BYTES);
             done.set(LONG, 0, count);
+            done.set(LONG, 8, allocated);
+            done.set(LONG, 16, (count - warm) * conns);
             ch.send(done);
         }
         return count;
@@ -172,17 +192,32 @@ final class ChannelBench {
             }
             printHeader(channels.getFirst());
             long t0 = System.nanoTime();
+            long warm = messages / 5;
+            long[] allocation = {-1, -1};
             List<Future<?>> senders = new ArrayList<>();
             for (Channel ch : channels) {
+                boolean measure = ch == channels.getFirst();
                 senders.add(workers.submit(() -> {
                     MemorySegment msg = Arena.ofAuto().allocate(size);
+                    long before = 0;
                     for (long i = 0; i < messages; i++) {
+                        if (i == warm) {
+                            before = Allocation.total();
+                        }
                         msg.set(LONG, 0, i);
                         ch.send(msg);
                     }
+                    long allocated = Allocation.total() - before;
                     try (Message done = ch.receive(timeout.multipliedBy(10))) {
-                        if (done == null || done.getLong(0) != messages) {
+                        if (done == null || done.length() != DONE_BYTES || done.getLong(0) != messages) {
                             throw new IllegalStateException("the server did not confirm " + messages + " messages");
+                        }
+                        if (measure) {
+                            allocation[0] = Allocation.supported() ? allocated : -1;
+                            long peerAllocated = done.getLong(8);
+                            long peerCounted = done.getLong(16);
+                            allocation[1] = peerAllocated < 0 || peerCounted < 1 ? -1
+                                    : Double.doubleToRawLongBits((double) peerAllocated / peerCounted);
                         }
                     }
                     return null;
@@ -212,8 +247,9 @@ final class ChannelBench {
             Arrays.sort(rtt);
             double half = pings == 0 ? Double.NaN : rtt[pings / 2] / 2e3;
             double p99 = pings == 0 ? Double.NaN : rtt[Math.min(pings - 1, (int) (pings * 0.99))] / 2e3;
-            out.printf(Locale.ROOT, " %-8d %-11d %-7d %-19.2f %-15.4f %-19.2f %-10.2f%n", size, total, connections, mbps, mpps, half, p99);
-            out.println(SEPARATOR);
+            double sent = Allocation.perMessage(allocation[0], (messages - warm) * connections);
+            double received = allocation[1] == -1 ? Double.NaN : Double.longBitsToDouble(allocation[1]);
+            printRow(out, size, total, connections, mbps, mpps, half, p99, sent, received);
             for (Channel ch : channels) {
                 ch.close();
             }
@@ -229,7 +265,19 @@ final class ChannelBench {
         out.printf(" Ring           : %d slots of %d bytes; %d WRITEs in flight, then coalescing%n", options.slots(),
                 options.slotSize(), options.writesInFlight());
         out.println(SEPARATOR);
-        out.println(" #bytes   #messages   #conns  BW average[MB/sec]  MsgRate[Mpps]   t_half_rtt[usec]    99%[usec]");
+        out.println(HEADER);
+        out.flush();
+    }
+
+    /**
+     * One row of the table, and the closing separator. B/msg: heap bytes the sending (receiving)
+     * process allocated per message from a fifth of the run to its end, all its threads counted.
+     */
+    static void printRow(PrintWriter out, int size, long total, int connections, double mbps, double mpps, double half,
+            double p99, double sentBytesPerMessage, double receivedBytesPerMessage) {
+        out.printf(Locale.ROOT, " %-8d %-11d %-7d %-19.2f %-15.4f %-19.2f %-10.2f %-11.1f %-10.1f%n", size, total,
+                connections, mbps, mpps, half, p99, sentBytesPerMessage, receivedBytesPerMessage);
+        out.println(SEPARATOR);
         out.flush();
     }
 }

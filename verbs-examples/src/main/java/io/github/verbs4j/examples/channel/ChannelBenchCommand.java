@@ -14,7 +14,9 @@ import java.util.concurrent.Callable;
  * between a server ({@code -s}) and a client ({@code -c -a <server>}), over one or more
  * connections. The client states the run (size, count, connections) in a first message on each
  * channel; the server checks it, counts and checks every message's length, and answers when all
- * arrived. Then connection 0 measures round trips.
+ * arrived. Then connection 0 measures round trips. {@code --raw} (on both sides) runs the same
+ * traffic on bare verbs instead of the channel, for comparison. Both print the heap bytes each
+ * process allocated per message in the steady state.
  */
 @Command(name = "channel-bench", mixinStandardHelpOptions = true,
         description = "Message rate, bandwidth and latency of the verbs4j message channel (client/server over rdma_cm).")
@@ -62,6 +64,10 @@ public final class ChannelBenchCommand implements Callable<Integer> {
     @Option(names = "--spin", paramLabel = "<polls>", description = "empty polls before the polling thread blocks on the completion channel (default: ${DEFAULT-VALUE})")
     int spin = 2_000;
 
+    @Option(names = "--raw", description = "the same WRITE_WITH_IMM traffic on bare verbs (queue pair, reused requests, "
+            + "busy-polled completion queues) instead of the channel; one connection; give it on both sides")
+    boolean raw;
+
     @Option(names = {"-t", "--timeout"}, paramLabel = "<seconds>", description = "give up a step after this long (default: ${DEFAULT-VALUE})")
     int timeoutSeconds = 60;
 
@@ -85,6 +91,19 @@ public final class ChannelBenchCommand implements Callable<Integer> {
             host = address == null ? InetAddress.getByAddress(new byte[4]) : InetAddress.getByName(address);
         } catch (UnknownHostException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), "unknown host " + address);
+        }
+        if (raw) {
+            if (connections != 1) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "--raw runs one connection (-C 1)");
+            }
+            RawChannelBench bench;
+            try {
+                bench = new RawChannelBench(spec.commandLine().getOut(), host, port, size, messages, window, slots, pings,
+                        Duration.ofSeconds(timeoutSeconds));
+            } catch (IllegalArgumentException e) {
+                throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+            }
+            return server ? bench.runServer() : bench.runClient();
         }
         ChannelBench bench;
         try {
