@@ -106,6 +106,49 @@ final class RawChannelBench {
         return (Math.max(size, DONE_BYTES) + 63) & ~63;
     }
 
+    /** How long a wait goes without progress before it looks at the peer's connection. */
+    private static final long STALL_NANOS = 100_000_000L;
+    private static final Duration CM_PEEK = Duration.ofMillis(1);
+
+    /**
+     * Watches a busy-polling wait (called every 4096 empty polls): whether its deadline passed,
+     * and, once it has waited {@link #STALL_NANOS} for one thing, whether the peer disconnected
+     * (then it throws): a peer that died ends the run at once instead of at the deadline.
+     * Allocates only when it looks at the connection, after such a stall.
+     */
+    private static final class Watch {
+        private final CmId id;
+        private long stalledSince;
+        private long looked;
+
+        Watch(CmId id) {
+            this.id = id;
+        }
+
+        /** Starts a wait. */
+        void begin() {
+            stalledSince = 0;
+        }
+
+        /** Whether the wait's {@code deadline} passed; throws when the peer disconnected. */
+        boolean expired(long deadline) {
+            long now = System.nanoTime();
+            if (now - deadline > 0) {
+                return true;
+            }
+            if (stalledSince == 0) {
+                stalledSince = now;
+            } else if (now - stalledSince > STALL_NANOS && now - looked > STALL_NANOS) {
+                looked = now;
+                CmEvent e = id.awaitEvent(CM_PEEK);
+                if (e != null && (e.type() == CmEventType.DISCONNECTED || e.type() == CmEventType.DEVICE_REMOVAL)) {
+                    throw new IllegalStateException("the peer disconnected (" + e.type() + ") while this side waited");
+                }
+            }
+            return false;
+        }
+    }
+
     // ---- server --------------------------------------------------------------------------------
 
     int runServer() {
@@ -170,7 +213,7 @@ final class RawChannelBench {
         accept.putInt(TAG).putLong(ring.address()).putInt(ring.rkey()).putInt(slots);
         id.accept(new ConnectParameters(1, 1, 7, 7, accept.array()), timeout);
 
-        Server s = new Server(qp, sendCq, recvCq, ring, recv, msgSize, stride, peerRing, peerRkey, peerStride);
+        Server s = new Server(new Watch(id), qp, sendCq, recvCq, ring, recv, msgSize, stride, peerRing, peerRkey, peerStride);
         long warm = count / 5;
         long deadline = System.nanoTime() + timeout.multipliedBy(10).toNanos();
         long before = 0;
@@ -210,6 +253,7 @@ final class RawChannelBench {
 
     /** The server's loop state: one receive queue to take WRITEs from, a send queue for credits and replies. */
     private final class Server {
+        final Watch watch;
         final QueuePair qp;
         final CompletionQueue sendCq;
         final CompletionQueue recvCq;
@@ -226,8 +270,9 @@ final class RawChannelBench {
         int sendsInFlight;
         long reported;
 
-        Server(QueuePair qp, CompletionQueue sendCq, CompletionQueue recvCq, MemoryRegion ring, ReceiveRequest recv,
-                int msgSize, int stride, long peerRing, int peerRkey, int peerStride) {
+        Server(Watch watch, QueuePair qp, CompletionQueue sendCq, CompletionQueue recvCq, MemoryRegion ring,
+                ReceiveRequest recv, int msgSize, int stride, long peerRing, int peerRkey, int peerStride) {
+            this.watch = watch;
             this.qp = qp;
             this.sendCq = sendCq;
             this.recvCq = recvCq;
@@ -241,9 +286,10 @@ final class RawChannelBench {
         /** Waits for message {@code seq}, checks it and reposts its receive. */
         void receive(long seq, long deadline) {
             int spins = 0;
+            watch.begin();
             while (taken == recvs.count()) {
                 taken = 0;
-                if (recvCq.poll(recvs) == 0 && (++spins & 0xfff) == 0 && System.nanoTime() > deadline) {
+                if (recvCq.poll(recvs) == 0 && (++spins & 0xfff) == 0 && watch.expired(deadline)) {
                     throw new VerbsException("channel-bench --raw", Errno.ETIMEDOUT, "message " + seq
                             + " did not arrive within " + timeout);
                 }
@@ -273,8 +319,9 @@ final class RawChannelBench {
         void post(SendRequest request) {
             long deadline = System.nanoTime() + timeout.toNanos();
             int spins = 0;
+            watch.begin();
             while (sendsInFlight >= SERVER_SEND_DEPTH) {
-                if (reapSends() == 0 && (++spins & 0xfff) == 0 && System.nanoTime() > deadline) {
+                if (reapSends() == 0 && (++spins & 0xfff) == 0 && watch.expired(deadline)) {
                     throw new VerbsException("channel-bench --raw", Errno.ETIMEDOUT, "the send queue did not drain within "
                             + timeout);
                 }
@@ -297,8 +344,9 @@ final class RawChannelBench {
 
         void drainSends(long deadline) {
             int spins = 0;
+            watch.begin();
             while (sendsInFlight > 0) {
-                if (reapSends() == 0 && (++spins & 0xfff) == 0 && System.nanoTime() > deadline) {
+                if (reapSends() == 0 && (++spins & 0xfff) == 0 && watch.expired(deadline)) {
                     throw new VerbsException("channel-bench --raw", Errno.ETIMEDOUT, sendsInFlight
                             + " WRITEs did not complete within " + timeout);
                 }
@@ -351,13 +399,14 @@ final class RawChannelBench {
         if (peerSlots < 4) {
             throw new IllegalStateException("the server's ring has " + peerSlots + " slots");
         }
-        Client c = new Client(qp, sendCq, recvCq, source, ring, recv, stride, peerRing, peerRkey, peerSlots);
+        Client c = new Client(new Watch(id), qp, sendCq, recvCq, source, ring, recv, stride, peerRing, peerRkey, peerSlots);
         printHeader(id.remoteAddress(), peerSlots, stride);
         return c.run();
     }
 
     /** The client's loop state. */
     private final class Client {
+        final Watch watch;
         final QueuePair qp;
         final CompletionQueue sendCq;
         final CompletionQueue recvCq;
@@ -378,8 +427,9 @@ final class RawChannelBench {
         boolean done;
         long pongs;
 
-        Client(QueuePair qp, CompletionQueue sendCq, CompletionQueue recvCq, MemoryRegion source, MemoryRegion ring,
-                ReceiveRequest recv, int stride, long peerRing, int peerRkey, int peerSlots) {
+        Client(Watch watch, QueuePair qp, CompletionQueue sendCq, CompletionQueue recvCq, MemoryRegion source,
+                MemoryRegion ring, ReceiveRequest recv, int stride, long peerRing, int peerRkey, int peerSlots) {
+            this.watch = watch;
             this.qp = qp;
             this.sendCq = sendCq;
             this.recvCq = recvCq;
@@ -398,22 +448,25 @@ final class RawChannelBench {
             long start = System.nanoTime();
             long deadline = start + timeout.multipliedBy(10).toNanos();
             int spins = 0;
+            watch.begin();
             while (completed < messages) {
                 while (sent < messages && sent - completed < window && sent - credited < peerSlots) {
                     if (sent == warm) {
                         before = Allocation.total();
                     }
                     post(sent);
+                    watch.begin();
                 }
-                if (poll() == 0 && (++spins & 0xfff) == 0 && System.nanoTime() > deadline) {
+                if (poll() == 0 && (++spins & 0xfff) == 0 && watch.expired(deadline)) {
                     throw new VerbsException("channel-bench --raw", Errno.ETIMEDOUT, (messages - completed)
                             + " WRITEs not completed within " + timeout.multipliedBy(10));
                 }
             }
             long allocated = Allocation.total() - before;
             spins = 0;
+            watch.begin();
             while (!done) {
-                if (poll() == 0 && (++spins & 0xfff) == 0 && System.nanoTime() > deadline) {
+                if (poll() == 0 && (++spins & 0xfff) == 0 && watch.expired(deadline)) {
                     throw new VerbsException("channel-bench --raw", Errno.ETIMEDOUT, "the server did not confirm "
                             + messages + " messages");
                 }
@@ -429,13 +482,19 @@ final class RawChannelBench {
             for (int i = 0; i < pings; i++) {
                 long pingDeadline = System.nanoTime() + timeout.toNanos();
                 long s = System.nanoTime();
+                spins = 0;
+                watch.begin();
                 while (sent - completed >= window) {
-                    poll();
+                    if (poll() == 0 && (++spins & 0xfff) == 0 && watch.expired(pingDeadline)) {
+                        throw new VerbsException("channel-bench --raw", Errno.ETIMEDOUT, "WRITEs did not complete within "
+                                + timeout);
+                    }
                 }
                 post(messages + i);
                 spins = 0;
+                watch.begin();
                 while (pongs <= i) {
-                    if (poll() == 0 && (++spins & 0xfff) == 0 && System.nanoTime() > pingDeadline) {
+                    if (poll() == 0 && (++spins & 0xfff) == 0 && watch.expired(pingDeadline)) {
                         throw new VerbsException("channel-bench --raw", Errno.ETIMEDOUT, "pong " + i
                                 + " did not come back within " + timeout);
                     }

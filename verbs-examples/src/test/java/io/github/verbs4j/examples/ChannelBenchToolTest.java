@@ -1,0 +1,81 @@
+package io.github.verbs4j.examples;
+
+import org.junit.jupiter.api.Test;
+
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+/**
+ * {@code verbs4j channel-bench}, over the channel and {@code --raw} on bare verbs: server and
+ * client JVMs, a few hundred messages. The server checks every message's length and sequence
+ * and prints the count only when all arrived; the client's row appears only after the server
+ * confirmed the count.
+ */
+class ChannelBenchToolTest {
+
+    private static final Pattern PORT = Pattern.compile("\\(port (\\d+)\\)");
+    /** size, messages, connections, six numbers (B/msg measured: not NaN). */
+    private static final String ROW = "(?s).*\\n %d +%d +1 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ *\\n.*";
+
+    @Test
+    void rawModeCarriesCheckedMessagesAndPrintsItsRow() throws Exception {
+        run("--raw", "256", "300");
+    }
+
+    @Test
+    void channelModeCarriesCheckedMessagesAndPrintsItsRow() throws Exception {
+        run(null, "1024", "300");
+    }
+
+    private static void run(String mode, String size, String count) throws Exception {
+        String[] serverArgs = mode == null
+                ? new String[] {"channel-bench", "-s", "-a", "127.0.0.1", "-p", "0"}
+                : new String[] {"channel-bench", "-s", mode, "-a", "127.0.0.1", "-p", "0", "--slots", "16"};
+        try (Proc server = Proc.tool(serverArgs)) {
+            String port = null;
+            for (int i = 0; i < 600 && port == null; i++) {
+                Matcher m = PORT.matcher(server.out());
+                if (m.find()) {
+                    port = m.group(1);
+                } else {
+                    Thread.sleep(100);
+                }
+            }
+            if (port == null) {
+                fail("the server printed no port: " + server.describe());
+            }
+            String[] clientArgs = mode == null
+                    ? new String[] {"channel-bench", "-c", "-a", "127.0.0.1", "-p", port, "-S", size, "-n", count,
+                        "--pings", "50", "-t", "30"}
+                    : new String[] {"channel-bench", "-c", mode, "-a", "127.0.0.1", "-p", port, "-S", size, "-n", count,
+                        "--pings", "50", "-t", "30"};
+            try (Proc client = Proc.tool(clientArgs)) {
+                client.await(120).assertSuccess();
+                assertTrue(client.out().contains("B/msg[snd]  B/msg[rcv]"), client.describe());
+                assertTrue(client.out().matches(String.format(ROW, Integer.parseInt(size), Integer.parseInt(count))),
+                        client.describe());
+            }
+            server.await(60).assertSuccess();
+            assertTrue(server.out().contains("received " + count + " messages of " + size + " bytes on 1 connection"),
+                    server.describe());
+        }
+    }
+
+    @Test
+    void rawModeRefusesSeveralConnectionsAndATooSmallRing() {
+        String[][] bad = {
+            {"channel-bench", "-c", "--raw", "-a", "127.0.0.1", "-p", "1", "-C", "2"},
+            {"channel-bench", "-s", "--raw", "--slots", "2"},
+            {"channel-bench", "-c", "--raw", "-a", "127.0.0.1", "-p", "1", "-w", "0"},
+        };
+        for (String[] args : bad) {
+            try (Proc p = Proc.tool(args)) {
+                assertEquals(2, p.await(60).exitCode(), String.join(" ", args) + ": " + p.describe());
+            }
+        }
+    }
+}
