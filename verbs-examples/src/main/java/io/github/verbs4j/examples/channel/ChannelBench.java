@@ -63,6 +63,12 @@ final class ChannelBench {
         int entries = Math.max(8192, Integer.highestOneBit(connections * (slots + window + 40)) << 1);
         this.options = ChannelOptions.defaults().withSlots(slots).withSlotSize(slotSize).withWritesInFlight(window)
                 .withSpinPolls(spin).withCompletionQueueEntries(entries);
+        // the server echoes the round trips into the client's ring
+        long ownLimit = (long) Math.max(1, slots / 4) * slotSize - 8;
+        if (pings > 0 && size > ownLimit) {
+            throw new IllegalArgumentException("size " + size + " is more than the client's ring carries back ("
+                    + ownLimit + " bytes): give the client --slots or --slot-size as large as the server's, or --pings 0");
+        }
     }
 
     int runServer() throws Exception {
@@ -262,7 +268,7 @@ final class ChannelBench {
         out.println("                   verbs4j channel-bench: messages over RDMA WRITE_WITH_IMM");
         out.printf(" Peer           : %s%n", ch.remoteAddress());
         out.printf(" Connections    : %d (one polling thread per side)%n", connections);
-        out.printf(" Ring           : %d slots of %d bytes; %d WRITEs in flight, then coalescing%n", options.slots(),
+        out.printf(" Ring (client)  : %d slots of %d bytes; %d WRITEs in flight, then coalescing%n", options.slots(),
                 options.slotSize(), options.writesInFlight());
         out.println(SEPARATOR);
         out.println(HEADER);
