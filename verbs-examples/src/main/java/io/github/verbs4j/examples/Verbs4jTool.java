@@ -21,7 +21,7 @@ import java.io.UncheckedIOException;
  * verbs4j send-lat, write-lat, read-lat, atomic-lat, send-bw, write-bw, read-bw
  *                        perftest-style latency and bandwidth tests (client/server)
  * verbs4j udaddy        UD datagrams over rdma_cm, following rdma-core's udaddy
- * verbs4j channel-bench  message rate and latency of verbs-channel (client/server)
+ * verbs4j channel-bench  message rate and latency of verbs-channel (client/server; --raw: the same traffic on bare verbs)
  * verbs4j transfer-bench batch READ/WRITE bandwidth of verbs-transfer (client/server)
  * verbs4j allreduce      ring allreduce of verbs-transfer's collectives, N ranks
  * </pre>
