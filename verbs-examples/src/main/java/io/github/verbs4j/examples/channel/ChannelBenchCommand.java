@@ -65,7 +65,8 @@ public final class ChannelBenchCommand implements Callable<Integer> {
     int spin = 2_000;
 
     @Option(names = "--raw", description = "the same WRITE_WITH_IMM traffic on bare verbs (queue pair, reused requests, "
-            + "busy-polled completion queues) instead of the channel; one connection; give it on both sides")
+            + "busy-polled completion queues) instead of the channel; one connection, slots of the message size "
+            + "(--slot-size and --spin do not apply); give it on both sides")
     boolean raw;
 
     @Option(names = {"-t", "--timeout"}, paramLabel = "<seconds>", description = "give up a step after this long (default: ${DEFAULT-VALUE})")
