@@ -209,7 +209,7 @@ static int deliver_local(struct srd_qp *qp, struct srd_swqe *w, struct srd_qp *d
 			srd_seg_copy_in(lseg, w->num_sge, 0, (const uint8_t *)&out.orig, 8);
 		if (out.pend)
 			srd_recv_complete(dst, &out.rw, IBV_WC_SUCCESS, out.wc_op, out.wc_len,
-					  (r.flags & F_INV) ? SRD_WC_INV : (r.flags & F_IMM) != 0, w->imm, qp->ibqp.qp_num, false,
+					  (r.flags & F_INV) ? SRD_WC_INV : (r.flags & F_IMM) != 0, w->imm, 0, false,
 					  (r.flags & F_SOLICITED) != 0);
 	} else if (s == SYN_RNR) {
 		*rnr_delay = rnr_ns(dst->attr.min_rnr_timer);

@@ -410,8 +410,9 @@ void srd_responder_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t 
 	 * acknowledges on placement: the application can never answer before the ACK */
 	if (out.pend) {
 		srd_batch_flush();
+		/* src_qp 0: libibverbs defines it for UD only, and rxe fills it from a DETH alone */
 		srd_recv_complete(qp, &out.rw, IBV_WC_SUCCESS, out.wc_op, out.wc_len,
-				  (h->flags & F_INV) ? SRD_WC_INV : (h->flags & F_IMM) != 0, h->imm, h->sqpn, false, (h->flags & F_SOLICITED) != 0);
+				  (h->flags & F_INV) ? SRD_WC_INV : (h->flags & F_IMM) != 0, h->imm, 0, false, (h->flags & F_SOLICITED) != 0);
 	}
 	srd_unlock(&qp->resp_lock);
 }

@@ -93,6 +93,12 @@ public final class Completion {
     /**
      * Whether a receive came from a SEND with Invalidate and invalidated one of this side's
      * memory windows ({@code IBV_WC_WITH_INV}).
+     *
+     * <p>On rxe (Linux 6.1 to this day) this reads false: its kernel marks such a receive with
+     * its own {@code IB_WC_WITH_INVALIDATE}, bit 2, and rdma-core's rxe provider hands
+     * {@code wc_flags} over unchanged, where bit 2 means {@code IBV_WC_IP_CSUM_OK} and
+     * {@code IBV_WC_WITH_INV} is bit 3. The rkey is in {@link #invalidatedRkey()} all the same,
+     * and the window is invalidated (docs/substrates.md).
      */
     public boolean hasInvalidate() {
         return (flags() & FLAG_WITH_INV) != 0;

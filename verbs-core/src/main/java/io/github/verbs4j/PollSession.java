@@ -33,6 +33,14 @@ import java.nio.ByteOrder;
  * the queue is closed; {@link VerbsException} when the provider's start_poll or next_poll
  * returns an errno other than ENOENT.
  *
+ * <p><b>rxe with rdma-core before 55</b> (Debian 12 ships 44): the provider's {@code cq_end_poll}
+ * advances the consumer index once more after a {@code cq_next_poll} that answered ENOENT
+ * (fixed upstream by "rxe: fix completion queue consumer index overrun"), so a pass that ends
+ * with {@link #next()} returning false leaves the queue one entry past its producer: the next
+ * pass reads a stale entry and the kernel then sees the queue as full. There, end each pass
+ * before asking past the completions you expect (for instance one completion per pass).
+ * docs/substrates.md has the details.
+ *
  * <p><b>Hot path</b>: every call goes through a function pointer of {@code struct ibv_cq_ex},
  * read once at creation, with a critical downcall; nothing is allocated. An empty queue costs
  * one call ({@code start_poll} answering ENOENT).

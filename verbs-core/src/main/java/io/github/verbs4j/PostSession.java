@@ -1,7 +1,6 @@
 package io.github.verbs4j;
 
 import io.github.verbs4j.ffi.RdmaCore;
-import io.github.verbs4j.ffi.ibv_data_buf;
 import io.github.verbs4j.ffi.ibv_sge;
 import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.raw.ExtendedOps;
@@ -27,10 +26,19 @@ import java.nio.ByteOrder;
  *
  * <p><b>Building</b>: each operation method starts a new work request, taking the id and the
  * flags ({@link #signaled}, {@link #solicited}, {@link #fence}) set last; {@link #sge} and
- * {@link #inlineData} then give its local data (several calls gather in order, through
- * {@code ibv_wr_set_sge_list} / {@code ibv_wr_set_inline_data_list}), {@link #udAddress} its UD
- * destination. Inline data are copied by the provider when set: the buffer may be reused at
- * once. An operation the QP was not created for ({@link QueuePair.Builder#sendOps}) is refused.
+ * {@link #inlineData} then give its local data (several calls gather in order), {@link #udAddress}
+ * its UD destination. Inline data are copied when set: the buffer may be reused at once. An
+ * operation the QP was not created for ({@link QueuePair.Builder#sendOps}) is refused.
+ *
+ * <p>A request reaches the provider whole, when the next operation starts or at commit: its
+ * builder with {@code wr_id} and {@code wr_flags} ({@code IBV_SEND_INLINE} added when its data
+ * are inline, which rxe's provider needs), then one data setter, called once as the
+ * {@code ibv_wr_post} man page asks: {@code ibv_wr_set_sge} for one entry,
+ * {@code ibv_wr_set_sge_list} for several, {@code ibv_wr_set_inline_data} for the inline pieces
+ * gathered into one buffer of {@code maxInline} bytes, then {@code ibv_wr_set_ud_addr} and
+ * {@code ibv_wr_set_xrc_srqn}. On rxe with rdma-core before 64, {@code ibv_wr_set_sge_list}
+ * counts the first entry's length once per entry (a list of unequal lengths sends the wrong
+ * number of bytes): use one entry, or entries of one length, there (docs/substrates.md).
  *
  * <p><b>Ending</b>: {@link #commit()} (or {@link #close()}, which commits a session not yet
  * ended) calls {@code ibv_wr_complete}; {@link #abort()} calls {@code ibv_wr_abort}. Every
@@ -64,19 +72,27 @@ public final class PostSession implements AutoCloseable {
     private static final int SOLICITED = RdmaCore.IBV_SEND_SOLICITED();
     private static final int FENCE = RdmaCore.IBV_SEND_FENCE();
     private static final long SGE_SIZE = ibv_sge.layout().byteSize();
-    private static final long BUF_SIZE = ibv_data_buf.layout().byteSize();
     private static final long SGE_ADDR = ibv_sge.addr$offset();
     private static final long SGE_LENGTH = ibv_sge.length$offset();
     private static final long SGE_LKEY = ibv_sge.lkey$offset();
-    private static final long BUF_ADDR = ibv_data_buf.addr$offset();
-    private static final long BUF_LENGTH = ibv_data_buf.length$offset();
-    /** Inline pieces gathered in one request at most (their total is bounded by maxInline anyway). */
-    private static final int MAX_INLINE_PIECES = 16;
+    private static final int INLINE = RdmaCore.IBV_SEND_INLINE();
 
     private static final int NONE = 0;
     private static final int DATA = 1;   // an operation that takes local data
     private static final int ATOMIC = 2; // one 8-byte local buffer
     private static final int NO_DATA = 3; // LOCAL_INV
+
+    // the operation built last, handed to the provider when the next one starts or at commit
+    private static final int OP_NONE = 0;
+    private static final int OP_SEND = 1;
+    private static final int OP_SEND_IMM = 2;
+    private static final int OP_SEND_INV = 3;
+    private static final int OP_WRITE = 4;
+    private static final int OP_WRITE_IMM = 5;
+    private static final int OP_READ = 6;
+    private static final int OP_CMP_SWP = 7;
+    private static final int OP_FETCH_ADD = 8;
+    private static final int OP_LOCAL_INV = 9;
 
     private final QueuePair qp;
     private final long ops;
@@ -84,9 +100,9 @@ public final class PostSession implements AutoCloseable {
     private final int maxInline;
     private final MemorySegment start, complete, abort;
     private final MemorySegment send, sendImm, sendInv, write, writeImm, read, cmpSwp, fetchAdd, localInv;
-    private final MemorySegment setSge, setSgeList, setInline, setInlineList, setUd, setXrcSrqn;
+    private final MemorySegment setSge, setSgeList, setInline, setUd, setXrcSrqn;
     private final MemorySegment sges;
-    private final MemorySegment bufs;
+    private final MemorySegment staging;
 
     private boolean open;
     private int kind = NONE;
@@ -96,6 +112,20 @@ public final class PostSession implements AutoCloseable {
     private long sgeBytes;
     private long id;
     private int flags = SIGNALED;
+
+    private int pendingOp = OP_NONE;
+    private long pendingId;
+    private int pendingFlags;
+    private int pendingInt;   // rkey, or the immediate of SEND_IMM
+    private int pendingImm;   // WRITE_IMM's immediate
+    private long pendingAddr;
+    private long pendingA;    // compare or add
+    private long pendingB;    // swap
+    private MemorySegment pendingAh;
+    private int pendingQpn;
+    private int pendingQkey;
+    private int pendingSrqn;
+    private boolean hasSrqn;
 
     PostSession(QueuePair qp, MemorySegment qpx, long ops, int maxSge, int maxInline) {
         this.qp = qp;
@@ -117,7 +147,6 @@ public final class PostSession implements AutoCloseable {
         this.setSge = fn(qpx, ExtendedOps.WR_SET_SGE);
         this.setSgeList = fn(qpx, ExtendedOps.WR_SET_SGE_LIST);
         this.setInline = fn(qpx, ExtendedOps.WR_SET_INLINE_DATA);
-        this.setInlineList = fn(qpx, ExtendedOps.WR_SET_INLINE_DATA_LIST);
         this.setUd = fn(qpx, ExtendedOps.WR_SET_UD_ADDR);
         this.setXrcSrqn = fn(qpx, io.github.verbs4j.ffi.ibv_qp_ex.wr_set_xrc_srqn$offset());
         if (start == null || complete == null || abort == null || setSge == null) {
@@ -127,7 +156,7 @@ public final class PostSession implements AutoCloseable {
         // one arena per QP, freed with the session by the GC: the lists setters read
         Arena arena = Arena.ofAuto();
         this.sges = arena.allocate(SGE_SIZE * Math.max(1, maxSge), 8);
-        this.bufs = arena.allocate(BUF_SIZE * MAX_INLINE_PIECES, 8);
+        this.staging = arena.allocate(Math.max(1, maxInline), 8);
     }
 
     private static MemorySegment fn(MemorySegment qpx, long offset) {
@@ -185,45 +214,29 @@ public final class PostSession implements AutoCloseable {
 
     /** {@code ibv_wr_send}: a SEND; give its data with {@link #sge} or {@link #inlineData}. */
     public PostSession send() {
-        MemorySegment q = operation(SendOp.SEND, send, DATA);
-        try {
-            ExtendedOps.QP_VOID.invokeExact(send, q);
-        } catch (Throwable t) {
-            throw failed("ibv_wr_send", t);
-        }
+        operation(SendOp.SEND, send, DATA, OP_SEND);
         return this;
     }
 
     /** {@code ibv_wr_send_imm}: a SEND with immediate data (host order; the receiver reads it back equal). */
     public PostSession sendImm(int immediate) {
-        MemorySegment q = operation(SendOp.SEND_WITH_IMM, sendImm, DATA);
-        try {
-            ExtendedOps.QP_INT.invokeExact(sendImm, q, htonl(immediate));
-        } catch (Throwable t) {
-            throw failed("ibv_wr_send_imm", t);
-        }
+        operation(SendOp.SEND_WITH_IMM, sendImm, DATA, OP_SEND_IMM);
+        pendingInt = htonl(immediate);
         return this;
     }
 
     /** {@code ibv_wr_send_inv}: a SEND that invalidates {@code rkey} at the receiver. */
     public PostSession sendInv(int rkey) {
-        MemorySegment q = operation(SendOp.SEND_WITH_INV, sendInv, DATA);
-        try {
-            ExtendedOps.QP_INT.invokeExact(sendInv, q, rkey);
-        } catch (Throwable t) {
-            throw failed("ibv_wr_send_inv", t);
-        }
+        operation(SendOp.SEND_WITH_INV, sendInv, DATA, OP_SEND_INV);
+        pendingInt = rkey;
         return this;
     }
 
     /** {@code ibv_wr_rdma_write}: writes the local data to {@code remoteAddress} under {@code rkey}. */
     public PostSession rdmaWrite(long remoteAddress, int rkey) {
-        MemorySegment q = operation(SendOp.RDMA_WRITE, write, DATA);
-        try {
-            ExtendedOps.QP_RDMA.invokeExact(write, q, rkey, remoteAddress);
-        } catch (Throwable t) {
-            throw failed("ibv_wr_rdma_write", t);
-        }
+        operation(SendOp.RDMA_WRITE, write, DATA, OP_WRITE);
+        pendingInt = rkey;
+        pendingAddr = remoteAddress;
         return this;
     }
 
@@ -234,23 +247,18 @@ public final class PostSession implements AutoCloseable {
 
     /** {@code ibv_wr_rdma_write_imm}: a WRITE that also consumes a receive at the peer, carrying {@code immediate}. */
     public PostSession rdmaWriteImm(long remoteAddress, int rkey, int immediate) {
-        MemorySegment q = operation(SendOp.RDMA_WRITE_WITH_IMM, writeImm, DATA);
-        try {
-            ExtendedOps.QP_RDMA_IMM.invokeExact(writeImm, q, rkey, remoteAddress, htonl(immediate));
-        } catch (Throwable t) {
-            throw failed("ibv_wr_rdma_write_imm", t);
-        }
+        operation(SendOp.RDMA_WRITE_WITH_IMM, writeImm, DATA, OP_WRITE_IMM);
+        pendingInt = rkey;
+        pendingAddr = remoteAddress;
+        pendingImm = htonl(immediate);
         return this;
     }
 
     /** {@code ibv_wr_rdma_read}: reads from {@code remoteAddress} under {@code rkey} into the local buffers. */
     public PostSession rdmaRead(long remoteAddress, int rkey) {
-        MemorySegment q = operation(SendOp.RDMA_READ, read, DATA);
-        try {
-            ExtendedOps.QP_RDMA.invokeExact(read, q, rkey, remoteAddress);
-        } catch (Throwable t) {
-            throw failed("ibv_wr_rdma_read", t);
-        }
+        operation(SendOp.RDMA_READ, read, DATA, OP_READ);
+        pendingInt = rkey;
+        pendingAddr = remoteAddress;
         return this;
     }
 
@@ -265,36 +273,29 @@ public final class PostSession implements AutoCloseable {
      * {@link #sge} that must follow.
      */
     public PostSession atomicCmpSwp(long remoteAddress, int rkey, long compare, long swap) {
-        MemorySegment q = operation(SendOp.ATOMIC_CMP_AND_SWP, cmpSwp, ATOMIC);
+        operation(SendOp.ATOMIC_CMP_AND_SWP, cmpSwp, ATOMIC, OP_CMP_SWP);
         aligned(remoteAddress);
-        try {
-            ExtendedOps.QP_CMP_SWP.invokeExact(cmpSwp, q, rkey, remoteAddress, compare, swap);
-        } catch (Throwable t) {
-            throw failed("ibv_wr_atomic_cmp_swp", t);
-        }
+        pendingInt = rkey;
+        pendingAddr = remoteAddress;
+        pendingA = compare;
+        pendingB = swap;
         return this;
     }
 
     /** {@code ibv_wr_atomic_fetch_add}: adds {@code add} at {@code remoteAddress}; the old value lands in the 8-byte {@link #sge}. */
     public PostSession atomicFetchAdd(long remoteAddress, int rkey, long add) {
-        MemorySegment q = operation(SendOp.ATOMIC_FETCH_AND_ADD, fetchAdd, ATOMIC);
+        operation(SendOp.ATOMIC_FETCH_AND_ADD, fetchAdd, ATOMIC, OP_FETCH_ADD);
         aligned(remoteAddress);
-        try {
-            ExtendedOps.QP_FETCH_ADD.invokeExact(fetchAdd, q, rkey, remoteAddress, add);
-        } catch (Throwable t) {
-            throw failed("ibv_wr_atomic_fetch_add", t);
-        }
+        pendingInt = rkey;
+        pendingAddr = remoteAddress;
+        pendingA = add;
         return this;
     }
 
     /** {@code ibv_wr_local_inv}: invalidates the local {@code rkey} (memory windows, fast registration). */
     public PostSession localInv(int rkey) {
-        MemorySegment q = operation(SendOp.LOCAL_INV, localInv, NO_DATA);
-        try {
-            ExtendedOps.QP_INT.invokeExact(localInv, q, rkey);
-        } catch (Throwable t) {
-            throw failed("ibv_wr_local_inv", t);
-        }
+        operation(SendOp.LOCAL_INV, localInv, NO_DATA, OP_LOCAL_INV);
+        pendingInt = rkey;
         return this;
     }
 
@@ -307,11 +308,11 @@ public final class PostSession implements AutoCloseable {
 
     /**
      * Adds {@code length} bytes at {@code offset} of {@code region} to the current request's
-     * local data ({@code ibv_wr_set_sge} for the first entry, {@code ibv_wr_set_sge_list} for
-     * the gathered list after).
+     * local data ({@code ibv_wr_set_sge} for a single entry, {@code ibv_wr_set_sge_list} for the
+     * gathered list).
      */
     public PostSession sge(MemoryRegion region, long offset, int length) {
-        MemorySegment q = setter("ibv_wr_set_sge");
+        setter("ibv_wr_set_sge");
         if (kind == NO_DATA) {
             throw fail(new IllegalStateException("the current request takes no local data"));
         }
@@ -344,25 +345,17 @@ public final class PostSession implements AutoCloseable {
         sges.set(ValueLayout.JAVA_INT, at + SGE_LKEY, region.lkey);
         nSge++;
         sgeBytes += length;
-        try {
-            if (nSge == 1) {
-                ExtendedOps.QP_SET_SGE.invokeExact(setSge, q, region.lkey, addr, length);
-            } else {
-                ExtendedOps.QP_SET_LIST.invokeExact(setSgeList, q, (long) nSge, sges);
-            }
-        } catch (Throwable t) {
-            throw failed("ibv_wr_set_sge", t);
-        }
         return this;
     }
 
     /**
      * Adds {@code data} (native memory, registered or not) to the current request as inline
-     * data, copied now ({@code ibv_wr_set_inline_data} for the first piece,
-     * {@code ibv_wr_set_inline_data_list} for up to 16 gathered pieces). SEND and WRITE only.
+     * data, copied now into the session's staging buffer; the pieces of one request are given to
+     * the provider as one {@code ibv_wr_set_inline_data}, with {@code IBV_SEND_INLINE} in the
+     * request's flags. SEND and WRITE only.
      */
     public PostSession inlineData(MemorySegment data) {
-        MemorySegment q = setter("ibv_wr_set_inline_data");
+        setter("ibv_wr_set_inline_data");
         if (kind != DATA) {
             throw fail(new IllegalStateException("only SEND and RDMA WRITE requests carry inline data"));
         }
@@ -376,30 +369,17 @@ public final class PostSession implements AutoCloseable {
             throw fail(new IllegalArgumentException("inline data of " + (inlineBytes + data.byteSize())
                     + " bytes exceed maxInline " + maxInline + " of " + qp));
         }
-        if (nInline == MAX_INLINE_PIECES) {
-            throw fail(new IllegalArgumentException("more than " + MAX_INLINE_PIECES + " inline pieces in one request"));
-        }
         udFits(inlineBytes + data.byteSize());
-        long at = nInline * BUF_SIZE;
-        bufs.set(ValueLayout.ADDRESS, at + BUF_ADDR, data);
-        bufs.set(ValueLayout.JAVA_LONG, at + BUF_LENGTH, data.byteSize());
+        // copied now, so the caller may reuse its buffer at once; handed to the provider in one piece
+        MemorySegment.copy(data, 0, staging, inlineBytes, data.byteSize());
         nInline++;
         inlineBytes += data.byteSize();
-        try {
-            if (nInline == 1) {
-                ExtendedOps.QP_SET_INLINE.invokeExact(setInline, q, data, data.byteSize());
-            } else {
-                ExtendedOps.QP_SET_LIST.invokeExact(setInlineList, q, (long) nInline, bufs);
-            }
-        } catch (Throwable t) {
-            throw failed("ibv_wr_set_inline_data", t);
-        }
         return this;
     }
 
     /** {@code ibv_wr_set_ud_addr}: the current UD request's destination. */
     public PostSession udAddress(AddressHandle ah, int remoteQpn, int qkey) {
-        MemorySegment q = setter("ibv_wr_set_ud_addr");
+        setter("ibv_wr_set_ud_addr");
         if (qp.type() != QpType.UD) {
             throw fail(new IllegalStateException("udAddress is for UD QPs; " + qp + " is " + qp.type()));
         }
@@ -409,11 +389,9 @@ public final class PostSession implements AutoCloseable {
         if (ah.pd != qp.pd) {
             throw fail(new IllegalArgumentException(ah + " belongs to another protection domain than " + qp));
         }
-        try {
-            ExtendedOps.QP_SET_UD_ADDR.invokeExact(setUd, q, ah.ah, remoteQpn, qkey);
-        } catch (Throwable t) {
-            throw failed("ibv_wr_set_ud_addr", t);
-        }
+        pendingAh = ah.ah;
+        pendingQpn = remoteQpn;
+        pendingQkey = qkey;
         return this;
     }
 
@@ -423,18 +401,15 @@ public final class PostSession implements AutoCloseable {
      * {@link SharedReceiveQueue#srqNumber()} of an SRQ in the target QP's domain.
      */
     public PostSession xrcRemoteSrqn(int srqn) {
-        MemorySegment q = setter("ibv_wr_set_xrc_srqn");
+        setter("ibv_wr_set_xrc_srqn");
         if (qp.type() != QpType.XRC_SEND) {
             throw fail(new IllegalStateException("xrcRemoteSrqn is for XRC_SEND QPs; " + qp + " is " + qp.type()));
         }
         if (setXrcSrqn == null) {
             throw fail(new UnsupportedOperationException("the provider's ibv_qp_ex of " + qp + " has no wr_set_xrc_srqn"));
         }
-        try {
-            ExtendedOps.QP_INT.invokeExact(setXrcSrqn, q, srqn);
-        } catch (Throwable t) {
-            throw failed("ibv_wr_set_xrc_srqn", t);
-        }
+        pendingSrqn = srqn;
+        hasSrqn = true;
         return this;
     }
 
@@ -459,6 +434,7 @@ public final class PostSession implements AutoCloseable {
         if (!open) {
             throw new IllegalStateException("the posting session on " + qp + " already ended");
         }
+        flush();
         open = false;
         kind = NONE;
         int rc;
@@ -477,6 +453,7 @@ public final class PostSession implements AutoCloseable {
         }
         open = false;
         kind = NONE;
+        pendingOp = OP_NONE;
         try {
             ExtendedOps.QP_VOID.invokeExact(abort, qp.handle.segment());
         } catch (Throwable t) {
@@ -494,7 +471,7 @@ public final class PostSession implements AutoCloseable {
 
     // ---------------------------------------------------------------- checks
 
-    private MemorySegment operation(SendOp op, MemorySegment fn, int newKind) {
+    private void operation(SendOp op, MemorySegment fn, int newKind, int code) {
         if (!open) {
             throw new IllegalStateException("the posting session on " + qp + " has ended: start another with startPosting()");
         }
@@ -502,20 +479,80 @@ public final class PostSession implements AutoCloseable {
             throw fail(new IllegalStateException(qp + " was not created for " + op
                     + " (QueuePair.Builder.sendOps)"));
         }
+        flush();
         kind = newKind;
         nSge = 0;
         sgeBytes = 0;
         nInline = 0;
         inlineBytes = 0;
-        MemorySegment q = qp.handle.segment();
+        pendingOp = code;
+        pendingId = id;
+        pendingFlags = flags;
+        pendingAh = null;
+        hasSrqn = false;
+    }
+
+    /**
+     * Hands the operation built last to the provider: its builder with {@code wr_id} and
+     * {@code wr_flags} set first ({@code IBV_SEND_INLINE} added when its data are inline: rxe's
+     * provider copies {@code wr_flags} into the work request in the builder, and its kernel
+     * sends the inline bytes only under that flag), then exactly one data setter (the man page
+     * of {@code ibv_wr_post}: one of them, called once), its inline pieces gathered here into
+     * one {@code ibv_wr_set_inline_data} (rxe's {@code wr_set_inline_data_list} before
+     * rdma-core 64 leaves the length 0 and sends nothing), then the UD address and XRC SRQ.
+     */
+    private void flush() {
+        int op = pendingOp;
+        if (op == OP_NONE) {
+            return;
+        }
+        pendingOp = OP_NONE;
+        MemorySegment q;
         try {
-            q.set(ValueLayout.JAVA_LONG, ExtendedOps.QP_WR_ID, id);
-            q.set(ValueLayout.JAVA_INT, ExtendedOps.QP_WR_FLAGS, flags);
+            q = qp.handle.segment();
+            q.set(ValueLayout.JAVA_LONG, ExtendedOps.QP_WR_ID, pendingId);
+            q.set(ValueLayout.JAVA_INT, ExtendedOps.QP_WR_FLAGS, nInline > 0 ? pendingFlags | INLINE : pendingFlags);
         } catch (IllegalStateException closed) {
             open = false;
             throw new IllegalStateException(qp + " is closed", closed);
         }
-        return q;
+        String verb = "ibv_wr_post";
+        try {
+            switch (op) {
+                case OP_SEND -> ExtendedOps.QP_VOID.invokeExact(send, q);
+                case OP_SEND_IMM -> ExtendedOps.QP_INT.invokeExact(sendImm, q, pendingInt);
+                case OP_SEND_INV -> ExtendedOps.QP_INT.invokeExact(sendInv, q, pendingInt);
+                case OP_WRITE -> ExtendedOps.QP_RDMA.invokeExact(write, q, pendingInt, pendingAddr);
+                case OP_WRITE_IMM -> ExtendedOps.QP_RDMA_IMM.invokeExact(writeImm, q, pendingInt, pendingAddr, pendingImm);
+                case OP_READ -> ExtendedOps.QP_RDMA.invokeExact(read, q, pendingInt, pendingAddr);
+                case OP_CMP_SWP -> ExtendedOps.QP_CMP_SWP.invokeExact(cmpSwp, q, pendingInt, pendingAddr, pendingA, pendingB);
+                case OP_FETCH_ADD -> ExtendedOps.QP_FETCH_ADD.invokeExact(fetchAdd, q, pendingInt, pendingAddr, pendingA);
+                default -> ExtendedOps.QP_INT.invokeExact(localInv, q, pendingInt);
+            }
+            if (nSge == 1) {
+                verb = "ibv_wr_set_sge";
+                ExtendedOps.QP_SET_SGE.invokeExact(setSge, q, sges.get(ValueLayout.JAVA_INT, SGE_LKEY),
+                        sges.get(ValueLayout.JAVA_LONG, SGE_ADDR), sges.get(ValueLayout.JAVA_INT, SGE_LENGTH));
+            } else if (nSge > 1) {
+                verb = "ibv_wr_set_sge_list";
+                ExtendedOps.QP_SET_LIST.invokeExact(setSgeList, q, (long) nSge, sges);
+            } else if (nInline > 0) {
+                verb = "ibv_wr_set_inline_data";
+                ExtendedOps.QP_SET_INLINE.invokeExact(setInline, q, staging, inlineBytes);
+            }
+            if (pendingAh != null) {
+                verb = "ibv_wr_set_ud_addr";
+                ExtendedOps.QP_SET_UD_ADDR.invokeExact(setUd, q, pendingAh, pendingQpn, pendingQkey);
+                pendingAh = null;
+            }
+            if (hasSrqn) {
+                verb = "ibv_wr_set_xrc_srqn";
+                ExtendedOps.QP_INT.invokeExact(setXrcSrqn, q, pendingSrqn);
+                hasSrqn = false;
+            }
+        } catch (Throwable t) {
+            throw failed(verb, t);
+        }
     }
 
     private MemorySegment setter(String verb) {
