@@ -36,53 +36,27 @@ static struct ibv_qp *mkqp(struct env *e, struct ibv_cq *cq, enum ibv_qp_type t,
 	return ibv_create_qp(e->pd, &ia);
 }
 
-static int to_init(struct ibv_qp *q)
-{
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .pkey_index = 0, .qkey = 0x11111111,
-				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-						    IBV_ACCESS_REMOTE_ATOMIC };
-	int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-		   (q->qp_type == IBV_QPT_UD ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS);
-	return ibv_modify_qp(q, &a, mask);
-}
-
-static int to_rtr(struct ibv_qp *q, uint32_t dqpn, union ibv_gid *gid, uint8_t rnr_timer)
-{
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = dqpn,
-				 .rq_psn = 100, .max_dest_rd_atomic = 4, .min_rnr_timer = rnr_timer };
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = *gid;
-	a.ah_attr.grh.sgid_index = 1;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	if (q->qp_type == IBV_QPT_UD)
-		return ibv_modify_qp(q, &a, IBV_QP_STATE);
-	int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
-	if (q->qp_type == IBV_QPT_RC)
-		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-	return ibv_modify_qp(q, &a, mask);
-}
-
-static int to_rts(struct ibv_qp *q, uint8_t timeout, uint8_t retry, uint8_t rnr_retry)
-{
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTS, .sq_psn = 100, .timeout = timeout,
-				 .retry_cnt = retry, .rnr_retry = rnr_retry, .max_rd_atomic = 4 };
-	int mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-	if (q->qp_type == IBV_QPT_RC)
-		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
-	return ibv_modify_qp(q, &a, mask);
-}
+static const struct t_conn conn = {
+	.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
+	.qkey = 0x11111111, .rq_psn = 100, .sq_psn = 100, .rd_atomic = 4, .min_rnr_timer = 1, .hop_limit = 64,
+	.timeout = 12, .retry_cnt = 7, .rnr_retry = 7 };
+/* the same with timeout 14 (~67 ms): the cross-process peers and the state machine's RTS */
+static const struct t_conn slow = {
+	.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
+	.qkey = 0x11111111, .rq_psn = 100, .sq_psn = 100, .rd_atomic = 4, .min_rnr_timer = 1, .hop_limit = 64,
+	.timeout = 14, .retry_cnt = 7, .rnr_retry = 7 };
 
 /* timeout 12 (~17 ms) x 7 retries: a peer starved of CPU on a busy machine is not "gone" */
-static void connect_pair(struct env *e, enum ibv_qp_type t, uint8_t rnr_retry)
+static void connect_pair(struct env *e, uint8_t rnr_retry)
 {
-	to_init(e->qa);
-	to_init(e->qb);
-	to_rtr(e->qa, e->qb->qp_num, &e->gid, 1);
-	to_rtr(e->qb, e->qa->qp_num, &e->gid, 1);
-	to_rts(e->qa, 12, 7, rnr_retry);
-	to_rts(e->qb, 12, 7, rnr_retry);
-	(void)t;
+	struct t_conn c = conn;
+	c.rnr_retry = rnr_retry;
+	t_qp_init(e->qa, &c);
+	t_qp_init(e->qb, &c);
+	t_qp_rtr(e->qa, e->qb->qp_num, &e->gid, &c);
+	t_qp_rtr(e->qb, e->qa->qp_num, &e->gid, &c);
+	t_qp_rts(e->qa, &c);
+	t_qp_rts(e->qb, &c);
 }
 
 static void env_up(struct env *e, enum ibv_qp_type t, uint8_t rnr_retry)
@@ -108,7 +82,7 @@ static void env_up(struct env *e, enum ibv_qp_type t, uint8_t rnr_retry)
 		fprintf(stderr, "setup failed: %s\n", strerror(errno));
 		exit(2);
 	}
-	connect_pair(e, t, rnr_retry);
+	connect_pair(e, rnr_retry);
 }
 
 static void env_down(struct env *e)
@@ -393,7 +367,7 @@ static void test_errors(void)
 	struct ibv_qp *q = mkqp(&e, e.cq, IBV_QPT_RC, NULL);
 	w.num_sge = 1;
 	CHECK_EQ(ibv_post_send(q, &w, &bad), EINVAL, "send in RESET");
-	to_init(q);
+	t_qp_init(q, &conn);
 	CHECK_EQ(ibv_post_send(q, &w, &bad), EINVAL, "send in INIT");
 	/* moving to ERR flushes posted receives */
 	post_recv(q, e.a, 8, e.ma->lkey, 77);
@@ -441,8 +415,8 @@ static void test_state_machine(void)
 		a.port_num = 2;
 		CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 					   (t == IBV_QPT_UD ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS)), EINVAL, "bad port");
-		CHECK_EQ(to_init(q), 0, "RESET->INIT");
-		CHECK_EQ(to_init(q), 0, "INIT->INIT");
+		CHECK_EQ(t_qp_init(q, &conn), 0, "RESET->INIT");
+		CHECK_EQ(t_qp_init(q, &conn), 0, "INIT->INIT");
 		a.qp_state = IBV_QPS_RTS;
 		CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE), EINVAL, "INIT->RTS");
 		if (t != IBV_QPT_UD) {
@@ -461,13 +435,13 @@ static void test_state_machine(void)
 				CHECK_EQ(ibv_modify_qp(q, &r, m | IBV_QP_MAX_DEST_RD_ATOMIC), EINVAL, "UC RTR with rd_atomic");
 			CHECK_EQ(ibv_modify_qp(q, &r, m), 0, "INIT->RTR");
 		} else {
-			CHECK_EQ(to_rtr(q, 0, &gid, 0), 0, "UD INIT->RTR");
+			CHECK_EQ(t_qp_rtr(q, 0, &gid, &conn), 0, "UD INIT->RTR");
 		}
 		ibv_query_qp(q, &a, IBV_QP_STATE, &qi);
 		CHECK_EQ(a.qp_state, IBV_QPS_RTR, "query RTR");
 		a.qp_state = IBV_QPS_RTS;
 		CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE), EINVAL, "RTR->RTS without SQ_PSN");
-		CHECK_EQ(to_rts(q, 14, 7, 7), 0, "RTR->RTS");
+		CHECK_EQ(t_qp_rts(q, &slow), 0, "RTR->RTS");
 		a.qp_state = IBV_QPS_RTR;
 		CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE), EINVAL, "RTS->RTR");
 		memset(&a, 0, sizeof(a));
@@ -489,7 +463,7 @@ static void test_state_machine(void)
 		CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE), EINVAL, "ERR->RTS");
 		a.qp_state = IBV_QPS_RESET;
 		CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE), 0, "ERR->RESET");
-		CHECK_EQ(to_init(q), 0, "RESET->INIT again");
+		CHECK_EQ(t_qp_init(q, &conn), 0, "RESET->INIT again");
 		a.qp_state = IBV_QPS_RESET;
 		CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE), 0, "INIT->RESET");
 		a.cur_qp_state = IBV_QPS_RTS;
@@ -532,29 +506,29 @@ static void test_channels_srq_ud(void)
 	struct ibv_srq *srq = ibv_create_srq(e.pd, &sa);
 	CHECK(srq != NULL, "create srq");
 	struct ibv_qp *qs = mkqp(&e, e.cqb, IBV_QPT_RC, srq);
-	to_init(qs);
-	to_rtr(qs, e.qa->qp_num, &e.gid, 1);
-	to_rtr(e.qa, qs->qp_num, &e.gid, 1); /* re-pointing RTR is not allowed: use a fresh requester */
+	t_qp_init(qs, &conn);
+	t_qp_rtr(qs, e.qa->qp_num, &e.gid, &conn);
+	t_qp_rtr(e.qa, qs->qp_num, &e.gid, &conn); /* re-pointing RTR is not allowed: use a fresh requester */
 	struct ibv_qp *qr = mkqp(&e, e.cq, IBV_QPT_RC, NULL);
-	to_init(qr);
-	to_rtr(qr, qs->qp_num, &e.gid, 1);
-	to_rts(qr, 12, 7, 7);
+	t_qp_init(qr, &conn);
+	t_qp_rtr(qr, qs->qp_num, &e.gid, &conn);
+	t_qp_rts(qr, &conn);
 	struct ibv_qp_attr fix = { .dest_qp_num = qr->qp_num };
 	(void)fix;
 	ibv_destroy_qp(qs);
 	qs = mkqp(&e, e.cqb, IBV_QPT_RC, srq);
-	to_init(qs);
-	to_rtr(qs, qr->qp_num, &e.gid, 1);
+	t_qp_init(qs, &conn);
+	t_qp_rtr(qs, qr->qp_num, &e.gid, &conn);
 	ibv_destroy_qp(qr);
 	qr = mkqp(&e, e.cq, IBV_QPT_RC, NULL);
-	to_init(qr);
-	to_rtr(qr, qs->qp_num, &e.gid, 1);
-	to_rts(qr, 12, 7, 7);
+	t_qp_init(qr, &conn);
+	t_qp_rtr(qr, qs->qp_num, &e.gid, &conn);
+	t_qp_rts(qr, &conn);
 	/* qs was connected to the destroyed QPN; reconnect it through RESET */
 	struct ibv_qp_attr rs = { .qp_state = IBV_QPS_RESET };
 	ibv_modify_qp(qs, &rs, IBV_QP_STATE);
-	to_init(qs);
-	to_rtr(qs, qr->qp_num, &e.gid, 1);
+	t_qp_init(qs, &conn);
+	t_qp_rtr(qs, qr->qp_num, &e.gid, &conn);
 	for (int i = 0; i < 4; i++) {
 		struct ibv_sge s = { (uintptr_t)e.b + i * 64, 64, e.mb->lkey };
 		struct ibv_recv_wr w = { .wr_id = 100 + i, .sg_list = &s, .num_sge = 1 }, *bad;
@@ -876,9 +850,9 @@ static int cross_process(void)
 		uint64_t addr = (uintptr_t)e.b;
 		if (write(c2p[1], info, 8) != 8 || write(c2p[1], &addr, 8) != 8 || read(p2c[0], &peer, 4) != 4)
 			_exit(3);
-		to_init(e.qb);
-		to_rtr(e.qb, peer, &e.gid, 1);
-		to_rts(e.qb, 14, 7, 7);
+		t_qp_init(e.qb, &conn);
+		t_qp_rtr(e.qb, peer, &e.gid, &conn);
+		t_qp_rts(e.qb, &slow);
 		post_recv(e.qb, e.b, 300000, e.mb->lkey, 1);
 		char go = 1;
 		if (write(c2p[1], &go, 1) != 1)
@@ -907,9 +881,9 @@ static int cross_process(void)
 	char go;
 	if (read(c2p[0], info, 8) != 8 || read(c2p[0], &raddr, 8) != 8 || write(p2c[1], &e.qa->qp_num, 4) != 4)
 		return 1;
-	to_init(e.qa);
-	to_rtr(e.qa, info[0], &e.gid, 1);
-	to_rts(e.qa, 14, 7, 7);
+	t_qp_init(e.qa, &conn);
+	t_qp_rtr(e.qa, info[0], &e.gid, &conn);
+	t_qp_rts(e.qa, &slow);
 	if (read(c2p[0], &go, 1) != 1)
 		return 1;
 	struct ibv_wc wc;
