@@ -1,5 +1,6 @@
 package io.github.verbs4j.channel;
 
+import io.github.verbs4j.testsupport.PeerJvm;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
@@ -8,7 +9,6 @@ import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -57,16 +57,8 @@ class TwoProcessChannelTest {
     }
 
     private Peer start(Map<String, String> env, String... args) throws Exception {
-        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path")));
-        for (String p : new String[] {"verbs4j.libibverbs", "verbs4j.librdmacm"}) {
-            if (System.getProperty(p) != null) {
-                cmd.add("-D" + p + "=" + System.getProperty(p));
-            }
-        }
-        cmd.add(ChannelPeer.class.getName());
-        cmd.addAll(List.of(args));
-        ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT);
+        ProcessBuilder pb = new ProcessBuilder(PeerJvm.command(List.of(), ChannelPeer.class, args))
+                .redirectError(ProcessBuilder.Redirect.INHERIT);
         pb.environment().putAll(env);
         Process process = pb.start();
         peers.add(process);

@@ -3,6 +3,7 @@ package io.github.verbs4j.cm;
 import io.github.verbs4j.QpState;
 import io.github.verbs4j.RemoteBuffer;
 import io.github.verbs4j.VerbsException;
+import io.github.verbs4j.testsupport.PeerJvm;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -13,7 +14,6 @@ import java.io.PrintStream;
 import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -42,14 +42,7 @@ class TwoProcessCmTest {
 
     /** A peer JVM with this JVM's class path and library choice. */
     private Peer start(String mode, int port) throws Exception {
-        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path")));
-        for (String p : new String[] {"verbs4j.libibverbs", "verbs4j.librdmacm"}) {
-            if (System.getProperty(p) != null) {
-                cmd.add("-D" + p + "=" + System.getProperty(p));
-            }
-        }
-        cmd.addAll(List.of(CmPeer.class.getName(), mode, Integer.toString(port)));
+        List<String> cmd = PeerJvm.command(List.of(), CmPeer.class, mode, Integer.toString(port));
         Process process = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
         peers.add(process);
         return new Peer(process);
