@@ -76,17 +76,6 @@ static void pair_down(struct pair *p)
 	ibv_close_device(p->ctx);
 }
 
-static int wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
-{
-	for (int i = 0; i < 500000; i++) {
-		int n = ibv_poll_cq(cq, 1, wc);
-		if (n)
-			return n;
-		usleep(10);
-	}
-	return 0;
-}
-
 /* one signaled work request of op with one SGE; its completion's status, or -1 when none came */
 static int do_send(struct ibv_qp *q, struct ibv_cq *cq, enum ibv_wr_opcode op, void *addr, uint32_t len,
 		   uint32_t lkey, uint64_t raddr, uint32_t rkey)
@@ -99,7 +88,7 @@ static int do_send(struct ibv_qp *q, struct ibv_cq *cq, enum ibv_wr_opcode op, v
 	if (ibv_post_send(q, &w, &bad))
 		return -2;
 	struct ibv_wc wc;
-	return wait_wc(cq, &wc) ? (int)wc.status : -1;
+	return t_wait_wc(cq, &wc) ? (int)wc.status : -1;
 }
 
 static void post_recv(struct ibv_qp *q, void *addr, uint32_t len, uint32_t lkey, uint64_t id)
@@ -174,7 +163,7 @@ static void test_bad_flows(void)
 				    .bind_info = { mr, (uintptr_t)a, 4096, IBV_ACCESS_REMOTE_READ } };
 	CHECK_EQ(ibv_bind_mw(qp, mw, &bind), 0, "bind mw");
 	struct ibv_wc wc;
-	CHECK(wait_wc(cq, &wc) && wc.status == IBV_WC_SUCCESS, "bind completed");
+	CHECK(t_wait_wc(cq, &wc) && wc.status == IBV_WC_SUCCESS, "bind completed");
 	CHECK_EQ(rereg(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, ALL_RIGHTS),
 		 ERR(IBV_REREG_MR_ERR_CMD, EBUSY), "rereg of a region with a bound window");
 	CHECK_EQ(ibv_dealloc_mw(mw), 0, "dealloc mw");
@@ -219,7 +208,7 @@ static void test_changes(void)
 	post_recv(p.qb, c + 4096, 4096, lkey, 2);
 	t_fill(a, 4096, 12);
 	CHECK_EQ(do_send(p.qa, p.cqa, IBV_WR_SEND, a, 4096, ma->lkey, 0, 0), IBV_WC_SUCCESS, "send");
-	CHECK(wait_wc(p.cqb, &wc) && wc.status == IBV_WC_SUCCESS && wc.byte_len == 4096, "received in the new range");
+	CHECK(t_wait_wc(p.cqb, &wc) && wc.status == IBV_WC_SUCCESS && wc.byte_len == 4096, "received in the new range");
 	CHECK(!memcmp(c + 4096, a, 4096), "byte-exact receive");
 
 	/* access: READ allowed, then taken away */
@@ -294,13 +283,13 @@ static void test_ud_mtu(void)
 		w.wr.ud.remote_qkey = 0x1234;
 		CHECK_EQ(ibv_post_send(p.qa, &w, &bad), 0, "UD post is accepted whatever its length");
 		struct ibv_wc wc;
-		CHECK(wait_wc(p.cqa, &wc) && wc.status == IBV_WC_SUCCESS && wc.wr_id == (uint64_t)(100 + i),
+		CHECK(t_wait_wc(p.cqa, &wc) && wc.status == IBV_WC_SUCCESS && wc.wr_id == (uint64_t)(100 + i),
 		      "UD send of %d bytes completes successfully", sizes[i]);
 		if (sizes[i] > 1024) {
 			usleep(20000);
 			CHECK_EQ(ibv_poll_cq(p.cqb, 1, &wc), 0, "nothing arrives for a message over the MTU");
 		} else {
-			CHECK(wait_wc(p.cqb, &wc) && wc.status == IBV_WC_SUCCESS && wc.wr_id == 1 &&
+			CHECK(t_wait_wc(p.cqb, &wc) && wc.status == IBV_WC_SUCCESS && wc.wr_id == 1 &&
 			      wc.byte_len == (uint32_t)sizes[i] + 40, "an MTU-sized message arrives in the first receive");
 			CHECK(!memcmp(b + 40, a, (size_t)sizes[i]), "byte-exact");
 		}

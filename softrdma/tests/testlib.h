@@ -6,6 +6,7 @@
 #include <string.h>
 #include <errno.h>
 #include <stdint.h>
+#include <unistd.h>
 
 static int t_pass, t_fail;
 
@@ -56,6 +57,18 @@ __attribute__((unused)) static struct ibv_context *t_open_dev(void)
 		exit(2);
 	}
 	return c;
+}
+
+/* Waits up to ~5 s for one completion on cq, polled into *wc: 1, or 0 when none came. */
+__attribute__((unused)) static int t_wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	for (int i = 0; i < 500000; i++) {
+		int n = ibv_poll_cq(cq, 1, wc);
+		if (n)
+			return n;
+		usleep(10);
+	}
+	return 0;
 }
 
 /*
