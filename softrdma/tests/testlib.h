@@ -59,7 +59,7 @@ __attribute__((unused)) static struct ibv_context *t_open_dev(void)
 	return c;
 }
 
-/* Waits up to ~5 s for one completion on cq, polled into *wc: 1, or 0 when none came. */
+/* Waits up to ~5 s for one completion on cq, polled into *wc: 1, 0 when none came, or ibv_poll_cq's error. */
 __attribute__((unused)) static int t_wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
 {
 	for (int i = 0; i < 500000; i++) {
