@@ -13,7 +13,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -41,18 +40,7 @@ class TwoProcessChannelTest {
 
     record Peer(Process process, BufferedReader in) {
         String expect(String prefix, long seconds) throws Exception {
-            CompletableFuture<String> line = CompletableFuture.supplyAsync(() -> {
-                try {
-                    return in.readLine();
-                } catch (Exception e) {
-                    return "read failed: " + e;
-                }
-            });
-            String got = line.get(seconds, TimeUnit.SECONDS);
-            if (got == null || !got.startsWith(prefix)) {
-                throw new AssertionError("expected '" + prefix + "...' from the peer, got " + got);
-            }
-            return got.substring(prefix.length()).trim();
+            return PeerJvm.expect(in, prefix, Duration.ofSeconds(seconds));
         }
     }
 

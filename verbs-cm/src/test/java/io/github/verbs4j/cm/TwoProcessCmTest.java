@@ -20,7 +20,6 @@ import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -55,18 +54,7 @@ class TwoProcessCmTest {
         }
 
         String expect(String prefix) throws Exception {
-            CompletableFuture<String> line = CompletableFuture.supplyAsync(() -> {
-                try {
-                    return in.readLine();
-                } catch (Exception e) {
-                    return "read failed: " + e;
-                }
-            });
-            String got = line.get(CmTestNet.scaledSeconds(30), TimeUnit.SECONDS);
-            if (got == null || !got.startsWith(prefix)) {
-                throw new AssertionError("expected '" + prefix + "...' from the peer, got " + got);
-            }
-            return got.substring(prefix.length()).trim();
+            return PeerJvm.expect(in, prefix, Duration.ofSeconds(CmTestNet.scaledSeconds(30)));
         }
     }
 

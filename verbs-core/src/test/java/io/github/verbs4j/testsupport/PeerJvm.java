@@ -6,8 +6,11 @@ import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 
 /**
  * A peer JVM for the tests that do RDMA between two processes: this JVM's java launcher, class
@@ -113,6 +116,32 @@ public final class PeerJvm implements AutoCloseable {
             throw new AssertionError("expected '" + prefix + "...' from the peer process, got " + line);
         }
         return line.substring(prefix.length());
+    }
+
+    /**
+     * Reads the next line of a peer's stdout, waiting at most {@code timeout}; it must start with
+     * {@code prefix}. For the tests that keep their own reader of a peer's output.
+     *
+     * @param in the peer's stdout
+     * @param prefix what the line starts with
+     * @param timeout how long to wait for the line
+     * @return the rest of the line, trimmed
+     * @throws Exception if the wait times out or is interrupted
+     * @throws AssertionError if the line does not start with {@code prefix}, or the peer closed its stdout
+     */
+    public static String expect(BufferedReader in, String prefix, Duration timeout) throws Exception {
+        CompletableFuture<String> line = CompletableFuture.supplyAsync(() -> {
+            try {
+                return in.readLine();
+            } catch (Exception e) {
+                return "read failed: " + e;
+            }
+        });
+        String got = line.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
+        if (got == null || !got.startsWith(prefix)) {
+            throw new AssertionError("expected '" + prefix + "...' from the peer, got " + got);
+        }
+        return got.substring(prefix.length()).trim();
     }
 
     /** Ends the peer forcibly if it still runs. */

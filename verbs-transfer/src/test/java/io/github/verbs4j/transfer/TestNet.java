@@ -9,9 +9,9 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 /** Addresses, sizes and peer JVMs of the transfer suites. */
@@ -110,18 +110,7 @@ final class TestNet {
 
         /** The rest of the next line, which must start with {@code prefix}. */
         String expect(String prefix) throws Exception {
-            CompletableFuture<String> line = CompletableFuture.supplyAsync(() -> {
-                try {
-                    return in.readLine();
-                } catch (Exception e) {
-                    return "read failed: " + e;
-                }
-            });
-            String got = line.get(60L * WAIT, TimeUnit.SECONDS);
-            if (got == null || !got.startsWith(prefix)) {
-                throw new AssertionError("expected '" + prefix + "...' from the peer, got " + got);
-            }
-            return got.substring(prefix.length()).trim();
+            return PeerJvm.expect(in, prefix, Duration.ofSeconds(60L * WAIT));
         }
 
         @Override
