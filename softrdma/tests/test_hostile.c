@@ -124,43 +124,13 @@ static struct ibv_qp *rc_qp(uint32_t dqpn, enum ibv_qp_state upto, uint8_t rnr_r
 				       .cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
 						.max_recv_sge = 1 } };
 	struct ibv_qp *q = ibv_create_qp(pd, &ia);
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-						    IBV_ACCESS_REMOTE_ATOMIC };
-	if (!q || ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
-		fprintf(stderr, "qp setup failed\n");
-		exit(2);
-	}
-	if (upto == IBV_QPS_INIT)
-		return q;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dqpn;
-	a.rq_psn = RQ_PSN;
-	a.max_dest_rd_atomic = 4;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = gid;
-	a.ah_attr.grh.sgid_index = 1;
-	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)) {
-		fprintf(stderr, "to RTR failed\n");
-		exit(2);
-	}
-	if (upto == IBV_QPS_RTR)
-		return q;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = SQ_PSN;
-	a.timeout = 14; /* ~67 ms: 7 retries outlast a busy machine's scheduling gaps */
-	a.retry_cnt = 7;
-	a.rnr_retry = rnr_retry;
-	a.max_rd_atomic = 4;
-	if (ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			  IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC)) {
-		fprintf(stderr, "to RTS failed\n");
+	/* timeout 14 (~67 ms): 7 retries outlast a busy machine's scheduling gaps */
+	struct t_conn c = { .access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
+			    .rq_psn = RQ_PSN, .sq_psn = SQ_PSN, .rd_atomic = 4, .min_rnr_timer = 12,
+			    .timeout = 14, .retry_cnt = 7, .rnr_retry = rnr_retry };
+	const char *step = "qp setup";
+	if (!q || t_qp_up(q, upto, dqpn, &gid, &c, &step)) {
+		fprintf(stderr, "%s failed\n", step);
 		exit(2);
 	}
 	return q;

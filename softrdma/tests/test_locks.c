@@ -32,31 +32,8 @@ static struct ibv_qp *mk(struct pair *p)
 	return ibv_create_qp(p->pd, &ia);
 }
 
-static int connect2(struct ibv_qp *a, struct ibv_qp *b, const union ibv_gid *gid)
-{
-	struct ibv_qp *q[2] = { a, b };
-	for (int i = 0; i < 2; i++) {
-		struct ibv_qp_attr x = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-					 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
-		if (ibv_modify_qp(q[i], &x, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-			return -1;
-		struct ibv_qp_attr r = { .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
-					 .dest_qp_num = q[1 - i]->qp_num, .max_dest_rd_atomic = 1, .min_rnr_timer = 1 };
-		r.ah_attr.is_global = 1;
-		r.ah_attr.grh.dgid = *gid;
-		r.ah_attr.grh.sgid_index = 1;
-		r.ah_attr.port_num = 1;
-		if (ibv_modify_qp(q[i], &r, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-			return -1;
-		struct ibv_qp_attr s = { .qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7, .rnr_retry = 7,
-					 .max_rd_atomic = 1 };
-		if (ibv_modify_qp(q[i], &s, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				  IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC))
-			return -1;
-	}
-	return 0;
-}
+static const struct t_conn conn = { .access = IBV_ACCESS_REMOTE_WRITE, .rd_atomic = 1, .min_rnr_timer = 1,
+				    .timeout = 14, .retry_cnt = 7, .rnr_retry = 7 };
 
 static int pair_up(struct pair *p, struct ibv_context *ctx)
 {
@@ -73,7 +50,7 @@ static int pair_up(struct pair *p, struct ibv_context *ctx)
 	p->q[1] = mk(p);
 	if (!p->mr || !p->q[0] || !p->q[1])
 		return -1;
-	return connect2(p->q[0], p->q[1], &gid);
+	return t_connect(p->q[0], p->q[1], &gid, &conn) ? -1 : 0;
 }
 
 static void pair_down(struct pair *p)

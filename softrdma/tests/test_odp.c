@@ -40,40 +40,10 @@ static struct ibv_qp *mkqp(struct ibv_cq *cq, enum ibv_qp_type t, struct ibv_srq
 	return ibv_create_qp(pd, &ia);
 }
 
-static void connect_qp(struct ibv_qp *q, uint32_t dqpn)
-{
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x11111111,
-				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-						    IBV_ACCESS_REMOTE_ATOMIC };
-	bool ud = q->qp_type == IBV_QPT_UD;
-	CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				       (ud ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS)), 0, "to INIT");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dqpn;
-	a.rq_psn = 1;
-	a.max_dest_rd_atomic = 4;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = gid;
-	a.ah_attr.grh.sgid_index = 1;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	CHECK_EQ(ibv_modify_qp(q, &a, ud ? IBV_QP_STATE : IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-				       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-				       IBV_QP_MIN_RNR_TIMER), 0, "to RTR");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 1;
-	a.timeout = 12;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 4;
-	CHECK_EQ(ibv_modify_qp(q, &a, ud ? IBV_QP_STATE | IBV_QP_SQ_PSN : IBV_QP_STATE | IBV_QP_SQ_PSN |
-				       IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-				       IBV_QP_MAX_QP_RD_ATOMIC), 0, "to RTS");
-}
+static const struct t_conn conn = {
+	.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
+	.qkey = 0x11111111, .rq_psn = 1, .sq_psn = 1, .rd_atomic = 4, .min_rnr_timer = 1, .hop_limit = 64,
+	.timeout = 12, .retry_cnt = 7, .rnr_retry = 7 };
 
 /* Two connected QPs (qb on an SRQ when srq is set). */
 static void pair_up(struct pair *p, enum ibv_qp_type t, bool srq)
@@ -91,8 +61,7 @@ static void pair_up(struct pair *p, enum ibv_qp_type t, bool srq)
 		fprintf(stderr, "setup failed: %s\n", strerror(errno));
 		exit(2);
 	}
-	connect_qp(p->qa, p->qb->qp_num);
-	connect_qp(p->qb, p->qa->qp_num);
+	t_check_connect(p->qa, p->qb, &gid, &conn);
 }
 
 static void pair_down(struct pair *p)
@@ -103,17 +72,6 @@ static void pair_down(struct pair *p)
 		ibv_destroy_srq(p->srq);
 	ibv_destroy_cq(p->ca);
 	ibv_destroy_cq(p->cb);
-}
-
-static int wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
-{
-	for (int i = 0; i < 500000; i++) {
-		int n = ibv_poll_cq(cq, 1, wc);
-		if (n)
-			return n;
-		usleep(10);
-	}
-	return 0;
 }
 
 static int post_recv(struct pair *p, void *addr, uint32_t len, uint32_t lkey, uint64_t id)
@@ -146,7 +104,7 @@ static int one_op(struct pair *p, enum ibv_wr_opcode op, void *addr, uint32_t le
 {
 	struct ibv_wc wc = { .status = -1 };
 	CHECK_EQ(post1(p->qa, op, addr, len, lkey, raddr, rkey, 1), 0, "post");
-	if (!wait_wc(p->ca, &wc))
+	if (!t_wait_wc(p->ca, &wc))
 		return -2;
 	return wc.status;
 }
@@ -252,7 +210,7 @@ static void data_ops(struct ibv_mr *ma, unsigned char *a, struct ibv_mr *mb, uns
 	t_fill(a + 50000, 5000, 3);
 	CHECK_EQ(post_recv(&p, b + 240000, 8000, mb->lkey, 9), 0, "post recv");
 	CHECK_EQ(one_op(&p, IBV_WR_SEND, a + 50000, 5000, ma->lkey, 0, 0), 0, "send status");
-	CHECK(wait_wc(p.cb, &wc) && wc.status == IBV_WC_SUCCESS && wc.byte_len == 5000, "%s: recv completion",
+	CHECK(t_wait_wc(p.cb, &wc) && wc.status == IBV_WC_SUCCESS && wc.byte_len == 5000, "%s: recv completion",
 	      tag);
 	CHECK(!memcmp(a + 50000, b + 240000, 5000), "%s: send data", tag);
 	/* atomics on an untouched ODP word */
@@ -269,7 +227,7 @@ static void data_ops(struct ibv_mr *ma, unsigned char *a, struct ibv_mr *mb, uns
 	unsigned char *rb = b + LEN - 8192;
 	CHECK_EQ(post_recv(&p, rb, 4096, mb->lkey, 11), 0, "post srq recv");
 	CHECK_EQ(one_op(&p, IBV_WR_SEND, a, 3000, ma->lkey, 0, 0), 0, "srq send status");
-	CHECK(wait_wc(p.cb, &wc) && wc.status == IBV_WC_SUCCESS && wc.byte_len == 3000 && wc.wr_id == 11,
+	CHECK(t_wait_wc(p.cb, &wc) && wc.status == IBV_WC_SUCCESS && wc.byte_len == 3000 && wc.wr_id == 11,
 	      "%s: srq recv completion", tag);
 	CHECK(!memcmp(a, rb, 3000), "%s: srq data", tag);
 	pair_down(&p);
@@ -292,8 +250,8 @@ static void data_ops(struct ibv_mr *ma, unsigned char *a, struct ibv_mr *mb, uns
 	w.wr.ud.remote_qpn = p.qb->qp_num;
 	w.wr.ud.remote_qkey = 0x11111111;
 	CHECK_EQ(ibv_post_send(p.qa, &w, &bad), 0, "post ud send");
-	CHECK(wait_wc(p.ca, &wc) && wc.status == IBV_WC_SUCCESS, "%s: ud send", tag);
-	CHECK(wait_wc(p.cb, &wc) && wc.status == IBV_WC_SUCCESS && wc.byte_len == 940, "%s: ud recv %d %u",
+	CHECK(t_wait_wc(p.ca, &wc) && wc.status == IBV_WC_SUCCESS, "%s: ud send", tag);
+	CHECK(t_wait_wc(p.cb, &wc) && wc.status == IBV_WC_SUCCESS && wc.byte_len == 940, "%s: ud recv %d %u",
 	      tag, wc.status, wc.byte_len);
 	CHECK(!memcmp(a + 4096, ub + 40, 900), "%s: ud data", tag);
 	ibv_destroy_ah(ah);
@@ -396,7 +354,7 @@ static void faults_on(struct ibv_mr *mr, unsigned char *hole, unsigned char *goo
 	CHECK_EQ(post_recv(&p, hole, 64, mr->lkey, 5), 0, "post recv");
 	CHECK_EQ(one_op(&p, IBV_WR_SEND, good, 64, mr->lkey, 0, 0), IBV_WC_REM_OP_ERR, tag);
 	wc.status = -1;
-	CHECK(wait_wc(p.cb, &wc) && wc.wr_id == 5 && wc.status == IBV_WC_LOC_PROT_ERR, "%s: receiver status %d",
+	CHECK(t_wait_wc(p.cb, &wc) && wc.wr_id == 5 && wc.status == IBV_WC_LOC_PROT_ERR, "%s: receiver status %d",
 	      tag, wc.status);
 	pair_down(&p);
 	/* a receive buffer that starts mapped and runs into the hole: only a message reaching the
@@ -404,12 +362,12 @@ static void faults_on(struct ibv_mr *mr, unsigned char *hole, unsigned char *goo
 	pair_up(&p, IBV_QPT_RC, false);
 	CHECK_EQ(post_recv(&p, hole - 4096, 8192, mr->lkey, 6), 0, "post recv");
 	CHECK_EQ(one_op(&p, IBV_WR_SEND, good, 100, mr->lkey, 0, 0), 0, tag);
-	CHECK(wait_wc(p.cb, &wc) && wc.wr_id == 6 && wc.status == IBV_WC_SUCCESS && wc.byte_len == 100,
+	CHECK(t_wait_wc(p.cb, &wc) && wc.wr_id == 6 && wc.status == IBV_WC_SUCCESS && wc.byte_len == 100,
 	      "%s: a short message before the hole", tag);
 	CHECK(!memcmp(hole - 4096, good, 100), "%s: short message data", tag);
 	CHECK_EQ(post_recv(&p, hole - 4096, 8192, mr->lkey, 7), 0, "post recv");
 	CHECK_EQ(one_op(&p, IBV_WR_SEND, good, 6000, mr->lkey, 0, 0), IBV_WC_REM_OP_ERR, tag);
-	CHECK(wait_wc(p.cb, &wc) && wc.wr_id == 7 && wc.status == IBV_WC_LOC_PROT_ERR,
+	CHECK(t_wait_wc(p.cb, &wc) && wc.wr_id == 7 && wc.status == IBV_WC_LOC_PROT_ERR,
 	      "%s: a message reaching the hole %d", tag, wc.status);
 	pair_down(&p);
 	/* UD: a datagram into the hole */
@@ -427,8 +385,8 @@ static void faults_on(struct ibv_mr *mr, unsigned char *hole, unsigned char *goo
 	w.wr.ud.remote_qpn = p.qb->qp_num;
 	w.wr.ud.remote_qkey = 0x11111111;
 	CHECK_EQ(ibv_post_send(p.qa, &w, &bad), 0, "post ud send");
-	CHECK(wait_wc(p.ca, &wc) && wc.status == IBV_WC_SUCCESS, "%s: ud send", tag);
-	CHECK(wait_wc(p.cb, &wc) && wc.wr_id == 8 && wc.status == IBV_WC_LOC_PROT_ERR, "%s: ud recv into the hole %d",
+	CHECK(t_wait_wc(p.ca, &wc) && wc.status == IBV_WC_SUCCESS, "%s: ud send", tag);
+	CHECK(t_wait_wc(p.cb, &wc) && wc.wr_id == 8 && wc.status == IBV_WC_LOC_PROT_ERR, "%s: ud recv into the hole %d",
 	      tag, wc.status);
 	ibv_destroy_ah(ah);
 	pair_down(&p);

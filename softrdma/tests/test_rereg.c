@@ -31,36 +31,16 @@ static struct ibv_qp *mkqp(struct pair *p, struct ibv_cq *cq, enum ibv_qp_type t
 	return ibv_create_qp(p->pd, &ia);
 }
 
-static int modify(struct ibv_qp *q, uint32_t dqpn, union ibv_gid *gid)
-{
-	bool ud = q->qp_type == IBV_QPT_UD;
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x1234,
-				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ };
-	if (ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			  (ud ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS)))
-		return -1;
-	struct ibv_qp_attr r = { .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = dqpn,
-				 .rq_psn = 7, .max_dest_rd_atomic = 4, .min_rnr_timer = 1 };
-	r.ah_attr.is_global = 1;
-	r.ah_attr.grh.dgid = *gid;
-	r.ah_attr.grh.sgid_index = 1;
-	r.ah_attr.grh.hop_limit = 64;
-	r.ah_attr.port_num = 1;
-	if (ibv_modify_qp(q, &r, ud ? IBV_QP_STATE : IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		return -1;
-	struct ibv_qp_attr s = { .qp_state = IBV_QPS_RTS, .sq_psn = 7, .timeout = 12, .retry_cnt = 7,
-				 .rnr_retry = 7, .max_rd_atomic = 4 };
-	return ibv_modify_qp(q, &s, ud ? IBV_QP_STATE | IBV_QP_SQ_PSN : IBV_QP_STATE | IBV_QP_SQ_PSN |
-			     IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
-}
+static const struct t_conn conn = {
+	.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ, .qkey = 0x1234, .rq_psn = 7, .sq_psn = 7,
+	.rd_atomic = 4, .min_rnr_timer = 1, .hop_limit = 64, .timeout = 12, .retry_cnt = 7, .rnr_retry = 7 };
 
 /* new connected QPs on p's context and PD (after an error moved the old ones to ERR) */
 static void pair_qps(struct pair *p, enum ibv_qp_type t)
 {
 	p->qa = mkqp(p, p->cqa, t);
 	p->qb = mkqp(p, p->cqb, t);
-	if (!p->qa || !p->qb || modify(p->qa, p->qb->qp_num, &p->gid) || modify(p->qb, p->qa->qp_num, &p->gid)) {
+	if (!p->qa || !p->qb || t_connect(p->qa, p->qb, &p->gid, &conn)) {
 		fprintf(stderr, "setup failed: %s\n", strerror(errno));
 		exit(2);
 	}
@@ -96,17 +76,6 @@ static void pair_down(struct pair *p)
 	ibv_close_device(p->ctx);
 }
 
-static int wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
-{
-	for (int i = 0; i < 500000; i++) {
-		int n = ibv_poll_cq(cq, 1, wc);
-		if (n)
-			return n;
-		usleep(10);
-	}
-	return 0;
-}
-
 /* one signaled work request of op with one SGE; its completion's status, or -1 when none came */
 static int do_send(struct ibv_qp *q, struct ibv_cq *cq, enum ibv_wr_opcode op, void *addr, uint32_t len,
 		   uint32_t lkey, uint64_t raddr, uint32_t rkey)
@@ -119,7 +88,7 @@ static int do_send(struct ibv_qp *q, struct ibv_cq *cq, enum ibv_wr_opcode op, v
 	if (ibv_post_send(q, &w, &bad))
 		return -2;
 	struct ibv_wc wc;
-	return wait_wc(cq, &wc) ? (int)wc.status : -1;
+	return t_wait_wc(cq, &wc) ? (int)wc.status : -1;
 }
 
 static void post_recv(struct ibv_qp *q, void *addr, uint32_t len, uint32_t lkey, uint64_t id)
@@ -189,12 +158,12 @@ static void test_bad_flows(void)
 	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
 	union ibv_gid gid;
 	ibv_query_gid(ctx, 1, 1, &gid);
-	CHECK_EQ(modify(qp, qp->qp_num, &gid), 0, "loopback QP");
+	CHECK_EQ(t_qp_up(qp, IBV_QPS_RTS, qp->qp_num, &gid, &conn, NULL), 0, "loopback QP");
 	struct ibv_mw_bind bind = { .wr_id = 1, .send_flags = IBV_SEND_SIGNALED,
 				    .bind_info = { mr, (uintptr_t)a, 4096, IBV_ACCESS_REMOTE_READ } };
 	CHECK_EQ(ibv_bind_mw(qp, mw, &bind), 0, "bind mw");
 	struct ibv_wc wc;
-	CHECK(wait_wc(cq, &wc) && wc.status == IBV_WC_SUCCESS, "bind completed");
+	CHECK(t_wait_wc(cq, &wc) && wc.status == IBV_WC_SUCCESS, "bind completed");
 	CHECK_EQ(rereg(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, ALL_RIGHTS),
 		 ERR(IBV_REREG_MR_ERR_CMD, EBUSY), "rereg of a region with a bound window");
 	CHECK_EQ(ibv_dealloc_mw(mw), 0, "dealloc mw");
@@ -239,7 +208,7 @@ static void test_changes(void)
 	post_recv(p.qb, c + 4096, 4096, lkey, 2);
 	t_fill(a, 4096, 12);
 	CHECK_EQ(do_send(p.qa, p.cqa, IBV_WR_SEND, a, 4096, ma->lkey, 0, 0), IBV_WC_SUCCESS, "send");
-	CHECK(wait_wc(p.cqb, &wc) && wc.status == IBV_WC_SUCCESS && wc.byte_len == 4096, "received in the new range");
+	CHECK(t_wait_wc(p.cqb, &wc) && wc.status == IBV_WC_SUCCESS && wc.byte_len == 4096, "received in the new range");
 	CHECK(!memcmp(c + 4096, a, 4096), "byte-exact receive");
 
 	/* access: READ allowed, then taken away */
@@ -314,13 +283,13 @@ static void test_ud_mtu(void)
 		w.wr.ud.remote_qkey = 0x1234;
 		CHECK_EQ(ibv_post_send(p.qa, &w, &bad), 0, "UD post is accepted whatever its length");
 		struct ibv_wc wc;
-		CHECK(wait_wc(p.cqa, &wc) && wc.status == IBV_WC_SUCCESS && wc.wr_id == (uint64_t)(100 + i),
+		CHECK(t_wait_wc(p.cqa, &wc) && wc.status == IBV_WC_SUCCESS && wc.wr_id == (uint64_t)(100 + i),
 		      "UD send of %d bytes completes successfully", sizes[i]);
 		if (sizes[i] > 1024) {
 			usleep(20000);
 			CHECK_EQ(ibv_poll_cq(p.cqb, 1, &wc), 0, "nothing arrives for a message over the MTU");
 		} else {
-			CHECK(wait_wc(p.cqb, &wc) && wc.status == IBV_WC_SUCCESS && wc.wr_id == 1 &&
+			CHECK(t_wait_wc(p.cqb, &wc) && wc.status == IBV_WC_SUCCESS && wc.wr_id == 1 &&
 			      wc.byte_len == (uint32_t)sizes[i] + 40, "an MTU-sized message arrives in the first receive");
 			CHECK(!memcmp(b + 40, a, (size_t)sizes[i]), "byte-exact");
 		}

@@ -36,53 +36,27 @@ static struct ibv_qp *mkqp(struct env *e, struct ibv_cq *cq, enum ibv_qp_type t,
 	return ibv_create_qp(e->pd, &ia);
 }
 
-static int to_init(struct ibv_qp *q)
-{
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .pkey_index = 0, .qkey = 0x11111111,
-				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-						    IBV_ACCESS_REMOTE_ATOMIC };
-	int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-		   (q->qp_type == IBV_QPT_UD ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS);
-	return ibv_modify_qp(q, &a, mask);
-}
-
-static int to_rtr(struct ibv_qp *q, uint32_t dqpn, union ibv_gid *gid, uint8_t rnr_timer)
-{
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = dqpn,
-				 .rq_psn = 100, .max_dest_rd_atomic = 4, .min_rnr_timer = rnr_timer };
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = *gid;
-	a.ah_attr.grh.sgid_index = 1;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	if (q->qp_type == IBV_QPT_UD)
-		return ibv_modify_qp(q, &a, IBV_QP_STATE);
-	int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
-	if (q->qp_type == IBV_QPT_RC)
-		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-	return ibv_modify_qp(q, &a, mask);
-}
-
-static int to_rts(struct ibv_qp *q, uint8_t timeout, uint8_t retry, uint8_t rnr_retry)
-{
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTS, .sq_psn = 100, .timeout = timeout,
-				 .retry_cnt = retry, .rnr_retry = rnr_retry, .max_rd_atomic = 4 };
-	int mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-	if (q->qp_type == IBV_QPT_RC)
-		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
-	return ibv_modify_qp(q, &a, mask);
-}
+static const struct t_conn conn = {
+	.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
+	.qkey = 0x11111111, .rq_psn = 100, .sq_psn = 100, .rd_atomic = 4, .min_rnr_timer = 1, .hop_limit = 64,
+	.timeout = 12, .retry_cnt = 7, .rnr_retry = 7 };
+/* the same with timeout 14 (~67 ms): the cross-process peers and the state machine's RTS */
+static const struct t_conn slow = {
+	.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
+	.qkey = 0x11111111, .rq_psn = 100, .sq_psn = 100, .rd_atomic = 4, .min_rnr_timer = 1, .hop_limit = 64,
+	.timeout = 14, .retry_cnt = 7, .rnr_retry = 7 };
 
 /* timeout 12 (~17 ms) x 7 retries: a peer starved of CPU on a busy machine is not "gone" */
-static void connect_pair(struct env *e, enum ibv_qp_type t, uint8_t rnr_retry)
+static void connect_pair(struct env *e, uint8_t rnr_retry)
 {
-	to_init(e->qa);
-	to_init(e->qb);
-	to_rtr(e->qa, e->qb->qp_num, &e->gid, 1);
-	to_rtr(e->qb, e->qa->qp_num, &e->gid, 1);
-	to_rts(e->qa, 12, 7, rnr_retry);
-	to_rts(e->qb, 12, 7, rnr_retry);
-	(void)t;
+	struct t_conn c = conn;
+	c.rnr_retry = rnr_retry;
+	t_qp_init(e->qa, &c);
+	t_qp_init(e->qb, &c);
+	t_qp_rtr(e->qa, e->qb->qp_num, &e->gid, &c);
+	t_qp_rtr(e->qb, e->qa->qp_num, &e->gid, &c);
+	t_qp_rts(e->qa, &c);
+	t_qp_rts(e->qb, &c);
 }
 
 static void env_up(struct env *e, enum ibv_qp_type t, uint8_t rnr_retry)
@@ -108,7 +82,7 @@ static void env_up(struct env *e, enum ibv_qp_type t, uint8_t rnr_retry)
 		fprintf(stderr, "setup failed: %s\n", strerror(errno));
 		exit(2);
 	}
-	connect_pair(e, t, rnr_retry);
+	connect_pair(e, rnr_retry);
 }
 
 static void env_down(struct env *e)
@@ -124,18 +98,6 @@ static void env_down(struct env *e)
 	ibv_close_device(e->ctx);
 	free(e->a);
 	free(e->b);
-}
-
-/* Waits up to ~5 s for one completion. */
-static int wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
-{
-	for (int i = 0; i < 500000; i++) {
-		int n = ibv_poll_cq(cq, 1, wc);
-		if (n)
-			return n;
-		usleep(10);
-	}
-	return 0;
 }
 
 static int post_recv(struct ibv_qp *q, void *addr, uint32_t len, uint32_t lkey, uint64_t id)
@@ -172,15 +134,15 @@ static void rc_data_ops(struct env *e, const char *tag)
 		post_recv(e->qb, e->b, (uint32_t)n, e->mb->lkey, 7);
 		CHECK_EQ(post1(e->qa, IBV_WR_SEND, e->a, (uint32_t)n, e->ma->lkey, 0, 0, 1, 0), 0, "post send");
 		snprintf(what, sizeof(what), "%s send %zu status", tag, n);
-		CHECK(wait_wc(e->cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_SEND, "%s", what);
-		CHECK(wait_wc(e->cqb, &wc) && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV &&
+		CHECK(t_wait_wc(e->cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_SEND, "%s", what);
+		CHECK(t_wait_wc(e->cqb, &wc) && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV &&
 		      wc.byte_len == n && wc.wr_id == 7, "%s recv", what);
 		CHECK(t_checksum(e->a, n) == t_checksum(e->b, n), "%s send %zu checksum", tag, n);
 		/* RDMA WRITE */
 		t_fill(e->a, n, (unsigned)n + 1);
 		CHECK_EQ(post1(e->qa, IBV_WR_RDMA_WRITE, e->a, (uint32_t)n, e->ma->lkey, (uintptr_t)e->b + 4096,
 			       e->mb->rkey, 2, 0), 0, "post write");
-		CHECK(wait_wc(e->cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RDMA_WRITE,
+		CHECK(t_wait_wc(e->cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RDMA_WRITE,
 		      "%s write %zu", tag, n);
 		CHECK(t_checksum(e->a, n) == t_checksum(e->b + 4096, n), "%s write %zu checksum", tag, n);
 		/* RDMA READ */
@@ -188,7 +150,7 @@ static void rc_data_ops(struct env *e, const char *tag)
 		CHECK_EQ(post1(e->qa, IBV_WR_RDMA_READ, e->a + 8192, (uint32_t)n, e->ma->lkey,
 			       (uintptr_t)e->b + 8192, e->mb->rkey, 3, 0), 0, "post read");
 		wc.status = -1;
-		CHECK(wait_wc(e->cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RDMA_READ &&
+		CHECK(t_wait_wc(e->cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RDMA_READ &&
 		      wc.byte_len == n, "%s read %zu status %d", tag, n, wc.status);
 		CHECK(t_checksum(e->a + 8192, n) == t_checksum(e->b + 8192, n), "%s read %zu checksum", tag, n);
 	}
@@ -207,7 +169,7 @@ static void rc_data_ops(struct env *e, const char *tag)
 	for (unsigned k = 0; k < 2 * PIPE; k++) {
 		wc.status = -1;
 		wc.wr_id = 0;
-		CHECK(wait_wc(e->cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.wr_id == 100 + k,
+		CHECK(t_wait_wc(e->cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.wr_id == 100 + k,
 		      "%s pipelined completion %u: wr_id %llu status %d", tag, k, (unsigned long long)wc.wr_id,
 		      wc.status);
 	}
@@ -218,13 +180,13 @@ static void rc_data_ops(struct env *e, const char *tag)
 	/* SEND_WITH_IMM and WRITE_WITH_IMM carry the immediate */
 	post_recv(e->qb, e->b, 64, e->mb->lkey, 8);
 	post1(e->qa, IBV_WR_SEND_WITH_IMM, e->a, 16, e->ma->lkey, 0, 0, 4, 0);
-	CHECK(wait_wc(e->cq, &wc) && wc.status == IBV_WC_SUCCESS, "%s send_imm", tag);
-	CHECK(wait_wc(e->cqb, &wc) && (wc.wc_flags & IBV_WC_WITH_IMM) && wc.imm_data == htonl(0xabcd1234),
+	CHECK(t_wait_wc(e->cq, &wc) && wc.status == IBV_WC_SUCCESS, "%s send_imm", tag);
+	CHECK(t_wait_wc(e->cqb, &wc) && (wc.wc_flags & IBV_WC_WITH_IMM) && wc.imm_data == htonl(0xabcd1234),
 	      "%s send_imm immediate", tag);
 	post_recv(e->qb, e->b, 64, e->mb->lkey, 9);
 	post1(e->qa, IBV_WR_RDMA_WRITE_WITH_IMM, e->a, 100, e->ma->lkey, (uintptr_t)e->b + 65536, e->mb->rkey, 5, 0);
-	CHECK(wait_wc(e->cq, &wc) && wc.status == IBV_WC_SUCCESS, "%s write_imm", tag);
-	CHECK(wait_wc(e->cqb, &wc) && wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM && wc.byte_len == 100 &&
+	CHECK(t_wait_wc(e->cq, &wc) && wc.status == IBV_WC_SUCCESS, "%s write_imm", tag);
+	CHECK(t_wait_wc(e->cqb, &wc) && wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM && wc.byte_len == 100 &&
 	      wc.imm_data == htonl(0xabcd1234), "%s write_imm recv", tag);
 	CHECK(!memcmp(e->a, e->b + 65536, 100), "%s write_imm data", tag);
 	/* atomics on an aligned word */
@@ -237,14 +199,14 @@ static void rc_data_ops(struct env *e, const char *tag)
 	w.wr.atomic.rkey = e->mb->rkey;
 	w.wr.atomic.compare_add = 2;
 	CHECK_EQ(ibv_post_send(e->qa, &w, &bad), 0, "post faa");
-	CHECK(wait_wc(e->cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_FETCH_ADD, "%s faa", tag);
+	CHECK(t_wait_wc(e->cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_FETCH_ADD, "%s faa", tag);
 	CHECK(*(uint64_t *)e->a == 40 && *target == 42, "%s faa values %llu %llu", tag,
 	      (unsigned long long)*(uint64_t *)e->a, (unsigned long long)*target);
 	w.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
 	w.wr.atomic.compare_add = 42;
 	w.wr.atomic.swap = 7;
 	CHECK_EQ(ibv_post_send(e->qa, &w, &bad), 0, "post cas");
-	CHECK(wait_wc(e->cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_COMP_SWAP, "%s cas", tag);
+	CHECK(t_wait_wc(e->cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_COMP_SWAP, "%s cas", tag);
 	CHECK(*(uint64_t *)e->a == 42 && *target == 7, "%s cas values", tag);
 	/* SGE list gather + inline */
 	struct ibv_sge sg[3] = { { (uintptr_t)e->a, 10, e->ma->lkey }, { (uintptr_t)e->a + 100, 20, e->ma->lkey },
@@ -255,8 +217,8 @@ static void rc_data_ops(struct env *e, const char *tag)
 				 .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE };
 	CHECK_EQ(ibv_post_send(e->qa, &g, &bad), 0, "post inline gather");
 	memset(e->a, 0, 256); /* inline data was captured at post time */
-	CHECK(wait_wc(e->cq, &wc) && wc.status == IBV_WC_SUCCESS, "%s inline", tag);
-	CHECK(wait_wc(e->cqb, &wc) && wc.byte_len == 60, "%s inline recv", tag);
+	CHECK(t_wait_wc(e->cq, &wc) && wc.status == IBV_WC_SUCCESS, "%s inline", tag);
+	CHECK(t_wait_wc(e->cqb, &wc) && wc.byte_len == 60, "%s inline recv", tag);
 	unsigned char ref[256];
 	t_fill(ref, 256, 99);
 	CHECK(!memcmp(e->b, ref, 10) && !memcmp(e->b + 10, ref + 100, 20) && !memcmp(e->b + 30, ref + 200, 30),
@@ -265,7 +227,7 @@ static void rc_data_ops(struct env *e, const char *tag)
 	post_recv(e->qb, e->b, 64, e->mb->lkey, 12);
 	struct ibv_send_wr u = { .wr_id = 13, .sg_list = sg, .num_sge = 1, .opcode = IBV_WR_SEND };
 	CHECK_EQ(ibv_post_send(e->qa, &u, &bad), 0, "post unsignaled");
-	CHECK(wait_wc(e->cqb, &wc) && wc.wr_id == 12, "%s unsignaled delivered", tag);
+	CHECK(t_wait_wc(e->cqb, &wc) && wc.wr_id == 12, "%s unsignaled delivered", tag);
 	usleep(20000);
 	CHECK_EQ(ibv_poll_cq(e->cq, 1, &wc), 0, "unsignaled send has no completion");
 }
@@ -282,8 +244,8 @@ static void test_errors(void)
 	env_up(&e, IBV_QPT_RC, 7);
 	post1(e.qa, IBV_WR_RDMA_WRITE, e.a, 64, e.ma->lkey, (uintptr_t)e.b, e.mb->rkey ^ 0x100, 1, 0);
 	post1(e.qa, IBV_WR_RDMA_WRITE, e.a, 64, e.ma->lkey, (uintptr_t)e.b, e.mb->rkey, 2, 0);
-	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_REM_ACCESS_ERR && wc.wr_id == 1, "bad rkey status %d", wc.status);
-	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_WR_FLUSH_ERR && wc.wr_id == 2, "flush after error %d", wc.status);
+	CHECK(t_wait_wc(e.cq, &wc) && wc.status == IBV_WC_REM_ACCESS_ERR && wc.wr_id == 1, "bad rkey status %d", wc.status);
+	CHECK(t_wait_wc(e.cq, &wc) && wc.status == IBV_WC_WR_FLUSH_ERR && wc.wr_id == 2, "flush after error %d", wc.status);
 	struct ibv_qp_attr qa;
 	struct ibv_qp_init_attr qi;
 	usleep(20000);
@@ -296,7 +258,7 @@ static void test_errors(void)
 	/* out of MR bounds remote write and read */
 	env_up(&e, IBV_QPT_RC, 7);
 	post1(e.qa, IBV_WR_RDMA_READ, e.a, 64, e.ma->lkey, (uintptr_t)e.b + BUF - 32, e.mb->rkey, 1, 0);
-	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_REM_ACCESS_ERR, "read past MR end %d", wc.status);
+	CHECK(t_wait_wc(e.cq, &wc) && wc.status == IBV_WC_REM_ACCESS_ERR, "read past MR end %d", wc.status);
 	env_down(&e);
 
 	/* registering memory that is not mapped fails with EFAULT, as the kernel's page pinning does */
@@ -327,32 +289,32 @@ static void test_errors(void)
 	env_up(&e, IBV_QPT_RC, 7);
 	struct ibv_mr *ro = ibv_reg_mr(e.pd, e.b + BUF / 2, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
 	post1(e.qa, IBV_WR_RDMA_WRITE, e.a, 64, e.ma->lkey, (uintptr_t)e.b + BUF / 2, ro->rkey, 1, 0);
-	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_REM_ACCESS_ERR, "write to read-only MR %d", wc.status);
+	CHECK(t_wait_wc(e.cq, &wc) && wc.status == IBV_WC_REM_ACCESS_ERR, "write to read-only MR %d", wc.status);
 	ibv_dereg_mr(ro);
 	env_down(&e);
 
 	/* bad lkey and local buffer outside its MR -> LOC_PROT_ERR */
 	env_up(&e, IBV_QPT_RC, 7);
 	post1(e.qa, IBV_WR_SEND, e.a, 64, e.ma->lkey + 0x1000, 0, 0, 1, 0);
-	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_LOC_PROT_ERR, "bad lkey %d", wc.status);
+	CHECK(t_wait_wc(e.cq, &wc) && wc.status == IBV_WC_LOC_PROT_ERR, "bad lkey %d", wc.status);
 	env_down(&e);
 	env_up(&e, IBV_QPT_RC, 7);
 	post1(e.qa, IBV_WR_RDMA_WRITE, e.a + BUF - 10, 64, e.ma->lkey, (uintptr_t)e.b, e.mb->rkey, 1, 0);
-	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_LOC_PROT_ERR, "local buffer past MR %d", wc.status);
+	CHECK(t_wait_wc(e.cq, &wc) && wc.status == IBV_WC_LOC_PROT_ERR, "local buffer past MR %d", wc.status);
 	env_down(&e);
 
 	/* receive buffer too small -> LOC_LEN_ERR at responder, REM_INV_REQ_ERR at requester */
 	env_up(&e, IBV_QPT_RC, 7);
 	post_recv(e.qb, e.b, 16, e.mb->lkey, 1);
 	post1(e.qa, IBV_WR_SEND, e.a, 64, e.ma->lkey, 0, 0, 2, 0);
-	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_REM_INV_REQ_ERR, "short recv requester %d", wc.status);
-	CHECK(wait_wc(e.cqb, &wc) && wc.status == IBV_WC_LOC_LEN_ERR, "short recv responder %d", wc.status);
+	CHECK(t_wait_wc(e.cq, &wc) && wc.status == IBV_WC_REM_INV_REQ_ERR, "short recv requester %d", wc.status);
+	CHECK(t_wait_wc(e.cqb, &wc) && wc.status == IBV_WC_LOC_LEN_ERR, "short recv responder %d", wc.status);
 	env_down(&e);
 
 	/* no receive and rnr_retry 0 -> RNR_RETRY_EXC_ERR */
 	env_up(&e, IBV_QPT_RC, 0);
 	post1(e.qa, IBV_WR_SEND, e.a, 64, e.ma->lkey, 0, 0, 1, 0);
-	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_RNR_RETRY_EXC_ERR, "rnr exhausted %d", wc.status);
+	CHECK(t_wait_wc(e.cq, &wc) && wc.status == IBV_WC_RNR_RETRY_EXC_ERR, "rnr exhausted %d", wc.status);
 	env_down(&e);
 
 	/* RNR with retries: the receive posted later is used */
@@ -361,7 +323,7 @@ static void test_errors(void)
 	usleep(5000);
 	CHECK_EQ(ibv_poll_cq(e.cq, 1, &wc), 0, "send waits while receiver not ready");
 	post_recv(e.qb, e.b, 64, e.mb->lkey, 2);
-	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_SUCCESS, "send after RNR %d", wc.status);
+	CHECK(t_wait_wc(e.cq, &wc) && wc.status == IBV_WC_SUCCESS, "send after RNR %d", wc.status);
 	env_down(&e);
 
 	/* peer gone -> RETRY_EXC_ERR after timeout/retry_cnt */
@@ -369,7 +331,7 @@ static void test_errors(void)
 	ibv_destroy_qp(e.qb);
 	e.qb = mkqp(&e, e.cqb, IBV_QPT_RC, NULL); /* keep env_down happy */
 	post1(e.qa, IBV_WR_SEND, e.a, 64, e.ma->lkey, 0, 0, 1, 0);
-	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_RETRY_EXC_ERR, "peer gone %d", wc.status);
+	CHECK(t_wait_wc(e.cq, &wc) && wc.status == IBV_WC_RETRY_EXC_ERR, "peer gone %d", wc.status);
 	env_down(&e);
 
 	/* post-time errors: too many SGEs, queue full, wrong state */
@@ -393,17 +355,17 @@ static void test_errors(void)
 	struct ibv_qp *q = mkqp(&e, e.cq, IBV_QPT_RC, NULL);
 	w.num_sge = 1;
 	CHECK_EQ(ibv_post_send(q, &w, &bad), EINVAL, "send in RESET");
-	to_init(q);
+	t_qp_init(q, &conn);
 	CHECK_EQ(ibv_post_send(q, &w, &bad), EINVAL, "send in INIT");
 	/* moving to ERR flushes posted receives */
 	post_recv(q, e.a, 8, e.ma->lkey, 77);
 	struct ibv_qp_attr at = { .qp_state = IBV_QPS_ERR };
 	CHECK_EQ(ibv_modify_qp(q, &at, IBV_QP_STATE), 0, "to ERR");
-	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_WR_FLUSH_ERR && wc.wr_id == 77, "recv flushed %d", wc.status);
+	CHECK(t_wait_wc(e.cq, &wc) && wc.status == IBV_WC_WR_FLUSH_ERR && wc.wr_id == 77, "recv flushed %d", wc.status);
 	/* and WRs posted in ERR are flushed too */
 	w.wr_id = 78;
 	CHECK_EQ(ibv_post_send(q, &w, &bad), 0, "post in ERR accepted");
-	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_WR_FLUSH_ERR && wc.wr_id == 78, "send in ERR flushed");
+	CHECK(t_wait_wc(e.cq, &wc) && wc.status == IBV_WC_WR_FLUSH_ERR && wc.wr_id == 78, "send in ERR flushed");
 	ibv_destroy_qp(q);
 	/* objects in use cannot be destroyed */
 	CHECK_EQ(ibv_destroy_cq(e.cq), EBUSY, "destroy CQ used by a QP");
@@ -441,8 +403,8 @@ static void test_state_machine(void)
 		a.port_num = 2;
 		CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 					   (t == IBV_QPT_UD ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS)), EINVAL, "bad port");
-		CHECK_EQ(to_init(q), 0, "RESET->INIT");
-		CHECK_EQ(to_init(q), 0, "INIT->INIT");
+		CHECK_EQ(t_qp_init(q, &conn), 0, "RESET->INIT");
+		CHECK_EQ(t_qp_init(q, &conn), 0, "INIT->INIT");
 		a.qp_state = IBV_QPS_RTS;
 		CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE), EINVAL, "INIT->RTS");
 		if (t != IBV_QPT_UD) {
@@ -461,13 +423,13 @@ static void test_state_machine(void)
 				CHECK_EQ(ibv_modify_qp(q, &r, m | IBV_QP_MAX_DEST_RD_ATOMIC), EINVAL, "UC RTR with rd_atomic");
 			CHECK_EQ(ibv_modify_qp(q, &r, m), 0, "INIT->RTR");
 		} else {
-			CHECK_EQ(to_rtr(q, 0, &gid, 0), 0, "UD INIT->RTR");
+			CHECK_EQ(t_qp_rtr(q, 0, &gid, &conn), 0, "UD INIT->RTR");
 		}
 		ibv_query_qp(q, &a, IBV_QP_STATE, &qi);
 		CHECK_EQ(a.qp_state, IBV_QPS_RTR, "query RTR");
 		a.qp_state = IBV_QPS_RTS;
 		CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE), EINVAL, "RTR->RTS without SQ_PSN");
-		CHECK_EQ(to_rts(q, 14, 7, 7), 0, "RTR->RTS");
+		CHECK_EQ(t_qp_rts(q, &slow), 0, "RTR->RTS");
 		a.qp_state = IBV_QPS_RTR;
 		CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE), EINVAL, "RTS->RTR");
 		memset(&a, 0, sizeof(a));
@@ -489,7 +451,7 @@ static void test_state_machine(void)
 		CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE), EINVAL, "ERR->RTS");
 		a.qp_state = IBV_QPS_RESET;
 		CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE), 0, "ERR->RESET");
-		CHECK_EQ(to_init(q), 0, "RESET->INIT again");
+		CHECK_EQ(t_qp_init(q, &conn), 0, "RESET->INIT again");
 		a.qp_state = IBV_QPS_RESET;
 		CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE), 0, "INIT->RESET");
 		a.cur_qp_state = IBV_QPS_RTS;
@@ -512,11 +474,11 @@ static void test_channels_srq_ud(void)
 	post_recv(e.qb, e.b, 64, e.mb->lkey, 1);
 	post_recv(e.qb, e.b, 64, e.mb->lkey, 2);
 	post1(e.qa, IBV_WR_SEND, e.a, 8, e.ma->lkey, 0, 0, 1, 0);
-	wait_wc(e.cq, &wc);
+	t_wait_wc(e.cq, &wc);
 	struct pollfd pfd = { .fd = e.ch->fd, .events = POLLIN };
 	CHECK_EQ(poll(&pfd, 1, 50), 0, "no event for an unsolicited completion");
 	post1(e.qa, IBV_WR_SEND, e.a, 8, e.ma->lkey, 0, 0, 2, IBV_SEND_SOLICITED);
-	wait_wc(e.cq, &wc);
+	t_wait_wc(e.cq, &wc);
 	CHECK_EQ(poll(&pfd, 1, 2000), 1, "event for a solicited completion");
 	struct ibv_cq *ecq;
 	void *ectx;
@@ -532,29 +494,29 @@ static void test_channels_srq_ud(void)
 	struct ibv_srq *srq = ibv_create_srq(e.pd, &sa);
 	CHECK(srq != NULL, "create srq");
 	struct ibv_qp *qs = mkqp(&e, e.cqb, IBV_QPT_RC, srq);
-	to_init(qs);
-	to_rtr(qs, e.qa->qp_num, &e.gid, 1);
-	to_rtr(e.qa, qs->qp_num, &e.gid, 1); /* re-pointing RTR is not allowed: use a fresh requester */
+	t_qp_init(qs, &conn);
+	t_qp_rtr(qs, e.qa->qp_num, &e.gid, &conn);
+	t_qp_rtr(e.qa, qs->qp_num, &e.gid, &conn); /* re-pointing RTR is not allowed: use a fresh requester */
 	struct ibv_qp *qr = mkqp(&e, e.cq, IBV_QPT_RC, NULL);
-	to_init(qr);
-	to_rtr(qr, qs->qp_num, &e.gid, 1);
-	to_rts(qr, 12, 7, 7);
+	t_qp_init(qr, &conn);
+	t_qp_rtr(qr, qs->qp_num, &e.gid, &conn);
+	t_qp_rts(qr, &conn);
 	struct ibv_qp_attr fix = { .dest_qp_num = qr->qp_num };
 	(void)fix;
 	ibv_destroy_qp(qs);
 	qs = mkqp(&e, e.cqb, IBV_QPT_RC, srq);
-	to_init(qs);
-	to_rtr(qs, qr->qp_num, &e.gid, 1);
+	t_qp_init(qs, &conn);
+	t_qp_rtr(qs, qr->qp_num, &e.gid, &conn);
 	ibv_destroy_qp(qr);
 	qr = mkqp(&e, e.cq, IBV_QPT_RC, NULL);
-	to_init(qr);
-	to_rtr(qr, qs->qp_num, &e.gid, 1);
-	to_rts(qr, 12, 7, 7);
+	t_qp_init(qr, &conn);
+	t_qp_rtr(qr, qs->qp_num, &e.gid, &conn);
+	t_qp_rts(qr, &conn);
 	/* qs was connected to the destroyed QPN; reconnect it through RESET */
 	struct ibv_qp_attr rs = { .qp_state = IBV_QPS_RESET };
 	ibv_modify_qp(qs, &rs, IBV_QP_STATE);
-	to_init(qs);
-	to_rtr(qs, qr->qp_num, &e.gid, 1);
+	t_qp_init(qs, &conn);
+	t_qp_rtr(qs, qr->qp_num, &e.gid, &conn);
 	for (int i = 0; i < 4; i++) {
 		struct ibv_sge s = { (uintptr_t)e.b + i * 64, 64, e.mb->lkey };
 		struct ibv_recv_wr w = { .wr_id = 100 + i, .sg_list = &s, .num_sge = 1 }, *bad;
@@ -564,7 +526,7 @@ static void test_channels_srq_ud(void)
 		post1(qr, IBV_WR_SEND, e.a, 8, e.ma->lkey, 0, 0, i, 0);
 	int got = 0;
 	for (int i = 0; i < 3; i++)
-		got += wait_wc(e.cqb, &wc) && wc.status == IBV_WC_SUCCESS && wc.wr_id == (uint64_t)(100 + i);
+		got += t_wait_wc(e.cqb, &wc) && wc.status == IBV_WC_SUCCESS && wc.wr_id == (uint64_t)(100 + i);
 	CHECK_EQ(got, 3, "SRQ receives in order");
 	pfd.fd = e.ctx->async_fd;
 	CHECK_EQ(poll(&pfd, 1, 2000), 1, "async event pending");
@@ -586,11 +548,11 @@ static void test_channels_srq_ud(void)
 	t_fill(e.a, 3000, 11);
 	post_recv(e.qb, e.b, 4096, e.mb->lkey, 1);
 	post1(e.qa, IBV_WR_SEND, e.a, 3000, e.ma->lkey, 0, 0, 1, 0);
-	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_SUCCESS, "uc send");
-	CHECK(wait_wc(e.cqb, &wc) && wc.status == IBV_WC_SUCCESS && wc.byte_len == 3000 &&
+	CHECK(t_wait_wc(e.cq, &wc) && wc.status == IBV_WC_SUCCESS, "uc send");
+	CHECK(t_wait_wc(e.cqb, &wc) && wc.status == IBV_WC_SUCCESS && wc.byte_len == 3000 &&
 	      !memcmp(e.a, e.b, 3000), "uc recv data");
 	post1(e.qa, IBV_WR_RDMA_WRITE, e.a, 3000, e.ma->lkey, (uintptr_t)e.b + 8192, e.mb->rkey, 2, 0);
-	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_SUCCESS, "uc write completion");
+	CHECK(t_wait_wc(e.cq, &wc) && wc.status == IBV_WC_SUCCESS, "uc write completion");
 	/* UC completes when sent: over the packet path the data lands a little later */
 	for (int i = 0; i < 2000 && memcmp(e.a, e.b + 8192, 3000); i++)
 		usleep(1000);
@@ -619,14 +581,14 @@ static void test_channels_srq_ud(void)
 	w.wr.ud.remote_qpn = e.qb->qp_num;
 	w.wr.ud.remote_qkey = 0x11111111;
 	CHECK_EQ(ibv_post_send(e.qa, &w, &bad), 0, "ud post");
-	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_SUCCESS, "ud send");
-	CHECK(wait_wc(e.cqb, &wc) && wc.status == IBV_WC_SUCCESS && wc.byte_len == 512 + 40 &&
+	CHECK(t_wait_wc(e.cq, &wc) && wc.status == IBV_WC_SUCCESS, "ud send");
+	CHECK(t_wait_wc(e.cqb, &wc) && wc.status == IBV_WC_SUCCESS && wc.byte_len == 512 + 40 &&
 	      (wc.wc_flags & IBV_WC_GRH) && wc.src_qp == e.qa->qp_num, "ud recv len %u", wc.byte_len);
 	CHECK(!memcmp(e.a, e.b + 40, 512), "ud payload after the GRH");
 	post_recv(e.qb, e.b, 1024, e.mb->lkey, 2);
 	w.wr.ud.remote_qkey = 0x2222;
 	ibv_post_send(e.qa, &w, &bad);
-	wait_wc(e.cq, &wc);
+	t_wait_wc(e.cq, &wc);
 	usleep(20000);
 	CHECK_EQ(ibv_poll_cq(e.cqb, 1, &wc), 0, "wrong q_key dropped");
 	ibv_destroy_ah(ah);
@@ -686,7 +648,7 @@ static void bind_fails(const char *what, enum ibv_mw_type type, int mr_extra, ui
 		rc = post_bind(e.qb, mw, ibv_inc_rkey(mw->rkey), target, e.b + off, len, acc, 7);
 	}
 	CHECK_EQ(rc, 0, what);
-	CHECK(wait_wc(e.cqb, &wc) && wc.wr_id == 7 && wc.status == IBV_WC_MW_BIND_ERR, "%s: status %d", what,
+	CHECK(t_wait_wc(e.cqb, &wc) && wc.wr_id == 7 && wc.status == IBV_WC_MW_BIND_ERR, "%s: status %d", what,
 	      wc.status);
 	ibv_dealloc_mw(mw);
 	ibv_dereg_mr(mr);
@@ -712,7 +674,7 @@ static void test_mw(void)
 										 IBV_ACCESS_REMOTE_READ } };
 	CHECK_EQ(ibv_bind_mw(e.qb, mw1, &b), 0, "ibv_bind_mw");
 	CHECK(mw1->rkey == ibv_inc_rkey(old), "bind moves the key byte: 0x%x -> 0x%x", old, mw1->rkey);
-	CHECK(wait_wc(e.cqb, &wc) && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_BIND_MW &&
+	CHECK(t_wait_wc(e.cqb, &wc) && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_BIND_MW &&
 	      wc.wr_id == 31, "bind completion %d/%d", wc.status, wc.opcode);
 	CHECK_EQ(ibv_dereg_mr(mr), EINVAL, "dereg of a region with a bound window");
 	struct ibv_mw_bind zb = b;
@@ -721,15 +683,15 @@ static void test_mw(void)
 	for (int i = 0; i < 100; i++)
 		e.a[i] = (unsigned char)(i * 7 + 1);
 	post1(e.qa, IBV_WR_RDMA_WRITE, e.a, 100, e.ma->lkey, (uintptr_t)e.b + 4096 + 10, mw1->rkey, 1, 0);
-	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_SUCCESS, "WRITE through a type 1 window %d", wc.status);
+	CHECK(t_wait_wc(e.cq, &wc) && wc.status == IBV_WC_SUCCESS, "WRITE through a type 1 window %d", wc.status);
 	CHECK(memcmp(e.b + 4096 + 10, e.a, 100) == 0, "WRITE data through the window");
 	memset(e.a + 1000, 0, 100);
 	post1(e.qa, IBV_WR_RDMA_READ, e.a + 1000, 100, e.ma->lkey, (uintptr_t)e.b + 4096 + 10, mw1->rkey, 2, 0);
-	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_SUCCESS && memcmp(e.a + 1000, e.a, 100) == 0,
+	CHECK(t_wait_wc(e.cq, &wc) && wc.status == IBV_WC_SUCCESS && memcmp(e.a + 1000, e.a, 100) == 0,
 	      "READ through a type 1 window %d", wc.status);
 	/* the old rkey is dead: a WRITE with it is a remote access error */
 	post1(e.qa, IBV_WR_RDMA_WRITE, e.a, 100, e.ma->lkey, (uintptr_t)e.b + 4096, old, 3, 0);
-	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_REM_ACCESS_ERR, "stale window rkey %d", wc.status);
+	CHECK(t_wait_wc(e.cq, &wc) && wc.status == IBV_WC_REM_ACCESS_ERR, "stale window rkey %d", wc.status);
 	CHECK_EQ(ibv_dealloc_mw(mw1), 0, "dealloc type 1");
 	CHECK_EQ(ibv_dereg_mr(mr), 0, "dereg once the window is gone");
 	env_down(&e);
@@ -740,9 +702,9 @@ static void test_mw(void)
 	b.bind_info.mr = mr;
 	b.bind_info.addr = (uintptr_t)e.b + 4096; /* this environment's buffer, not the last one's */
 	CHECK_EQ(ibv_bind_mw(e.qb, mw1, &b), 0, "bind");
-	CHECK(wait_wc(e.cqb, &wc) && wc.status == IBV_WC_SUCCESS, "bind completion %d", wc.status);
+	CHECK(t_wait_wc(e.cqb, &wc) && wc.status == IBV_WC_SUCCESS, "bind completion %d", wc.status);
 	post1(e.qa, IBV_WR_RDMA_WRITE, e.a, 100, e.ma->lkey, (uintptr_t)e.b + 4096 + 8192 - 50, mw1->rkey, 4, 0);
-	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_REM_ACCESS_ERR, "WRITE past the window %d", wc.status);
+	CHECK(t_wait_wc(e.cq, &wc) && wc.status == IBV_WC_REM_ACCESS_ERR, "WRITE past the window %d", wc.status);
 	ibv_dealloc_mw(mw1);
 	ibv_dereg_mr(mr);
 	env_down(&e);
@@ -753,7 +715,7 @@ static void test_mw(void)
 	CHECK(mw2 && mw2->type == IBV_MW_TYPE_2, "alloc type 2");
 	uint32_t rk = ibv_inc_rkey(mw2->rkey);
 	CHECK_EQ(post_bind(e.qb, mw2, rk, mr, e.b + 8192, 4096, MW_RIGHTS, 41), 0, "post BIND_MW");
-	CHECK(wait_wc(e.cqb, &wc) && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_BIND_MW &&
+	CHECK(t_wait_wc(e.cqb, &wc) && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_BIND_MW &&
 	      wc.wr_id == 41, "type 2 bind completion %d", wc.status);
 	uint64_t *target = (uint64_t *)(e.b + 8192 + 64);
 	*target = 40;
@@ -764,17 +726,17 @@ static void test_mw(void)
 	aw.wr.atomic.rkey = rk;
 	aw.wr.atomic.compare_add = 2;
 	CHECK_EQ(ibv_post_send(e.qa, &aw, &bad), 0, "post FAA");
-	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_SUCCESS && *(uint64_t *)e.a == 40 && *target == 42,
+	CHECK(t_wait_wc(e.cq, &wc) && wc.status == IBV_WC_SUCCESS && *(uint64_t *)e.a == 40 && *target == 42,
 	      "FAA through a type 2 window %d", wc.status);
 	post_recv(e.qb, e.b + 100000, 256, e.mb->lkey, 77);
 	CHECK_EQ(post_inv(e.qa, IBV_WR_SEND_WITH_INV, rk, e.a, 32, e.ma->lkey, 6), 0, "post SEND_WITH_INV");
-	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_SEND, "SEND_WITH_INV %d",
+	CHECK(t_wait_wc(e.cq, &wc) && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_SEND, "SEND_WITH_INV %d",
 	      wc.status);
-	CHECK(wait_wc(e.cqb, &wc) && wc.status == IBV_WC_SUCCESS && wc.wr_id == 77 && wc.opcode == IBV_WC_RECV &&
+	CHECK(t_wait_wc(e.cqb, &wc) && wc.status == IBV_WC_SUCCESS && wc.wr_id == 77 && wc.opcode == IBV_WC_RECV &&
 	      (wc.wc_flags & IBV_WC_WITH_INV) && !(wc.wc_flags & IBV_WC_WITH_IMM) && wc.invalidated_rkey == rk &&
 	      wc.byte_len == 32, "receive with invalidate: flags 0x%x rkey 0x%x", wc.wc_flags, wc.invalidated_rkey);
 	post1(e.qa, IBV_WR_RDMA_WRITE, e.a, 8, e.ma->lkey, (uintptr_t)target, rk, 7, 0);
-	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_REM_ACCESS_ERR, "WRITE after remote invalidate %d", wc.status);
+	CHECK(t_wait_wc(e.cq, &wc) && wc.status == IBV_WC_REM_ACCESS_ERR, "WRITE after remote invalidate %d", wc.status);
 	CHECK_EQ(ibv_dealloc_mw(mw2), 0, "dealloc type 2");
 	ibv_dereg_mr(mr);
 	env_down(&e);
@@ -784,15 +746,15 @@ static void test_mw(void)
 	mw2 = ibv_alloc_mw(e.pd, IBV_MW_TYPE_2);
 	rk = ibv_inc_rkey(mw2->rkey);
 	post_bind(e.qb, mw2, rk, mr, e.b, 4096, MW_RIGHTS, 1);
-	CHECK(wait_wc(e.cqb, &wc) && wc.status == IBV_WC_SUCCESS, "bind %d", wc.status);
+	CHECK(t_wait_wc(e.cqb, &wc) && wc.status == IBV_WC_SUCCESS, "bind %d", wc.status);
 	CHECK_EQ(post_inv(e.qb, IBV_WR_LOCAL_INV, rk, NULL, 0, 0, 2), 0, "post LOCAL_INV");
-	CHECK(wait_wc(e.cqb, &wc) && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_LOCAL_INV && wc.wr_id == 2,
+	CHECK(t_wait_wc(e.cqb, &wc) && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_LOCAL_INV && wc.wr_id == 2,
 	      "LOCAL_INV completion %d/%d", wc.status, wc.opcode);
 	uint32_t rk2 = ibv_inc_rkey(rk);
 	post_bind(e.qa, mw2, rk2, mr, e.b, 4096, MW_RIGHTS, 3); /* bound through qa, not qb */
-	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_SUCCESS, "rebind after invalidate %d", wc.status);
+	CHECK(t_wait_wc(e.cq, &wc) && wc.status == IBV_WC_SUCCESS, "rebind after invalidate %d", wc.status);
 	post1(e.qa, IBV_WR_RDMA_WRITE, e.a, 8, e.ma->lkey, (uintptr_t)e.b, rk2, 4, 0);
-	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_REM_ACCESS_ERR,
+	CHECK(t_wait_wc(e.cq, &wc) && wc.status == IBV_WC_REM_ACCESS_ERR,
 	      "type 2 window reached through a QP it is not bound to %d", wc.status);
 	ibv_dealloc_mw(mw2);
 	ibv_dereg_mr(mr);
@@ -816,12 +778,12 @@ static void test_mw(void)
 		if (k == 0) {
 			rk = ibv_inc_rkey(mw->rkey);
 			post_bind(e.qb, mw, rk, mr, e.b, 4096, MW_RIGHTS, 1);
-			wait_wc(e.cqb, &wc);
+			t_wait_wc(e.cqb, &wc);
 			post_bind(e.qb, mw, ibv_inc_rkey(rk), mr, e.b, 4096, MW_RIGHTS, 2);
 		} else {
 			post_inv(e.qb, IBV_WR_LOCAL_INV, k == 1 ? mw->rkey : mr->rkey, NULL, 0, 0, 2);
 		}
-		CHECK(wait_wc(e.cqb, &wc) && wc.wr_id == 2 &&
+		CHECK(t_wait_wc(e.cqb, &wc) && wc.wr_id == 2 &&
 		      wc.status == (k == 0 ? IBV_WC_MW_BIND_ERR : IBV_WC_LOC_QP_OP_ERR), "%s: status %d",
 		      inv_what[k], wc.status);
 		ibv_dealloc_mw(mw);
@@ -833,9 +795,9 @@ static void test_mw(void)
 	mr = mw_env(&e, 0);
 	post_recv(e.qb, e.b + 100000, 256, e.mb->lkey, 9);
 	post_inv(e.qa, IBV_WR_SEND_WITH_INV, e.mb->rkey, e.a, 16, e.ma->lkey, 8);
-	CHECK(wait_wc(e.cq, &wc) && wc.wr_id == 8 && wc.status == IBV_WC_REM_INV_REQ_ERR,
+	CHECK(t_wait_wc(e.cq, &wc) && wc.wr_id == 8 && wc.status == IBV_WC_REM_INV_REQ_ERR,
 	      "SEND_WITH_INV of a region's rkey: sender %d", wc.status);
-	CHECK(wait_wc(e.cqb, &wc) && wc.wr_id == 9 && wc.status == IBV_WC_REM_INV_REQ_ERR,
+	CHECK(t_wait_wc(e.cqb, &wc) && wc.wr_id == 9 && wc.status == IBV_WC_REM_INV_REQ_ERR,
 	      "SEND_WITH_INV of a region's rkey: receiver %d", wc.status);
 	ibv_dereg_mr(mr);
 	env_down(&e);
@@ -876,15 +838,15 @@ static int cross_process(void)
 		uint64_t addr = (uintptr_t)e.b;
 		if (write(c2p[1], info, 8) != 8 || write(c2p[1], &addr, 8) != 8 || read(p2c[0], &peer, 4) != 4)
 			_exit(3);
-		to_init(e.qb);
-		to_rtr(e.qb, peer, &e.gid, 1);
-		to_rts(e.qb, 14, 7, 7);
+		t_qp_init(e.qb, &conn);
+		t_qp_rtr(e.qb, peer, &e.gid, &conn);
+		t_qp_rts(e.qb, &slow);
 		post_recv(e.qb, e.b, 300000, e.mb->lkey, 1);
 		char go = 1;
 		if (write(c2p[1], &go, 1) != 1)
 			_exit(3);
 		struct ibv_wc wc;
-		int ok = wait_wc(e.cqb, &wc) && wc.status == IBV_WC_SUCCESS && wc.byte_len == 300000;
+		int ok = t_wait_wc(e.cqb, &wc) && wc.status == IBV_WC_SUCCESS && wc.byte_len == 300000;
 		unsigned long sum = t_checksum(e.b, 300000);
 		if (write(c2p[1], &sum, sizeof(sum)) != sizeof(sum))
 			_exit(3);
@@ -907,15 +869,15 @@ static int cross_process(void)
 	char go;
 	if (read(c2p[0], info, 8) != 8 || read(c2p[0], &raddr, 8) != 8 || write(p2c[1], &e.qa->qp_num, 4) != 4)
 		return 1;
-	to_init(e.qa);
-	to_rtr(e.qa, info[0], &e.gid, 1);
-	to_rts(e.qa, 14, 7, 7);
+	t_qp_init(e.qa, &conn);
+	t_qp_rtr(e.qa, info[0], &e.gid, &conn);
+	t_qp_rts(e.qa, &slow);
 	if (read(c2p[0], &go, 1) != 1)
 		return 1;
 	struct ibv_wc wc;
 	t_fill(e.a, 300000, 3);
 	post1(e.qa, IBV_WR_SEND, e.a, 300000, e.ma->lkey, 0, 0, 1, 0);
-	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_SUCCESS, "cross-process send %d", wc.status);
+	CHECK(t_wait_wc(e.cq, &wc) && wc.status == IBV_WC_SUCCESS, "cross-process send %d", wc.status);
 	unsigned long sum;
 	CHECK(read(c2p[0], &sum, sizeof(sum)) == sizeof(sum) && sum == t_checksum(e.a, 300000),
 	      "cross-process send checksum");
@@ -924,16 +886,16 @@ static int cross_process(void)
 	t_fill(ref, sizeof(ref), 0);
 	memcpy(ref, ref, 0);
 	post1(e.qa, IBV_WR_RDMA_READ, e.a, 65536, e.ma->lkey, raddr + 400000, info[1], 2, 0);
-	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_SUCCESS, "cross-process read %d", wc.status);
+	CHECK(t_wait_wc(e.cq, &wc) && wc.status == IBV_WC_SUCCESS, "cross-process read %d", wc.status);
 	/* the peer filled its whole buffer from seed 77: recompute that slice */
 	unsigned char *full = malloc(BUF);
 	t_fill(full, BUF, 77);
 	CHECK(!memcmp(e.a, full + 400000, 65536), "cross-process read data");
 	t_fill(e.a, 100000, 9);
 	post1(e.qa, IBV_WR_RDMA_WRITE, e.a, 100000, e.ma->lkey, raddr + 1000000, info[1], 3, 0);
-	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_SUCCESS, "cross-process write %d", wc.status);
+	CHECK(t_wait_wc(e.cq, &wc) && wc.status == IBV_WC_SUCCESS, "cross-process write %d", wc.status);
 	post1(e.qa, IBV_WR_RDMA_READ, e.a + 200000, 100000, e.ma->lkey, raddr + 1000000, info[1], 4, 0);
-	CHECK(wait_wc(e.cq, &wc) && wc.status == IBV_WC_SUCCESS, "cross-process read back %d", wc.status);
+	CHECK(t_wait_wc(e.cq, &wc) && wc.status == IBV_WC_SUCCESS, "cross-process read back %d", wc.status);
 	CHECK(!memcmp(e.a, e.a + 200000, 100000), "cross-process write then read back");
 	free(full);
 	go = 1;
@@ -944,7 +906,7 @@ static int cross_process(void)
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "peer process status %d", st);
 	/* peer gone: the next send must end in RETRY_EXC_ERR */
 	post1(e.qa, IBV_WR_SEND, e.a, 64, e.ma->lkey, 0, 0, 5, 0);
-	CHECK(wait_wc(e.cq, &wc) && (wc.status == IBV_WC_RETRY_EXC_ERR), "send to a dead process %d", wc.status);
+	CHECK(t_wait_wc(e.cq, &wc) && (wc.status == IBV_WC_RETRY_EXC_ERR), "send to a dead process %d", wc.status);
 	return 0;
 }
 

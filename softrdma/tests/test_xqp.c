@@ -65,40 +65,10 @@ static struct ibv_qp *mkqp(struct env *e, struct ibv_cq_ex *cq, enum ibv_qp_type
 	return ibv_create_qp_ex(e->ctx, &ia);
 }
 
-static void to_rts(struct ibv_qp *q, uint32_t dqpn, union ibv_gid *gid)
-{
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x11111111,
-				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-						    IBV_ACCESS_REMOTE_ATOMIC };
-	int ud = q->qp_type == IBV_QPT_UD;
-	CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			       (ud ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS)), 0, "to INIT");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dqpn;
-	a.rq_psn = 7;
-	a.max_dest_rd_atomic = 4;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = *gid;
-	a.ah_attr.grh.sgid_index = 1;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	CHECK_EQ(ibv_modify_qp(q, &a, ud ? IBV_QP_STATE : IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			       IBV_QP_MIN_RNR_TIMER), 0, "to RTR");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 7;
-	a.timeout = 12;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 4;
-	CHECK_EQ(ibv_modify_qp(q, &a, ud ? IBV_QP_STATE | IBV_QP_SQ_PSN : IBV_QP_STATE | IBV_QP_SQ_PSN |
-			       IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			       IBV_QP_MAX_QP_RD_ATOMIC), 0, "to RTS");
-}
+static const struct t_conn conn = {
+	.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
+	.qkey = 0x11111111, .rq_psn = 7, .sq_psn = 7, .rd_atomic = 4, .min_rnr_timer = 1, .hop_limit = 64,
+	.timeout = 12, .retry_cnt = 7, .rnr_retry = 7 };
 
 static void env_up(struct env *e, enum ibv_qp_type t, uint64_t ops, int connect)
 {
@@ -123,10 +93,8 @@ static void env_up(struct env *e, enum ibv_qp_type t, uint64_t ops, int connect)
 	}
 	e->xa = ibv_qp_to_qp_ex(e->qa);
 	e->xb = ibv_qp_to_qp_ex(e->qb);
-	if (connect) {
-		to_rts(e->qa, e->qb->qp_num, &e->gid);
-		to_rts(e->qb, e->qa->qp_num, &e->gid);
-	}
+	if (connect)
+		t_check_connect(e->qa, e->qb, &e->gid, &conn);
 }
 
 static void env_down(struct env *e)

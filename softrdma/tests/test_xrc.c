@@ -68,38 +68,20 @@ static struct ibv_qp *ini_qp(struct ibv_cq *cq)
 	return ibv_create_qp_ex(ctx, &a); /* comp_mask PD only: through the exported ibv_create_qp */
 }
 
-static void connect_xrc(struct ibv_qp *q, uint32_t dqpn, int tgt)
+static const struct t_conn conn = { .access = IBV_ACCESS_REMOTE_WRITE, .rq_psn = 5, .sq_psn = 5, .rd_atomic = 1,
+				    .min_rnr_timer = 1, .hop_limit = 64, .timeout = 14, .retry_cnt = 7, .rnr_retry = 7 };
+
+static void connect_xrc(struct ibv_qp *q, uint32_t dqpn)
 {
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
-	CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0, "INIT");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dqpn;
-	a.rq_psn = 5;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = gid;
-	a.ah_attr.grh.sgid_index = 1;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	int rtr = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
-	if (!tgt) /* the kernel's table: an INI QP takes no responder resources or RNR timer */
+	CHECK_EQ(t_qp_init(q, &conn), 0, "INIT");
+	if (q->qp_type == IBV_QPT_XRC_SEND) { /* the kernel's table: an INI QP takes no responder resources or RNR timer */
+		struct ibv_qp_attr a;
+		int rtr = t_rtr_attr(q, dqpn, &gid, &conn, &a);
 		CHECK_EQ(ibv_modify_qp(q, &a, rtr | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER), EINVAL,
 			 "INI RTR with TGT attributes");
-	CHECK_EQ(ibv_modify_qp(q, &a, tgt ? rtr | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER : rtr), 0, "RTR");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 5;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
-	CHECK_EQ(ibv_modify_qp(q, &a, tgt ? IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_SQ_PSN :
-				IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-				IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC), 0, "RTS");
+	}
+	CHECK_EQ(t_qp_rtr(q, dqpn, &gid, &conn), 0, "RTR");
+	CHECK_EQ(t_qp_rts(q, &conn), 0, "RTS");
 }
 
 static void test_domains(void)
@@ -170,8 +152,8 @@ static void test_traffic(void)
 	CHECK_EQ(t->qp_type, IBV_QPT_XRC_RECV, "TGT type");
 	CHECK_EQ(i->qp_type, IBV_QPT_XRC_SEND, "INI type");
 	CHECK(t->pd == NULL && t->send_cq == NULL && t->recv_cq == NULL, "a TGT QP has no PD and no CQs");
-	connect_xrc(i, t->qp_num, 0);
-	connect_xrc(t, i->qp_num, 1);
+	connect_xrc(i, t->qp_num);
+	connect_xrc(t, i->qp_num);
 
 	struct ibv_sge rs = { .addr = (uintptr_t)buf + 32768, .length = 8192, .lkey = mr->lkey };
 	struct ibv_recv_wr rw = { .wr_id = 1, .sg_list = &rs, .num_sge = 1 }, *rbad;
@@ -246,8 +228,8 @@ static void test_traffic(void)
 
 	/* an SRQ number nobody has: invalid request */
 	struct ibv_qp *t2 = tgt_qp(x), *i2 = ini_qp(scq);
-	connect_xrc(i2, t2->qp_num, 0);
-	connect_xrc(t2, i2->qp_num, 1);
+	connect_xrc(i2, t2->qp_num);
+	connect_xrc(t2, i2->qp_num);
 	sw.wr_id = 13;
 	sw.qp_type.xrc.remote_srqn = 0xfffff;
 	CHECK_EQ(ibv_post_send(i2, &sw, &sbad), 0, "send to no SRQ");

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
+#include <stdint.h>
+#include <unistd.h>
 
 static int t_pass, t_fail;
 
@@ -55,6 +57,133 @@ __attribute__((unused)) static struct ibv_context *t_open_dev(void)
 		exit(2);
 	}
 	return c;
+}
+
+/* Waits up to ~5 s for one completion on cq, polled into *wc: 1, 0 when none came, or ibv_poll_cq's error. */
+__attribute__((unused)) static int t_wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	for (int i = 0; i < 500000; i++) {
+		int n = ibv_poll_cq(cq, 1, wc);
+		if (n)
+			return n;
+		usleep(10);
+	}
+	return 0;
+}
+
+/*
+ * Moving a QP from RESET to RTS facing a peer QP: what the tests vary. The rest is the same in
+ * every test: port 1, P_Key index 0, GID index 1, path MTU 1024. Which attributes go into the
+ * mask follows the QP's type (the kernel's table): UD takes the Q_Key and no path; RC and an
+ * XRC target take responder resources and the RNR timer at RTR; UC and an XRC initiator do not;
+ * RC and an XRC initiator take the retry counts and initiator depth at RTS; an XRC target takes
+ * only its timeout and SQ PSN there; UC only its SQ PSN.
+ */
+struct t_conn {
+	int access;              /* qp_access_flags (all but UD) */
+	uint32_t qkey;           /* UD */
+	uint32_t rq_psn, sq_psn;
+	uint8_t rd_atomic;       /* max_dest_rd_atomic at RTR and max_rd_atomic at RTS */
+	uint8_t min_rnr_timer;
+	uint8_t hop_limit;       /* of the GRH to the peer */
+	uint8_t timeout, retry_cnt, rnr_retry;
+};
+
+/* RESET (or INIT) to INIT; ibv_modify_qp's return value */
+__attribute__((unused)) static int t_qp_init(struct ibv_qp *q, const struct t_conn *c)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .pkey_index = 0, .qkey = c->qkey,
+				 .qp_access_flags = c->access };
+	return ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			     (q->qp_type == IBV_QPT_UD ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS));
+}
+
+/* The attributes of INIT to RTR facing QP dqpn at gid, in *a; returns the mask q's type takes */
+__attribute__((unused)) static int t_rtr_attr(const struct ibv_qp *q, uint32_t dqpn, const union ibv_gid *gid,
+					      const struct t_conn *c, struct ibv_qp_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->qp_state = IBV_QPS_RTR;
+	a->path_mtu = IBV_MTU_1024;
+	a->dest_qp_num = dqpn;
+	a->rq_psn = c->rq_psn;
+	a->max_dest_rd_atomic = c->rd_atomic;
+	a->min_rnr_timer = c->min_rnr_timer;
+	a->ah_attr.is_global = 1;
+	a->ah_attr.grh.dgid = *gid;
+	a->ah_attr.grh.sgid_index = 1;
+	a->ah_attr.grh.hop_limit = c->hop_limit;
+	a->ah_attr.port_num = 1;
+	if (q->qp_type == IBV_QPT_UD)
+		return IBV_QP_STATE;
+	int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+	if (q->qp_type == IBV_QPT_RC || q->qp_type == IBV_QPT_XRC_RECV)
+		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	return mask;
+}
+
+/* INIT to RTR facing QP dqpn at gid; ibv_modify_qp's return value */
+__attribute__((unused)) static int t_qp_rtr(struct ibv_qp *q, uint32_t dqpn, const union ibv_gid *gid,
+					    const struct t_conn *c)
+{
+	struct ibv_qp_attr a;
+	int mask = t_rtr_attr(q, dqpn, gid, c, &a);
+	return ibv_modify_qp(q, &a, mask);
+}
+
+/* RTR to RTS; ibv_modify_qp's return value */
+__attribute__((unused)) static int t_qp_rts(struct ibv_qp *q, const struct t_conn *c)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTS, .sq_psn = c->sq_psn, .timeout = c->timeout,
+				 .retry_cnt = c->retry_cnt, .rnr_retry = c->rnr_retry, .max_rd_atomic = c->rd_atomic };
+	int mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+	if (q->qp_type == IBV_QPT_RC || q->qp_type == IBV_QPT_XRC_SEND)
+		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+	else if (q->qp_type == IBV_QPT_XRC_RECV)
+		mask |= IBV_QP_TIMEOUT;
+	return ibv_modify_qp(q, &a, mask);
+}
+
+/*
+ * q from RESET through INIT and RTR up to `upto` (INIT, RTR or RTS), facing QP dqpn at gid.
+ * 0, or the first failing step's return value with *failed (when not NULL) naming the step.
+ */
+__attribute__((unused)) static int t_qp_up(struct ibv_qp *q, enum ibv_qp_state upto, uint32_t dqpn,
+					   const union ibv_gid *gid, const struct t_conn *c, const char **failed)
+{
+	int rc = t_qp_init(q, c);
+	const char *step = "to INIT";
+	if (!rc && upto != IBV_QPS_INIT) {
+		rc = t_qp_rtr(q, dqpn, gid, c);
+		step = "to RTR";
+		if (!rc && upto != IBV_QPS_RTR) {
+			rc = t_qp_rts(q, c);
+			step = "to RTS";
+		}
+	}
+	if (rc && failed)
+		*failed = step;
+	return rc;
+}
+
+/* a and b to RTS, facing each other (a's steps, then b's): 0, or the first failure's value */
+__attribute__((unused)) static int t_connect(struct ibv_qp *a, struct ibv_qp *b, const union ibv_gid *gid,
+					     const struct t_conn *c)
+{
+	int rc = t_qp_up(a, IBV_QPS_RTS, b->qp_num, gid, c, NULL);
+	return rc ? rc : t_qp_up(b, IBV_QPS_RTS, a->qp_num, gid, c, NULL);
+}
+
+/* a and b to RTS, facing each other (a's steps, then b's), each of the six steps one CHECK */
+__attribute__((unused)) static void t_check_connect(struct ibv_qp *a, struct ibv_qp *b, const union ibv_gid *gid,
+						    const struct t_conn *c)
+{
+	struct ibv_qp *q[2] = { a, b };
+	for (int i = 0; i < 2; i++) {
+		CHECK_EQ(t_qp_init(q[i], c), 0, "to INIT");
+		CHECK_EQ(t_qp_rtr(q[i], q[1 - i]->qp_num, gid, c), 0, "to RTR");
+		CHECK_EQ(t_qp_rts(q[i], c), 0, "to RTS");
+	}
 }
 #endif
 

@@ -1,5 +1,6 @@
 package io.github.verbs4j;
 
+import io.github.verbs4j.testsupport.ThreadMeter;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -479,9 +480,9 @@ class ExtendedQpCqTest {
         }
         long allocated = Long.MAX_VALUE;
         for (int window = 0; window < 3; window++) {
-            long before = ThreadAllocation.allocatedBytes();
+            long before = ThreadMeter.allocatedBytes();
             checksum += loop(20_000);
-            allocated = Math.min(allocated, ThreadAllocation.allocatedBytes() - before);
+            allocated = Math.min(allocated, ThreadMeter.allocatedBytes() - before);
         }
         assertTrue(checksum > 0);
         assertTrue(allocated < 1024, "steady-state session post/poll allocated " + allocated

@@ -1,5 +1,6 @@
 package io.github.verbs4j;
 
+import io.github.verbs4j.testsupport.ThreadMeter;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
@@ -40,9 +41,9 @@ class HotPathAllocationTest {
                 }
                 long allocated = Long.MAX_VALUE;
                 for (int window = 0; window < 3; window++) {
-                    long before = ThreadAllocation.allocatedBytes();
+                    long before = ThreadMeter.allocatedBytes();
                     awaitLoop(ch, cqA, cqB, a, b, send, recv, wcs, rwcs, t, 2_000);
-                    allocated = Math.min(allocated, ThreadAllocation.allocatedBytes() - before);
+                    allocated = Math.min(allocated, ThreadMeter.allocatedBytes() - before);
                 }
                 // each round: arm, post, block in poll(2) and ibv_get_cq_event, poll; an event
                 // acknowledged every 16. Each wait allocated ~909 B before (an arena and its segments,
@@ -99,9 +100,9 @@ class HotPathAllocationTest {
             // per operation (>= 16 B, so > 300 KB per window) fails all three.
             long allocated = Long.MAX_VALUE;
             for (int window = 0; window < 3; window++) {
-                long before = ThreadAllocation.allocatedBytes();
+                long before = ThreadMeter.allocatedBytes();
                 checksum += loop(rig, write, send, recv, wcs, rwcs, 20_000);
-                allocated = Math.min(allocated, ThreadAllocation.allocatedBytes() - before);
+                allocated = Math.min(allocated, ThreadMeter.allocatedBytes() - before);
             }
             assertTrue(checksum > 0); // the loop's result is used
             assertTrue(allocated < 1024, "steady-state post/poll allocated " + allocated
@@ -124,9 +125,9 @@ class HotPathAllocationTest {
             // the quietest of three windows, as in postAndPollAllocateNothing
             long allocated = Long.MAX_VALUE;
             for (int from = 30_000; from < 90_000; from += 20_000) {
-                long before = ThreadAllocation.allocatedBytes();
+                long before = ThreadMeter.allocatedBytes();
                 checksum += inlineLoop(rig, data, send, recv, wcs, from, from + 20_000);
-                allocated = Math.min(allocated, ThreadAllocation.allocatedBytes() - before);
+                allocated = Math.min(allocated, ThreadMeter.allocatedBytes() - before);
             }
             assertTrue(checksum > 0);
             assertTrue(allocated < 1024, "steady-state inline posts allocated " + allocated

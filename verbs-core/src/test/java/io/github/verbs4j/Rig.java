@@ -148,6 +148,25 @@ final class Rig implements AutoCloseable {
         return wc;
     }
 
+    /**
+     * Waits up to {@code timeout} for one completion on {@code cq}, polled into {@code wcs}, and
+     * returns it (a view valid until the next poll); a failed one is thrown as its error.
+     */
+    static Completion okWithin(CompletionQueue cq, Completions wcs, Duration timeout) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (System.nanoTime() < deadline) {
+            if (cq.poll(wcs) > 0) {
+                Completion wc = wcs.get(0);
+                if (!wc.ok()) {
+                    throw wc.error();
+                }
+                return wc;
+            }
+            Thread.onSpinWait();
+        }
+        throw new AssertionError("no completion within " + timeout.toSeconds() + " s");
+    }
+
     static void closeQuietly(AutoCloseable... all) {
         for (AutoCloseable c : all) {
             if (c != null) {

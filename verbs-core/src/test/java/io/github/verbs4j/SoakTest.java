@@ -1,5 +1,6 @@
 package io.github.verbs4j;
 
+import io.github.verbs4j.testsupport.PeerJvm;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -8,7 +9,6 @@ import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -119,17 +119,9 @@ class SoakTest {
     }
 
     private static Process start(String role, int seed) throws IOException {
-        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        List<String> cmd = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED", "-Xshare:auto",
-                "-XX:NativeMemoryTracking=summary"));
-        for (String p : new String[] {"verbs4j.libibverbs", "verbs4j.librdmacm"}) {
-            if (System.getProperty(p) != null) {
-                cmd.add("-D" + p + "=" + System.getProperty(p));
-            }
-        }
-        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), SoakPeer.class.getName(), role,
-                Long.toString(MESSAGES), Long.toString(BYTES), Integer.toString(CYCLES)));
-        ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT);
+        ProcessBuilder pb = new ProcessBuilder(PeerJvm.command(List.of("-Xshare:auto", "-XX:NativeMemoryTracking=summary"),
+                SoakPeer.class, role, Long.toString(MESSAGES), Long.toString(BYTES), Integer.toString(CYCLES)))
+                .redirectError(ProcessBuilder.Redirect.INHERIT);
         if (Rig.onSoftrdma() && !FAULTS.isBlank()) {
             pb.environment().put("SOFTRDMA_FAULTS", "seed=" + (20261122 + seed) + "," + FAULTS);
         }

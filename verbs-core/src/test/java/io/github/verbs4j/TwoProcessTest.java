@@ -1,18 +1,13 @@
 package io.github.verbs4j;
 
+import io.github.verbs4j.testsupport.PeerJvm;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.io.PrintStream;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
-import java.util.ArrayList;
+import java.time.Duration;
 import java.util.HexFormat;
-import java.util.List;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
 
@@ -27,24 +22,24 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class TwoProcessTest {
 
+    private static final Duration PEER_WAIT = Duration.ofSeconds(20);
+
     @Test
     @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void rdmaBetweenTwoJvms() throws Exception {
         try (Context probe = Rig.open()) {
             Rig.assumeHandConnect(probe);
         }
-        Process child = startPeer();
-        PrintStream toChild = new PrintStream(child.getOutputStream(), true, StandardCharsets.UTF_8);
-        BufferedReader fromChild = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
         HexFormat hex = HexFormat.of();
         Random random = new Random(2026);
-        try (Context ctx = Rig.open(); ProtectionDomain pd = ctx.allocatePd(); CompletionQueue cq = ctx.createCq(16);
+        try (PeerJvm child = PeerJvm.start(PeerJvm.QUICK_START, PeerProcess.class);
+             Context ctx = Rig.open(); ProtectionDomain pd = ctx.allocatePd(); CompletionQueue cq = ctx.createCq(16);
              MemoryRegion mr = pd.allocate(PeerProcess.SIZE, Access.LOCAL_WRITE, Access.REMOTE_WRITE);
              QueuePair qp = pd.queuePair(QpType.RC).cq(cq).build()) {
-            Endpoint peer = Endpoint.parse(expect(fromChild, "EP "));
-            RemoteBuffer peerBuffer = RemoteBuffer.parse(expect(fromChild, "MR "));
-            toChild.println("EP " + qp.endpoint());
-            toChild.println("MR " + mr.remote());
+            Endpoint peer = Endpoint.parse(child.expect("EP "));
+            RemoteBuffer peerBuffer = RemoteBuffer.parse(child.expect("MR "));
+            child.println("EP " + qp.endpoint());
+            child.println("MR " + mr.remote());
             qp.init();
             qp.postRecv(ReceiveRequest.create().id(9).local(mr, 0, 64));
             qp.connect(peer);
@@ -61,17 +56,17 @@ class TwoProcessTest {
             write.next(send);
             qp.postSend(write);
             Completions wcs = cq.completions(4);
-            assertEquals(2, ok(cq, wcs).wrId());
+            assertEquals(2, Rig.okWithin(cq, wcs, PEER_WAIT).wrId());
 
-            String[] recv = expect(fromChild, "RECV ").split(" ");
+            String[] recv = child.expect("RECV ").split(" ");
             assertEquals("600dcafe", recv[0]);
             assertEquals("1000", recv[1]);
             assertArrayEquals(message, hex.parseHex(recv[2]), "SEND payload, byte for byte, in the other process");
-            assertArrayEquals(written, hex.parseHex(expect(fromChild, "WRITTEN ")), "RDMA WRITE, byte for byte");
+            assertArrayEquals(written, hex.parseHex(child.expect("WRITTEN ")), "RDMA WRITE, byte for byte");
 
             qp.postSend(SendRequest.rdmaRead().id(3).local(mr, 40_000, PeerProcess.WRITE_BACK_LENGTH)
                     .remote(peerBuffer, 32 * 1024).signaled());
-            Completion read = ok(cq, wcs);
+            Completion read = Rig.okWithin(cq, wcs, PEER_WAIT);
             assertEquals(WcOpcode.RDMA_READ, read.opcode());
             byte[] expected = new byte[PeerProcess.WRITE_BACK_LENGTH];
             for (int i = 0; i < expected.length; i++) {
@@ -82,60 +77,22 @@ class TwoProcessTest {
 
             qp.postSend(SendRequest.fetchAndAdd(1000).id(4).local(mr, 48_000, 8)
                     .remote(peerBuffer, PeerProcess.ATOMIC_OFFSET).signaled());
-            assertEquals(WcOpcode.ATOMIC_FETCH_AND_ADD, ok(cq, wcs).opcode());
+            assertEquals(WcOpcode.ATOMIC_FETCH_AND_ADD, Rig.okWithin(cq, wcs, PEER_WAIT).opcode());
             assertEquals(PeerProcess.ATOMIC_INITIAL, mr.segment().get(ValueLayout.JAVA_LONG, 48_000));
-            toChild.println("VALUE?");
-            assertEquals(PeerProcess.ATOMIC_INITIAL + 1000, Long.parseLong(expect(fromChild, "VALUE ")));
+            child.println("VALUE?");
+            assertEquals(PeerProcess.ATOMIC_INITIAL + 1000, Long.parseLong(child.expect("VALUE ")));
 
-            toChild.println("WRITE");
-            Completion imm = ok(cq, wcs);
+            child.println("WRITE");
+            Completion imm = Rig.okWithin(cq, wcs, PEER_WAIT);
             assertEquals(9, imm.wrId());
             assertEquals(WcOpcode.RECV_RDMA_WITH_IMM, imm.opcode());
             assertEquals(PeerProcess.WRITE_BACK_IMM, imm.immediate());
             assertArrayEquals(expected, mr.segment().asSlice(8192, expected.length).toArray(ValueLayout.JAVA_BYTE),
                     "RDMA WRITE_WITH_IMM from the other process");
-            expect(fromChild, "WROTE");
-            toChild.println("BYE");
-            assertTrue(child.waitFor(20, TimeUnit.SECONDS), "the peer exits");
-            assertEquals(0, child.exitValue());
-        } finally {
-            child.destroyForcibly();
+            child.expect("WROTE");
+            child.println("BYE");
+            assertTrue(child.process().waitFor(20, TimeUnit.SECONDS), "the peer exits");
+            assertEquals(0, child.process().exitValue());
         }
-    }
-
-    private static Completion ok(CompletionQueue cq, Completions wcs) {
-        long deadline = System.nanoTime() + 20_000_000_000L;
-        while (System.nanoTime() < deadline) {
-            if (cq.poll(wcs) > 0) {
-                Completion wc = wcs.get(0);
-                if (!wc.ok()) {
-                    throw wc.error();
-                }
-                return wc;
-            }
-            Thread.onSpinWait();
-        }
-        throw new AssertionError("no completion within 20 s");
-    }
-
-    private static Process startPeer() throws Exception {
-        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        List<String> cmd = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED", "-Xshare:auto",
-                "-XX:TieredStopAtLevel=1"));
-        for (String p : new String[] {"verbs4j.libibverbs", "verbs4j.librdmacm"}) {
-            if (System.getProperty(p) != null) {
-                cmd.add("-D" + p + "=" + System.getProperty(p));
-            }
-        }
-        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), PeerProcess.class.getName()));
-        return new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
-    }
-
-    private static String expect(BufferedReader in, String prefix) throws Exception {
-        String line = in.readLine();
-        if (line == null || !line.startsWith(prefix)) {
-            throw new AssertionError("expected '" + prefix + "...' from the peer process, got " + line);
-        }
-        return line.substring(prefix.length());
     }
 }

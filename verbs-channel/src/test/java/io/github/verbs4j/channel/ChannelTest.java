@@ -1,11 +1,11 @@
 package io.github.verbs4j.channel;
 
+import io.github.verbs4j.testsupport.ThreadMeter;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.lang.management.ManagementFactory;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -232,7 +232,6 @@ class ChannelTest {
 
     @Test
     void steadyStateAllocatesNothingPerMessage() throws Exception {
-        var mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
         int n = 20_000;
         try (Pair p = pair(ChannelOptions.defaults().withSlots(256).withSlotSize(256));
              Arena arena = Arena.ofShared(); ExecutorService ex = Executors.newSingleThreadExecutor()) {
@@ -242,7 +241,7 @@ class ChannelTest {
                 long before = 0;
                 for (int round = 0; round < 2; round++) {
                     if (round == 1) {
-                        before = mx.getCurrentThreadAllocatedBytes();
+                        before = ThreadMeter.allocatedBytes();
                     }
                     for (int i = 0; i < n; i++) {
                         Message m = p.accepted().receive(20, TimeUnit.SECONDS);
@@ -250,24 +249,24 @@ class ChannelTest {
                         m.close();
                     }
                 }
-                return new long[] {mx.getCurrentThreadAllocatedBytes() - before, sum};
+                return new long[] {ThreadMeter.allocatedBytes() - before, sum};
             });
             long before = 0;
             long pollerBefore = 0;
             Thread poller = p.serverGroup().pollingThread();
             for (int round = 0; round < 2; round++) {
                 if (round == 1) {
-                    before = mx.getCurrentThreadAllocatedBytes();
-                    pollerBefore = mx.getThreadAllocatedBytes(poller.threadId());
+                    before = ThreadMeter.allocatedBytes();
+                    pollerBefore = ThreadMeter.allocatedBytes(poller);
                 }
                 for (int i = 0; i < n; i++) {
                     msg.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, i);
                     p.client().send(msg);
                 }
             }
-            long sender = mx.getCurrentThreadAllocatedBytes() - before;
+            long sender = ThreadMeter.allocatedBytes() - before;
             long[] r = receiver.get(T.toSeconds(), TimeUnit.SECONDS);
-            long pollerBytes = mx.getThreadAllocatedBytes(poller.threadId()) - pollerBefore;
+            long pollerBytes = ThreadMeter.allocatedBytes(poller) - pollerBefore;
             System.out.printf("allocation over %d messages: sender %d B, receiver %d B, server polling thread %d B%n",
                     n, sender, r[0], pollerBytes);
             assertEquals(2L * n * (n - 1) / 2, r[1]);

@@ -3,6 +3,7 @@ package io.github.verbs4j.cm;
 import io.github.verbs4j.RemoteBuffer;
 import io.github.verbs4j.VerbsException;
 import io.github.verbs4j.WcStatus;
+import io.github.verbs4j.testsupport.ThreadMeter;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 

@@ -3,6 +3,7 @@ package io.github.verbs4j.cm;
 import io.github.verbs4j.QpState;
 import io.github.verbs4j.RemoteBuffer;
 import io.github.verbs4j.VerbsException;
+import io.github.verbs4j.testsupport.PeerJvm;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -13,14 +14,12 @@ import java.io.PrintStream;
 import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -42,14 +41,7 @@ class TwoProcessCmTest {
 
     /** A peer JVM with this JVM's class path and library choice. */
     private Peer start(String mode, int port) throws Exception {
-        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path")));
-        for (String p : new String[] {"verbs4j.libibverbs", "verbs4j.librdmacm"}) {
-            if (System.getProperty(p) != null) {
-                cmd.add("-D" + p + "=" + System.getProperty(p));
-            }
-        }
-        cmd.addAll(List.of(CmPeer.class.getName(), mode, Integer.toString(port)));
+        List<String> cmd = PeerJvm.command(List.of(), CmPeer.class, mode, Integer.toString(port));
         Process process = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
         peers.add(process);
         return new Peer(process);
@@ -62,18 +54,7 @@ class TwoProcessCmTest {
         }
 
         String expect(String prefix) throws Exception {
-            CompletableFuture<String> line = CompletableFuture.supplyAsync(() -> {
-                try {
-                    return in.readLine();
-                } catch (Exception e) {
-                    return "read failed: " + e;
-                }
-            });
-            String got = line.get(CmTestNet.scaledSeconds(30), TimeUnit.SECONDS);
-            if (got == null || !got.startsWith(prefix)) {
-                throw new AssertionError("expected '" + prefix + "...' from the peer, got " + got);
-            }
-            return got.substring(prefix.length()).trim();
+            return PeerJvm.expect(in, prefix, Duration.ofSeconds(CmTestNet.scaledSeconds(30)));
         }
     }
 

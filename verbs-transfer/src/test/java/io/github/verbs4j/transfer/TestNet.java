@@ -1,5 +1,7 @@
 package io.github.verbs4j.transfer;
 
+import io.github.verbs4j.testsupport.PeerJvm;
+
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
@@ -7,11 +9,9 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
-import java.util.ArrayList;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 /** Addresses, sizes and peer JVMs of the transfer suites. */
@@ -95,20 +95,9 @@ final class TestNet {
 
     /** A JVM running {@code main} with this JVM's class path and library choice, and extra environment. */
     static Child start(Class<?> main, Map<String, String> env, String... args) throws Exception {
-        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "--enable-native-access=ALL-UNNAMED", FULL ? "-Xmx768m" : "-Xmx256m", "-cp",
-                System.getProperty("java.class.path")));
-        if (FULL) {
-            cmd.add("-Dverbs4j.transfer.full=true");
-        }
-        for (String p : new String[] {"verbs4j.libibverbs", "verbs4j.librdmacm"}) {
-            if (System.getProperty(p) != null) {
-                cmd.add("-D" + p + "=" + System.getProperty(p));
-            }
-        }
-        cmd.add(main.getName());
-        cmd.addAll(List.of(args));
-        ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT);
+        List<String> options = FULL ? List.of("-Xmx768m", "-Dverbs4j.transfer.full=true") : List.of("-Xmx256m");
+        ProcessBuilder pb = new ProcessBuilder(PeerJvm.command(options, main, args))
+                .redirectError(ProcessBuilder.Redirect.INHERIT);
         pb.environment().putAll(env);
         return new Child(pb.start());
     }
@@ -121,18 +110,7 @@ final class TestNet {
 
         /** The rest of the next line, which must start with {@code prefix}. */
         String expect(String prefix) throws Exception {
-            CompletableFuture<String> line = CompletableFuture.supplyAsync(() -> {
-                try {
-                    return in.readLine();
-                } catch (Exception e) {
-                    return "read failed: " + e;
-                }
-            });
-            String got = line.get(60L * WAIT, TimeUnit.SECONDS);
-            if (got == null || !got.startsWith(prefix)) {
-                throw new AssertionError("expected '" + prefix + "...' from the peer, got " + got);
-            }
-            return got.substring(prefix.length()).trim();
+            return PeerJvm.expect(in, prefix, Duration.ofSeconds(60L * WAIT));
         }
 
         @Override

@@ -2,15 +2,13 @@ package io.github.verbs4j.transfer;
 
 import io.github.verbs4j.VerbsException;
 import io.github.verbs4j.WcStatus;
+import io.github.verbs4j.testsupport.ThreadMeter;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.lang.invoke.MethodHandle;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.MethodType;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -27,33 +25,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class TransferEngineTest {
 
     static final Duration T = Duration.ofSeconds(20L * TestNet.SLOWDOWN);
-
-    /**
-     * {@code com.sun.management.ThreadMXBean.getCurrentThreadAllocatedBytes()}, reached by
-     * reflection: the tests compile inside this module, which does not read java.management.
-     */
-    private static final Object THREADS;
-    private static final MethodHandle ALLOCATED_BYTES;
-
-    static {
-        try {
-            THREADS = Class.forName("java.lang.management.ManagementFactory").getMethod("getThreadMXBean").invoke(null);
-            ALLOCATED_BYTES = MethodHandles.publicLookup()
-                    .findVirtual(Class.forName("com.sun.management.ThreadMXBean"), "getCurrentThreadAllocatedBytes",
-                            MethodType.methodType(long.class))
-                    .asType(MethodType.methodType(long.class, Object.class));
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
-
-    private static long allocatedBytes() {
-        try {
-            return (long) ALLOCATED_BYTES.invokeExact(THREADS);
-        } catch (Throwable t) {
-            throw new AssertionError(t);
-        }
-    }
 
     @Test
     void lookupOfAnUnknownNameAndBoundsAreRefusedBeforePosting() {
@@ -171,7 +142,7 @@ class TransferEngineTest {
             long chunks = 0;
             long least = Long.MAX_VALUE;
             for (int window = 0; window < (TestNet.IN_VM ? 2 : 8); window++) {
-                long before = allocatedBytes();
+                long before = ThreadMeter.allocatedBytes();
                 for (int round = 0; round < 200; round++) {
                     b.reset();
                     for (int i = 0; i < 32; i++) {
@@ -187,7 +158,7 @@ class TransferEngineTest {
                     }
                     chunks += 32 * 4;
                 }
-                least = Math.min(least, allocatedBytes() - before);
+                least = Math.min(least, ThreadMeter.allocatedBytes() - before);
             }
             // 25 600 chunks per window: one allocation per chunk would be >= 400 KB
             assertTrue(least < 2048, "a window of 200 batches (25 600 chunks) allocated " + least + " bytes");
