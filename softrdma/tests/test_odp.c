@@ -234,11 +234,7 @@ static void data_ops(struct ibv_mr *ma, unsigned char *a, struct ibv_mr *mb, uns
 
 	/* UD: send from and receive into ODP memory */
 	pair_up(&p, IBV_QPT_UD, false);
-	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1 };
-	aa.grh.dgid = gid;
-	aa.grh.sgid_index = 1;
-	aa.grh.hop_limit = 64;
-	struct ibv_ah *ah = ibv_create_ah(pd, &aa);
+	struct ibv_ah *ah = t_create_ah(pd, &gid, 64);
 	CHECK(ah != NULL, "create ah");
 	unsigned char *ub = b + LEN - 16384;
 	t_fill(a + 4096, 900, 5);
@@ -372,11 +368,7 @@ static void faults_on(struct ibv_mr *mr, unsigned char *hole, unsigned char *goo
 	pair_down(&p);
 	/* UD: a datagram into the hole */
 	pair_up(&p, IBV_QPT_UD, false);
-	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1 };
-	aa.grh.dgid = gid;
-	aa.grh.sgid_index = 1;
-	aa.grh.hop_limit = 64;
-	struct ibv_ah *ah = ibv_create_ah(pd, &aa);
+	struct ibv_ah *ah = t_create_ah(pd, &gid, 64);
 	CHECK_EQ(post_recv(&p, hole, 256, mr->lkey, 8), 0, "post ud recv");
 	struct ibv_sge s = { (uintptr_t)good, 16, mr->lkey };
 	struct ibv_send_wr w = { .wr_id = 13, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND,

@@ -266,10 +266,7 @@ static void test_ud_mtu(void)
 	unsigned char *a = aligned_alloc(4096, BUF), *b = aligned_alloc(4096, BUF);
 	struct ibv_mr *ma = ibv_reg_mr(p.pd, a, BUF, IBV_ACCESS_LOCAL_WRITE);
 	struct ibv_mr *mb = ibv_reg_mr(p.pd, b, BUF, IBV_ACCESS_LOCAL_WRITE);
-	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1 };
-	aa.grh.dgid = p.gid;
-	aa.grh.sgid_index = 1;
-	struct ibv_ah *ah = ibv_create_ah(p.pd, &aa);
+	struct ibv_ah *ah = t_create_ah(p.pd, &p.gid, 0);
 	post_recv(p.qb, b, 8192, mb->lkey, 1);
 	post_recv(p.qb, b, 8192, mb->lkey, 2);
 	int sizes[] = { 1025, 4096, 5000, 1024 };

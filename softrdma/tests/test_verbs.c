@@ -567,10 +567,7 @@ static void test_channels_srq_ud(void)
 
 	/* UD: GRH area, src_qp, q_key check */
 	env_up(&e, IBV_QPT_UD, 7);
-	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1 };
-	aa.grh.dgid = e.gid;
-	aa.grh.sgid_index = 1;
-	struct ibv_ah *ah = ibv_create_ah(e.pd, &aa);
+	struct ibv_ah *ah = t_create_ah(e.pd, &e.gid, 0);
 	CHECK(ah != NULL, "create ah");
 	t_fill(e.a, 512, 5);
 	post_recv(e.qb, e.b, 1024, e.mb->lkey, 1);

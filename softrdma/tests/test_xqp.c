@@ -449,10 +449,7 @@ static void test_ud_channel(void)
 	struct env e;
 	struct xwc w[2];
 	env_up(&e, IBV_QPT_UD, IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM, 1);
-	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1 };
-	aa.grh.dgid = e.gid;
-	aa.grh.sgid_index = 1;
-	struct ibv_ah *ah = ibv_create_ah(e.pd, &aa);
+	struct ibv_ah *ah = t_create_ah(e.pd, &e.gid, 0);
 	CHECK(ah != NULL, "create ah");
 	CHECK_EQ(ibv_req_notify_cq(ibv_cq_ex_to_cq(e.cb), 0), 0, "arm the cq_ex");
 	t_fill(e.a, 512, 5);

@@ -122,6 +122,16 @@ __attribute__((unused)) static int t_rtr_attr(const struct ibv_qp *q, uint32_t d
 	return mask;
 }
 
+/* An address handle to gid through port 1 and GID index 1, as t_rtr_attr's path (UD sends) */
+__attribute__((unused)) static struct ibv_ah *t_create_ah(struct ibv_pd *pd, const union ibv_gid *gid, uint8_t hop_limit)
+{
+	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1 };
+	aa.grh.dgid = *gid;
+	aa.grh.sgid_index = 1;
+	aa.grh.hop_limit = hop_limit;
+	return ibv_create_ah(pd, &aa);
+}
+
 /* INIT to RTR facing QP dqpn at gid; ibv_modify_qp's return value */
 __attribute__((unused)) static int t_qp_rtr(struct ibv_qp *q, uint32_t dqpn, const union ibv_gid *gid,
 					    const struct t_conn *c)
