@@ -103,16 +103,30 @@ run_client() {   # log local_server_pid|"" cmd...
 # device: there neither end is verbs4j's code, and one CI run saw stock ib_write_lat -R on siw0
 # fail once (server ENOSPC, client SIGSEGV) and pass in the next four runs. A retried failure
 # is printed with its output and named in the summary; a pair that fails every time fails.
-# With two nodes each end retries on its own, and a retry can only pass when both ends failed
-# and retried (otherwise one end waits alone and the pair still fails).
+# With two nodes the decision to retry is taken jointly: after each attempt both ends exchange
+# their outcome (agree) and both run again when either failed. Each end deciding alone could
+# leave them out of step: after a failure on one end only, the end that passed would go on to
+# the next pair while the other retried against it, and later pairs would wait out their limits.
 pair_retries=0
 pair() {
-  local name=$1 attempt=0
+  local name=$1 attempt=0 mine theirs
   while true; do
-    pair_once "$@" && return 0
-    ((attempt < pair_retries)) || break
+    pair_once "$@"
+    mine=$?
+    theirs=$mine
+    if ((nodes == 2 && pair_retries > 0)); then
+      theirs=$(agree "$name" "$attempt" "$mine")
+    fi
+    if ((mine == 0)) && [[ $theirs == 0 ]]; then
+      record "$name" 0 "$pair_seconds" ""
+      return 0
+    fi
+    # The other end never reported: it is lost, and another attempt would run alone.
+    [[ $theirs == none ]] && pair_detail="${pair_detail:-this end passed}; the other node never reported its end of attempt $attempt"
+    ((attempt < pair_retries)) && [[ $theirs != none ]] || break
     attempt=$((attempt + 1))
     retried+=("$name")
+    ((mine == 0)) && pair_detail="this end passed, the other node's end failed (its log has the detail)"
     printf 'RETRY %-21s attempt %d failed: %s\n' "$name" "$attempt" "$pair_detail"
     local end
     for end in server client; do
@@ -121,15 +135,37 @@ pair() {
       show_tail "$logs/$name.$end.log"
       mv -f "$logs/$name.$end.log" "$logs/$name.$end.attempt$attempt.log" 2>/dev/null
     done
-    sleep 2   # lets the other node's end finish its own failed attempt before both start again
   done
+  if ((mine == 0)) && [[ $theirs != none ]]; then
+    # This end passed every time it ran; the failure is the other node's to report.
+    record "$name" 0 "$pair_seconds" ""
+    return 0
+  fi
   record "$name" 1 "$pair_seconds" "$pair_detail"
   $serve && show_tail "$logs/$name.server.log"
   $connect && show_tail "$logs/$name.client.log"
   return 1
 }
 
-# One run of a pair: records a pass; on a failure sets pair_detail and pair_seconds, returns 1.
+# agree NAME ATTEMPT STATUS: with two nodes, tells the other node this end's status for one
+# attempt of a pair and prints the other's (0 or 1), or "none" when it has not come within
+# $limit s. The two nodes share the results folder (9p, cache=none); scripts/rxe-vm empties
+# .agree there before it boots them.
+agree() {
+  local dir="${VERBS4J_RESULTS:-/tmp}/.agree/$check_name" file other deadline=$((SECONDS + limit))
+  mkdir -p "$dir"
+  file="$dir/$1.$2.node$node"
+  other="$dir/$1.$2.node$((3 - node))"
+  echo "$3" > "$file.tmp" && mv -f "$file.tmp" "$file"
+  while [[ ! -s $other ]] && ((SECONDS < deadline)); do sleep 0.2; done
+  if [[ -s $other ]]; then
+    (($(cat "$other") == 0)) && echo 0 || echo 1
+  else
+    echo none
+  fi
+}
+
+# One run of a pair: returns 0 when it passed, else 1 with pair_detail set; sets pair_seconds.
 pair_once() {
   local name=$1 port=$2 expect=$3 server_expect=$4
   shift 5
@@ -140,6 +176,7 @@ pair_once() {
   local start server_pid= server_status=0 client_status=0 detail=
   local slog="$logs/$name.server.log" clog="$logs/$name.client.log"
   start=$(now)
+  pair_detail=
   rm -f "$slog" "$clog"
   if $serve; then
     timeout "$limit" "${server[@]}" > "$slog" 2>&1 &
@@ -169,11 +206,12 @@ pair_once() {
       detail="server output lacks /$server_expect/"
     fi
   fi
+  pair_seconds=$(since "$start")
   if [[ -n $detail ]]; then
-    pair_detail=$detail pair_seconds=$(since "$start")
+    pair_detail=$detail
     return 1
   fi
-  record "$name" 0 "$(since "$start")" ""
+  return 0
 }
 
 # refused NAME EXPECT_REGEX CMD...: one command that must fail (non-zero status, not a timeout)
