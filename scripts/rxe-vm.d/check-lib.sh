@@ -117,10 +117,7 @@ pair() {
     if ((nodes == 2 && pair_retries > 0)); then
       theirs=$(agree "$name" "$attempt" "$mine")
     fi
-    if ((mine == 0)) && [[ $theirs == 0 ]]; then
-      record "$name" 0 "$pair_seconds" ""
-      return 0
-    fi
+    ((mine == 0)) && [[ $theirs == 0 ]] && break
     # The other end never reported: it is lost, and another attempt would run alone.
     [[ $theirs == none ]] && pair_detail="${pair_detail:-this end passed}; the other node never reported its end of attempt $attempt"
     ((attempt < pair_retries)) && [[ $theirs != none ]] || break
@@ -137,7 +134,7 @@ pair() {
     done
   done
   if ((mine == 0)) && [[ $theirs != none ]]; then
-    # This end passed every time it ran; the failure is the other node's to report.
+    # Both ends passed, or this one did and the failure is the other node's to report.
     record "$name" 0 "$pair_seconds" ""
     return 0
   fi
@@ -159,7 +156,7 @@ agree() {
   echo "$3" > "$file.tmp" && mv -f "$file.tmp" "$file"
   while [[ ! -s $other ]] && ((SECONDS < deadline)); do sleep 0.2; done
   if [[ -s $other ]]; then
-    (($(cat "$other") == 0)) && echo 0 || echo 1
+    [[ $(<"$other") == 0 ]] && echo 0 || echo 1
   else
     echo none
   fi
