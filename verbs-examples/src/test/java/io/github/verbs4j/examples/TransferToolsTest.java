@@ -2,6 +2,7 @@ package io.github.verbs4j.examples;
 
 import org.junit.jupiter.api.Test;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -11,20 +12,7 @@ class TransferToolsTest {
     @Test
     void transferBenchWritesAndReadsAndPrintsItsTable() throws Exception {
         try (Proc server = Proc.tool("transfer-bench", "-s", "4096", "-b", "8")) {
-            String port = null;
-            for (int i = 0; i < 600 && port == null; i++) {
-                for (String line : server.out().split("\n")) {
-                    if (line.startsWith("PORT ")) {
-                        port = line.substring(5).trim();
-                    }
-                }
-                if (port == null) {
-                    Thread.sleep(100);
-                }
-            }
-            if (port == null) {
-                fail("the server printed no port: " + server.describe());
-            }
+            String port = portOf(server);
             for (String op : new String[] {"WRITE", "READ"}) {
                 try (Proc client = Proc.tool("transfer-bench", "127.0.0.1", "-p", port, "-s", "4096", "-b", "8",
                         "-c", "1024", "-q", "2", "-n", "20", "-o", op)) {
@@ -34,6 +22,72 @@ class TransferToolsTest {
                 }
             }
         }
+    }
+
+    @Test
+    void verifiedTrafficIsCheckedOnBothEndsAndAOnceServerExitsWhenTheClientIsDone() throws Exception {
+        // WRITE: the client reads every batch back; the server checks its segment holds the last batch
+        try (Proc server = Proc.tool("transfer-bench", "-s", "3000", "-b", "8", "-V", "--once")) {
+            String port = portOf(server);
+            try (Proc client = Proc.tool("transfer-bench", "127.0.0.1", "-p", port, "-s", "3000", "-b", "8",
+                    "-c", "1024", "-q", "2", "-n", "5", "-o", "WRITE", "-V")) {
+                client.await(120).assertSuccess();
+                assertTrue(client.out().contains("verified 48 requests of 3000 bytes (each written, read back and compared)"),
+                        client.describe());
+            }
+            server.await(60).assertSuccess();
+            assertTrue(server.out().contains("its last WRITE batch, every byte checked"), server.describe());
+        }
+        // READ: the client compares every request with the server's pattern
+        try (Proc server = Proc.tool("transfer-bench", "-s", "3000", "-b", "8", "-V", "--once")) {
+            String port = portOf(server);
+            try (Proc client = Proc.tool("transfer-bench", "127.0.0.1", "-p", port, "-s", "3000", "-b", "8",
+                    "-c", "1024", "-q", "2", "-n", "5", "-o", "READ", "-V")) {
+                client.await(120).assertSuccess();
+                assertTrue(client.out().contains("verified 48 requests of 3000 bytes (each read and compared"),
+                        client.describe());
+            }
+            server.await(60).assertSuccess();
+            assertTrue(server.out().contains("the server's pattern, unchanged"), server.describe());
+        }
+    }
+
+    @Test
+    void verificationFailsWhenTheDataIsNotWhatWasExpected() throws Exception {
+        // a server without -V has no pattern: a verifying READ client must notice, not pass
+        try (Proc server = Proc.tool("transfer-bench", "-s", "4096", "-b", "4", "--once")) {
+            String port = portOf(server);
+            try (Proc client = Proc.tool("transfer-bench", "127.0.0.1", "-p", port, "-s", "4096", "-b", "4",
+                    "-n", "2", "-o", "READ", "-V")) {
+                assertEquals(1, client.await(120).exitCode(), client.describe());
+                assertTrue(client.out().contains("request 0 (4096 bytes at offset 0) read other bytes than the server's pattern"),
+                        client.describe());
+                client.assertNoStackTrace();
+            }
+        }
+        // a verifying server whose client wrote without -V (zeros, not a pattern) fails after the done word
+        try (Proc server = Proc.tool("transfer-bench", "-s", "4096", "-b", "4", "-V", "--once")) {
+            String port = portOf(server);
+            try (Proc client = Proc.tool("transfer-bench", "127.0.0.1", "-p", port, "-s", "4096", "-b", "4",
+                    "-n", "2", "-o", "WRITE")) {
+                client.await(120).assertSuccess();
+            }
+            assertEquals(1, server.await(60).exitCode(), server.describe());
+            assertTrue(server.out().contains("request 0 of its last batch"), server.describe());
+        }
+    }
+
+    /** The port a transfer-bench server printed (it binds port 0: a free one). */
+    private static String portOf(Proc server) throws InterruptedException {
+        for (int i = 0; i < 600; i++) {
+            for (String line : server.out().split("\n")) {
+                if (line.startsWith("PORT ")) {
+                    return line.substring(5).trim();
+                }
+            }
+            Thread.sleep(100);
+        }
+        return fail("the server printed no port: " + server.describe());
     }
 
     @Test

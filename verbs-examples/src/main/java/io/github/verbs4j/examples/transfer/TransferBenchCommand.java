@@ -13,6 +13,9 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 import java.io.PrintStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.concurrent.Callable;
@@ -22,6 +25,14 @@ import java.util.concurrent.Callable;
  * registers a segment and serves until it is stopped; the client connects with {@code -q} queue
  * pairs and runs {@code -n} batches of {@code -b} requests of {@code -s} bytes each (READ or
  * WRITE), split into chunks of {@code -c} bytes, and prints one table row.
+ *
+ * <p>With {@code -V} the data is checked, request by request: the server fills its segment with a
+ * known pattern; a READ client clears its buffer before every batch and compares each request's
+ * bytes with the pattern after it; a WRITE client writes a pattern of its own per batch, reads
+ * every batch back into a second buffer and compares. Bandwidth is then not meaningful (the
+ * checks and read-backs are timed too). When the client is done it writes a done word after the
+ * segment, carrying the last WRITE batch's pattern; a server given {@code --once} waits for that
+ * word, checks its segment holds that batch (with {@code -V}) and exits: 0 when it matched.
  */
 @Command(name = "transfer-bench", mixinStandardHelpOptions = true,
         description = "Bandwidth of the verbs4j transfer engine (batches of RDMA READ or WRITE).")
@@ -61,6 +72,47 @@ public final class TransferBenchCommand implements Callable<Integer> {
     @Option(names = {"-o", "--op"}, paramLabel = "READ|WRITE", defaultValue = "WRITE", description = "operation (default: ${DEFAULT-VALUE})")
     String op;
 
+    @Option(names = {"-V", "--verify"}, description = "check every request's data (see the command's description)")
+    boolean verify;
+
+    @Option(names = "--once", description = "server: exit after one client has finished (0 when its data checked out)")
+    boolean once;
+
+    /** Bytes after the requests' area: the client's done word. */
+    private static final long DONE_WORD = 8;
+    /** The done word's top half; its low half is the last WRITE batch's seed + 1 (0: no WRITE). */
+    private static final long DONE_MAGIC = 0x5645524900000000L;
+    /** The server's pattern when nothing has been written (READ traffic). */
+    private static final int SERVER_SEED = 0x7f4a7c15;
+
+    /** Fills {@code s} with the pattern of {@code seed}: every 8-byte word a mix of its index and the seed. */
+    static void fill(MemorySegment s, long seed) {
+        long words = s.byteSize() / 8;
+        for (long i = 0; i < words; i++) {
+            s.set(ValueLayout.JAVA_LONG_UNALIGNED, i * 8, mix(i, seed));
+        }
+        for (long o = words * 8; o < s.byteSize(); o++) {
+            s.set(ValueLayout.JAVA_BYTE, o, (byte) mix(words, seed));
+        }
+    }
+
+    private static long mix(long i, long seed) {
+        long z = i * 0x9E3779B97F4A7C15L + seed * 0xBF58476D1CE4E5B9L + 1;
+        z = (z ^ (z >>> 31)) * 0x94D049BB133111EBL;
+        return z ^ (z >>> 29);
+    }
+
+    /** The first request (0-based) whose bytes differ between the two buffers, or -1. */
+    private int firstMismatch(MemorySegment got, MemorySegment expected) {
+        for (int i = 0; i < batchSize; i++) {
+            long from = (long) i * size;
+            if (MemorySegment.mismatch(got, from, from + size, expected, from, from + size) >= 0) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
     @Override
     public Integer call() throws Exception {
         PrintStream out = System.out;
@@ -81,44 +133,79 @@ public final class TransferBenchCommand implements Callable<Integer> {
         }
         if (server == null) {
             try (TransferEngine engine = TransferEngine.open("bench-server", bind.at(port), options)) {
-                engine.allocate("bench", segmentBytes);
+                Segment served = engine.allocate("bench", segmentBytes + DONE_WORD);
+                MemorySegment data = served.memory().asSlice(0, segmentBytes);
+                if (verify) {
+                    fill(data, SERVER_SEED);
+                }
                 out.println("PORT " + engine.localAddress().getPort());
                 out.println("serving segment 'bench' of " + segmentBytes + " bytes on " + engine.localAddress()
-                        + " until stopped");
-                Thread.sleep(Long.MAX_VALUE);
+                        + (once ? " until a client is done" : " until stopped"));
+                out.flush();
+                if (!once) {
+                    Thread.sleep(Long.MAX_VALUE);
+                }
+                return awaitDone(out, served.memory().asSlice(segmentBytes, DONE_WORD), data);
             }
-            return 0;
         }
         InetSocketAddress target = new InetSocketAddress(TransferCli.address(spec, "<server>", server), port);
         try (TransferEngine engine = TransferEngine.open("bench-client", bind.at(0), options)) {
             Segment segment = engine.allocate("local", segmentBytes);
             TransferPeer peer = engine.connect(target);
             RemoteSegment remote = peer.lookup("bench", Duration.ofSeconds(10));
-            TransferCli.require(spec, remote.length() >= segmentBytes, "the server's segment has " + remote.length()
-                    + " bytes; run both sides with the same -s and -b");
+            TransferCli.require(spec, remote.length() >= segmentBytes + DONE_WORD, "the server's segment has "
+                    + remote.length() + " bytes; run both sides with the same -s and -b");
             Batch batch = engine.batch(batchSize);
+            // -V: WRITE reads every batch back into `check`; READ compares with the server's pattern
+            Segment check = verify ? engine.allocate("check", segmentBytes) : null;
+            MemorySegment local = segment.memory().asSlice(0, segmentBytes);
+            if (verify && !write) {
+                fill(check.memory(), SERVER_SEED);
+            }
+            long lastSeed = -1;
             int warmup = Math.max(1, iterations / 10);
             long start = 0;
             for (int it = -warmup; it < iterations; it++) {
                 if (it == 0) {
                     start = System.nanoTime();
                 }
-                batch.reset();
-                for (int i = 0; i < batchSize; i++) {
+                if (verify) {
                     if (write) {
-                        batch.write(segment, (long) i * size, remote, (long) i * size, size);
+                        lastSeed = it + warmup;
+                        fill(local, lastSeed);
                     } else {
-                        batch.read(segment, (long) i * size, remote, (long) i * size, size);
+                        local.fill((byte) 0);
                     }
                 }
-                batch.submit();
-                if (!batch.await(Duration.ofSeconds(60)) || batch.count(TransferStatus.DONE) != batchSize) {
-                    out.println("batch " + it + " failed: " + batch.count(TransferStatus.DONE) + " of " + batchSize
-                            + " done, first status " + batch.status(0) + " " + batch.completionStatus(0));
+                if (!run(out, batch, segment, remote, write, "batch " + it)) {
                     return 1;
+                }
+                if (verify) {
+                    MemorySegment got = local;
+                    if (write) {
+                        check.memory().fill((byte) 0);
+                        if (!run(out, batch, check, remote, false, "read-back of batch " + it)) {
+                            return 1;
+                        }
+                        got = check.memory();
+                    }
+                    int bad = firstMismatch(got, write ? local : check.memory());
+                    if (bad >= 0) {
+                        out.println("batch " + it + ": request " + bad + " (" + size + " bytes at offset "
+                                + (long) bad * size + ") " + (write ? "read back" : "read") + " other bytes than "
+                                + (write ? "were written" : "the server's pattern (is the server run with -V?)"));
+                        return 1;
+                    }
                 }
             }
             double seconds = (System.nanoTime() - start) / 1e9;
+            if (!signalDone(out, engine, batch, remote, segmentBytes, lastSeed)) {
+                return 1;
+            }
+            if (verify) {
+                out.printf("verified %d requests of %d bytes (%s)%n", (long) (iterations + warmup) * batchSize, size,
+                        write ? "each written, read back and compared" : "each read and compared with the server's pattern");
+            }
             double bytes = (double) size * batchSize * iterations;
             TransferCli.rule(out, 87);
             out.printf(" verbs4j transfer-bench %s, %d QPs, %d chunks in flight per QP, chunk %d bytes%n",
@@ -128,6 +215,70 @@ public final class TransferBenchCommand implements Callable<Integer> {
             out.printf(" %-10d %-10d %-14d %-21.3f %-20.3f %.6f%n", size, batchSize, iterations, bytes / seconds / 1e9,
                     bytes * 8 / seconds / 1e9, batchSize * (double) iterations / seconds / 1e6);
             TransferCli.rule(out, 87);
+        }
+        return 0;
+    }
+
+    /** Adds one request per slot of the batch (READ or WRITE between {@code local} and the server), submits and awaits it. */
+    private boolean run(PrintStream out, Batch batch, Segment local, RemoteSegment remote, boolean write, String what) {
+        batch.reset();
+        for (int i = 0; i < batchSize; i++) {
+            if (write) {
+                batch.write(local, (long) i * size, remote, (long) i * size, size);
+            } else {
+                batch.read(local, (long) i * size, remote, (long) i * size, size);
+            }
+        }
+        batch.submit();
+        if (!batch.await(Duration.ofSeconds(60)) || batch.count(TransferStatus.DONE) != batchSize) {
+            out.println(what + " failed: " + batch.count(TransferStatus.DONE) + " of " + batchSize
+                    + " done, first status " + batch.status(0) + " " + batch.completionStatus(0));
+            return false;
+        }
+        return true;
+    }
+
+    /** Writes the done word after the server's requests' area: the magic and the last WRITE seed + 1. */
+    private boolean signalDone(PrintStream out, TransferEngine engine, Batch batch, RemoteSegment remote,
+            long segmentBytes, long lastSeed) {
+        Segment word = engine.allocate("done", DONE_WORD);
+        try {
+            word.memory().set(ValueLayout.JAVA_LONG_UNALIGNED, 0, DONE_MAGIC | ((lastSeed + 1) & 0xffffffffL));
+            batch.reset();
+            batch.write(word, 0, remote, segmentBytes, DONE_WORD);
+            batch.submit();
+            if (!batch.await(Duration.ofSeconds(60)) || batch.count(TransferStatus.DONE) != 1) {
+                out.println("the done word failed: " + batch.status(0) + " " + batch.completionStatus(0));
+                return false;
+            }
+            return true;
+        } finally {
+            engine.unregister(word);
+        }
+    }
+
+    /** --once: waits for a client's done word, then (with -V) checks the last WRITE batch landed whole. */
+    private int awaitDone(PrintStream out, MemorySegment doneWord, MemorySegment data) throws InterruptedException {
+        long word;
+        while (((word = doneWord.get(ValueLayout.JAVA_LONG_UNALIGNED, 0)) & 0xffffffff00000000L) != DONE_MAGIC) {
+            Thread.sleep(20);
+        }
+        long seedPlusOne = word & 0xffffffffL;
+        if (verify) {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment expected = arena.allocate(data.byteSize(), 8);
+                fill(expected, seedPlusOne == 0 ? SERVER_SEED : seedPlusOne - 1);
+                int bad = firstMismatch(data, expected);
+                if (bad >= 0) {
+                    out.println("the client is done, but request " + bad + " of its last batch (" + size
+                            + " bytes at offset " + (long) bad * size + ") holds other bytes than it wrote");
+                    return 1;
+                }
+            }
+            out.println("the client is done; the segment holds " + (seedPlusOne == 0 ? "the server's pattern, unchanged"
+                    : "its last WRITE batch, every byte checked"));
+        } else {
+            out.println("the client is done");
         }
         return 0;
     }
