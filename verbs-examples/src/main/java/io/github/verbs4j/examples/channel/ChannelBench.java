@@ -117,7 +117,7 @@ final class ChannelBench {
                     first.send(m.segment());
                 }
             }
-            out.printf(Locale.ROOT, "received %d messages of %d bytes on %d connections%n", count * conns, msgSize, conns);
+            out.printf(Locale.ROOT, "received %d messages of %d bytes on %d connections, every byte checked%n", count * conns, msgSize, conns);
             for (Channel ch : channels) {
                 try {
                     ch.receive(timeout);
@@ -148,6 +148,7 @@ final class ChannelBench {
      * messages of all {@code conns} connections in that part.
      */
     private long sink(Channel ch, int msgSize, long count, int conns, boolean measures) throws InterruptedException {
+        MemorySegment body = body(Arena.ofAuto(), msgSize);
         long warm = count / 5;
         long before = 0;
         for (long i = 0; i < count; i++) {
@@ -161,6 +162,10 @@ final class ChannelBench {
                 if (m.length() != msgSize || m.getLong(0) != i) {
                     throw new IllegalStateException("message " + i + ": " + m.length() + " bytes, sequence " + m.getLong(0));
                 }
+                if (msgSize >= 16 && (m.getLong(msgSize - 8) != ~i || MemorySegment.mismatch(
+                        m.ring(), m.offset() + 8, m.offset() + msgSize - 8, body, 8, msgSize - 8) >= 0)) {
+                    throw new IllegalStateException("message " + i + " of " + msgSize + " bytes arrived with other bytes than were sent");
+                }
             }
         }
         long allocated = measures && Allocation.supported() ? Allocation.total() - before : -1;
@@ -172,6 +177,18 @@ final class ChannelBench {
             ch.send(done);
         }
         return count;
+    }
+
+    /**
+     * A message's bytes between its sequence number (first 8 bytes) and, from 16 bytes on, its
+     * inverted sequence number (last 8): a fixed pattern, which the server compares byte by byte.
+     */
+    private static MemorySegment body(Arena arena, int size) {
+        MemorySegment s = arena.allocate(size);
+        for (int k = 0; k < size; k++) {
+            s.set(ValueLayout.JAVA_BYTE, k, (byte) (k * 31 + 7));
+        }
+        return s;
     }
 
     int runClient() throws Exception {
@@ -204,13 +221,16 @@ final class ChannelBench {
             for (Channel ch : channels) {
                 boolean measure = ch == channels.getFirst();
                 senders.add(workers.submit(() -> {
-                    MemorySegment msg = Arena.ofAuto().allocate(size);
+                    MemorySegment msg = body(Arena.ofAuto(), size);
                     long before = 0;
                     for (long i = 0; i < messages; i++) {
                         if (i == warm) {
                             before = Allocation.total();
                         }
                         msg.set(LONG, 0, i);
+                        if (size >= 16) {
+                            msg.set(LONG, size - 8, ~i);
+                        }
                         ch.send(msg);
                     }
                     long allocated = Allocation.total() - before;
