@@ -14,8 +14,9 @@ import java.util.concurrent.Callable;
  * between a server ({@code -s}) and a client ({@code -c -a <server>}), over one or more
  * connections. The client states the run (size, count, connections) in a first message on each
  * channel; the server checks it, counts and checks every message (its length, its sequence
- * number and, in the channel mode, every byte), and answers when all arrived. Then connection 0 measures round trips. {@code --raw} (on both sides) runs the same
- * traffic on bare verbs instead of the channel, for comparison. Both print the heap bytes each
+ * number and, in the channel mode, every byte), and answers when all arrived. Then connection 0
+ * measures round trips. {@code --raw} (on both sides) runs the same traffic on bare verbs instead
+ * of the channel, for comparison. Both print the heap bytes each
  * process allocated per message in the steady state.
  */
 @Command(name = "channel-bench", mixinStandardHelpOptions = true,
