@@ -26,13 +26,18 @@ class TransferToolsTest {
 
     @Test
     void verifiedTrafficIsCheckedOnBothEndsAndAOnceServerExitsWhenTheClientIsDone() throws Exception {
-        // WRITE: the client reads every batch back; the server checks its segment holds the last batch
+        // WRITE then READ on one connection: the client reads every WRITE batch back, then READs
+        // what the last one left; the server checks its segment holds the last batch
         try (Proc server = Proc.tool("transfer-bench", "-s", "3000", "-b", "8", "-V", "--once")) {
             String port = portOf(server);
             try (Proc client = Proc.tool("transfer-bench", "127.0.0.1", "-p", port, "-s", "3000", "-b", "8",
-                    "-c", "1024", "-q", "2", "-n", "5", "-o", "WRITE", "-V")) {
+                    "-c", "1024", "-q", "2", "-n", "5", "-o", "WRITE,READ", "-V")) {
                 client.await(120).assertSuccess();
-                assertTrue(client.out().contains("verified 48 requests of 3000 bytes (each written, read back and compared)"),
+                assertTrue(client.out().contains("verified 48 WRITE requests of 3000 bytes (each written, read back and compared)"),
+                        client.describe());
+                assertTrue(client.out().contains("verified 48 READ requests of 3000 bytes (each read and compared"),
+                        client.describe());
+                assertTrue(client.out().contains("transfer-bench WRITE") && client.out().contains("transfer-bench READ"),
                         client.describe());
             }
             server.await(60).assertSuccess();
@@ -44,7 +49,7 @@ class TransferToolsTest {
             try (Proc client = Proc.tool("transfer-bench", "127.0.0.1", "-p", port, "-s", "3000", "-b", "8",
                     "-c", "1024", "-q", "2", "-n", "5", "-o", "READ", "-V")) {
                 client.await(120).assertSuccess();
-                assertTrue(client.out().contains("verified 48 requests of 3000 bytes (each read and compared"),
+                assertTrue(client.out().contains("verified 48 READ requests of 3000 bytes (each read and compared"),
                         client.describe());
             }
             server.await(60).assertSuccess();
@@ -60,7 +65,7 @@ class TransferToolsTest {
             try (Proc client = Proc.tool("transfer-bench", "127.0.0.1", "-p", port, "-s", "4096", "-b", "4",
                     "-n", "2", "-o", "READ", "-V")) {
                 assertEquals(1, client.await(120).exitCode(), client.describe());
-                assertTrue(client.out().contains("request 0 (4096 bytes at offset 0) read other bytes than the server's pattern"),
+                assertTrue(client.out().contains("request 0 (4096 bytes at offset 0) read other bytes than the server's segment holds"),
                         client.describe());
                 client.assertNoStackTrace();
             }
@@ -119,6 +124,7 @@ class TransferToolsTest {
             {"allreduce", "-N", "2", "--rendezvous", "127.0.0.1:1"},
             {"allreduce", "-N", "2", "--rank", "0", "--rendezvous", "127.0.0.1:0", "--processes"},
             {"transfer-bench", "127.0.0.1", "-p", "1", "-o", "SEND"},
+            {"transfer-bench", "127.0.0.1", "-p", "1", "-o", "WRITE,SEND"},
             {"transfer-bench", "127.0.0.1", "-p", "x"},
             {"transfer-bench", "127.0.0.1", "-p", "1", "-q", "0"},
         };

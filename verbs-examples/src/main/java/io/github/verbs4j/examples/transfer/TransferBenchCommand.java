@@ -18,6 +18,8 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.Callable;
 
 /**
@@ -69,7 +71,7 @@ public final class TransferBenchCommand implements Callable<Integer> {
     @Option(names = {"-n", "--iters"}, paramLabel = "<n>", defaultValue = "100", description = "batches (default: ${DEFAULT-VALUE})")
     int iterations;
 
-    @Option(names = {"-o", "--op"}, paramLabel = "READ|WRITE", defaultValue = "WRITE", description = "operation (default: ${DEFAULT-VALUE})")
+    @Option(names = {"-o", "--op"}, paramLabel = "READ|WRITE", defaultValue = "WRITE", description = "operation, or several in order (WRITE,READ) over one connection (default: ${DEFAULT-VALUE})")
     String op;
 
     @Option(names = {"-V", "--verify"}, description = "check every request's data (see the command's description)")
@@ -118,11 +120,14 @@ public final class TransferBenchCommand implements Callable<Integer> {
         PrintStream out = System.out;
         TransferCli.require(spec, size >= 1 && batchSize >= 1 && iterations >= 1,
                 "size, batch and iterations must be positive");
-        boolean write = switch (op.toUpperCase()) {
-            case "WRITE" -> true;
-            case "READ" -> false;
-            default -> throw TransferCli.usage(spec, "--op is READ or WRITE, not " + op);
-        };
+        List<Boolean> writes = new ArrayList<>(); // the operations in order: true = WRITE
+        for (String one : op.split(",")) {
+            writes.add(switch (one.trim().toUpperCase()) {
+                case "WRITE" -> true;
+                case "READ" -> false;
+                default -> throw TransferCli.usage(spec, "--op is READ, WRITE or a list of them (WRITE,READ), not " + op);
+            });
+        }
         int port = TransferCli.port(spec, "--port", this.port);
         long segmentBytes = (long) size * batchSize;
         TransferOptions options;
@@ -156,67 +161,86 @@ public final class TransferBenchCommand implements Callable<Integer> {
             TransferCli.require(spec, remote.length() >= segmentBytes + DONE_WORD, "the server's segment has "
                     + remote.length() + " bytes; run both sides with the same -s and -b");
             Batch batch = engine.batch(batchSize);
-            // -V: WRITE reads every batch back into `check`; READ compares with the server's pattern
             Segment check = verify ? engine.allocate("check", segmentBytes) : null;
-            MemorySegment local = segment.memory().asSlice(0, segmentBytes);
-            if (verify && !write) {
-                fill(check.memory(), SERVER_SEED);
-            }
-            long lastSeed = -1;
-            int warmup = Math.max(1, iterations / 10);
-            long start = 0;
-            for (int it = -warmup; it < iterations; it++) {
-                if (it == 0) {
-                    start = System.nanoTime();
-                }
-                if (verify) {
-                    if (write) {
-                        lastSeed = it + warmup;
-                        fill(local, lastSeed);
-                    } else {
-                        local.fill((byte) 0);
-                    }
-                }
-                if (!run(out, batch, segment, remote, write, "batch " + it)) {
+            long lastSeed = -1; // the last WRITE batch's pattern; -1: the server's own
+            for (boolean write : writes) {
+                long seed = runOperation(out, write, batch, segment, check, remote, lastSeed);
+                if (seed == Long.MIN_VALUE) {
                     return 1;
                 }
-                if (verify) {
-                    MemorySegment got = local;
-                    if (write) {
-                        check.memory().fill((byte) 0);
-                        if (!run(out, batch, check, remote, false, "read-back of batch " + it)) {
-                            return 1;
-                        }
-                        got = check.memory();
-                    }
-                    int bad = firstMismatch(got, write ? local : check.memory());
-                    if (bad >= 0) {
-                        out.println("batch " + it + ": request " + bad + " (" + size + " bytes at offset "
-                                + (long) bad * size + ") " + (write ? "read back" : "read") + " other bytes than "
-                                + (write ? "were written" : "the server's pattern (is the server run with -V?)"));
-                        return 1;
-                    }
-                }
+                lastSeed = seed;
             }
-            double seconds = (System.nanoTime() - start) / 1e9;
             if (!signalDone(out, engine, batch, remote, segmentBytes, lastSeed)) {
                 return 1;
             }
-            if (verify) {
-                out.printf("verified %d requests of %d bytes (%s)%n", (long) (iterations + warmup) * batchSize, size,
-                        write ? "each written, read back and compared" : "each read and compared with the server's pattern");
-            }
-            double bytes = (double) size * batchSize * iterations;
-            TransferCli.rule(out, 87);
-            out.printf(" verbs4j transfer-bench %s, %d QPs, %d chunks in flight per QP, chunk %d bytes%n",
-                    write ? "WRITE" : "READ", qps, outstanding, chunk);
-            TransferCli.rule(out, 87);
-            out.println(" #bytes     #batch     #iterations    BW average[GB/sec]    BW average[Gb/sec]   MsgRate[Mpps]");
-            out.printf(" %-10d %-10d %-14d %-21.3f %-20.3f %.6f%n", size, batchSize, iterations, bytes / seconds / 1e9,
-                    bytes * 8 / seconds / 1e9, batchSize * (double) iterations / seconds / 1e6);
-            TransferCli.rule(out, 87);
         }
         return 0;
+    }
+
+    /**
+     * Runs the batches of one operation and prints its row. With -V a WRITE reads every batch back
+     * into {@code check} and compares; a READ clears its buffer before every batch and compares
+     * with the pattern the server's segment holds ({@code lastSeed}'s, or the server's own).
+     * Returns the pattern the server's segment holds afterwards, or Long.MIN_VALUE after a failure.
+     */
+    private long runOperation(PrintStream out, boolean write, Batch batch, Segment segment, Segment check,
+            RemoteSegment remote, long lastSeed) {
+        long segmentBytes = (long) size * batchSize;
+        MemorySegment local = segment.memory().asSlice(0, segmentBytes);
+        if (verify && !write) {
+            fill(check.memory(), lastSeed < 0 ? SERVER_SEED : lastSeed);
+        }
+        int warmup = Math.max(1, iterations / 10);
+        long start = 0;
+        for (int it = -warmup; it < iterations; it++) {
+            if (it == 0) {
+                start = System.nanoTime();
+            }
+            if (verify) {
+                if (write) {
+                    lastSeed = lastSeed < 0 ? 0 : lastSeed + 1; // every batch a pattern of its own
+                    fill(local, lastSeed);
+                } else {
+                    local.fill((byte) 0);
+                }
+            }
+            if (!run(out, batch, segment, remote, write, "batch " + it)) {
+                return Long.MIN_VALUE;
+            }
+            if (verify) {
+                MemorySegment got = local;
+                if (write) {
+                    check.memory().fill((byte) 0);
+                    if (!run(out, batch, check, remote, false, "read-back of batch " + it)) {
+                        return Long.MIN_VALUE;
+                    }
+                    got = check.memory();
+                }
+                int bad = firstMismatch(got, write ? local : check.memory());
+                if (bad >= 0) {
+                    out.println("batch " + it + ": request " + bad + " (" + size + " bytes at offset "
+                            + (long) bad * size + ") " + (write ? "read back" : "read") + " other bytes than "
+                            + (write ? "were written" : "the server's segment holds (is the server run with -V?)"));
+                    return Long.MIN_VALUE;
+                }
+            }
+        }
+        double seconds = (System.nanoTime() - start) / 1e9;
+        if (verify) {
+            out.printf("verified %d %s requests of %d bytes (%s)%n", (long) (iterations + warmup) * batchSize,
+                    write ? "WRITE" : "READ", size, write ? "each written, read back and compared"
+                            : "each read and compared with what the server's segment holds");
+        }
+        double bytes = (double) size * batchSize * iterations;
+        TransferCli.rule(out, 87);
+        out.printf(" verbs4j transfer-bench %s, %d QPs, %d chunks in flight per QP, chunk %d bytes%n",
+                write ? "WRITE" : "READ", qps, outstanding, chunk);
+        TransferCli.rule(out, 87);
+        out.println(" #bytes     #batch     #iterations    BW average[GB/sec]    BW average[Gb/sec]   MsgRate[Mpps]");
+        out.printf(" %-10d %-10d %-14d %-21.3f %-20.3f %.6f%n", size, batchSize, iterations, bytes / seconds / 1e9,
+                bytes * 8 / seconds / 1e9, batchSize * (double) iterations / seconds / 1e6);
+        TransferCli.rule(out, 87);
+        return lastSeed;
     }
 
     /** Adds one request per slot of the batch (READ or WRITE between {@code local} and the server), submits and awaits it. */
