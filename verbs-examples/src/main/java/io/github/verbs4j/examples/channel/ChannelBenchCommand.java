@@ -15,7 +15,8 @@ import java.util.concurrent.Callable;
  * connections. The client states the run (size, count, connections) in a first message on each
  * channel; the server checks it, counts and checks every message's length, and answers when all
  * arrived. Then connection 0 measures round trips. {@code --raw} (on both sides) runs the same
- * traffic on bare verbs instead of the channel, for comparison. Both print the heap bytes each
+ * traffic on bare verbs instead of the channel, for comparison; {@code --app-poll} lets the
+ * application's threads drive the channel instead of a polling thread. Both print the heap bytes each
  * process allocated per message in the steady state.
  */
 @Command(name = "channel-bench", mixinStandardHelpOptions = true,
@@ -69,6 +70,10 @@ public final class ChannelBenchCommand implements Callable<Integer> {
             + "(--slot-size and --spin do not apply); give it on both sides")
     boolean raw;
 
+    @Option(names = "--app-poll", description = "the application's threads poll the completion queue themselves "
+            + "(ChannelOptions.withApplicationPolling) instead of a polling thread per side; each side chooses for itself")
+    boolean appPoll;
+
     @Option(names = {"-t", "--timeout"}, paramLabel = "<seconds>", description = "give up a step after this long (default: ${DEFAULT-VALUE})")
     int timeoutSeconds = 60;
 
@@ -94,6 +99,10 @@ public final class ChannelBenchCommand implements Callable<Integer> {
             throw new CommandLine.ParameterException(spec.commandLine(), "unknown host " + address);
         }
         if (raw) {
+            if (appPoll) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "--raw always polls from the application's thread: "
+                        + "--app-poll is for the channel");
+            }
             if (connections != 1) {
                 throw new CommandLine.ParameterException(spec.commandLine(), "--raw runs one connection (-C 1)");
             }
@@ -109,7 +118,7 @@ public final class ChannelBenchCommand implements Callable<Integer> {
         ChannelBench bench;
         try {
             bench = new ChannelBench(spec.commandLine().getOut(), host, port, size, messages, connections, window, slots,
-                    slotSize, pings, spin, Duration.ofSeconds(timeoutSeconds));
+                    slotSize, pings, spin, appPoll, Duration.ofSeconds(timeoutSeconds));
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         }
