@@ -413,9 +413,11 @@ public final class ChannelGroup implements AutoCloseable {
         } catch (RuntimeException | Error t) {
             if (running) {
                 pollerFailure = t;
+                System.getLogger(ChannelGroup.class.getName()).log(System.Logger.Level.ERROR,
+                        "polling the queue of " + this + " failed; its channels fail with PeerLostException", t);
                 failAll(t);
             }
-            return DROVE;
+            return EMPTY; // the channels were told; a caller looping while this drives stops
         } finally {
             pollLock.unlock();
         }
@@ -439,7 +441,7 @@ public final class ChannelGroup implements AutoCloseable {
 
     private void failAll(Throwable t) {
         for (Channel ch : byId.values()) {
-            ch.onDisconnected("the group's polling thread failed: " + t);
+            ch.onDisconnected("polling the group's completion queue failed: " + t);
             disconnected.add(ch);
         }
     }
