@@ -20,6 +20,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* SOFTRDMA_DEBUG: trace retransmission timeouts (read once) */
+static bool debug_trace(void)
+{
+	static int on = -1;
+	int v = __atomic_load_n(&on, __ATOMIC_RELAXED);
+	if (v < 0) {
+		v = getenv("SOFTRDMA_DEBUG") != NULL;
+		__atomic_store_n(&on, v, __ATOMIC_RELAXED);
+	}
+	return v;
+}
+
 /* The send side failed: complete the oldest WQE with st, then error the QP. */
 static void requester_fail(struct srd_qp *qp, enum ibv_wc_status st)
 {
@@ -474,13 +486,19 @@ static uint32_t rd_limit(const struct srd_qp *qp, uint32_t lim)
 	return lim;
 }
 
-/* Cumulative acknowledgment up to and including psn; sq_lock held. */
+/*
+ * Cumulative acknowledgment up to and including psn; sq_lock held. A WQE the ACK covers
+ * completes even when go-back-N rewound the send queue to it and it was not sent again yet
+ * (an RNR wait stops the queue between the rewind and the resend): the responder has all of
+ * it (srd_sq_complete_tail moves the next WQE to send past it). The oldest unacknowledged
+ * PSN then never passes a WQE still on the queue.
+ */
 static void ack_upto(struct srd_qp *qp, uint32_t psn)
 {
 	bool progress = false;
 	while (qp->sq_tail != qp->sq_head) {
 		struct srd_swqe *w = &qp->sq[qp->sq_tail % (unsigned)qp->sq_cap];
-		if (!w->psn_assigned || qp->sq_tail == qp->sq_next_tx)
+		if (!w->psn_assigned)
 			break;
 		uint32_t last = psn_add(w->first_psn, w->npkts - 1);
 		if (srd_is_rd(w)) {
@@ -502,10 +520,12 @@ static void ack_upto(struct srd_qp *qp, uint32_t psn)
 	if (progress) {
 		qp->retry_left = qp->attr.retry_cnt;
 		qp->rnr_left = qp->attr.rnr_retry;
-		if (qp->una_psn == qp->snd_psn && qp->sq_tail == qp->sq_next_tx)
+		if (qp->una_psn == qp->snd_psn && qp->sq_tail == qp->sq_next_tx) {
 			qp->timer_deadline_ns = 0;
-		else
-			arm_timer(qp);
+			qp->rnr_wait = false; /* what the RNR wait was for was taken after all */
+		} else if (!qp->rnr_wait) {
+			arm_timer(qp); /* (an RNR wait keeps its own deadline) */
+		}
 	}
 }
 
@@ -526,11 +546,16 @@ static bool response_valid(const struct srd_qp *qp, const struct pkt_hdr *h)
 void srd_requester_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t *payload)
 {
 	srd_lock(&qp->sq_lock);
+	bool dbg = debug_trace();
+	if (dbg)
+		qp->dbg_rx_ns = srd_now_ns();
 	if (!response_valid(qp, h)) {
 		ST(invalid);
+		qp->dbg_rx_invalid += dbg;
 		srd_unlock(&qp->sq_lock);
 		return;
 	}
+	qp->dbg_rx_valid += dbg;
 	if (h->op == OP_ACK) {
 		switch (h->syndrome) {
 		case SYN_ACK:
@@ -812,13 +837,22 @@ bool srd_requester_service(struct srd_qp *qp, bool kick, uint64_t now)
 		} else if (qp->sq_tail != qp->sq_next_tx || qp->una_psn != qp->snd_psn ||
 			   (qp->peer_local && qp->sq_tail != qp->sq_head)) {
 			ST(timeouts);
-			if (getenv("SOFTRDMA_DEBUG")) {
+			if (debug_trace()) {
 				struct srd_swqe *w = &qp->sq[qp->sq_tail % (unsigned)qp->sq_cap];
+				/* when (ms), since this QP's previous timeout and its last response from
+				 * the peer (ms), and the responses since the previous timeout: a starved
+				 * agent shows as long gaps, a silent peer as no responses at all */
 				fprintf(stderr, "softrdma: timeout qp %06x una %06x snd %06x tail %u next %u head %u "
-					"op %d first %06x npk %u tx %u resp %u retry %d\n", qp->ibqp.qp_num,
+					"op %d first %06x npk %u tx %u resp %u retry %d t %.3f prev %.3f lastrx %.3f "
+					"rx %u/%u\n", qp->ibqp.qp_num,
 					qp->una_psn, qp->snd_psn, qp->sq_tail, qp->sq_next_tx, qp->sq_head,
-					w->opcode, w->first_psn, w->npkts, w->tx_pkt, w->resp_pkt, qp->retry_left);
+					w->opcode, w->first_psn, w->npkts, w->tx_pkt, w->resp_pkt, qp->retry_left,
+					now / 1e6, qp->dbg_timeout_ns ? (now - qp->dbg_timeout_ns) / 1e6 : -1.0,
+					qp->dbg_rx_ns ? (now - qp->dbg_rx_ns) / 1e6 : -1.0, qp->dbg_rx_valid,
+					qp->dbg_rx_invalid);
 			}
+			qp->dbg_timeout_ns = now;
+			qp->dbg_rx_valid = qp->dbg_rx_invalid = 0;
 			if (qp->retry_left == 0) {
 				requester_fail(qp, IBV_WC_RETRY_EXC_ERR);
 			} else {

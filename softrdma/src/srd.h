@@ -239,6 +239,9 @@ struct srd_qp {
 	int retry_left, rnr_left;
 	uint64_t timer_deadline_ns; /* 0 = no timer */
 	bool rnr_wait;
+	/* SOFTRDMA_DEBUG's trace: when the last response came, responses since the last timeout */
+	uint64_t dbg_rx_ns, dbg_timeout_ns;
+	unsigned dbg_rx_valid, dbg_rx_invalid;
 	/* responder transport state */
 	uint32_t epsn;
 	uint32_t msn;

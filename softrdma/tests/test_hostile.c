@@ -338,6 +338,37 @@ static void t_rnr(void)
 	close(evil.fd);
 }
 
+/*
+ * An RNR NAK and then an ACK for the PSN it named (the peer took another copy of the request
+ * once a receive was posted, e.g. a duplicate): the ACK completes the SEND at once, although
+ * the requester had rewound its queue to resend it after the RNR wait, and the queue goes on
+ * (softrdma once kept the SEND, counted the PSN as acknowledged and stopped its timer: the
+ * SEND never completed and nothing posted later was sent).
+ */
+static void t_rnr_then_ack(void)
+{
+	drain_cq();
+	struct sock peer = udp_sock();
+	struct ibv_qp *q = sending_qp(peer, 7, 6);
+	struct pkt_hdr r, h = ack(SYN_RNR, q->qp_num, qpn_of(peer), SQ_PSN, 31); /* ~491 ms */
+	tx(peer, q->qp_num, &h, NULL, 0);
+	usleep(10000);
+	h = ack(SYN_ACK, q->qp_num, qpn_of(peer), SQ_PSN, 0);
+	tx(peer, q->qp_num, &h, NULL, 0);
+	struct ibv_wc wc = { 0 };
+	CHECK(poll_for(&wc, 1, 300) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 6,
+	      "the ACK after an RNR NAK completes the SEND before the RNR wait ends (status %d)", wc.status);
+	CHECK_EQ(post(q, IBV_WR_SEND, 0, 32, 7), 0, "post a second send");
+	int n = rx_req(peer, &r, NULL, 300);
+	CHECK(n == 32 && r.psn == SQ_PSN + 1, "the next SEND goes out at once (length %d, psn %#x)", n, r.psn);
+	peer_acks(peer, q, SQ_PSN + 1, 7, "the next SEND completes");
+	CHECK_EQ(rx_req(peer, &r, NULL, 600), -1, "the first SEND is not resent after the RNR wait");
+	CHECK_EQ(qp_state(q), IBV_QPS_RTS, "QP after the RNR NAK and the ACK");
+	ibv_destroy_qp(q);
+	drain(peer);
+	close(peer.fd);
+}
+
 /* READ responses: a stranger's, one of the wrong kind and one outside the window are
  * ignored; the peer's right one fills the buffer. */
 static void t_read_resp(void)
@@ -991,6 +1022,7 @@ int main(void)
 	t_ack_beyond_sent();
 	t_blind_ack();
 	t_rnr();
+	t_rnr_then_ack();
 	t_read_resp();
 	t_read_gap();
 	t_ack_after_go_back();

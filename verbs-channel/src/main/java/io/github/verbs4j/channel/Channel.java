@@ -44,6 +44,17 @@ import java.util.concurrent.TimeUnit;
  * first. When the peer closes cleanly, {@link #receive} returns what it sent and then throws
  * {@link ChannelClosedException}.
  *
+ * <p><b>Application polling</b> ({@link ChannelOptions#applicationPolling()}): the thread that
+ * waits in {@link #send}, {@link #offer}, {@link #receive} or {@link #close()} polls the group's
+ * completion queue itself (each of them also polls once on entry, so {@code offer(m, 0)} and
+ * {@code receive(0, unit)} make progress too), saving the hand-off from a polling thread. The
+ * channel moves only while some thread is in one of its group's operations: a peer's messages
+ * are acknowledged by the transport regardless, but credits, completed WRITEs and a lost peer
+ * are noticed at the next call. A waiting thread holds the channel's lock while it spins
+ * ({@link ChannelOptions#spinPolls()} empty polls, then a poll every millisecond), so the use
+ * it suits is one thread per channel, such as request and response from one thread; other
+ * threads of the same channel wait their turn.
+ *
  * <p><b>Allocation</b>: none per message in steady state on the sending and receiving threads
  * (the {@code Duration} overloads aside, whose argument the caller allocates); the group's
  * polling thread allocates only when it blocks on the completion channel.
@@ -77,6 +88,9 @@ public final class Channel implements AutoCloseable {
 
     private final ChannelGroup group;
     private final boolean ownsGroup;
+    private final boolean appPolling;
+    private final int spinPolls;
+    private int idlePolls; // guarded by this
     final int key;
     private final CmId id;
     private final QueuePair qp;
@@ -136,6 +150,8 @@ public final class Channel implements AutoCloseable {
     Channel(ChannelGroup group, boolean ownsGroup, int key, CmId id, QueuePair qp, MemoryRegion ring, ChannelOptions options) {
         this.group = group;
         this.ownsGroup = ownsGroup;
+        this.appPolling = options.applicationPolling();
+        this.spinPolls = options.spinPolls();
         this.key = key;
         this.id = id;
         this.qp = qp;
@@ -300,6 +316,9 @@ public final class Channel implements AutoCloseable {
         int k = (int) ((length + HEADER + peerSlotSize - 1) / peerSlotSize);
         synchronized (this) {
             long deadline = timeoutNanos == Long.MAX_VALUE ? 0 : System.nanoTime() + timeoutNanos;
+            if (appPolling) {
+                group.drive(); // credits and completions that came meanwhile, even for offer(m, 0)
+            }
             while (true) {
                 checkSendable();
                 int start = (int) (filled % peerSlots);
@@ -318,13 +337,13 @@ public final class Channel implements AutoCloseable {
                     break;
                 }
                 if (timeoutNanos == Long.MAX_VALUE) {
-                    wait();
+                    await(Long.MAX_VALUE);
                 } else {
                     long left = deadline - System.nanoTime();
                     if (left <= 0) {
                         return false;
                     }
-                    wait(left / 1_000_000, (int) (left % 1_000_000));
+                    await(left);
                 }
             }
             long offset = (filled % peerSlots) * peerSlotSize;
@@ -435,6 +454,9 @@ public final class Channel implements AutoCloseable {
 
     private synchronized Message receive(long timeoutNanos) throws InterruptedException {
         long deadline = System.nanoTime() + timeoutNanos;
+        if (appPolling && deliveryHead == deliveryTail) {
+            group.drive();
+        }
         while (deliveryHead == deliveryTail) {
             if (closing || closed) {
                 throw new ChannelClosedException("the channel to " + peerName() + " is closed", null);
@@ -450,7 +472,7 @@ public final class Channel implements AutoCloseable {
             if (left <= 0) {
                 return null;
             }
-            wait(left / 1_000_000, (int) (left % 1_000_000));
+            await(left);
         }
         int slot = delivery[(int) (deliveryHead % slots)];
         deliveryHead++;
@@ -521,6 +543,39 @@ public final class Channel implements AutoCloseable {
         }
         advanceFreed();
         notifyAll();
+    }
+
+    /**
+     * Waits up to {@code nanos} (or without limit) for the channel's state to change; holds
+     * this lock. With a polling thread, the thread's hand-off wakes it. With application
+     * polling this thread polls the group's queue once: it returns after completions were
+     * handed over, spins ({@link ChannelOptions#spinPolls()} empty polls), then waits 1 ms
+     * between polls; while another thread polls it waits (giving up this lock, which that
+     * thread may need) until that thread hands it something or 1 ms passed.
+     */
+    private void await(long nanos) throws InterruptedException {
+        if (!appPolling) {
+            if (nanos == Long.MAX_VALUE) {
+                wait();
+            } else {
+                wait(nanos / 1_000_000, (int) (nanos % 1_000_000));
+            }
+            return;
+        }
+        int r = group.drive();
+        if (r == ChannelGroup.DROVE) {
+            idlePolls = 0;
+            return;
+        }
+        if (r == ChannelGroup.EMPTY && idlePolls < spinPolls) {
+            idlePolls++;
+            Thread.onSpinWait();
+            if (Thread.interrupted()) {
+                throw new InterruptedException();
+            }
+            return;
+        }
+        wait(1);
     }
 
     // ---- completions, from the group's polling thread ---------------------------------------
@@ -647,6 +702,12 @@ public final class Channel implements AutoCloseable {
             }
             closing = true;
             notifyAll();
+            if (appPolling) {
+                // completions nobody polled yet (WRITEs the peer has, a disconnect) count first
+                while (group.drive() == ChannelGroup.DROVE) {
+                    Thread.onSpinWait();
+                }
+            }
             long deadline = System.nanoTime() + closeTimeoutNanos;
             try {
                 if (peerReady && failure == null && !finReceived && !peerDisconnected) {
@@ -658,7 +719,7 @@ public final class Channel implements AutoCloseable {
                         if (left <= 0) {
                             break;
                         }
-                        wait(left / 1_000_000, (int) (left % 1_000_000));
+                        await(left);
                     }
                     if (posted == filled && writesInFlight == 0 && failure == null && !peerDisconnected) {
                         control.immediate(IMM_CONTROL | IMM_FIN | (int) (freed & COUNT_MASK)).id(wrId(KIND_FIN));
@@ -669,7 +730,7 @@ public final class Channel implements AutoCloseable {
                                 if (left <= 0) {
                                     break;
                                 }
-                                wait(left / 1_000_000, (int) (left % 1_000_000));
+                                await(left);
                             }
                         }
                     }

@@ -24,6 +24,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * Channels that share one protection domain, one completion queue and its completion channel,
@@ -39,6 +40,12 @@ import java.util.concurrent.ConcurrentLinkedQueue;
  *     Channel b = server.accept(Duration.ofSeconds(5));    // same CQ, same thread
  * }
  * }</pre>
+ *
+ * <p><b>Application polling</b> ({@link ChannelOptions#applicationPolling()}): the group starts
+ * no polling thread; a thread waiting in one of its channels' operations polls the completion
+ * queue itself, one thread at a time, and hands what it takes for other channels of the group
+ * to them. A channel is then driven only while some thread is inside one of its group's
+ * channels' operations: a receiver waiting in {@code receive} keeps it going.
  *
  * <p>The device is the one of the first connection (the group binds to it then); a connection
  * over another device is refused.
@@ -74,6 +81,11 @@ public final class ChannelGroup implements AutoCloseable {
     private volatile boolean running = true;
     private boolean closed;
     private volatile Throwable pollerFailure;
+    // application polling: the queue, taken by one thread at a time
+    private final ReentrantLock pollLock = new ReentrantLock();
+    private volatile CompletionQueue appCq;
+    private Completions appWcs;           // guarded by pollLock
+    private final List<Channel> appToCheck = new ArrayList<>(); // guarded by pollLock
 
     private ChannelGroup(ChannelOptions options) {
         this.options = options;
@@ -101,7 +113,11 @@ public final class ChannelGroup implements AutoCloseable {
         return open;
     }
 
-    /** The polling thread (started with the first channel), or {@code null}: for monitoring its CPU time or allocation. */
+    /**
+     * The polling thread (started with the first channel), or {@code null} (before it, and always
+     * with {@linkplain ChannelOptions#applicationPolling() application polling}): for monitoring
+     * its CPU time or allocation.
+     */
     public synchronized Thread pollingThread() {
         return poller;
     }
@@ -278,8 +294,13 @@ public final class ChannelGroup implements AutoCloseable {
                 throw e;
             }
             context = ctx;
-            poller = Thread.ofPlatform().daemon().name("verbs4j-channel-poller").unstarted(this::pollLoop);
-            poller.start();
+            if (options.applicationPolling()) {
+                appWcs = cq.completions(64);
+                appCq = cq;
+            } else {
+                poller = Thread.ofPlatform().daemon().name("verbs4j-channel-poller").unstarted(this::pollLoop);
+                poller.start();
+            }
         } else if (context != ctx) {
             throw new IllegalArgumentException("this group's channels use " + context + "; a connection over "
                     + ctx + " needs a group of its own");
@@ -350,6 +371,58 @@ public final class ChannelGroup implements AutoCloseable {
         }
     }
 
+    /** {@link #drive()}: completions were taken (or a disconnect judged). */
+    static final int DROVE = 1;
+    /** {@link #drive()}: the queue was empty. */
+    static final int EMPTY = 0;
+    /** {@link #drive()}: another thread is polling the queue. */
+    static final int BUSY = -1;
+
+    /**
+     * Application polling: one poll of the queue by the calling thread, which hands each
+     * completion to its channel (taking that channel's lock), and, once the queue is empty, the
+     * disconnects noticed before. Allocates nothing. Returns {@link #DROVE}, {@link #EMPTY} or
+     * {@link #BUSY}.
+     */
+    int drive() {
+        CompletionQueue q = appCq;
+        if (q == null || !pollLock.tryLock()) {
+            return q == null ? EMPTY : BUSY;
+        }
+        try {
+            if (!running) {
+                return EMPTY;
+            }
+            int n = q.poll(appWcs);
+            if (n > 0) {
+                dispatch(appWcs, n);
+                return DROVE;
+            }
+            // the queue is empty: disconnects noticed before this drain can be judged now
+            if (!appToCheck.isEmpty()) {
+                for (Channel ch : appToCheck) {
+                    ch.checkDisconnected();
+                }
+                appToCheck.clear();
+                return DROVE;
+            }
+            for (Channel ch; (ch = disconnected.poll()) != null; ) {
+                appToCheck.add(ch);
+            }
+            return appToCheck.isEmpty() ? EMPTY : DROVE;
+        } catch (RuntimeException | Error t) {
+            if (running) {
+                pollerFailure = t;
+                System.getLogger(ChannelGroup.class.getName()).log(System.Logger.Level.ERROR,
+                        "polling the queue of " + this + " failed; its channels fail with PeerLostException", t);
+                failAll(t);
+            }
+            return EMPTY; // the channels were told; a caller looping while this drives stops
+        } finally {
+            pollLock.unlock();
+        }
+    }
+
     private void dispatch(Completions wcs, int n) {
         for (int i = 0; i < n; i++) {
             Completion wc = wcs.get(i);
@@ -368,7 +441,7 @@ public final class ChannelGroup implements AutoCloseable {
 
     private void failAll(Throwable t) {
         for (Channel ch : byId.values()) {
-            ch.onDisconnected("the group's polling thread failed: " + t);
+            ch.onDisconnected("polling the group's completion queue failed: " + t);
             disconnected.add(ch);
         }
     }
@@ -455,12 +528,18 @@ public final class ChannelGroup implements AutoCloseable {
             join(p);
         }
         monitor.close();
-        synchronized (this) {
-            if (cq != null) {
-                cq.close();
-                completionChannel.close();
-                pd.close();
+        pollLock.lock(); // no application thread is inside a poll of the queue closed here
+        try {
+            appCq = null;
+            synchronized (this) {
+                if (cq != null) {
+                    cq.close();
+                    completionChannel.close();
+                    pd.close();
+                }
             }
+        } finally {
+            pollLock.unlock();
         }
         if (first != null) {
             throw first;

@@ -23,9 +23,14 @@ import java.util.Objects;
  *                         completion channel's fd (0 blocks at once)
  * @param closeTimeout     how long {@link Channel#close()} waits for messages in flight to land
  *                         and for the peer to acknowledge the close
+ * @param applicationPolling whether the application's threads drive the channels instead of a
+ *                         polling thread of the group: a thread waiting in {@link Channel#send},
+ *                         {@link Channel#offer}, {@link Channel#receive} or {@link Channel#close()}
+ *                         polls the group's completion queue itself (docs/channel.md, "Application
+ *                         polling")
  */
 public record ChannelOptions(int slots, int slotSize, int writesInFlight, int completionQueueEntries,
-        int spinPolls, Duration closeTimeout) {
+        int spinPolls, Duration closeTimeout, boolean applicationPolling) {
 
     /** Validates the values. */
     public ChannelOptions {
@@ -50,39 +55,70 @@ public record ChannelOptions(int slots, int slotSize, int writesInFlight, int co
         }
     }
 
-    /** 128 slots of 1 KiB, 8 WRITEs in flight, a shared queue of 8192 entries, 2000 spins, 5 s to close. */
+    /**
+     * The options with a polling thread per group ({@code applicationPolling} false).
+     *
+     * @param slots see the record's description
+     * @param slotSize see the record's description
+     * @param writesInFlight see the record's description
+     * @param completionQueueEntries see the record's description
+     * @param spinPolls see the record's description
+     * @param closeTimeout see the record's description
+     */
+    public ChannelOptions(int slots, int slotSize, int writesInFlight, int completionQueueEntries, int spinPolls,
+            Duration closeTimeout) {
+        this(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout, false);
+    }
+
+    /**
+     * 128 slots of 1 KiB, 8 WRITEs in flight, a shared queue of 8192 entries, 2000 spins, 5 s to
+     * close, a polling thread per group.
+     */
     public static ChannelOptions defaults() {
-        return new ChannelOptions(128, 1024, 8, 8192, 2000, Duration.ofSeconds(5));
+        return new ChannelOptions(128, 1024, 8, 8192, 2000, Duration.ofSeconds(5), false);
     }
 
     /** These options with {@code slots}. */
     public ChannelOptions withSlots(int slots) {
-        return new ChannelOptions(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout);
+        return new ChannelOptions(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout, applicationPolling);
     }
 
     /** These options with {@code slotSize}. */
     public ChannelOptions withSlotSize(int slotSize) {
-        return new ChannelOptions(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout);
+        return new ChannelOptions(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout, applicationPolling);
     }
 
     /** These options with {@code writesInFlight}. */
     public ChannelOptions withWritesInFlight(int writesInFlight) {
-        return new ChannelOptions(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout);
+        return new ChannelOptions(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout, applicationPolling);
     }
 
     /** These options with {@code completionQueueEntries}. */
     public ChannelOptions withCompletionQueueEntries(int entries) {
-        return new ChannelOptions(slots, slotSize, writesInFlight, entries, spinPolls, closeTimeout);
+        return new ChannelOptions(slots, slotSize, writesInFlight, entries, spinPolls, closeTimeout, applicationPolling);
     }
 
     /** These options with {@code spinPolls}. */
     public ChannelOptions withSpinPolls(int spinPolls) {
-        return new ChannelOptions(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout);
+        return new ChannelOptions(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout, applicationPolling);
     }
 
     /** These options with {@code closeTimeout}. */
     public ChannelOptions withCloseTimeout(Duration closeTimeout) {
-        return new ChannelOptions(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout);
+        return new ChannelOptions(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout, applicationPolling);
+    }
+
+    /**
+     * These options with {@code applicationPolling}: when true, a group of these options starts
+     * no polling thread and the threads that wait in its channels' operations poll its
+     * completion queue themselves.
+     *
+     * @param applicationPolling whether the application's threads drive the channels
+     * @return the changed options
+     */
+    public ChannelOptions withApplicationPolling(boolean applicationPolling) {
+        return new ChannelOptions(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout,
+                applicationPolling);
     }
 
     /** The largest message a ring of {@code slots} slots of {@code slotSize} bytes carries: a quarter of the ring, less the header. */

@@ -81,7 +81,17 @@ class TwoProcessChannelTest {
 
     @Test
     void peerKilledMidStreamFailsEveryPendingOperationPromptly() throws Exception {
-        try (ChannelServer server = ChannelServer.listen(Traffic.any(), ChannelOptions.defaults());
+        peerKilledMidStream(ChannelOptions.defaults());
+    }
+
+    /** The same with application polling: the blocked threads themselves notice the loss. */
+    @Test
+    void peerKilledMidStreamFailsEveryPendingOperationOfAnApplicationPolledChannel() throws Exception {
+        peerKilledMidStream(ChannelOptions.defaults().withApplicationPolling(true));
+    }
+
+    private void peerKilledMidStream(ChannelOptions options) throws Exception {
+        try (ChannelServer server = ChannelServer.listen(Traffic.any(), options);
              ExecutorService ex = Executors.newFixedThreadPool(4)) {
             Peer holder = start(Map.of(), "hold", Integer.toString(server.localAddress().getPort()));
             Channel ch = server.accept(Duration.ofSeconds(WAIT_SECONDS));

@@ -31,6 +31,11 @@ class ChannelBenchToolTest {
         run(null, "1024", "300");
     }
 
+    @Test
+    void applicationPollingModeCarriesCheckedMessagesAndPrintsItsRow() throws Exception {
+        run("--app-poll", "1024", "300");
+    }
+
     private static void run(String mode, String size, String count) throws Exception {
         String[] serverArgs = mode == null
                 ? new String[] {"channel-bench", "-s", "-a", "127.0.0.1", "-p", "0"}
@@ -71,6 +76,7 @@ class ChannelBenchToolTest {
             {"channel-bench", "-c", "--raw", "-a", "127.0.0.1", "-p", "1", "-C", "2"},
             {"channel-bench", "-s", "--raw", "--slots", "2"},
             {"channel-bench", "-c", "--raw", "-a", "127.0.0.1", "-p", "1", "-w", "0"},
+            {"channel-bench", "-c", "--raw", "--app-poll", "-a", "127.0.0.1", "-p", "1"},
         };
         for (String[] args : bad) {
             try (Proc p = Proc.tool(args)) {

@@ -51,7 +51,7 @@ final class ChannelBench {
     private final Duration timeout;
 
     ChannelBench(PrintWriter out, InetAddress host, int port, int size, long messages, int connections, int window,
-            int slots, int slotSize, int pings, int spin, Duration timeout) {
+            int slots, int slotSize, int pings, int spin, boolean appPolling, Duration timeout) {
         this.out = out;
         this.host = host;
         this.port = port;
@@ -62,7 +62,7 @@ final class ChannelBench {
         this.timeout = timeout;
         int entries = Math.max(8192, Integer.highestOneBit(connections * (slots + window + 40)) << 1);
         this.options = ChannelOptions.defaults().withSlots(slots).withSlotSize(slotSize).withWritesInFlight(window)
-                .withSpinPolls(spin).withCompletionQueueEntries(entries);
+                .withSpinPolls(spin).withCompletionQueueEntries(entries).withApplicationPolling(appPolling);
         // the server echoes the round trips into the client's ring
         long ownLimit = (long) Math.max(1, slots / 4) * slotSize - 8;
         if (pings > 0 && size > ownLimit) {
@@ -287,7 +287,8 @@ final class ChannelBench {
         out.println(SEPARATOR);
         out.println("                   verbs4j channel-bench: messages over RDMA WRITE_WITH_IMM");
         out.printf(" Peer           : %s%n", ch.remoteAddress());
-        out.printf(" Connections    : %d (one polling thread per side)%n", connections);
+        out.printf(" Connections    : %d (%s)%n", connections, options.applicationPolling()
+                ? "this side: polled by the application's threads" : "this side: one polling thread");
         out.printf(" Ring (client)  : %d slots of %d bytes; %d WRITEs in flight, then coalescing%n", options.slots(),
                 options.slotSize(), options.writesInFlight());
         out.println(SEPARATOR);

@@ -16,7 +16,8 @@ import java.util.concurrent.Callable;
  * channel; the server checks it, counts and checks every message (its length, its sequence
  * number and, in the channel mode, every byte), and answers when all arrived. Then connection 0
  * measures round trips. {@code --raw} (on both sides) runs the same traffic on bare verbs instead
- * of the channel, for comparison. Both print the heap bytes each
+ * of the channel, for comparison; {@code --app-poll} lets the application's threads drive the
+ * channel instead of a polling thread. Both print the heap bytes each
  * process allocated per message in the steady state.
  */
 @Command(name = "channel-bench", mixinStandardHelpOptions = true,
@@ -70,6 +71,10 @@ public final class ChannelBenchCommand implements Callable<Integer> {
             + "(--slot-size and --spin do not apply); give it on both sides")
     boolean raw;
 
+    @Option(names = "--app-poll", description = "the application's threads poll the completion queue themselves "
+            + "(ChannelOptions.withApplicationPolling) instead of a polling thread per side; each side chooses for itself")
+    boolean appPoll;
+
     @Option(names = {"-t", "--timeout"}, paramLabel = "<seconds>", description = "give up a step after this long (default: ${DEFAULT-VALUE})")
     int timeoutSeconds = 60;
 
@@ -95,6 +100,10 @@ public final class ChannelBenchCommand implements Callable<Integer> {
             throw new CommandLine.ParameterException(spec.commandLine(), "unknown host " + address);
         }
         if (raw) {
+            if (appPoll) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "--raw always polls from the application's thread: "
+                        + "--app-poll is for the channel");
+            }
             if (connections != 1) {
                 throw new CommandLine.ParameterException(spec.commandLine(), "--raw runs one connection (-C 1)");
             }
@@ -110,7 +119,7 @@ public final class ChannelBenchCommand implements Callable<Integer> {
         ChannelBench bench;
         try {
             bench = new ChannelBench(spec.commandLine().getOut(), host, port, size, messages, connections, window, slots,
-                    slotSize, pings, spin, Duration.ofSeconds(timeoutSeconds));
+                    slotSize, pings, spin, appPoll, Duration.ofSeconds(timeoutSeconds));
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         }

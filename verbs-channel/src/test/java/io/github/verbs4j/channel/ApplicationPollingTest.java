@@ -1,0 +1,177 @@
+package io.github.verbs4j.channel;
+
+import io.github.verbs4j.testsupport.ThreadMeter;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+import static io.github.verbs4j.channel.ChannelTest.T;
+import static io.github.verbs4j.channel.ChannelTest.pair;
+import static io.github.verbs4j.channel.ChannelTest.receiveStream;
+import static io.github.verbs4j.channel.ChannelTest.sendStream;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Channels driven by the application's threads ({@link ChannelOptions#applicationPolling()}):
+ * no polling thread, the same stream checks as {@link ChannelTest}. The peer killed while the
+ * application's threads wait is in {@link TwoProcessChannelTest}.
+ */
+class ApplicationPollingTest {
+
+    private static final ChannelOptions APP = ChannelOptions.defaults().withApplicationPolling(true);
+
+    @Test
+    void mixedSizesArriveInOrderByteExactBothWaysWithoutAPollingThread() throws Exception {
+        long n = Traffic.messages(10_000);
+        try (ChannelTest.Pair p = pair(APP); ExecutorService ex = Executors.newFixedThreadPool(3)) {
+            assertNull(p.serverGroup().pollingThread());
+            assertNull(p.clientGroup().pollingThread());
+            long max = p.client().maxMessageSize();
+            Future<?> up = ex.submit(() -> {
+                sendStream(p.client(), 1, n);
+                return null;
+            });
+            Future<?> down = ex.submit(() -> {
+                sendStream(p.accepted(), 2, n / 2);
+                return null;
+            });
+            Future<?> clientReceives = ex.submit(() -> {
+                receiveStream(p.client(), 2, n / 2, max);
+                return null;
+            });
+            receiveStream(p.accepted(), 1, n, max);
+            up.get(T.toSeconds(), TimeUnit.SECONDS);
+            down.get(T.toSeconds(), TimeUnit.SECONDS);
+            clientReceives.get(T.toSeconds(), TimeUnit.SECONDS);
+            assertEquals(n, p.accepted().receivedCount());
+            assertEquals(n / 2, p.client().receivedCount());
+            assertNull(p.accepted().receive(50, TimeUnit.MILLISECONDS), "a message beyond the stream arrived");
+        }
+    }
+
+    /**
+     * One thread per end, each sending a burst and then receiving the peer's, on a ring of 8
+     * slots: the rings turn over hundreds of times, so credits must come back both ways, carried
+     * only by the two threads' own calls.
+     */
+    @Test
+    void creditsFlowBothWaysWithOneThreadPerEnd() throws Exception {
+        int rounds = 500;
+        int burst = 3;
+        ChannelOptions small = APP.withSlots(8).withSlotSize(64);
+        try (ChannelTest.Pair p = pair(small); ExecutorService ex = Executors.newSingleThreadExecutor();
+             Arena arena = Arena.ofShared()) {
+            long max = p.client().maxMessageSize();
+            assertEquals(2 * 64 - 8, max);
+            Future<?> server = ex.submit(() -> {
+                try (Arena a = Arena.ofConfined()) {
+                    MemorySegment buf = a.allocate(max);
+                    for (long r = 0; r < rounds; r++) {
+                        for (long i = 0; i < burst; i++) {
+                            long seq = r * burst + i;
+                            try (Message m = p.accepted().receive(T)) {
+                                assertNotNull(m, "request " + seq);
+                                assertEquals(seq, m.sequence());
+                                Traffic.verify(m, 5, seq, max);
+                            }
+                        }
+                        for (long i = 0; i < burst; i++) {
+                            long seq = r * burst + i;
+                            p.accepted().send(Traffic.fill(buf, 6, seq, Traffic.size(6, seq, max)));
+                        }
+                    }
+                }
+                return null;
+            });
+            MemorySegment buf = arena.allocate(max);
+            for (long r = 0; r < rounds; r++) {
+                for (long i = 0; i < burst; i++) {
+                    long seq = r * burst + i;
+                    p.client().send(Traffic.fill(buf, 5, seq, Traffic.size(5, seq, max)));
+                }
+                for (long i = 0; i < burst; i++) {
+                    long seq = r * burst + i;
+                    try (Message m = p.client().receive(T)) {
+                        assertNotNull(m, "reply " + seq);
+                        assertEquals(seq, m.sequence());
+                        Traffic.verify(m, 6, seq, max);
+                    }
+                }
+            }
+            server.get(T.toSeconds(), TimeUnit.SECONDS);
+            assertEquals((long) rounds * burst, p.client().sentCount());
+            assertEquals((long) rounds * burst, p.client().receivedCount());
+        }
+    }
+
+    @Test
+    void closeDrainsEveryStagedMessageThenThePeerSeesTheEnd() throws Exception {
+        long n = 5_000;
+        try (ChannelTest.Pair p = pair(APP.withSlots(64))) {
+            long max = p.client().maxMessageSize();
+            try (ExecutorService ex = Executors.newSingleThreadExecutor()) {
+                Future<?> sender = ex.submit(() -> {
+                    sendStream(p.client(), 3, n);
+                    p.client().close(); // this thread drives the drain and the end's handshake
+                    return null;
+                });
+                receiveStream(p.accepted(), 3, n, max);
+                sender.get(T.toSeconds(), TimeUnit.SECONDS);
+            }
+            ChannelClosedException end = assertThrows(ChannelClosedException.class, () -> p.accepted().receive(T));
+            assertTrue(end.getMessage().contains("closed the channel"), end.getMessage());
+            assertTrue(p.client().isClosed());
+        }
+    }
+
+    @Test
+    void steadyStateAllocatesNothingPerMessage() throws Exception {
+        int n = 20_000;
+        try (ChannelTest.Pair p = pair(APP.withSlots(256).withSlotSize(256));
+             Arena arena = Arena.ofShared(); ExecutorService ex = Executors.newSingleThreadExecutor()) {
+            MemorySegment msg = arena.allocate(64);
+            Future<long[]> receiver = ex.submit(() -> {
+                long sum = 0;
+                long before = 0;
+                for (int round = 0; round < 2; round++) {
+                    if (round == 1) {
+                        before = ThreadMeter.allocatedBytes();
+                    }
+                    for (int i = 0; i < n; i++) {
+                        Message m = p.accepted().receive(20, TimeUnit.SECONDS);
+                        sum += m.getLong(0);
+                        m.close();
+                    }
+                }
+                return new long[] {ThreadMeter.allocatedBytes() - before, sum};
+            });
+            long before = 0;
+            for (int round = 0; round < 2; round++) {
+                if (round == 1) {
+                    before = ThreadMeter.allocatedBytes();
+                }
+                for (int i = 0; i < n; i++) {
+                    msg.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, i);
+                    p.client().send(msg);
+                }
+            }
+            long sender = ThreadMeter.allocatedBytes() - before;
+            long[] r = receiver.get(T.toSeconds(), TimeUnit.SECONDS);
+            System.out.printf("application polling, allocation over %d messages: sender %d B, receiver %d B%n",
+                    n, sender, r[0]);
+            assertEquals(2L * n * (n - 1) / 2, r[1]);
+            assertTrue(sender < n / 10, "sender allocated " + sender + " B for " + n + " messages");
+            assertTrue(r[0] < n / 10, "receiver allocated " + r[0] + " B for " + n + " messages");
+        }
+    }
+}
