@@ -1,12 +1,14 @@
 /*
- * lock.c: the data path's two locks, both cheaper than their pthread counterparts when
- * nobody contends, which is the case a post or a poll meets almost always.
+ * lock.c: the data path's locks, all cheaper than their pthread counterparts when nobody
+ * contends, which is the case a post or a poll meets almost always.
  *
- * srd_lock: a mutex (send queue, responder, receive queue, CQ) biased to the first thread that
- * takes it: that thread takes and releases it with plain stores, inlined at the call site; any
- * other thread's first take revokes the bias (below). Without the bias, taking and releasing
- * it uncontended costs one atomic instruction each; a contended taker spins a little, then
- * sleeps in the kernel (futex), so a busy holder costs waiters no CPU.
+ * srd_mutex: a mutex (receive queue) whose uncontended take and release cost one atomic
+ * instruction each, inlined at the call site; a contended taker spins a little, then sleeps
+ * in the kernel (futex), so a busy holder costs waiters no CPU.
+ *
+ * srd_lock: that mutex biased to the first thread that takes it (send queue, responder, CQ):
+ * that thread takes and releases it with plain stores, inlined at the call site; any other
+ * thread's first take revokes the bias for good (below), after which it is the plain mutex.
  *
  * srd_brlock: a reader-writer lock for the tables every verb reads and only control verbs
  * change (the MR key table, the QPN table). A reader announces itself in its own thread's
