@@ -213,16 +213,13 @@ SRD_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	return 0;
 }
 
-void srd_cq_push(struct srd_cq *cq, const struct ibv_wc *wc, bool solicited)
+void srd_cq_commit_slow(struct srd_cq *cq, const struct ibv_wc *wc, bool solicited)
 {
 	bool notify = false, overflow = false;
-	srd_lock(&cq->lock);
-	if (cq->count >= cq->ibcq.cqe) {
+	if (!wc) {
 		overflow = !cq->overflow;
 		cq->overflow = true;
 	} else {
-		int i = cq->head + cq->count;
-		cq->ring[i >= cq->cap ? i - cq->cap : i] = *wc;
 		__atomic_store_n(&cq->count, cq->count + 1, __ATOMIC_RELEASE); /* peeked without the lock */
 		if (cq->armed == 1 || (cq->armed == 2 && (solicited || wc->status != IBV_WC_SUCCESS))) {
 			cq->armed = 0;
@@ -236,6 +233,14 @@ void srd_cq_push(struct srd_cq *cq, const struct ibv_wc *wc, bool solicited)
 		struct ibv_async_event ev = { .element.cq = &cq->ibcq, .event_type = IBV_EVENT_CQ_ERR };
 		srd_async_post(srd_ctx_of(cq->ibcq.context), &ev);
 	}
+}
+
+void srd_cq_push(struct srd_cq *cq, const struct ibv_wc *wc, bool solicited)
+{
+	struct ibv_wc *slot = srd_cq_begin(cq);
+	if (slot)
+		srd_wc_copy(slot, wc);
+	srd_cq_commit(cq, slot, solicited);
 }
 
 bool (*srd_cq_idle_hook)(void);
@@ -260,7 +265,7 @@ take:
 	srd_lock(&cq->lock);
 	int k = 0;
 	while (k < n && cq->count) {
-		wc[k++] = cq->ring[cq->head];
+		srd_wc_copy(&wc[k++], &cq->ring[cq->head]);
 		cq->head = cq->head + 1 == cq->cap ? 0 : cq->head + 1;
 		__atomic_store_n(&cq->count, cq->count - 1, __ATOMIC_RELAXED);
 	}

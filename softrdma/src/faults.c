@@ -19,6 +19,7 @@ static struct {
 	pthread_mutex_t lock;
 } g_f = { .lock = PTHREAD_MUTEX_INITIALIZER };
 static pthread_once_t g_f_once = PTHREAD_ONCE_INIT;
+static int g_f_ready; /* faults_init has run: every post asks, so it skips pthread_once */
 
 static void faults_init(void)
 {
@@ -64,7 +65,10 @@ static void faults_init(void)
 
 bool srd_faults_enabled(void)
 {
-	pthread_once(&g_f_once, faults_init);
+	if (__builtin_expect(!__atomic_load_n(&g_f_ready, __ATOMIC_ACQUIRE), 0)) {
+		pthread_once(&g_f_once, faults_init);
+		__atomic_store_n(&g_f_ready, 1, __ATOMIC_RELEASE);
+	}
 	return g_f.on;
 }
 

@@ -1,6 +1,6 @@
 /*
- * The data path's locks (lock.h): the slow paths of srd_lock (futex) and of srd_brlock
- * (the registry of reader records, the writer's wait, membarrier).
+ * The data path's locks (lock.h): the slow paths of srd_lock (futex, the bias and its
+ * revocation) and of srd_brlock (the registry of reader records, the writer's wait, membarrier).
  * Owns: the reader registry. Calls: no other unit (a leaf).
  */
 #define _GNU_SOURCE
@@ -31,7 +31,7 @@ static long futex(int *uaddr, int op, int val)
 	return syscall(SYS_futex, uaddr, op, val, NULL, NULL, 0);
 }
 
-void srd_lock_slow(srd_lock_t *l)
+void srd_mutex_slow(srd_mutex_t *l)
 {
 	/* a short spin first: holders of these locks usually leave within a microsecond */
 	for (int i = 0; i < 64; i++) {
@@ -46,7 +46,7 @@ void srd_lock_slow(srd_lock_t *l)
 		futex(&l->v, FUTEX_WAIT_PRIVATE, 2);
 }
 
-void srd_lock_wake(srd_lock_t *l)
+void srd_mutex_wake(srd_mutex_t *l)
 {
 	futex(&l->v, FUTEX_WAKE_PRIVATE, 1);
 }
@@ -148,18 +148,10 @@ static void backoff(unsigned *spins)
 	}
 }
 
-/* A reader found a writer active: wait until it is gone (the caller then retries). */
-void srd_br_wait(srd_brlock_t *b)
+/* Makes a flag just stored (seq_cst) seen by every thread of the process: after this, a
+ * reader (or a lock's owner) not seen inside has not entered, and sees the flag when it does. */
+static void barrier_all(void)
 {
-	unsigned spins = 0;
-	while (__atomic_load_n(&b->writer, __ATOMIC_ACQUIRE))
-		backoff(&spins);
-}
-
-/* Raises the writer flag and makes it seen: after this, a reader not seen inside has not entered. */
-static void raise_flag(srd_brlock_t *b)
-{
-	__atomic_store_n(&b->writer, 1, __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&srd_br_fence, __ATOMIC_RELAXED)) {
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	} else if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
@@ -170,6 +162,54 @@ static void raise_flag(srd_brlock_t *b)
 		struct timespec ts = { 0, 1000000 };
 		nanosleep(&ts, NULL);
 	}
+}
+
+/* Raises the writer flag and makes it seen: after this, a reader not seen inside has not entered. */
+static void raise_flag(srd_brlock_t *b)
+{
+	__atomic_store_n(&b->writer, 1, __ATOMIC_SEQ_CST);
+	barrier_all();
+}
+
+/* ---------------------------------------------------------------- srd_lock's bias */
+
+/*
+ * The owner's fast path did not apply: this thread is not the owner, or the bias is off. Takes
+ * the mutex; then, while the bias holds, either makes this thread the owner (no owner yet) or
+ * revokes the bias (another thread owns it) and waits until the owner is not inside. The owner
+ * stores inside = 1, fences (membarrier does it for it) and reads revoked; the revoker stores
+ * revoked = 1, runs the barrier on every thread and reads inside: one of them sees the other's
+ * store, so they are never both inside. The owner's release of inside orders its section before
+ * the revoker's; once revoked, the owner takes the mutex like everyone.
+ */
+void srd_lock_slow(srd_lock_t *l)
+{
+	srd_mutex_lock(&l->m);
+	if (__atomic_load_n(&l->revoked, __ATOMIC_RELAXED))
+		return;
+	struct srd_reader *me = srd_tl_reader;
+	if (!me)
+		me = srd_br_register();
+	struct srd_reader *owner = __atomic_load_n(&l->owner, __ATOMIC_RELAXED);
+	if (!owner) {
+		__atomic_store_n(&l->owner, me, __ATOMIC_RELAXED); /* from the next take on */
+		return;
+	}
+	if (owner == me)
+		return; /* first take of this thread after its record was set: it holds m */
+	__atomic_store_n(&l->revoked, 1, __ATOMIC_SEQ_CST);
+	barrier_all();
+	unsigned spins = 0;
+	while (__atomic_load_n(&l->inside, __ATOMIC_ACQUIRE))
+		backoff(&spins);
+}
+
+/* A reader found a writer active: wait until it is gone (the caller then retries). */
+void srd_br_wait(srd_brlock_t *b)
+{
+	unsigned spins = 0;
+	while (__atomic_load_n(&b->writer, __ATOMIC_ACQUIRE))
+		backoff(&spins);
 }
 
 /* A reader inside, or NULL. */

@@ -1,10 +1,14 @@
 /*
- * lock.c: the data path's two locks, both cheaper than their pthread counterparts when
- * nobody contends, which is the case a post or a poll meets almost always.
+ * lock.c: the data path's locks, all cheaper than their pthread counterparts when nobody
+ * contends, which is the case a post or a poll meets almost always.
  *
- * srd_lock: a mutex (send queue, responder, receive queue, CQ). Taking and releasing it
- * uncontended costs one atomic instruction each, inlined at the call site; a contended taker
- * spins a little, then sleeps in the kernel (futex), so a busy holder costs waiters no CPU.
+ * srd_mutex: a mutex (receive queue) whose uncontended take and release cost one atomic
+ * instruction each, inlined at the call site; a contended taker spins a little, then sleeps
+ * in the kernel (futex), so a busy holder costs waiters no CPU.
+ *
+ * srd_lock: that mutex biased to the first thread that takes it (send queue, responder, CQ):
+ * that thread takes and releases it with plain stores, inlined at the call site; any other
+ * thread's first take revokes the bias for good (below), after which it is the plain mutex.
  *
  * srd_brlock: a reader-writer lock for the tables every verb reads and only control verbs
  * change (the MR key table, the QPN table). A reader announces itself in its own thread's
@@ -27,29 +31,88 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* The futex mutex under srd_lock_t: taking and releasing it uncontended is one atomic
+ * instruction each. */
 typedef struct {
 	int v; /* 0 free, 1 held, 2 held and someone may sleep on it */
+} srd_mutex_t;
+
+struct srd_reader;
+
+/*
+ * srd_lock_t: a mutex biased to one thread. The first thread that takes it becomes its owner;
+ * the owner takes and releases it with plain stores (its own "inside" flag, then a check that
+ * the bias still holds), no atomic read-modify-write. The first time another thread takes it,
+ * that thread revokes the bias for good: under the mutex m it raises "revoked", makes every
+ * thread of the process execute a full barrier (membarrier, as the brlock's writer does) and
+ * waits until the owner is not inside; from then on everyone, the owner included, takes m.
+ * The common case of the in-process data path, one thread posting and polling, thus takes
+ * its send queue, responder, receive queue and CQ without an atomic instruction.
+ */
+typedef struct {
+	srd_mutex_t m;
+	struct srd_reader *owner; /* the thread it is biased to; set once, under m */
+	int inside;               /* the owner is inside without m (written by the owner only) */
+	int revoked;              /* the bias is off for good (set once, under m) */
 } srd_lock_t;
 
+void srd_mutex_slow(srd_mutex_t *l);
+void srd_mutex_wake(srd_mutex_t *l);
 void srd_lock_slow(srd_lock_t *l);
-void srd_lock_wake(srd_lock_t *l);
 
-static inline void srd_lock_init(srd_lock_t *l)
+extern __thread struct srd_reader *srd_tl_reader __attribute__((tls_model("initial-exec")));
+extern int srd_br_fence; /* readers fence themselves: no membarrier */
+
+static inline void srd_mutex_init(srd_mutex_t *l)
 {
 	__atomic_store_n(&l->v, 0, __ATOMIC_RELAXED);
 }
 
-static inline void srd_lock(srd_lock_t *l)
+static inline void srd_mutex_lock(srd_mutex_t *l)
 {
 	int free_ = 0;
 	if (!__atomic_compare_exchange_n(&l->v, &free_, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-		srd_lock_slow(l);
+		srd_mutex_slow(l);
+}
+
+static inline void srd_mutex_unlock(srd_mutex_t *l)
+{
+	if (__atomic_exchange_n(&l->v, 0, __ATOMIC_RELEASE) != 1)
+		srd_mutex_wake(l);
+}
+
+static inline void srd_lock_init(srd_lock_t *l)
+{
+	__atomic_store_n(&l->m.v, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&l->owner, NULL, __ATOMIC_RELAXED);
+	__atomic_store_n(&l->inside, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&l->revoked, 0, __ATOMIC_RELAXED);
+}
+
+static inline void srd_lock(srd_lock_t *l)
+{
+	struct srd_reader *me = srd_tl_reader;
+	if (__builtin_expect(me != NULL && __atomic_load_n(&l->owner, __ATOMIC_RELAXED) == me, 1)) {
+		__atomic_store_n(&l->inside, 1, __ATOMIC_RELAXED);
+		if (__atomic_load_n(&srd_br_fence, __ATOMIC_RELAXED))
+			__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		else
+			__atomic_signal_fence(__ATOMIC_SEQ_CST); /* membarrier supplies the fence */
+		if (__builtin_expect(!__atomic_load_n(&l->revoked, __ATOMIC_ACQUIRE), 1))
+			return;
+		__atomic_store_n(&l->inside, 0, __ATOMIC_RELEASE);
+	}
+	srd_lock_slow(l);
 }
 
 static inline void srd_unlock(srd_lock_t *l)
 {
-	if (__atomic_exchange_n(&l->v, 0, __ATOMIC_RELEASE) != 1)
-		srd_lock_wake(l);
+	/* only the owner sets inside, and only on its way in without m */
+	if (__atomic_load_n(&l->inside, __ATOMIC_RELAXED) &&
+	    __atomic_load_n(&l->owner, __ATOMIC_RELAXED) == srd_tl_reader)
+		__atomic_store_n(&l->inside, 0, __ATOMIC_RELEASE);
+	else
+		srd_mutex_unlock(&l->m);
 }
 
 /* The brlocks of the library, one reader-record slot each. */
@@ -62,16 +125,13 @@ typedef struct {
 	srd_lock_t wmx; /* between writers */
 } srd_brlock_t;
 
-#define SRD_BRLOCK_INIT(which) { .writer = 0, .waiting = 0, .id = (which), .wmx = { 0 } }
+#define SRD_BRLOCK_INIT(which) { .writer = 0, .waiting = 0, .id = (which), .wmx = { .m = { 0 } } }
 
 struct srd_reader {
 	unsigned nest[SRD_BR_LOCKS]; /* read sections this thread is inside, per lock */
 	int free;                    /* 1: its thread exited; another thread may take it */
 	struct srd_reader *next;     /* the registry: a list that only grows */
 };
-
-extern __thread struct srd_reader *srd_tl_reader __attribute__((tls_model("initial-exec")));
-extern int srd_br_fence; /* readers fence themselves: no membarrier */
 
 struct srd_reader *srd_br_register(void);
 void srd_br_wait(srd_brlock_t *b);

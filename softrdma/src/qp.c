@@ -460,9 +460,9 @@ SRD_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 		srd_resp_reset(qp);
 		qp->sq_head = qp->sq_tail = qp->sq_next_tx = 0;
 		if (!qp->srq) {
-			srd_lock(&qp->rq.lock);
+			srd_mutex_lock(&qp->rq.lock);
 			qp->rq.head = qp->rq.count = 0;
-			srd_unlock(&qp->rq.lock);
+			srd_mutex_unlock(&qp->rq.lock);
 		}
 	}
 	a->qp_state = next;
@@ -481,11 +481,14 @@ SRD_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 		srd_flush_rq(qp);
 		return 0;
 	}
-out:
+out:;
+	/* WQEs posted while in SQD go now; with none waiting the agent need not visit (its take
+	 * of sq_lock would end the lock's bias to the posting thread, lock.h) */
+	bool waiting = qp->sq_next_tx != qp->sq_head;
 	srd_unlock(&qp->sq_lock);
 	pthread_mutex_unlock(&g_trans_once);
-	if (!rc && next == IBV_QPS_RTS)
-		srd_qp_kick(qp); /* WQEs posted while in SQD go now */
+	if (!rc && next == IBV_QPS_RTS && waiting)
+		srd_qp_kick(qp);
 	return rc;
 }
 

@@ -18,7 +18,7 @@
 
 int srd_rq_init(struct srd_rq *rq, int cap, int max_sge)
 {
-	srd_lock_init(&rq->lock);
+	srd_mutex_init(&rq->lock);
 	rq->cap = cap > 0 ? cap : 1;
 	rq->max_sge = max_sge > 0 ? max_sge : 1;
 	rq->ring = calloc((size_t)rq->cap, sizeof(*rq->ring));
@@ -84,7 +84,7 @@ SRD_EXPORT int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, 
 	struct srd_srq *srq = container_of(ibsrq, struct srd_srq, ibsrq);
 	if (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT))
 		return EINVAL;
-	srd_lock(&srq->rq.lock);
+	srd_mutex_lock(&srq->rq.lock);
 	int rc = 0;
 	if (mask & IBV_SRQ_MAX_WR) {
 		if (attr->max_wr < 1 || attr->max_wr > SRD_MAX_QP_WR || (int)attr->max_wr < srq->rq.count) {
@@ -115,18 +115,18 @@ SRD_EXPORT int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, 
 		else
 			srq->limit = attr->srq_limit;
 	}
-	srd_unlock(&srq->rq.lock);
+	srd_mutex_unlock(&srq->rq.lock);
 	return rc;
 }
 
 SRD_EXPORT int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 {
 	struct srd_srq *srq = container_of(ibsrq, struct srd_srq, ibsrq);
-	srd_lock(&srq->rq.lock);
+	srd_mutex_lock(&srq->rq.lock);
 	attr->max_wr = (uint32_t)srq->rq.cap;
 	attr->max_sge = (uint32_t)srq->rq.max_sge;
 	attr->srq_limit = srq->limit;
-	srd_unlock(&srq->rq.lock);
+	srd_mutex_unlock(&srq->rq.lock);
 	return 0;
 }
 
@@ -207,7 +207,7 @@ static int rq_post(struct srd_rq *rq, struct ibv_recv_wr *wr, int max_sge, int m
 		   struct ibv_recv_wr **bad)
 {
 	int rc = 0;
-	srd_lock(&rq->lock);
+	srd_mutex_lock(&rq->lock);
 	for (; wr; wr = wr->next) {
 		if (wr->num_sge < 0 || wr->num_sge > max_sge) {
 			rc = EINVAL;
@@ -224,7 +224,7 @@ static int rq_post(struct srd_rq *rq, struct ibv_recv_wr *wr, int max_sge, int m
 		memcpy(w->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(struct ibv_sge));
 		rq->count++;
 	}
-	srd_unlock(&rq->lock);
+	srd_mutex_unlock(&rq->lock);
 	if (rc)
 		*bad = wr;
 	return rc;
@@ -245,11 +245,11 @@ static struct srd_rq *recv_queue(struct srd_qp *qp)
 bool srd_take_rwqe(struct srd_qp *qp, struct srd_rwqe *out, struct ibv_sge *sges)
 {
 	struct srd_rq *rq = recv_queue(qp);
-	srd_lock(&rq->lock);
+	srd_mutex_lock(&rq->lock);
 	int r = rq_pop(rq, out, sges);
 	if (!r && qp->srq)
 		srq_check_limit(qp->srq);
-	srd_unlock(&rq->lock);
+	srd_mutex_unlock(&rq->lock);
 	return r == 0;
 }
 
@@ -257,21 +257,25 @@ void srd_recv_complete(struct srd_qp *qp, const struct srd_rwqe *rw, enum ibv_wc
 			  enum ibv_wc_opcode op, uint32_t len, int imm, uint32_t imm_data,
 			  uint32_t src_qp, bool grh, bool solicited)
 {
-	struct ibv_wc wc = { .wr_id = rw->wr_id, .status = st, .opcode = op, .byte_len = len,
-			     .qp_num = qp->ibqp.qp_num, .src_qp = src_qp };
-	if (imm == SRD_WC_INV) {
-		wc.wc_flags |= IBV_WC_WITH_INV;
-		wc.invalidated_rkey = imm_data;
-	} else if (imm) {
-		wc.wc_flags |= IBV_WC_WITH_IMM;
-		wc.imm_data = imm_data;
-	}
-	if (grh)
-		wc.wc_flags |= IBV_WC_GRH;
 	/* an XRC SRQ's completions go to its own CQ (a TGT QP has none) */
-	struct ibv_cq *cq = qp->srq && qp->srq->xcq ? qp->srq->xcq : qp->ibqp.recv_cq;
-	if (cq)
-		srd_cq_push(srd_cq_of(cq), &wc, solicited);
+	struct ibv_cq *ibcq = qp->srq && qp->srq->xcq ? qp->srq->xcq : qp->ibqp.recv_cq;
+	if (!ibcq)
+		return;
+	unsigned flags = grh ? IBV_WC_GRH : 0;
+	if (imm == SRD_WC_INV)
+		flags |= IBV_WC_WITH_INV;
+	else if (imm)
+		flags |= IBV_WC_WITH_IMM;
+	else
+		imm_data = 0;
+	/* written in place (cq.h): no completion built on the stack and copied */
+	uint64_t wr_id = rw->wr_id;
+	uint32_t qpn = qp->ibqp.qp_num;
+	struct srd_cq *cq = srd_cq_of(ibcq);
+	struct ibv_wc *wc = srd_cq_begin(cq);
+	if (wc)
+		srd_wc_put(wc, wr_id, st, op, len, imm_data, qpn, src_qp, flags);
+	srd_cq_commit(cq, wc, solicited);
 }
 
 int srd_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
@@ -295,7 +299,7 @@ void srd_flush_rq(struct srd_qp *qp)
 	if (qp->srq)
 		return; /* SRQ WQEs stay with the SRQ */
 	struct srd_cq *cq = srd_cq_of(qp->ibqp.recv_cq);
-	srd_lock(&qp->rq.lock);
+	srd_mutex_lock(&qp->rq.lock);
 	while (qp->rq.count) {
 		struct srd_rwqe *w = &qp->rq.ring[qp->rq.head];
 		struct ibv_wc wc = { .wr_id = w->wr_id, .status = IBV_WC_WR_FLUSH_ERR,
@@ -304,5 +308,5 @@ void srd_flush_rq(struct srd_qp *qp)
 		qp->rq.count--;
 		srd_cq_push(cq, &wc, false);
 	}
-	srd_unlock(&qp->rq.lock);
+	srd_mutex_unlock(&qp->rq.lock);
 }

@@ -31,15 +31,22 @@ void srd_sq_complete_tail(struct srd_qp *qp, enum ibv_wc_status st)
 	if (w->psn_assigned && srd_is_rd(w) && qp->outstanding_rd > 0)
 		qp->outstanding_rd--;
 	if (w->signaled || st != IBV_WC_SUCCESS) {
-		struct ibv_wc wc = { .wr_id = w->wr_id, .status = st, .opcode = wc_opcode(w->opcode),
-				     .qp_num = qp->ibqp.qp_num };
+		uint32_t len = 0;
 		if (st == IBV_WC_SUCCESS) {
 			if (w->opcode == IBV_WR_RDMA_READ)
-				wc.byte_len = w->length;
+				len = w->length;
 			else if (srd_is_rd(w))
-				wc.byte_len = 8;
+				len = 8;
 		}
-		srd_cq_push(srd_cq_of(qp->ibqp.send_cq), &wc, false);
+		/* written in place (cq.h): no completion built on the stack and copied */
+		uint64_t wr_id = w->wr_id;
+		enum ibv_wc_opcode op = wc_opcode(w->opcode);
+		uint32_t qpn = qp->ibqp.qp_num;
+		struct srd_cq *cq = srd_cq_of(qp->ibqp.send_cq);
+		struct ibv_wc *wc = srd_cq_begin(cq);
+		if (wc)
+			srd_wc_put(wc, wr_id, st, op, len, 0, qpn, 0, 0);
+		srd_cq_commit(cq, wc, false);
 	}
 	qp->sq_tail++;
 	if ((int)(qp->sq_next_tx - qp->sq_tail) < 0)

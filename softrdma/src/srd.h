@@ -126,7 +126,7 @@ struct srd_rwqe {
 };
 
 struct srd_rq {
-	srd_lock_t lock;
+	srd_mutex_t lock; /* not biased: in process, its QP's thread posts and the sender's takes */
 	struct srd_rwqe *ring;
 	struct ibv_sge *sges;
 	int cap, max_sge;
