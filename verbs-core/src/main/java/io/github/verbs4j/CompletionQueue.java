@@ -11,6 +11,7 @@ import io.github.verbs4j.raw.VerbsFunctions;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.ref.Reference;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -121,9 +122,14 @@ public final class CompletionQueue implements AutoCloseable {
         life.ensureOpen(this);
         int n;
         try {
-            n = (int) ContextOps.POLL_CQ.invokeExact(pollFn, handle.segment(), batch.capacity, batch.array);
+            // the array by address: the segment's checks cost more than the call (ContextOps)
+            n = (int) ContextOps.POLL_CQ_BY_ADDRESS.invokeExact(pollFn, handle.segment(), batch.capacity,
+                    batch.array.address());
         } catch (Throwable t) {
             throw handle.failure(this, "ibv_poll_cq", t);
+        } finally {
+            // the batch (and the arena of its array) stays reachable until the provider returned
+            Reference.reachabilityFence(batch);
         }
         if (n < 0) {
             batch.count = 0;

@@ -16,6 +16,7 @@ import io.github.verbs4j.raw.VerbsFunctions;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.ref.Reference;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.ThreadLocalRandom;
@@ -819,9 +820,14 @@ public final class QueuePair implements AutoCloseable {
         boolean binds = request.validate(this);
         int rc;
         try {
-            rc = (int) ContextOps.POST_SEND.invokeExact(postSendFn, handle.segment(), request.wr, request.badWr);
+            // the request's memory by address: the segments' checks cost more than the call (ContextOps)
+            rc = (int) ContextOps.POST_BY_ADDRESS.invokeExact(postSendFn, handle.segment(), request.wr.address(),
+                    request.badWr.address());
         } catch (Throwable t) {
             throw handle.failure(this, "ibv_post_send", t);
+        } finally {
+            // the request (and the arena of its memory) stays reachable until the provider returned
+            Reference.reachabilityFence(request);
         }
         if (binds) {
             request.posted(rc == 0);
@@ -891,9 +897,12 @@ public final class QueuePair implements AutoCloseable {
         request.validate(pd, capabilities.maxRecvSge(), this);
         int rc;
         try {
-            rc = (int) ContextOps.POST_RECV.invokeExact(postRecvFn, handle.segment(), request.wr, request.badWr);
+            rc = (int) ContextOps.POST_BY_ADDRESS.invokeExact(postRecvFn, handle.segment(), request.wr.address(),
+                    request.badWr.address());
         } catch (Throwable t) {
             throw handle.failure(this, "ibv_post_recv", t);
+        } finally {
+            Reference.reachabilityFence(request);
         }
         return Math.abs(rc);
     }

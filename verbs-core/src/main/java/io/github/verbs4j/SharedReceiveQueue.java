@@ -14,6 +14,7 @@ import io.github.verbs4j.raw.XrcOps;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.ref.Reference;
 
 /**
  * A shared receive queue ({@code struct ibv_srq}): receive requests that several queue pairs
@@ -172,9 +173,13 @@ public final class SharedReceiveQueue implements AutoCloseable {
         request.validate(pd, maxSge, this);
         int rc;
         try {
-            rc = (int) ContextOps.POST_SRQ_RECV.invokeExact(postFn, handle.segment(), request.wr, request.badWr);
+            // the request's memory by address: the segments' checks cost more than the call (ContextOps)
+            rc = (int) ContextOps.POST_BY_ADDRESS.invokeExact(postFn, handle.segment(), request.wr.address(),
+                    request.badWr.address());
         } catch (Throwable t) {
             throw handle.failure(this, "ibv_post_srq_recv", t);
+        } finally {
+            Reference.reachabilityFence(request);
         }
         return Math.abs(rc);
     }

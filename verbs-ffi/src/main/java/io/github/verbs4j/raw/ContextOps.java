@@ -43,6 +43,25 @@ public final class ContextOps {
     /** {@code int (*post_srq_recv)(struct ibv_srq *, struct ibv_recv_wr *, struct ibv_recv_wr **bad)}. */
     public static final MethodHandle POST_SRQ_RECV = POST_SEND;
 
+    /**
+     * {@link #POST_SEND}'s shape ({@code post_send}, {@code post_recv}, {@code post_srq_recv})
+     * with the request and the {@code bad_wr} slot passed as addresses ({@code long}) instead of
+     * segments; the owner ({@code struct ibv_qp *} or {@code struct ibv_srq *}) stays a segment,
+     * so that the linker still holds its arena during the call. Each segment argument costs the
+     * linker's checks and its session's acquire and release around the call; on a provider call
+     * those are measured at about 10 ns per verb (docs/performance.md, "Why raw FFM trailed the
+     * JNI twin"). The caller must keep the memory behind the two addresses alive until the call
+     * returns ({@link java.lang.ref.Reference#reachabilityFence}).
+     */
+    public static final MethodHandle POST_BY_ADDRESS = Downcalls.functionPointer(FunctionDescriptor.of(ValueLayout.JAVA_INT,
+            ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG), true);
+    /**
+     * {@link #POLL_CQ} with the completion array passed as an address ({@code long}); the CQ
+     * stays a segment. As for {@link #POST_BY_ADDRESS}, the caller keeps the array alive.
+     */
+    public static final MethodHandle POLL_CQ_BY_ADDRESS = Downcalls.functionPointer(FunctionDescriptor.of(ValueLayout.JAVA_INT,
+            ValueLayout.ADDRESS, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG), true);
+
     public static final long POLL_CQ_OFFSET = ibv_context_ops.poll_cq$offset();
     public static final long REQ_NOTIFY_CQ_OFFSET = ibv_context_ops.req_notify_cq$offset();
     public static final long POST_SEND_OFFSET = ibv_context_ops.post_send$offset();
