@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <infiniband/verbs.h>
 #include <arpa/inet.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include "testlib.h"
@@ -359,6 +360,53 @@ static void test_keys_changed(void)
 	env_down(&e);
 }
 
+/* Each thread keeps its own copies of the keys it resolved: a key another thread deregistered
+ * fails in this one too. */
+struct poster {
+	struct env *e;
+	uint32_t lkey, rkey;
+	uint64_t id;
+	int rc;
+};
+
+static void *post_from_thread(void *arg)
+{
+	struct poster *p = arg;
+	p->rc = post1(p->e->qa, IBV_WR_RDMA_WRITE, p->e->a, 16, p->lkey, p->e->b + 4096, p->rkey, p->id,
+		      IBV_SEND_SIGNALED);
+	return NULL;
+}
+
+static void test_keys_other_thread(void)
+{
+	struct env e;
+	struct ibv_wc wc[2];
+	env_up(&e, IBV_QPT_RC, &conn, 0);
+	struct ibv_mr *r = ibv_reg_mr(e.pd, e.b + 4096, 4096, ACC);
+	t_fill(e.a, 16, 9);
+	struct poster p = { &e, e.ma->lkey, r->rkey, 60, -1 };
+	pthread_t t;
+	pthread_create(&t, NULL, post_from_thread, &p);
+	pthread_join(t, NULL);
+	CHECK_EQ(p.rc, 0, "post from a thread");
+	CHECK(t_wait_wc(e.cqs, &wc[0]) && wc[0].wr_id == 60 && wc[0].status == IBV_WC_SUCCESS,
+	      "the thread's write (status %d)", wc[0].status);
+	CHECK(!memcmp(e.b + 4096, e.a, 16), "its data");
+	/* the same thread (its record is reused by the next thread) after the main thread's dereg */
+	CHECK_EQ(ibv_dereg_mr(r), 0, "dereg in the main thread");
+	memset(e.b + 4096, 0, 16);
+	p.id = 61;
+	p.rc = -1;
+	pthread_create(&t, NULL, post_from_thread, &p);
+	pthread_join(t, NULL);
+	CHECK_EQ(p.rc, 0, "post from a thread again");
+	wc[0].status = -1;
+	CHECK(t_wait_wc(e.cqs, &wc[0]) && wc[0].wr_id == 61 && wc[0].status == IBV_WC_REM_ACCESS_ERR,
+	      "the deregistered rkey from a thread: REM_ACCESS_ERR (status %d)", wc[0].status);
+	CHECK(zero(e.b + 4096, 16), "nothing written");
+	env_down(&e);
+}
+
 /* RNR with no retries left, UC's message nobody takes, a peer not listening, and a QP out of
  * RTS (SQD): each as the send queue answers it. */
 static void test_states(void)
@@ -468,6 +516,7 @@ int main(void)
 	test_order();
 	test_completions();
 	test_keys_changed();
+	test_keys_other_thread();
 	test_states();
 	test_whole_list();
 	return t_report();
