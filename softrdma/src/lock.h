@@ -30,6 +30,7 @@
 #define SRD_LOCK_H
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* The futex mutex under srd_lock_t: taking and releasing it uncontended is one atomic
  * instruction each. */
@@ -127,10 +128,22 @@ typedef struct {
 
 #define SRD_BRLOCK_INIT(which) { .writer = 0, .waiting = 0, .id = (which), .wmx = { .m = { 0 } } }
 
+/* A key this thread resolved lately (pd.c): a copy of a memory region's entry in the MR table
+ * as it was at table generation gen, good while the table is still at that generation. */
+struct srd_key_ent {
+	uint32_t key, gen;
+	const void *pd;
+	int access;
+	uint64_t iova, length;
+	uintptr_t addr;
+};
+#define SRD_KEY_CACHE 4 /* entries, a power of two: a key's low bits (its random byte) pick one */
+
 struct srd_reader {
 	unsigned nest[SRD_BR_LOCKS]; /* read sections this thread is inside, per lock */
 	int free;                    /* 1: its thread exited; another thread may take it */
 	struct srd_reader *next;     /* the registry: a list that only grows */
+	struct srd_key_ent keys[SRD_KEY_CACHE]; /* pd.c's cache, read and written by this thread only */
 };
 
 struct srd_reader *srd_br_register(void);

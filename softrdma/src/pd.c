@@ -116,6 +116,39 @@ static struct srd_mr *mr_get(uint32_t key)
 }
 
 /*
+ * The table's generation: raised by every change of the table or of a region in it (under the
+ * write lock: registration, deregistration, re-registration, a window's allocation and
+ * deallocation). A thread keeps copies of the entries of the regions it resolved lately in its
+ * own record (struct srd_key_ent, lock.h), each with the generation it was copied at: while the
+ * table is still at that generation, the copy is the entry, and a repeated key skips the table.
+ * Windows' keys are not kept (a bind or an invalidation changes them under g_mw_lock, not the
+ * write lock).
+ */
+static uint32_t g_mr_gen = 1;
+
+static void gen_bump(void) /* write lock held */
+{
+	uint32_t g = __atomic_load_n(&g_mr_gen, __ATOMIC_RELAXED) + 1;
+	__atomic_store_n(&g_mr_gen, g ? g : 1, __ATOMIC_RELAXED); /* never 0, the empty entries' */
+}
+
+/* The memory region of key (never a window) as this thread's copy of its entry, or NULL.
+ * Table read lock held. */
+static inline const struct srd_key_ent *key_mr(uint32_t key)
+{
+	struct srd_key_ent *e = &srd_tl_reader->keys[key & (SRD_KEY_CACHE - 1)];
+	uint32_t gen = __atomic_load_n(&g_mr_gen, __ATOMIC_RELAXED);
+	if (__builtin_expect(e->key == key && e->gen == gen, 1))
+		return e;
+	struct srd_mr *mr = slot_get(key);
+	if (!mr || mr->kind != SRD_KEY_MR)
+		return NULL;
+	*e = (struct srd_key_ent){ .key = key, .gen = gen, .pd = mr->ibmr.pd, .access = mr->access,
+				   .iova = mr->iova, .length = mr->ibmr.length, .addr = (uintptr_t)mr->ibmr.addr };
+	return e;
+}
+
+/*
  * Memory windows' state (bound region, range, rights, state, current key byte) and the
  * regions' counts of bound windows change under this mutex, taken inside the table's read
  * lock: a bind or an invalidation runs while the data path holds the read lock, and the table
@@ -221,6 +254,7 @@ SRD_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t
 	mr->iova = (access & IBV_ACCESS_ZERO_BASED) ? 0 : iova;
 	mr->access = (int)access;
 	REF(PD_OF(pd));
+	gen_bump();
 	srd_br_wrunlock(&srd_mr_table_lock);
 	return &mr->ibmr;
 }
@@ -250,6 +284,7 @@ SRD_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 	uint32_t idx = key_idx(ibmr->lkey);
 	if (idx < g_mr_cap && g_mrs[idx] == mr)
 		g_mrs[idx] = NULL;
+	gen_bump();
 	srd_br_wrunlock(&srd_mr_table_lock);
 	UNREF(PD_OF(ibmr->pd));
 	free(mr);
@@ -310,6 +345,7 @@ static int rereg_cmd(struct srd_mr *mr, int flags, struct ibv_pd *pd, void *addr
 		ibmr->pd = pd;
 	}
 	mr->access = new_access;
+	gen_bump();
 	srd_br_wrunlock(&srd_mr_table_lock);
 	if (old_pd)
 		UNREF(PD_OF(old_pd));
@@ -368,13 +404,13 @@ int srd_resolve_sgl(struct ibv_pd *pd, const struct ibv_sge *sge, int n, int nee
 		out[i].odp = false;
 		if (!sge[i].length)
 			continue;
-		struct srd_mr *mr = mr_get(sge[i].lkey);
-		if (!mr || mr->ibmr.pd != pd || (need && !(mr->access & need)))
+		const struct srd_key_ent *mr = key_mr(sge[i].lkey);
+		if (!mr || mr->pd != pd || (need && !(mr->access & need)))
 			return -1;
-		if (sge[i].addr < mr->iova || sge[i].addr - mr->iova > mr->ibmr.length ||
-		    sge[i].length > mr->ibmr.length - (sge[i].addr - mr->iova))
+		if (sge[i].addr < mr->iova || sge[i].addr - mr->iova > mr->length ||
+		    sge[i].length > mr->length - (sge[i].addr - mr->iova))
 			return -1;
-		out[i].p = host_addr(mr, sge[i].addr);
+		out[i].p = (uint8_t *)(mr->addr + (uintptr_t)(sge[i].addr - mr->iova)); /* as host_addr */
 		if (mr->access & IBV_ACCESS_ON_DEMAND) {
 			/* the page fault of an ODP region: resolved now, or a local protection error */
 			out[i].odp = true;
@@ -392,7 +428,8 @@ int srd_resolve_sgl(struct ibv_pd *pd, const struct ibv_sge *sge, int n, int nee
 uint8_t *srd_resolve_rkey(struct ibv_pd *pd, const void *qp, uint32_t rkey, uint64_t va, uint64_t len,
 			  int need)
 {
-	struct srd_mr *mr = slot_get(rkey);
+	const struct srd_key_ent *k = key_mr(rkey);
+	struct srd_mr *mr = k ? NULL : slot_get(rkey);
 	if (mr && mr->kind == SRD_KEY_MW) {
 		struct srd_mw *mw = container_of(mr, struct srd_mw, slot);
 		uint8_t *p = NULL;
@@ -413,13 +450,13 @@ uint8_t *srd_resolve_rkey(struct ibv_pd *pd, const void *qp, uint32_t rkey, uint
 		pthread_mutex_unlock(&g_mw_lock);
 		return p;
 	}
-	if (!mr || mr->ibmr.pd != pd || !(mr->access & need))
+	if (!k || k->pd != pd || !(k->access & need))
 		return NULL;
-	if (va < mr->iova || va - mr->iova > mr->ibmr.length || len > mr->ibmr.length - (va - mr->iova))
+	if (va < k->iova || va - k->iova > k->length || len > k->length - (va - k->iova))
 		return NULL;
-	uint8_t *p = host_addr(mr, va);
+	uint8_t *p = (uint8_t *)(k->addr + (uintptr_t)(va - k->iova)); /* as host_addr */
 	/* ODP: the page fault a NIC raises; one it cannot resolve is a remote access error */
-	if ((mr->access & IBV_ACCESS_ON_DEMAND) && srd_odp_fault(p, len, need != IBV_ACCESS_REMOTE_READ))
+	if ((k->access & IBV_ACCESS_ON_DEMAND) && srd_odp_fault(p, len, need != IBV_ACCESS_REMOTE_READ))
 		return NULL;
 	return p;
 }
@@ -562,6 +599,7 @@ struct ibv_mw *srd_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 	mw->ibmw.handle = key_idx(key);
 	mw->ibmw.type = type;
 	REF(PD_OF(pd));
+	gen_bump();
 	srd_br_wrunlock(&srd_mr_table_lock);
 	return &mw->ibmw;
 }
@@ -575,6 +613,7 @@ int srd_dealloc_mw(struct ibv_mw *ibmw)
 		g_mrs[idx] = NULL;
 	if (mw->mr)
 		mw->mr->nmw--; /* deallocation unbinds */
+	gen_bump();
 	srd_br_wrunlock(&srd_mr_table_lock);
 	UNREF(PD_OF(ibmw->pd));
 	free(mw);

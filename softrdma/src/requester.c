@@ -47,13 +47,19 @@ void srd_req_reset(struct srd_qp *qp)
 	qp->rnr_wait = false;
 }
 
-static uint32_t wqe_pkts(struct srd_qp *qp, const struct srd_swqe *w)
+/* The PSNs (packets) a message of opcode op and len bytes takes. */
+static inline uint32_t msg_pkts(const struct srd_qp *qp, enum ibv_wr_opcode op, uint32_t len)
 {
-	if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
+	if (op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD)
 		return 1;
 	/* the MTU is a power of two (128 << path_mtu): a shift, not a division */
 	unsigned shift = 7u + (unsigned)qp->attr.path_mtu;
-	return w->length ? (uint32_t)(((uint64_t)w->length + (1u << shift) - 1) >> shift) : 1;
+	return len ? (uint32_t)(((uint64_t)len + (1u << shift) - 1) >> shift) : 1;
+}
+
+static uint32_t wqe_pkts(struct srd_qp *qp, const struct srd_swqe *w)
+{
+	return msg_pkts(qp, w->opcode, w->length);
 }
 
 static void arm_timer(struct srd_qp *qp)
@@ -179,50 +185,58 @@ static void ud_send(struct srd_qp *qp, struct srd_swqe *w, const struct srd_seg 
 
 /* ---------------------------------------------------------------- in-process delivery */
 
-enum { X_DONE = 0, X_RNR = -1, X_LOST = -2 };
+/* X_QUEUE: the direct post did nothing; the WR goes to the send queue as usual */
+enum { X_DONE = 0, X_RNR = -1, X_LOST = -2, X_QUEUE = -3 };
 
-/* Executes WQE w of qp directly on dst, a QP of this process, through the responder.
- * src/nsrc: the payload; lseg: the resolved local SGEs (READ/atomic results land there).
- * Returns X_* or an ibv_wc_status (>0) for the requester. sq_lock of qp held, MR read lock held. */
-static int deliver_local(struct srd_qp *qp, struct srd_swqe *w, struct srd_qp *dst,
-			 const struct srd_seg *src, int nsrc, const struct srd_seg *lseg,
-			 uint64_t *rnr_delay)
+/* The request a send WR or WQE of qp makes of its responder: the whole message. */
+static inline void req_init(struct srd_req *r, const struct srd_qp *qp, enum ibv_wr_opcode op,
+			    unsigned send_flags, uint32_t imm, uint32_t rkey, uint32_t srqn, uint32_t len,
+			    uint64_t va, uint64_t cmp, uint64_t swap, const struct srd_seg *src, int nsrc)
+{
+	*r = (struct srd_req){ .flags = F_FIRST | F_LAST, .sqpn = qp->ibqp.qp_num, .imm = imm,
+			       .rkey = rkey, .srqn = srqn, .len = len, .total = len, .va = va,
+			       .cmp = cmp, .swap = swap, .src = src, .nsrc = nsrc };
+	switch (op) {
+	case IBV_WR_SEND_WITH_IMM: r->flags |= F_IMM; r->op = OP_SEND; break;
+	case IBV_WR_SEND_WITH_INV: r->flags |= F_INV; r->op = OP_SEND; break;
+	case IBV_WR_SEND: r->op = OP_SEND; break;
+	case IBV_WR_RDMA_WRITE_WITH_IMM: r->flags |= F_IMM; /* fall through */
+	case IBV_WR_RDMA_WRITE: r->op = OP_WRITE; break;
+	case IBV_WR_RDMA_READ: r->op = OP_READ_REQ; break;
+	case IBV_WR_ATOMIC_CMP_AND_SWP: r->op = OP_CAS; break;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD: r->op = OP_FAA; break;
+	default: r->op = 0; break;
+	}
+	if (send_flags & IBV_SEND_SOLICITED)
+		r->flags |= F_SOLICITED;
+	if (qp->xrc == SRD_XRC_INI)
+		r->flags |= F_XRC;
+}
+
+/* Executes request r of qp (a message of npkts PSNs) directly on dst, a QP of this process,
+ * through the responder. lseg/nl: the resolved local SGEs (READ/atomic results land there).
+ * Returns X_* or an ibv_wc_status (>0) for the requester; X_LOST only when nothing was done.
+ * sq_lock of qp held, MR and QPN table read locks held. */
+static int deliver_local(struct srd_qp *qp, struct srd_qp *dst, const struct srd_req *r, uint32_t npkts,
+			 const struct srd_seg *lseg, int nl, uint64_t *rnr_delay)
 {
 	srd_lock(&dst->resp_lock);
 	if (!srd_resp_accepts(dst, qp->ibqp.qp_num) || dst->ttype != qp->ttype) {
 		srd_unlock(&dst->resp_lock);
 		return X_LOST; /* like a packet to a QP that is not listening */
 	}
-	struct srd_req r = { .flags = F_FIRST | F_LAST, .sqpn = qp->ibqp.qp_num, .imm = w->imm,
-			     .rkey = w->rkey, .srqn = w->xrc_srqn, .len = w->length, .total = w->length, .va = w->remote_addr,
-			     .cmp = w->compare_add, .swap = w->swap, .src = src, .nsrc = nsrc };
-	switch (w->opcode) {
-	case IBV_WR_SEND_WITH_IMM: r.flags |= F_IMM; r.op = OP_SEND; break;
-	case IBV_WR_SEND_WITH_INV: r.flags |= F_INV; r.op = OP_SEND; break;
-	case IBV_WR_SEND: r.op = OP_SEND; break;
-	case IBV_WR_RDMA_WRITE_WITH_IMM: r.flags |= F_IMM; /* fall through */
-	case IBV_WR_RDMA_WRITE: r.op = OP_WRITE; break;
-	case IBV_WR_RDMA_READ: r.op = OP_READ_REQ; break;
-	case IBV_WR_ATOMIC_CMP_AND_SWP: r.op = OP_CAS; break;
-	case IBV_WR_ATOMIC_FETCH_AND_ADD: r.op = OP_FAA; break;
-	default: r.op = 0; break;
-	}
-	if (w->send_flags & IBV_SEND_SOLICITED)
-		r.flags |= F_SOLICITED;
-	if (qp->xrc == SRD_XRC_INI)
-		r.flags |= F_XRC;
 	struct srd_resp out;
-	int s = srd_resp_execute(dst, &r, &out);
+	int s = srd_resp_execute(dst, r, &out);
 	int ret = X_DONE;
 	if (s == SYN_ACK) {
-		if (r.op == OP_READ_REQ && w->length)
-			srd_seg_copy_in(lseg, w->num_sge, 0, out.read_src, w->length);
-		else if (r.op == OP_CAS || r.op == OP_FAA)
-			srd_seg_copy_in(lseg, w->num_sge, 0, (const uint8_t *)&out.orig, 8);
+		if (r->op == OP_READ_REQ && r->len)
+			srd_seg_copy_in(lseg, nl, 0, out.read_src, r->len);
+		else if (r->op == OP_CAS || r->op == OP_FAA)
+			srd_seg_copy_in(lseg, nl, 0, (const uint8_t *)&out.orig, 8);
 		if (out.pend)
 			srd_recv_complete(dst, &out.rw, IBV_WC_SUCCESS, out.wc_op, out.wc_len,
-					  (r.flags & F_INV) ? SRD_WC_INV : (r.flags & F_IMM) != 0, w->imm, 0, false,
-					  (r.flags & F_SOLICITED) != 0);
+					  (r->flags & F_INV) ? SRD_WC_INV : (r->flags & F_IMM) != 0, r->imm, 0, false,
+					  (r->flags & F_SOLICITED) != 0);
 	} else if (s == SYN_RNR) {
 		*rnr_delay = rnr_ns(dst->attr.min_rnr_timer);
 		ret = X_RNR;
@@ -230,7 +244,7 @@ static int deliver_local(struct srd_qp *qp, struct srd_swqe *w, struct srd_qp *d
 		ret = (int)syn_status(s);
 	}
 	if (ret == X_DONE)
-		dst->epsn = psn_add(dst->epsn, w->npkts);
+		dst->epsn = psn_add(dst->epsn, npkts);
 	srd_unlock(&dst->resp_lock);
 	return ret;
 }
@@ -285,6 +299,62 @@ static bool local_op(struct srd_qp *qp, struct srd_swqe *w)
 	return true;
 }
 
+/* Gives w, the send queue's next WQE to transmit, its npkts PSNs; sq_lock held. */
+static void assign_psn(struct srd_qp *qp, struct srd_swqe *w, uint32_t npkts)
+{
+	w->npkts = npkts;
+	w->first_psn = qp->snd_psn;
+	qp->snd_psn = psn_add(qp->snd_psn, npkts);
+	w->psn_assigned = true;
+	w->tx_pkt = 0;
+	w->resp_pkt = 0;
+	w->rereq_pkt = 0;
+	if (qp->ttype == IBV_QPT_RC && srd_is_rd(w))
+		qp->outstanding_rd++;
+}
+
+/* What follows the in-process execution of w, the send queue's next WQE to transmit, with
+ * result r (deliver_local's): false when the send queue stops here. sq_lock held. */
+static bool local_outcome(struct srd_qp *qp, struct srd_swqe *w, int r, uint64_t rnr_delay)
+{
+	enum ibv_qp_type type = qp->ttype;
+	if (r == X_DONE) {
+		qp->una_psn = psn_add(w->first_psn, w->npkts);
+		qp->sq_next_tx++;
+		srd_sq_complete_tail(qp, IBV_WC_SUCCESS);
+		if (type == IBV_QPT_RC) {
+			qp->retry_left = qp->attr.retry_cnt;
+			qp->rnr_left = qp->attr.rnr_retry;
+		}
+		return true;
+	}
+	if (type == IBV_QPT_UC) {
+		/* unreliable: a message nobody took is simply gone */
+		qp->sq_next_tx++;
+		srd_sq_complete_tail(qp, IBV_WC_SUCCESS);
+		return true;
+	}
+	if (r == X_RNR) {
+		if (qp->rnr_left == 0) {
+			requester_fail(qp, IBV_WC_RNR_RETRY_EXC_ERR);
+			return false;
+		}
+		if (qp->rnr_left != 7)
+			qp->rnr_left--;
+		qp->rnr_wait = true;
+		qp->timer_deadline_ns = srd_now_ns() + rnr_delay;
+		srd_timer_hint(true);
+		return false;
+	}
+	if (r == X_LOST) {
+		if (!qp->timer_deadline_ns)
+			arm_timer(qp);
+		return false;
+	}
+	requester_fail(qp, (enum ibv_wc_status)r);
+	return false;
+}
+
 /* Runs the send queue as far as it can go; sq_lock held. */
 void srd_sq_progress(struct srd_qp *qp)
 {
@@ -312,17 +382,8 @@ void srd_sq_progress(struct srd_qp *qp)
 			if ((w->send_flags & IBV_SEND_FENCE) && qp->outstanding_rd > 0)
 				break;
 		}
-		if (!w->psn_assigned) {
-			w->npkts = wqe_pkts(qp, w);
-			w->first_psn = qp->snd_psn;
-			qp->snd_psn = psn_add(qp->snd_psn, w->npkts);
-			w->psn_assigned = true;
-			w->tx_pkt = 0;
-			w->resp_pkt = 0;
-			w->rereq_pkt = 0;
-			if (type == IBV_QPT_RC && srd_is_rd(w))
-				qp->outstanding_rd++;
-		}
+		if (!w->psn_assigned)
+			assign_psn(qp, w, wqe_pkts(qp, w));
 		struct srd_seg lseg[SRD_MAX_SGE];
 		struct srd_seg inl = { w->inline_buf, w->length, false };
 		const struct srd_seg *src = &inl;
@@ -360,44 +421,18 @@ void srd_sq_progress(struct srd_qp *qp)
 			uint64_t rnr_delay = 0;
 			srd_net_rdlock();
 			struct srd_qp *dst = srd_net_lookup(qp->attr.dest_qp_num);
-			int r = dst ? deliver_local(qp, w, dst, src, nsrc, lseg, &rnr_delay) : X_LOST;
+			int r = X_LOST;
+			if (dst) {
+				struct srd_req req;
+				req_init(&req, qp, w->opcode, w->send_flags, w->imm, w->rkey, w->xrc_srqn, w->length,
+					 w->remote_addr, w->compare_add, w->swap, src, nsrc);
+				r = deliver_local(qp, dst, &req, w->npkts, lseg, w->num_sge, &rnr_delay);
+			}
 			srd_net_unlock();
 			srd_mr_unlock();
-			if (r == X_DONE) {
-				qp->una_psn = psn_add(w->first_psn, w->npkts);
-				qp->sq_next_tx++;
-				srd_sq_complete_tail(qp, IBV_WC_SUCCESS);
-				if (type == IBV_QPT_RC) {
-					qp->retry_left = qp->attr.retry_cnt;
-					qp->rnr_left = qp->attr.rnr_retry;
-				}
-				continue;
-			}
-			if (type == IBV_QPT_UC) {
-				/* unreliable: a message nobody took is simply gone */
-				qp->sq_next_tx++;
-				srd_sq_complete_tail(qp, IBV_WC_SUCCESS);
-				continue;
-			}
-			if (r == X_RNR) {
-				if (qp->rnr_left == 0) {
-					requester_fail(qp, IBV_WC_RNR_RETRY_EXC_ERR);
-					return;
-				}
-				if (qp->rnr_left != 7)
-					qp->rnr_left--;
-				qp->rnr_wait = true;
-				qp->timer_deadline_ns = srd_now_ns() + rnr_delay;
-				srd_timer_hint(true);
+			if (!local_outcome(qp, w, r, rnr_delay))
 				return;
-			}
-			if (r == X_LOST) {
-				if (!qp->timer_deadline_ns)
-					arm_timer(qp);
-				return;
-			}
-			requester_fail(qp, (enum ibv_wc_status)r);
-			return;
+			continue;
 		}
 		/* remote: stream packets while the window allows */
 		bool blocked = false;
@@ -684,6 +719,196 @@ int srd_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 	return srd_post_send_wrs(ibqp, wr, bad, false);
 }
 
+/* The checks of a send WR at post time: 0, or the errno the post returns for it (EINVAL, or
+ * ENOMEM for a full send queue). *len: its payload bytes; *inl: its data goes inline. */
+static inline int wr_check(const struct srd_qp *qp, const struct ibv_send_wr *wr, uint32_t *len_out,
+			   bool *inl_out)
+{
+	enum ibv_qp_type t = qp->ttype;
+	bool ok;
+	switch (wr->opcode) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+		ok = true;
+		break;
+	case IBV_WR_SEND_WITH_INV:
+	case IBV_WR_LOCAL_INV:
+		ok = t == IBV_QPT_RC;
+		break;
+	case IBV_WR_BIND_MW:
+		ok = (t == IBV_QPT_RC || t == IBV_QPT_UC) && wr->bind_mw.mw;
+		break;
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		ok = t != IBV_QPT_UD;
+		break;
+	case IBV_WR_RDMA_READ:
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		ok = t == IBV_QPT_RC;
+		break;
+	default:
+		ok = false;
+	}
+	if (!ok || wr->num_sge < 0 || wr->num_sge > (int)qp->cap.max_send_sge)
+		return EINVAL;
+	if (qp->sq_head - qp->sq_tail >= (unsigned)qp->sq_depth)
+		return ENOMEM;
+	uint64_t len = 0;
+	for (int i = 0; i < wr->num_sge; i++)
+		len += wr->sg_list[i].length;
+	if (wr->opcode == IBV_WR_BIND_MW || wr->opcode == IBV_WR_LOCAL_INV)
+		len = 0; /* no data: the scatter list is ignored */
+	bool inl = (wr->send_flags & IBV_SEND_INLINE) &&
+		   (wr->opcode == IBV_WR_SEND || wr->opcode == IBV_WR_SEND_WITH_IMM ||
+		    wr->opcode == IBV_WR_SEND_WITH_INV ||
+		    wr->opcode == IBV_WR_RDMA_WRITE || wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM);
+	if (inl && len > qp->cap.max_inline_data)
+		return EINVAL;
+	if (len > 0x80000000ull)
+		return EINVAL;
+	if (t == IBV_QPT_UD && !wr->wr.ud.ah)
+		return EINVAL;
+	if (srd_is_rd(&(struct srd_swqe){ .opcode = wr->opcode }) && wr->opcode != IBV_WR_RDMA_READ &&
+	    (wr->num_sge < 1 || len != 8))
+		return EINVAL;
+	*len_out = (uint32_t)len;
+	*inl_out = inl;
+	return 0;
+}
+
+/* Writes checked WR wr as the send queue's next WQE (at sq_head, not yet counted) and returns it. */
+static struct srd_swqe *wqe_fill(struct srd_qp *qp, const struct ibv_send_wr *wr, uint32_t len, bool inl)
+{
+	struct srd_swqe *w = &qp->sq[qp->sq_head & (unsigned)(qp->sq_cap - 1)];
+	w->wr_id = wr->wr_id;
+	w->opcode = wr->opcode;
+	w->send_flags = wr->send_flags & ~(inl ? 0u : (unsigned)IBV_SEND_INLINE);
+	w->imm = wr->imm_data;
+	w->num_sge = wr->num_sge;
+	w->length = len;
+	w->signaled = qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
+	w->psn_assigned = false;
+	w->local_done = false;
+	w->tx_pkt = w->resp_pkt = w->rereq_pkt = 0;
+	w->xrc_srqn = wr->qp_type.xrc.remote_srqn;
+	if (wr->opcode == IBV_WR_BIND_MW || wr->opcode == IBV_WR_LOCAL_INV)
+		w->num_sge = 0;
+	if (wr->opcode == IBV_WR_BIND_MW) {
+		const struct ibv_mw_bind_info *bi = &wr->bind_mw.bind_info;
+		w->mw = wr->bind_mw.mw;
+		w->mw_rkey = wr->bind_mw.mw->rkey;
+		w->mw_new_rkey = wr->bind_mw.rkey;
+		w->mw_mr_lkey = bi->mr ? bi->mr->lkey : 0;
+		w->mw_addr = bi->addr;
+		w->mw_length = bi->mr ? bi->length : 0;
+		w->mw_access = bi->mw_access_flags;
+	}
+	if (w->num_sge == 0) {
+		/* nothing to copy */
+	} else if (inl) {
+		uint32_t off = 0;
+		for (int i = 0; i < wr->num_sge; i++) {
+			memcpy(w->inline_buf + off, (void *)(uintptr_t)wr->sg_list[i].addr, wr->sg_list[i].length);
+			off += wr->sg_list[i].length;
+		}
+		w->num_sge = 0;
+	} else if (wr->num_sge == 1) {
+		w->sge[0] = wr->sg_list[0]; /* the common case: no call to memcpy */
+	} else {
+		memcpy(w->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(struct ibv_sge));
+	}
+	if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		w->remote_addr = wr->wr.atomic.remote_addr;
+		w->rkey = wr->wr.atomic.rkey;
+		w->compare_add = wr->wr.atomic.compare_add;
+		w->swap = wr->wr.atomic.swap;
+	} else if (qp->ttype == IBV_QPT_UD) {
+		w->ud_av = container_of(wr->wr.ud.ah, struct srd_ah, ibah)->attr;
+		w->ud_qpn = wr->wr.ud.remote_qpn;
+		/* a q_key with the high bit set means "use the QP's own" */
+		w->ud_qkey = (wr->wr.ud.remote_qkey & 0x80000000u) ? qp->attr.qkey : wr->wr.ud.remote_qkey;
+	} else {
+		w->remote_addr = wr->wr.rdma.remote_addr;
+		w->rkey = wr->wr.rdma.rkey;
+	}
+	return w;
+}
+
+/*
+ * Whether checked WR wr of qp may be executed straight from the WR (post_direct): the QP
+ * sends (RTS) to a peer in this process with no fault injection, is not waiting out an RNR,
+ * and its send queue is empty (nothing posted earlier is pending, so nothing is overtaken and
+ * no fence or max_rd_atomic can hold it back); a connected, non-XRC QP; a SEND, WRITE (with or
+ * without immediate), READ or atomic. sq_lock held.
+ */
+static inline bool direct_ok(const struct srd_qp *qp, const struct ibv_send_wr *wr)
+{
+	if (qp->sq_head != qp->sq_tail || !qp->peer_local || qp->rnr_wait || qp->xrc != SRD_XRC_NONE ||
+	    __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE) != IBV_QPS_RTS)
+		return false;
+	switch (wr->opcode) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+	case IBV_WR_RDMA_READ:
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		break;
+	default:
+		return false;
+	}
+	return (qp->ttype == IBV_QPT_RC || qp->ttype == IBV_QPT_UC) && !srd_faults_enabled();
+}
+
+/*
+ * The direct post: checked WR wr (len bytes, inline or not) executed on the peer without a
+ * WQE written to the send queue and read back, in the caller's thread, as srd_sq_progress
+ * would execute it as the queue's only WQE. Returns X_QUEUE when nothing was done (a local
+ * key that does not resolve, a peer gone or not listening: the send queue then meets the
+ * same and answers it as it always does); else deliver_local's result for a message of
+ * *npkts PSNs. sq_lock held; direct_ok(qp, wr).
+ */
+static int post_direct(struct srd_qp *qp, const struct ibv_send_wr *wr, uint32_t len, bool inl,
+		       uint32_t *npkts, uint64_t *rnr_delay)
+{
+	struct srd_seg seg[SRD_MAX_SGE];
+	int n = wr->num_sge;
+	bool rd = wr->opcode == IBV_WR_RDMA_READ || wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+		  wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+	srd_mr_rdlock();
+	if (inl) {
+		/* inline data is the caller's memory, read during the post: no key */
+		for (int i = 0; i < n; i++)
+			seg[i] = (struct srd_seg){ (uint8_t *)(uintptr_t)wr->sg_list[i].addr,
+						   wr->sg_list[i].length, false };
+	} else if (srd_resolve_sgl(qp->ibqp.pd, wr->sg_list, n, rd ? IBV_ACCESS_LOCAL_WRITE : 0, seg, NULL)) {
+		srd_mr_unlock();
+		return X_QUEUE;
+	}
+	srd_net_rdlock();
+	struct srd_qp *dst = srd_net_lookup(qp->attr.dest_qp_num);
+	int r = X_QUEUE;
+	if (dst) {
+		struct srd_req req;
+		const struct srd_seg *src = seg;
+		if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
+			req_init(&req, qp, wr->opcode, wr->send_flags, wr->imm_data, wr->wr.atomic.rkey, 0, len,
+				 wr->wr.atomic.remote_addr, wr->wr.atomic.compare_add, wr->wr.atomic.swap, src, n);
+		else
+			req_init(&req, qp, wr->opcode, wr->send_flags, wr->imm_data, wr->wr.rdma.rkey, 0, len,
+				 wr->wr.rdma.remote_addr, 0, 0, src, n);
+		*npkts = msg_pkts(qp, wr->opcode, len);
+		r = deliver_local(qp, dst, &req, *npkts, seg, n, rnr_delay);
+		if (r == X_LOST)
+			r = X_QUEUE; /* not listening: nothing was done */
+	}
+	srd_net_unlock();
+	srd_mr_unlock();
+	return r;
+}
+
 /* whole: post every WR of the list or none (ibv_wr_complete); else up to the first bad one */
 int srd_post_send_wrs(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad, bool whole)
 {
@@ -697,134 +922,66 @@ int srd_post_send_wrs(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_se
 		*bad = wr;
 		return EINVAL;
 	}
+	bool queued = false; /* a WQE went to the send queue: run it */
 	for (; wr; wr = wr->next) {
-		enum ibv_qp_type t = qp->ttype;
-		bool ok;
-		switch (wr->opcode) {
-		case IBV_WR_SEND:
-		case IBV_WR_SEND_WITH_IMM:
-			ok = true;
+		uint32_t len;
+		bool inl;
+		rc = wr_check(qp, wr, &len, &inl);
+		if (rc)
 			break;
-		case IBV_WR_SEND_WITH_INV:
-		case IBV_WR_LOCAL_INV:
-			ok = t == IBV_QPT_RC;
-			break;
-		case IBV_WR_BIND_MW:
-			ok = (t == IBV_QPT_RC || t == IBV_QPT_UC) && wr->bind_mw.mw;
-			break;
-		case IBV_WR_RDMA_WRITE:
-		case IBV_WR_RDMA_WRITE_WITH_IMM:
-			ok = t != IBV_QPT_UD;
-			break;
-		case IBV_WR_RDMA_READ:
-		case IBV_WR_ATOMIC_CMP_AND_SWP:
-		case IBV_WR_ATOMIC_FETCH_AND_ADD:
-			ok = t == IBV_QPT_RC;
-			break;
-		default:
-			ok = false;
-		}
-		if (!ok || wr->num_sge < 0 || wr->num_sge > (int)qp->cap.max_send_sge) {
-			rc = EINVAL;
-			break;
-		}
-		if (qp->sq_head - qp->sq_tail >= (unsigned)qp->sq_depth) {
-			rc = ENOMEM;
-			break;
-		}
-		uint64_t len = 0;
-		for (int i = 0; i < wr->num_sge; i++)
-			len += wr->sg_list[i].length;
-		if (wr->opcode == IBV_WR_BIND_MW || wr->opcode == IBV_WR_LOCAL_INV)
-			len = 0; /* no data: the scatter list is ignored */
-		bool inl = (wr->send_flags & IBV_SEND_INLINE) &&
-			   (wr->opcode == IBV_WR_SEND || wr->opcode == IBV_WR_SEND_WITH_IMM ||
-			    wr->opcode == IBV_WR_SEND_WITH_INV ||
-			    wr->opcode == IBV_WR_RDMA_WRITE || wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM);
-		if (inl && len > qp->cap.max_inline_data) {
-			rc = EINVAL;
-			break;
-		}
-		if (len > 0x80000000ull) {
-			rc = EINVAL;
-			break;
-		}
-		if (t == IBV_QPT_UD && !wr->wr.ud.ah) {
-			rc = EINVAL;
-			break;
-		}
-		if (srd_is_rd(&(struct srd_swqe){ .opcode = wr->opcode }) && wr->opcode != IBV_WR_RDMA_READ &&
-		    (wr->num_sge < 1 || len != 8)) {
-			rc = EINVAL;
-			break;
-		}
-		struct srd_swqe *w = &qp->sq[qp->sq_head & (unsigned)(qp->sq_cap - 1)];
-		w->wr_id = wr->wr_id;
-		w->opcode = wr->opcode;
-		w->send_flags = wr->send_flags & ~(inl ? 0u : (unsigned)IBV_SEND_INLINE);
-		w->imm = wr->imm_data;
-		w->num_sge = wr->num_sge;
-		w->length = (uint32_t)len;
-		w->signaled = qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
-		w->psn_assigned = false;
-		w->local_done = false;
-		w->tx_pkt = w->resp_pkt = w->rereq_pkt = 0;
-		w->xrc_srqn = wr->qp_type.xrc.remote_srqn;
-		if (wr->opcode == IBV_WR_BIND_MW || wr->opcode == IBV_WR_LOCAL_INV)
-			w->num_sge = 0;
-		if (wr->opcode == IBV_WR_BIND_MW) {
-			const struct ibv_mw_bind_info *bi = &wr->bind_mw.bind_info;
-			w->mw = wr->bind_mw.mw;
-			w->mw_rkey = wr->bind_mw.mw->rkey;
-			w->mw_new_rkey = wr->bind_mw.rkey;
-			w->mw_mr_lkey = bi->mr ? bi->mr->lkey : 0;
-			w->mw_addr = bi->addr;
-			w->mw_length = bi->mr ? bi->length : 0;
-			w->mw_access = bi->mw_access_flags;
-		}
-		if (w->num_sge == 0) {
-			/* nothing to copy */
-		} else if (inl) {
-			uint32_t off = 0;
-			for (int i = 0; i < wr->num_sge; i++) {
-				memcpy(w->inline_buf + off, (void *)(uintptr_t)wr->sg_list[i].addr, wr->sg_list[i].length);
-				off += wr->sg_list[i].length;
+		/* with the send queue empty, a WR for a peer in this process runs from the WR; a list
+		 * posted whole runs only after every WR of it passed its checks */
+		if ((!whole || !wr->next) && direct_ok(qp, wr)) {
+			uint32_t npkts = 0;
+			uint64_t rnr_delay = 0;
+			int r = post_direct(qp, wr, len, inl, &npkts, &rnr_delay);
+			if (r == X_DONE) {
+				/* as local_outcome for the queue's only WQE */
+				qp->snd_psn = psn_add(qp->snd_psn, npkts);
+				qp->una_psn = qp->snd_psn;
+				if (qp->ttype == IBV_QPT_RC) {
+					qp->retry_left = qp->attr.retry_cnt;
+					qp->rnr_left = qp->attr.rnr_retry;
+				}
+				if (qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED)) {
+					enum ibv_wr_opcode op = wr->opcode;
+					srd_sq_cqe(qp, wr->wr_id, IBV_WC_SUCCESS, srd_wc_opcode(op),
+						   op == IBV_WR_RDMA_READ ? len :
+						   op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD ? 8 : 0);
+				}
+				continue;
 			}
-			w->num_sge = 0;
-		} else if (wr->num_sge == 1) {
-			w->sge[0] = wr->sg_list[0]; /* the common case: no call to memcpy */
-		} else {
-			memcpy(w->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(struct ibv_sge));
+			if (r != X_QUEUE) {
+				/* executed without completing (RNR, an error the responder found, UC's
+				 * lost message): the WQE is queued as transmitted once, and the send
+				 * queue goes on from there as it would have */
+				struct srd_swqe *w = wqe_fill(qp, wr, len, inl);
+				qp->sq_head++;
+				assign_psn(qp, w, npkts);
+				local_outcome(qp, w, r, rnr_delay);
+				queued = true;
+				continue;
+			}
 		}
-		if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
-			w->remote_addr = wr->wr.atomic.remote_addr;
-			w->rkey = wr->wr.atomic.rkey;
-			w->compare_add = wr->wr.atomic.compare_add;
-			w->swap = wr->wr.atomic.swap;
-		} else if (t == IBV_QPT_UD) {
-			w->ud_av = container_of(wr->wr.ud.ah, struct srd_ah, ibah)->attr;
-			w->ud_qpn = wr->wr.ud.remote_qpn;
-			/* a q_key with the high bit set means "use the QP's own" */
-			w->ud_qkey = (wr->wr.ud.remote_qkey & 0x80000000u) ? qp->attr.qkey : wr->wr.ud.remote_qkey;
-		} else {
-			w->remote_addr = wr->wr.rdma.remote_addr;
-			w->rkey = wr->wr.rdma.rkey;
-		}
+		wqe_fill(qp, wr, len, inl);
 		qp->sq_head++;
+		queued = true;
 	}
 	if (rc) {
 		*bad = wr;
 		if (whole)
 			qp->sq_head = head0; /* nothing of the list was transmitted yet: drop it all */
 	}
-	/* a peer in this process is reached without packets (unless faults are injected, whose
-	 * packets then leave one by one): no batch to open and close */
-	bool batch = !qp->peer_local || qp->ttype == IBV_QPT_UD;
-	if (batch)
-		srd_batch_begin();
-	srd_sq_progress(qp);
-	if (batch)
-		srd_batch_end();
+	if (queued) {
+		/* a peer in this process is reached without packets (unless faults are injected,
+		 * whose packets then leave one by one): no batch to open and close */
+		bool batch = !qp->peer_local || qp->ttype == IBV_QPT_UD;
+		if (batch)
+			srd_batch_begin();
+		srd_sq_progress(qp);
+		if (batch)
+			srd_batch_end();
+	}
 	srd_unlock(&qp->sq_lock);
 	return rc;
 }

@@ -10,20 +10,6 @@
 #include "rq.h"
 #include "net.h"
 
-static enum ibv_wc_opcode wc_opcode(enum ibv_wr_opcode op)
-{
-	switch (op) {
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM: return IBV_WC_RDMA_WRITE;
-	case IBV_WR_RDMA_READ: return IBV_WC_RDMA_READ;
-	case IBV_WR_ATOMIC_CMP_AND_SWP: return IBV_WC_COMP_SWAP;
-	case IBV_WR_ATOMIC_FETCH_AND_ADD: return IBV_WC_FETCH_ADD;
-	case IBV_WR_BIND_MW: return IBV_WC_BIND_MW;
-	case IBV_WR_LOCAL_INV: return IBV_WC_LOCAL_INV;
-	default: return IBV_WC_SEND;
-	}
-}
-
 /* Completes the oldest WQE of the send queue; sq_lock held. */
 void srd_sq_complete_tail(struct srd_qp *qp, enum ibv_wc_status st)
 {
@@ -39,14 +25,7 @@ void srd_sq_complete_tail(struct srd_qp *qp, enum ibv_wc_status st)
 				len = 8;
 		}
 		/* written in place (cq.h): no completion built on the stack and copied */
-		uint64_t wr_id = w->wr_id;
-		enum ibv_wc_opcode op = wc_opcode(w->opcode);
-		uint32_t qpn = qp->ibqp.qp_num;
-		struct srd_cq *cq = srd_cq_of(qp->ibqp.send_cq);
-		struct ibv_wc *wc = srd_cq_begin(cq);
-		if (wc)
-			srd_wc_put(wc, wr_id, st, op, len, 0, qpn, 0, 0);
-		srd_cq_commit(cq, wc, false);
+		srd_sq_cqe(qp, w->wr_id, st, srd_wc_opcode(w->opcode), len);
 	}
 	qp->sq_tail++;
 	if ((int)(qp->sq_next_tx - qp->sq_tail) < 0)
