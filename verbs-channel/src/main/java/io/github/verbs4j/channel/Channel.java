@@ -20,9 +20,10 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * A reliable, ordered message channel over one RC queue pair. Messages are written with RDMA
- * WRITE_WITH_IMM into a ring of slots in the receiver's memory; the receiver reads them in
- * place ({@link Message}) and gives the slots back, and the sender learns of free slots through
- * credits. docs/channel.md describes the protocol.
+ * WRITE_WITH_IMM into a ring of slots in the receiver's memory (on iWARP, which has no immediate
+ * data, with a plain RDMA WRITE followed by a 4-byte SEND: {@link ChannelOptions.Notification});
+ * the receiver reads them in place ({@link Message}) and gives the slots back, and the sender
+ * learns of free slots through credits. docs/channel.md describes the protocol.
  *
  * <pre>{@code
  * try (ChannelGroup group = ChannelGroup.create(ChannelOptions.defaults());

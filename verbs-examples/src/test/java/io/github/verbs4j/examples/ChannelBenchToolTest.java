@@ -36,6 +36,12 @@ class ChannelBenchToolTest {
         run("--app-poll", "1024", "300");
     }
 
+    /** Both sides notify by a SEND after each plain RDMA WRITE, the channel's mode on iWARP. */
+    @Test
+    void notificationBySendCarriesCheckedMessagesAndPrintsItsRow() throws Exception {
+        run("--notify=SEND", "1024", "300");
+    }
+
     private static void run(String mode, String size, String count) throws Exception {
         String[] serverArgs = mode == null
                 ? new String[] {"channel-bench", "-s", "-a", "127.0.0.1", "-p", "0"}
@@ -77,6 +83,8 @@ class ChannelBenchToolTest {
             {"channel-bench", "-s", "--raw", "--slots", "2"},
             {"channel-bench", "-c", "--raw", "-a", "127.0.0.1", "-p", "1", "-w", "0"},
             {"channel-bench", "-c", "--raw", "--app-poll", "-a", "127.0.0.1", "-p", "1"},
+            {"channel-bench", "-c", "--raw", "--notify", "SEND", "-a", "127.0.0.1", "-p", "1"},
+            {"channel-bench", "-c", "--notify", "NONE", "-a", "127.0.0.1", "-p", "1"},
         };
         for (String[] args : bad) {
             try (Proc p = Proc.tool(args)) {
