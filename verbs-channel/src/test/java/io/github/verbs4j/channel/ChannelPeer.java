@@ -14,8 +14,8 @@ import java.time.Duration;
  *   <li>{@code hold <port>}: connects and receives without giving slots back, printing
  *       {@code HOLDING} once the first message arrived, until it is killed.</li>
  * </ul>
- * {@code serve} and {@code send} take the {@link ChannelOptions.Notification} to use as an
- * optional last argument (default {@code AUTO}).
+ * Each mode takes the {@link ChannelOptions.Notification} to use as an optional last argument
+ * (default {@code AUTO}).
  */
 public final class ChannelPeer {
 
@@ -56,7 +56,7 @@ public final class ChannelPeer {
             }
             case "hold" -> {
                 int port = Integer.parseInt(args[1]);
-                Channel ch = Channel.connect(new InetSocketAddress(Traffic.ADDRESS, port), ChannelOptions.defaults(), t);
+                Channel ch = Channel.connect(new InetSocketAddress(Traffic.ADDRESS, port), options(args, 2), t);
                 Message first = ch.receive(t);
                 System.out.println(first == null ? "FAIL nothing arrived" : "HOLDING");
                 Thread.sleep(Long.MAX_VALUE);

@@ -100,10 +100,17 @@ class TwoProcessChannelTest {
         peerKilledMidStream(ChannelOptions.defaults().withApplicationPolling(true));
     }
 
+    /** The same with both sides notifying by SEND (no immediate data): the SENDs' errors and the CM fail it. */
+    @Test
+    void peerKilledMidStreamFailsEveryPendingOperationNotifiedBySend() throws Exception {
+        peerKilledMidStream(ChannelOptions.defaults().withNotification(ChannelOptions.Notification.SEND));
+    }
+
     private void peerKilledMidStream(ChannelOptions options) throws Exception {
         try (ChannelServer server = ChannelServer.listen(Traffic.any(), options);
              ExecutorService ex = Executors.newFixedThreadPool(4)) {
-            Peer holder = start(Map.of(), "hold", Integer.toString(server.localAddress().getPort()));
+            Peer holder = start(Map.of(), "hold", Integer.toString(server.localAddress().getPort()),
+                    options.notification().name());
             Channel ch = server.accept(Duration.ofSeconds(WAIT_SECONDS));
             assertNotNull(ch);
             List<Future<?>> pending = new ArrayList<>();
