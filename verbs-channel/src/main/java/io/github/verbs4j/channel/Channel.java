@@ -119,7 +119,7 @@ public final class Channel implements AutoCloseable {
     private int peerSlotSize;
     private int maxMessageSlots;
 
-    // notification (see Notifier in docs/channel.md): how the words below reach the peer
+    // notification (docs/channel.md, "Notification without immediate data"): how the words reach the peer
     private final boolean sendNotify;
     /** The data WRITE: with immediate, signaled; or plain, unsignaled, followed by {@link #notify}. */
     private final SendRequest write;

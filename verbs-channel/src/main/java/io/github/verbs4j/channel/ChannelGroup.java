@@ -146,7 +146,9 @@ public final class ChannelGroup implements AutoCloseable {
      *
      * <p><b>Errors</b>: {@link io.github.verbs4j.cm.CmEventException} (REJECTED: no server
      * there; UNREACHABLE); {@link io.github.verbs4j.VerbsException} (ETIMEDOUT naming the
-     * step); {@link IllegalArgumentException} when the peer is not a channel.
+     * step); {@link IllegalArgumentException} when the peer is not a channel;
+     * {@link UnsupportedOperationException} for {@link ChannelOptions.Notification#IMMEDIATE}
+     * over an iWARP device.
      */
     public Channel connect(InetSocketAddress address, Duration timeout) {
         return connect(address, timeout, false);
@@ -194,8 +196,8 @@ public final class ChannelGroup implements AutoCloseable {
             id.migrate(monitor);
             byId.put(id, ch);
             return ch;
-        } catch (IllegalArgumentException e) {
-            // not a channel: tell it so
+        } catch (IllegalArgumentException | UnsupportedOperationException e) {
+            // not a channel, or a notification the device cannot carry: tell it so
             try {
                 id.reject(null);
             } catch (RuntimeException ignored) {

@@ -32,7 +32,7 @@ import java.util.Objects;
  *                         {@link Notification#AUTO} (the default) picks by the device's transport
  *                         (RDMA WRITE with immediate data, or on iWARP, which has none, a SEND
  *                         after each plain RDMA WRITE); the other values force one (docs/channel.md,
- *                         "Notification")
+ *                         "Notification without immediate data")
  */
 public record ChannelOptions(int slots, int slotSize, int writesInFlight, int completionQueueEntries,
         int spinPolls, Duration closeTimeout, boolean applicationPolling, Notification notification) {
