@@ -229,6 +229,16 @@ public final class Channel implements AutoCloseable {
         return sendNotify;
     }
 
+    /**
+     * How this side notifies its peer, as chosen when the channel was set up:
+     * {@link ChannelOptions.Notification#SEND} or {@link ChannelOptions.Notification#IMMEDIATE}
+     * ({@link ChannelOptions.Notification#AUTO} resolved by the device's transport). The peer may
+     * use the other; a receiver takes both.
+     */
+    public ChannelOptions.Notification notification() {
+        return sendNotify ? ChannelOptions.Notification.SEND : ChannelOptions.Notification.IMMEDIATE;
+    }
+
     long wrId(long kind) {
         return ((long) key << 32) | kind;
     }

@@ -81,6 +81,7 @@ class ChannelTest {
             case IMMEDIATE -> false;
         };
         assertEquals(bySend, ch.notifiesBySend(), ch + " with " + mode + " on " + ch.cmId().context().device().name());
+        assertEquals(bySend ? Notification.SEND : Notification.IMMEDIATE, ch.notification());
     }
 
     static ChannelOptions with(Notification mode) {

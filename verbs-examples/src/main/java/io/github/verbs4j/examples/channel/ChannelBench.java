@@ -286,7 +286,9 @@ final class ChannelBench {
 
     private void printHeader(Channel ch) {
         out.println(SEPARATOR);
-        out.println("                   verbs4j channel-bench: messages over RDMA WRITE_WITH_IMM");
+        out.println(ch.notification() == ChannelOptions.Notification.SEND
+                ? "            verbs4j channel-bench: messages over RDMA WRITE, each followed by a SEND"
+                : "                   verbs4j channel-bench: messages over RDMA WRITE_WITH_IMM");
         out.printf(" Peer           : %s%n", ch.remoteAddress());
         out.printf(" Connections    : %d (%s)%n", connections, options.applicationPolling()
                 ? "this side: polled by the application's threads" : "this side: one polling thread");
