@@ -20,9 +20,10 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * A reliable, ordered message channel over one RC queue pair. Messages are written with RDMA
- * WRITE_WITH_IMM into a ring of slots in the receiver's memory; the receiver reads them in
- * place ({@link Message}) and gives the slots back, and the sender learns of free slots through
- * credits. docs/channel.md describes the protocol.
+ * WRITE_WITH_IMM into a ring of slots in the receiver's memory (on iWARP, which has no immediate
+ * data, with a plain RDMA WRITE followed by a 4-byte SEND: {@link ChannelOptions.Notification});
+ * the receiver reads them in place ({@link Message}) and gives the slots back, and the sender
+ * learns of free slots through credits. docs/channel.md describes the protocol.
  *
  * <pre>{@code
  * try (ChannelGroup group = ChannelGroup.create(ChannelOptions.defaults());
@@ -79,10 +80,17 @@ public final class Channel implements AutoCloseable {
     /** Low 30 bits: the slot count of data, the freed-slot counter of a control word. */
     static final int COUNT_MASK = 0x3FFF_FFFF;
 
+    /** Low 8 bits of a {@code wr_id}'s low word: what the request was; a receive's index follows them. */
     static final long KIND_RECV = 0;
     static final long KIND_DATA = 1;
     static final long KIND_CREDIT = 2;
     static final long KIND_FIN = 3;
+    /** The plain WRITE before a notifying SEND: unsignaled, so it completes only with an error. */
+    static final long KIND_WRITE = 4;
+    static final int KIND_BITS = 8;
+    static final long KIND_MASK = (1 << KIND_BITS) - 1;
+    /** Bytes of a notification word (the immediate's value, or a SEND's payload). */
+    static final int WORD = 4;
 
     static final int MAGIC = 0x5643_4831; // "VCH1"
 
@@ -111,9 +119,21 @@ public final class Channel implements AutoCloseable {
     private int peerSlotSize;
     private int maxMessageSlots;
 
-    private final SendRequest write = SendRequest.rdmaWriteWithImm(0).signaled();
-    private final SendRequest control = SendRequest.rdmaWriteWithImm(0).signaled();
-    private final ReceiveRequest recv = ReceiveRequest.create();
+    // notification (docs/channel.md, "Notification without immediate data"): how the words reach the peer
+    private final boolean sendNotify;
+    /** The data WRITE: with immediate, signaled; or plain, unsignaled, followed by {@link #notify}. */
+    private final SendRequest write;
+    /** With {@link #sendNotify}: the SEND of the word after each data WRITE (signaled: the data's completion). */
+    private final SendRequest notify;
+    /** Credit words and the FIN: a zero-length WRITE with immediate, or a SEND of the word. */
+    private final SendRequest control;
+    /** One receive per expected notification, each with its own word of {@link #words}: the first {@link #recvs}{@code .length} words. */
+    private final ReceiveRequest[] recvs;
+    /** Receive words, then (with {@link #sendNotify}) a ring of send words; {@code LOCAL_WRITE}. */
+    private final MemoryRegion words;
+    private final MemorySegment wordsSegment;
+    private final int sendWords;
+    private long sendWordSeq; // guarded by this
 
     // sending (all guarded by this)
     private long filled;
@@ -147,7 +167,8 @@ public final class Channel implements AutoCloseable {
     private boolean disconnectCalled;
     private ChannelException failure;
 
-    Channel(ChannelGroup group, boolean ownsGroup, int key, CmId id, QueuePair qp, MemoryRegion ring, ChannelOptions options) {
+    Channel(ChannelGroup group, boolean ownsGroup, int key, CmId id, QueuePair qp, MemoryRegion ring, MemoryRegion words,
+            boolean sendNotify, ChannelOptions options) {
         this.group = group;
         this.ownsGroup = ownsGroup;
         this.appPolling = options.applicationPolling();
@@ -168,7 +189,54 @@ public final class Channel implements AutoCloseable {
             messages[i] = new Message(this, ringSegment, i);
         }
         this.delivery = new int[slots];
-        recv.sgeCount(0).id(wrId(KIND_RECV));
+        this.sendNotify = sendNotify;
+        this.words = words;
+        this.wordsSegment = words.segment();
+        this.recvs = new ReceiveRequest[receiveCount(slots)];
+        for (int i = 0; i < recvs.length; i++) {
+            recvs[i] = ReceiveRequest.withMaxSge(1).local(words, (long) i * WORD, WORD)
+                    .id(wrId(KIND_RECV | ((long) i << KIND_BITS)));
+        }
+        this.sendWords = (int) (words.length() / WORD) - recvs.length;
+        if (sendNotify) {
+            this.notify = SendRequest.send().signaled();
+            this.write = SendRequest.rdmaWrite().signaled(false).id(wrId(KIND_WRITE)).next(notify);
+            this.control = SendRequest.send().signaled();
+        } else {
+            this.notify = null;
+            this.write = SendRequest.rdmaWriteWithImm(0).signaled();
+            this.control = SendRequest.rdmaWriteWithImm(0).signaled().sgeCount(0);
+        }
+    }
+
+    /** Receives a channel keeps posted: one per slot of its ring (each WRITE carries at least one) and some for control words. */
+    static int receiveCount(int slots) {
+        return slots + EXTRA_RECVS;
+    }
+
+    /**
+     * Bytes of a channel's word region: a receive word per posted receive and, when it notifies
+     * by SEND, a ring of send words twice as long as the send queue, so that a word is rewritten
+     * only long after the SEND that carried it completed (the queue completes in order and never
+     * holds more than its depth).
+     */
+    static long wordBytes(int slots, boolean sendNotify, int maxSendWr) {
+        return (long) (receiveCount(slots) + (sendNotify ? 2 * maxSendWr : 0)) * WORD;
+    }
+
+    /** Whether this side notifies its peer by SEND after a plain WRITE (no immediate data). */
+    boolean notifiesBySend() {
+        return sendNotify;
+    }
+
+    /**
+     * How this side notifies its peer, as chosen when the channel was set up:
+     * {@link ChannelOptions.Notification#SEND} or {@link ChannelOptions.Notification#IMMEDIATE}
+     * ({@link ChannelOptions.Notification#AUTO} resolved by the device's transport). The peer may
+     * use the other; a receiver takes both.
+     */
+    public ChannelOptions.Notification notification() {
+        return sendNotify ? ChannelOptions.Notification.SEND : ChannelOptions.Notification.IMMEDIATE;
     }
 
     long wrId(long kind) {
@@ -225,7 +293,9 @@ public final class Channel implements AutoCloseable {
             this.peerSlots = pSlots;
             this.peerSlotSize = pSlotSize;
             this.maxMessageSlots = Math.max(1, pSlots / 4);
-            control.sgeCount(0).remote(address, rkey);
+            if (!sendNotify) {
+                control.remote(address, rkey);
+            }
             peerReady = true;
             maybeSendCredit();
         }
@@ -233,8 +303,8 @@ public final class Channel implements AutoCloseable {
 
     /** Posts the receives the peer's WRITE_WITH_IMMs consume (one each): the ring's slots and some for control words. */
     void postInitialReceives() {
-        for (int i = 0; i < slots + EXTRA_RECVS; i++) {
-            qp.postRecv(recv);
+        for (ReceiveRequest r : recvs) {
+            qp.postRecv(r);
         }
     }
 
@@ -385,13 +455,17 @@ public final class Channel implements AutoCloseable {
         int start = (int) (posted % peerSlots);
         long startByte = (long) start * peerSlotSize;
         int bytes = (int) (postedEnd - startByte);
-        write.immediate((wrapNext ? IMM_WRAP : 0) | (int) n)
-                .local(stage, startByte, bytes)
-                .remote(peerAddress + startByte, peerRkey)
-                .id(wrId(KIND_DATA));
+        write.local(stage, startByte, bytes).remote(peerAddress + startByte, peerRkey);
+        int word = (wrapNext ? IMM_WRAP : 0) | (int) n;
+        if (sendNotify) {
+            notify.local(words, putSendWord(word), WORD).id(wrId(KIND_DATA));
+        } else {
+            write.immediate(word).id(wrId(KIND_DATA));
+        }
         int rc = qp.tryPostSend(write);
         if (rc != 0) {
-            fail(new PeerLostException("posting a WRITE_WITH_IMM of " + n + " slots to " + peerName() + " failed",
+            fail(new PeerLostException("posting " + (sendNotify ? "an RDMA WRITE and its SEND" : "a WRITE_WITH_IMM")
+                    + " of " + n + " slots to " + peerName() + " failed",
                     new VerbsException("ibv_post_send", rc, "on " + qp)));
             throw new PeerLostException("the channel to " + peerName() + " failed: " + failure.getMessage(), failure);
         }
@@ -406,8 +480,7 @@ public final class Channel implements AutoCloseable {
                 || freed - reported < creditBatch) {
             return;
         }
-        control.immediate(IMM_CONTROL | (int) (freed & COUNT_MASK)).id(wrId(KIND_CREDIT));
-        int rc = qp.tryPostSend(control);
+        int rc = postControl(IMM_CONTROL | (int) (freed & COUNT_MASK), KIND_CREDIT);
         if (rc != 0) {
             fail(new PeerLostException("posting a credit word to " + peerName() + " failed",
                     new VerbsException("ibv_post_send", rc, "on " + qp)));
@@ -415,6 +488,23 @@ public final class Channel implements AutoCloseable {
         }
         creditInFlight = true;
         reported = freed;
+    }
+
+    /** Posts a control word (credit counter, FIN) as this channel notifies. Holds the lock. */
+    private int postControl(int word, long kind) {
+        if (sendNotify) {
+            control.local(words, putSendWord(word), WORD);
+        } else {
+            control.immediate(word);
+        }
+        return qp.tryPostSend(control.id(wrId(kind)));
+    }
+
+    /** Writes {@code word} into the next send word and returns its offset in {@link #words}. Holds the lock. */
+    private long putSendWord(int word) {
+        long offset = (long) (recvs.length + (int) (sendWordSeq++ % sendWords)) * WORD;
+        wordsSegment.set(LE_INT, offset, word);
+        return offset;
     }
 
     /** A credit counter from the peer: the low 30 bits of how many of its slots it freed. Holds the lock. */
@@ -580,24 +670,40 @@ public final class Channel implements AutoCloseable {
 
     // ---- completions, from the group's polling thread ---------------------------------------
 
-    synchronized void onCompletion(Completion wc, long kind) {
+    synchronized void onCompletion(Completion wc, long low) {
         if (closed) {
             return;
         }
+        long kind = low & KIND_MASK;
         if (!wc.ok()) {
             onError(wc, kind);
             return;
         }
         if (kind == KIND_RECV) {
+            int index = (int) (low >>> KIND_BITS);
+            if (index >= recvs.length) {
+                fail(new PeerLostException("a receive completed with the unknown index " + index, null));
+                return;
+            }
+            int imm;
+            if (wc.hasImmediate()) {
+                imm = wc.immediate();
+            } else if (wc.byteLength() == WORD) {
+                // a SEND of the word (transports without immediate data): read before the buffer is posted again
+                imm = wordsSegment.get(LE_INT, (long) index * WORD);
+            } else {
+                fail(new PeerLostException("protocol error: the peer sent " + wc.byteLength()
+                        + " bytes without immediate data; a channel's notification is a " + WORD + "-byte word", null));
+                return;
+            }
             if (!closing && !peerDisconnected) {
-                int rc = qp.tryPostRecv(recv);
+                int rc = qp.tryPostRecv(recvs[index]);
                 if (rc != 0) {
                     fail(new PeerLostException("reposting a receive on " + qp + " failed",
                             new VerbsException("ibv_post_recv", rc, "on " + qp)));
                     return;
                 }
             }
-            int imm = wc.immediate();
             if ((imm & IMM_CONTROL) != 0) {
                 applyCredit(imm);
                 if ((imm & IMM_FIN) != 0) {
@@ -634,7 +740,8 @@ public final class Channel implements AutoCloseable {
         boolean expected = wc.status() == WcStatus.WR_FLUSH_ERROR && (closing || finReceived);
         if (!expected) {
             fail(new PeerLostException("the connection to " + peerName() + " failed: " + wc.status()
-                    + (kind == KIND_RECV ? " on a receive" : " on an RDMA WRITE"), wc.error()));
+                    + (kind == KIND_RECV ? " on a receive" : sendNotify ? " on an RDMA WRITE or its SEND" : " on an RDMA WRITE"),
+                    wc.error()));
         }
         notifyAll();
     }
@@ -722,8 +829,7 @@ public final class Channel implements AutoCloseable {
                         await(left);
                     }
                     if (posted == filled && writesInFlight == 0 && failure == null && !peerDisconnected) {
-                        control.immediate(IMM_CONTROL | IMM_FIN | (int) (freed & COUNT_MASK)).id(wrId(KIND_FIN));
-                        if (qp.tryPostSend(control) == 0) {
+                        if (postControl(IMM_CONTROL | IMM_FIN | (int) (freed & COUNT_MASK), KIND_FIN) == 0) {
                             finPosted = true;
                             while (!finDone && failure == null && !peerDisconnected) {
                                 long left = deadline - System.nanoTime();
@@ -763,6 +869,7 @@ public final class Channel implements AutoCloseable {
             id.close();
         } finally {
             ring.close();
+            words.close();
             MemoryRegion s = stage;
             if (s != null) {
                 s.close();
@@ -786,6 +893,7 @@ public final class Channel implements AutoCloseable {
             id.close();
         } finally {
             ring.close();
+            words.close();
             if (stage != null) {
                 stage.close();
             }

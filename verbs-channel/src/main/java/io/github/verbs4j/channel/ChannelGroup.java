@@ -60,6 +60,8 @@ public final class ChannelGroup implements AutoCloseable {
     private static final Duration CM_SLICE = Duration.ofMillis(200);
     private static final Duration POLL_SLICE = Duration.ofMillis(100);
     private static final int MAX_CHANNELS = 1 << 15;
+    /** {@code enum ibv_transport_type}: {@code IBV_TRANSPORT_IWARP}. */
+    private static final int TRANSPORT_IWARP = 1;
 
     private final ChannelOptions options;
     private final EventChannel monitor;
@@ -144,7 +146,9 @@ public final class ChannelGroup implements AutoCloseable {
      *
      * <p><b>Errors</b>: {@link io.github.verbs4j.cm.CmEventException} (REJECTED: no server
      * there; UNREACHABLE); {@link io.github.verbs4j.VerbsException} (ETIMEDOUT naming the
-     * step); {@link IllegalArgumentException} when the peer is not a channel.
+     * step); {@link IllegalArgumentException} when the peer is not a channel;
+     * {@link UnsupportedOperationException} for {@link ChannelOptions.Notification#IMMEDIATE}
+     * over an iWARP device.
      */
     public Channel connect(InetSocketAddress address, Duration timeout) {
         return connect(address, timeout, false);
@@ -192,8 +196,8 @@ public final class ChannelGroup implements AutoCloseable {
             id.migrate(monitor);
             byId.put(id, ch);
             return ch;
-        } catch (IllegalArgumentException e) {
-            // not a channel: tell it so
+        } catch (IllegalArgumentException | UnsupportedOperationException e) {
+            // not a channel, or a notification the device cannot carry: tell it so
             try {
                 id.reject(null);
             } catch (RuntimeException ignored) {
@@ -251,12 +255,21 @@ public final class ChannelGroup implements AutoCloseable {
             open++;
         }
         Channel ch;
+        MemoryRegion words = null;
         try {
-            QueuePair qp = id.createQueuePair(pd, cq, cq, new QpInit(options.writesInFlight() + 4,
-                    options.slots() + Channel.EXTRA_RECVS, 1, 1, 0, false));
-            ch = new Channel(this, owned, key, id, qp, ring, options);
+            boolean sendNotify = notifiesBySend(ctx);
+            // by SEND, each data WRITE takes two entries of the send queue (the WRITE and its SEND)
+            int sendWr = sendNotify ? 2 * options.writesInFlight() + 8 : options.writesInFlight() + 4;
+            QueuePair qp = id.createQueuePair(pd, cq, cq, new QpInit(sendWr, Channel.receiveCount(options.slots()),
+                    1, 1, 0, false));
+            words = pd.allocate(Channel.wordBytes(options.slots(), sendNotify, qp.capabilities().maxSendWr()),
+                    Access.LOCAL_WRITE);
+            ch = new Channel(this, owned, key, id, qp, ring, words, sendNotify, options);
         } catch (RuntimeException | Error e) {
             ring.close();
+            if (words != null) {
+                words.close();
+            }
             synchronized (this) {
                 open--;
             }
@@ -267,6 +280,25 @@ public final class ChannelGroup implements AutoCloseable {
         }
         ch.postInitialReceives();
         return ch;
+    }
+
+    /**
+     * Whether a channel on {@code ctx} notifies by SEND: {@link ChannelOptions.Notification#AUTO}
+     * chooses so when the device reports the iWARP transport, which has no immediate data.
+     */
+    private boolean notifiesBySend(Context ctx) {
+        boolean iwarp = ctx.device().transportType() == TRANSPORT_IWARP;
+        return switch (options.notification()) {
+            case AUTO -> iwarp;
+            case SEND -> true;
+            case IMMEDIATE -> {
+                if (iwarp) {
+                    throw new UnsupportedOperationException("ChannelOptions.Notification.IMMEDIATE cannot be used on "
+                            + ctx.device().name() + ": iWARP devices have no immediate data (use AUTO or SEND)");
+                }
+                yield false;
+            }
+        };
     }
 
     private MemoryRegion allocateStage(long bytes) {

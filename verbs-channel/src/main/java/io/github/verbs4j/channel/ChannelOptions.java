@@ -28,9 +28,32 @@ import java.util.Objects;
  *                         {@link Channel#offer}, {@link Channel#receive} or {@link Channel#close()}
  *                         polls the group's completion queue itself (docs/channel.md, "Application
  *                         polling")
+ * @param notification     how this side tells the peer what it wrote into the peer's ring:
+ *                         {@link Notification#AUTO} (the default) picks by the device's transport
+ *                         (RDMA WRITE with immediate data, or on iWARP, which has none, a SEND
+ *                         after each plain RDMA WRITE); the other values force one (docs/channel.md,
+ *                         "Notification without immediate data")
  */
 public record ChannelOptions(int slots, int slotSize, int writesInFlight, int completionQueueEntries,
-        int spinPolls, Duration closeTimeout, boolean applicationPolling) {
+        int spinPolls, Duration closeTimeout, boolean applicationPolling, Notification notification) {
+
+    /**
+     * How a channel's sender tells the receiver that slots of its ring were written, and returns
+     * credits and the close: the 4-byte word that says it goes either as the immediate data of
+     * the WRITE, or as a SEND of its own. A receiver takes both, whatever it sends with itself.
+     */
+    public enum Notification {
+        /** {@link #SEND} when the device reports the iWARP transport, {@link #IMMEDIATE} otherwise. */
+        AUTO,
+        /** RDMA WRITE with immediate data; credits and the close are zero-length WRITEs with immediate. */
+        IMMEDIATE,
+        /**
+         * A plain RDMA WRITE followed, on the same queue pair, by a 4-byte SEND into one of the
+         * receive buffers the peer keeps posted; credits and the close are 4-byte SENDs. Works on
+         * every transport, iWARP included.
+         */
+        SEND
+    }
 
     /** Validates the values. */
     public ChannelOptions {
@@ -53,10 +76,29 @@ public record ChannelOptions(int slots, int slotSize, int writesInFlight, int co
         if (closeTimeout.isNegative()) {
             throw new IllegalArgumentException("closeTimeout must not be negative, got " + closeTimeout);
         }
+        Objects.requireNonNull(notification, "notification");
     }
 
     /**
-     * The options with a polling thread per group ({@code applicationPolling} false).
+     * The options with {@link Notification#AUTO}.
+     *
+     * @param slots see the record's description
+     * @param slotSize see the record's description
+     * @param writesInFlight see the record's description
+     * @param completionQueueEntries see the record's description
+     * @param spinPolls see the record's description
+     * @param closeTimeout see the record's description
+     * @param applicationPolling see the record's description
+     */
+    public ChannelOptions(int slots, int slotSize, int writesInFlight, int completionQueueEntries, int spinPolls,
+            Duration closeTimeout, boolean applicationPolling) {
+        this(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout, applicationPolling,
+                Notification.AUTO);
+    }
+
+    /**
+     * The options with a polling thread per group ({@code applicationPolling} false) and
+     * {@link Notification#AUTO}.
      *
      * @param slots see the record's description
      * @param slotSize see the record's description
@@ -67,45 +109,45 @@ public record ChannelOptions(int slots, int slotSize, int writesInFlight, int co
      */
     public ChannelOptions(int slots, int slotSize, int writesInFlight, int completionQueueEntries, int spinPolls,
             Duration closeTimeout) {
-        this(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout, false);
+        this(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout, false, Notification.AUTO);
     }
 
     /**
      * 128 slots of 1 KiB, 8 WRITEs in flight, a shared queue of 8192 entries, 2000 spins, 5 s to
-     * close, a polling thread per group.
+     * close, a polling thread per group, the notification chosen by the transport.
      */
     public static ChannelOptions defaults() {
-        return new ChannelOptions(128, 1024, 8, 8192, 2000, Duration.ofSeconds(5), false);
+        return new ChannelOptions(128, 1024, 8, 8192, 2000, Duration.ofSeconds(5), false, Notification.AUTO);
     }
 
     /** These options with {@code slots}. */
     public ChannelOptions withSlots(int slots) {
-        return new ChannelOptions(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout, applicationPolling);
+        return new ChannelOptions(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout, applicationPolling, notification);
     }
 
     /** These options with {@code slotSize}. */
     public ChannelOptions withSlotSize(int slotSize) {
-        return new ChannelOptions(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout, applicationPolling);
+        return new ChannelOptions(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout, applicationPolling, notification);
     }
 
     /** These options with {@code writesInFlight}. */
     public ChannelOptions withWritesInFlight(int writesInFlight) {
-        return new ChannelOptions(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout, applicationPolling);
+        return new ChannelOptions(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout, applicationPolling, notification);
     }
 
     /** These options with {@code completionQueueEntries}. */
     public ChannelOptions withCompletionQueueEntries(int entries) {
-        return new ChannelOptions(slots, slotSize, writesInFlight, entries, spinPolls, closeTimeout, applicationPolling);
+        return new ChannelOptions(slots, slotSize, writesInFlight, entries, spinPolls, closeTimeout, applicationPolling, notification);
     }
 
     /** These options with {@code spinPolls}. */
     public ChannelOptions withSpinPolls(int spinPolls) {
-        return new ChannelOptions(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout, applicationPolling);
+        return new ChannelOptions(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout, applicationPolling, notification);
     }
 
     /** These options with {@code closeTimeout}. */
     public ChannelOptions withCloseTimeout(Duration closeTimeout) {
-        return new ChannelOptions(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout, applicationPolling);
+        return new ChannelOptions(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout, applicationPolling, notification);
     }
 
     /**
@@ -118,7 +160,20 @@ public record ChannelOptions(int slots, int slotSize, int writesInFlight, int co
      */
     public ChannelOptions withApplicationPolling(boolean applicationPolling) {
         return new ChannelOptions(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout,
-                applicationPolling);
+                applicationPolling, notification);
+    }
+
+    /**
+     * These options with {@code notification}: {@link Notification#SEND} forces the mode for
+     * transports without immediate data on any device (softrdma, rxe), for tests;
+     * {@link Notification#IMMEDIATE} on an iWARP device makes connecting fail.
+     *
+     * @param notification how this side notifies its peer
+     * @return the changed options
+     */
+    public ChannelOptions withNotification(Notification notification) {
+        return new ChannelOptions(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout,
+                applicationPolling, notification);
     }
 
     /** The largest message a ring of {@code slots} slots of {@code slotSize} bytes carries: a quarter of the ring, less the header. */

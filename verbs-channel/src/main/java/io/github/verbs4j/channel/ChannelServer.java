@@ -72,7 +72,9 @@ public final class ChannelServer implements AutoCloseable {
      * Accepts the next connection, or returns {@code null} when none came within {@code timeout}.
      *
      * <p><b>Errors</b>: {@link IllegalArgumentException} when the connecting peer is not a
-     * channel (it is rejected); {@link io.github.verbs4j.cm.CmEventException} and
+     * channel (it is rejected); {@link UnsupportedOperationException} (the peer is rejected) for
+     * {@link ChannelOptions.Notification#IMMEDIATE} over an iWARP device;
+     * {@link io.github.verbs4j.cm.CmEventException} and
      * {@link io.github.verbs4j.VerbsException} when the peer vanished during the handshake.
      */
     public Channel accept(Duration timeout) {

@@ -1,7 +1,7 @@
 /**
  * A message channel over RDMA: reliable, ordered messages on an RC queue pair, written with
- * RDMA WRITE_WITH_IMM into a ring of slots in the receiver's memory, with credit-based flow
- * control, zero-copy receive views and many connections per polling thread.
+ * RDMA WRITE_WITH_IMM (on iWARP: a plain RDMA WRITE and a SEND of the word) into a ring of
+ * slots in the receiver's memory, with credit-based flow control, zero-copy receive views and many connections per polling thread.
  *
  * <ul>
  *   <li>{@link io.github.verbs4j.channel.ChannelGroup}: one completion queue and one polling

@@ -2,6 +2,8 @@ package io.github.verbs4j.channel;
 
 import io.github.verbs4j.testsupport.ThreadMeter;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -64,11 +66,13 @@ class ApplicationPollingTest {
      * slots: the rings turn over hundreds of times, so credits must come back both ways, carried
      * only by the two threads' own calls.
      */
-    @Test
-    void creditsFlowBothWaysWithOneThreadPerEnd() throws Exception {
+    /** On a ring of 8 slots credit words carry most credits: with immediate data, and as SENDs. */
+    @ParameterizedTest
+    @EnumSource(names = {"AUTO", "SEND"})
+    void creditsFlowBothWaysWithOneThreadPerEnd(ChannelOptions.Notification mode) throws Exception {
         int rounds = 500;
         int burst = 3;
-        ChannelOptions small = APP.withSlots(8).withSlotSize(64);
+        ChannelOptions small = APP.withSlots(8).withSlotSize(64).withNotification(mode);
         try (ChannelTest.Pair p = pair(small); ExecutorService ex = Executors.newSingleThreadExecutor();
              Arena arena = Arena.ofShared()) {
             long max = p.client().maxMessageSize();

@@ -14,6 +14,8 @@ import java.time.Duration;
  *   <li>{@code hold <port>}: connects and receives without giving slots back, printing
  *       {@code HOLDING} once the first message arrived, until it is killed.</li>
  * </ul>
+ * Each mode takes the {@link ChannelOptions.Notification} to use as an optional last argument
+ * (default {@code AUTO}).
  */
 public final class ChannelPeer {
 
@@ -26,7 +28,7 @@ public final class ChannelPeer {
             case "serve" -> {
                 long n = Long.parseLong(args[1]);
                 long seed = Long.parseLong(args[2]);
-                try (ChannelServer server = ChannelServer.listen(Traffic.any(), ChannelOptions.defaults())) {
+                try (ChannelServer server = ChannelServer.listen(Traffic.any(), options(args, 3))) {
                     System.out.println("PORT " + server.localAddress().getPort());
                     Channel ch = server.accept(t);
                     if (ch == null) {
@@ -47,19 +49,24 @@ public final class ChannelPeer {
                 int port = Integer.parseInt(args[1]);
                 long n = Long.parseLong(args[2]);
                 long seed = Long.parseLong(args[3]);
-                try (Channel ch = Channel.connect(new InetSocketAddress(Traffic.ADDRESS, port), ChannelOptions.defaults(), t)) {
+                try (Channel ch = Channel.connect(new InetSocketAddress(Traffic.ADDRESS, port), options(args, 4), t)) {
                     ChannelTest.sendStream(ch, seed, n);
                 }
                 System.out.println("SENT " + n);
             }
             case "hold" -> {
                 int port = Integer.parseInt(args[1]);
-                Channel ch = Channel.connect(new InetSocketAddress(Traffic.ADDRESS, port), ChannelOptions.defaults(), t);
+                Channel ch = Channel.connect(new InetSocketAddress(Traffic.ADDRESS, port), options(args, 2), t);
                 Message first = ch.receive(t);
                 System.out.println(first == null ? "FAIL nothing arrived" : "HOLDING");
                 Thread.sleep(Long.MAX_VALUE);
             }
             default -> throw new IllegalArgumentException(args[0]);
         }
+    }
+
+    private static ChannelOptions options(String[] args, int index) {
+        return ChannelOptions.defaults().withNotification(args.length > index
+                ? ChannelOptions.Notification.valueOf(args[index]) : ChannelOptions.Notification.AUTO);
     }
 }

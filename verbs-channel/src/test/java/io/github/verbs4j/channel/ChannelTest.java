@@ -1,7 +1,11 @@
 package io.github.verbs4j.channel;
 
+import io.github.verbs4j.channel.ChannelOptions.Notification;
 import io.github.verbs4j.testsupport.ThreadMeter;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -25,7 +29,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * Both ends in this JVM, each with a group of its own (two polling threads), over rdma_cm on
  * softrdma or the kernel's (rxe, siw). Sizes: {@code -Dverbs4j.channel.messages=1000000} for a
- * full-size run of the streaming tests.
+ * full-size run of the streaming tests. The tests named with a {@link Notification} run in both
+ * modes: {@code AUTO} (immediate data, or on iWARP SENDs) and {@code SEND} forced (the mode of
+ * transports without immediate data, here on any device).
  */
 class ChannelTest {
 
@@ -44,20 +50,42 @@ class ChannelTest {
     }
 
     static Pair pair(ChannelOptions options) throws Exception {
-        ChannelGroup sg = ChannelGroup.create(options);
-        ChannelGroup cg = ChannelGroup.create(options);
+        return pair(options, options);
+    }
+
+    static Pair pair(ChannelOptions serverOptions, ChannelOptions clientOptions) throws Exception {
+        ChannelGroup sg = ChannelGroup.create(serverOptions);
+        ChannelGroup cg = ChannelGroup.create(clientOptions);
         try (ExecutorService ex = Executors.newSingleThreadExecutor()) {
             ChannelServer server = sg.listen(Traffic.any());
             Future<Channel> accepted = ex.submit(() -> server.accept(T));
             Channel client = cg.connect(server.localAddress(), T);
             Channel a = accepted.get(T.toSeconds(), TimeUnit.SECONDS);
             assertNotNull(a, "no connection accepted");
+            assertNotifies(serverOptions.notification(), a);
+            assertNotifies(clientOptions.notification(), client);
             return new Pair(sg, server, cg, client, a);
         } catch (Exception | Error e) {
             cg.close();
             sg.close();
             throw e;
         }
+    }
+
+    /** Whether {@code ch} notifies its peer as {@code mode} says: AUTO by SEND exactly on iWARP. */
+    static void assertNotifies(Notification mode, Channel ch) {
+        boolean iwarp = ch.cmId().context().device().transportType() == 1;
+        boolean bySend = switch (mode) {
+            case AUTO -> iwarp;
+            case SEND -> true;
+            case IMMEDIATE -> false;
+        };
+        assertEquals(bySend, ch.notifiesBySend(), ch + " with " + mode + " on " + ch.cmId().context().device().name());
+        assertEquals(bySend ? Notification.SEND : Notification.IMMEDIATE, ch.notification());
+    }
+
+    static ChannelOptions with(Notification mode) {
+        return ChannelOptions.defaults().withNotification(mode);
     }
 
     /** Sends {@code count} messages of the stream {@code seed} on {@code ch}. */
@@ -82,10 +110,11 @@ class ChannelTest {
         }
     }
 
-    @Test
-    void mixedSizesArriveInOrderByteExactBothWays() throws Exception {
+    @ParameterizedTest
+    @EnumSource(names = {"AUTO", "SEND"})
+    void mixedSizesArriveInOrderByteExactBothWays(Notification mode) throws Exception {
         long n = Traffic.messages(20_000);
-        try (Pair p = pair(ChannelOptions.defaults()); ExecutorService ex = Executors.newFixedThreadPool(3)) {
+        try (Pair p = pair(with(mode)); ExecutorService ex = Executors.newFixedThreadPool(3)) {
             long max = p.client().maxMessageSize();
             assertEquals(128 / 4 * 1024 - 8, max);
             Future<?> up = ex.submit(() -> {
@@ -110,9 +139,35 @@ class ChannelTest {
         }
     }
 
+    /** A receiver takes both kinds of notification: each side may send its own way. */
     @Test
-    void offerTimesOutWhileTheReceiverHoldsTheRingThenSucceeds() throws Exception {
-        ChannelOptions options = ChannelOptions.defaults().withSlots(16).withSlotSize(64);
+    void aSideNotifyingBySendAndOneWithImmediateDataTalk() throws Exception {
+        long n = Traffic.messages(20_000) / 4;
+        Assumptions.assumeFalse(Traffic.onIwarp(), "iWARP has no immediate data: both sides notify by SEND there");
+        try (Pair p = pair(with(Notification.SEND), with(Notification.IMMEDIATE));
+             ExecutorService ex = Executors.newFixedThreadPool(2)) {
+            long max = p.client().maxMessageSize();
+            Future<?> up = ex.submit(() -> {
+                sendStream(p.client(), 4, n);
+                return null;
+            });
+            Future<?> down = ex.submit(() -> {
+                sendStream(p.accepted(), 5, n);
+                return null;
+            });
+            receiveStream(p.client(), 5, n, max);
+            receiveStream(p.accepted(), 4, n, max);
+            up.get(T.toSeconds(), TimeUnit.SECONDS);
+            down.get(T.toSeconds(), TimeUnit.SECONDS);
+            p.client().close();
+            assertThrows(ChannelClosedException.class, () -> p.accepted().receive(T));
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(names = {"AUTO", "SEND"})
+    void offerTimesOutWhileTheReceiverHoldsTheRingThenSucceeds(Notification mode) throws Exception {
+        ChannelOptions options = with(mode).withSlots(16).withSlotSize(64);
         try (Pair p = pair(options); Arena arena = Arena.ofShared()) {
             MemorySegment msg = arena.allocate(56); // one slot with the header
             int sent = 0;
@@ -153,10 +208,11 @@ class ChannelTest {
         }
     }
 
-    @Test
-    void closeDrainsEveryStagedMessageThenThePeerSeesTheEnd() throws Exception {
+    @ParameterizedTest
+    @EnumSource(names = {"AUTO", "SEND"})
+    void closeDrainsEveryStagedMessageThenThePeerSeesTheEnd(Notification mode) throws Exception {
         long n = 5_000;
-        try (Pair p = pair(ChannelOptions.defaults().withSlots(64))) {
+        try (Pair p = pair(with(mode).withSlots(64))) {
             long max = p.client().maxMessageSize();
             try (ExecutorService ex = Executors.newSingleThreadExecutor()) {
                 Future<?> sender = ex.submit(() -> {
@@ -176,11 +232,12 @@ class ChannelTest {
         }
     }
 
-    @Test
-    void manyConnectionsShareOnePollingThread() throws Exception {
+    @ParameterizedTest
+    @EnumSource(names = {"AUTO", "SEND"})
+    void manyConnectionsShareOnePollingThread(Notification mode) throws Exception {
         int connections = Integer.getInteger("verbs4j.channel.connections", 16);
         long perConnection = Traffic.messages(20_000) / 20;
-        ChannelOptions options = ChannelOptions.defaults().withSlots(32).withSlotSize(256);
+        ChannelOptions options = with(mode).withSlots(32).withSlotSize(256);
         try (ChannelGroup sg = ChannelGroup.create(options); ChannelGroup cg = ChannelGroup.create(options);
              ExecutorService ex = Executors.newFixedThreadPool(4)) {
             ChannelServer server = sg.listen(Traffic.any());
@@ -190,6 +247,8 @@ class ChannelTest {
                 Future<Channel> a = ex.submit(() -> server.accept(T));
                 clients.add(cg.connect(server.localAddress(), T));
                 accepted.add(a.get(T.toSeconds(), TimeUnit.SECONDS));
+                assertNotifies(mode, clients.get(i));
+                assertNotifies(mode, accepted.get(i));
             }
             assertEquals(connections, sg.channelCount());
             Thread poller = sg.pollingThread();
@@ -230,10 +289,11 @@ class ChannelTest {
         }
     }
 
-    @Test
-    void steadyStateAllocatesNothingPerMessage() throws Exception {
+    @ParameterizedTest
+    @EnumSource(names = {"AUTO", "SEND"})
+    void steadyStateAllocatesNothingPerMessage(Notification mode) throws Exception {
         int n = 20_000;
-        try (Pair p = pair(ChannelOptions.defaults().withSlots(256).withSlotSize(256));
+        try (Pair p = pair(with(mode).withSlots(256).withSlotSize(256));
              Arena arena = Arena.ofShared(); ExecutorService ex = Executors.newSingleThreadExecutor()) {
             MemorySegment msg = arena.allocate(64);
             Future<long[]> receiver = ex.submit(() -> {
@@ -267,8 +327,8 @@ class ChannelTest {
             long sender = ThreadMeter.allocatedBytes() - before;
             long[] r = receiver.get(T.toSeconds(), TimeUnit.SECONDS);
             long pollerBytes = ThreadMeter.allocatedBytes(poller) - pollerBefore;
-            System.out.printf("allocation over %d messages: sender %d B, receiver %d B, server polling thread %d B%n",
-                    n, sender, r[0], pollerBytes);
+            System.out.printf("allocation over %d messages (%s): sender %d B, receiver %d B, server polling thread %d B%n",
+                    n, mode, sender, r[0], pollerBytes);
             assertEquals(2L * n * (n - 1) / 2, r[1]);
             // a handful of bytes may come from the JIT's first compiled runs; none per message
             assertTrue(sender < n / 10, "sender allocated " + sender + " B for " + n + " messages");

@@ -43,6 +43,19 @@ final class Traffic {
         return verbs != null && !verbs.isBlank() && !verbs.equals("system");
     }
 
+    /**
+     * Whether an RDMA device here reports the iWARP transport ({@code enum ibv_transport_type} 1:
+     * the kernel's siw0 under {@code scripts/rxe-vm --device siw}), from the reported transport,
+     * never from a name.
+     */
+    static boolean onIwarp() {
+        try {
+            return io.github.verbs4j.Verbs.devices().stream().anyMatch(d -> d.transportType() == 1);
+        } catch (RuntimeException | Error e) {
+            return false;
+        }
+    }
+
     static InetSocketAddress any() {
         return new InetSocketAddress(ADDRESS, 0);
     }

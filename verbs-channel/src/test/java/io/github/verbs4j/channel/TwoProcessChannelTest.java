@@ -63,12 +63,22 @@ class TwoProcessChannelTest {
 
     @Test
     void mixedSizesUnderPacketFaultsArriveInOrderNoneLostOrDuplicated() throws Exception {
+        faultStream(ChannelOptions.Notification.AUTO);
+    }
+
+    /** The same stream notified by SEND after plain WRITEs, the mode of transports without immediate data. */
+    @Test
+    void mixedSizesUnderPacketFaultsArriveInOrderNoneLostOrDuplicatedNotifiedBySend() throws Exception {
+        faultStream(ChannelOptions.Notification.SEND);
+    }
+
+    private void faultStream(ChannelOptions.Notification mode) throws Exception {
         Assumptions.assumeTrue(Traffic.onSoftrdma(), "SOFTRDMA_FAULTS is softrdma's: the kernel's rxe/siw inject no faults");
         long n = Traffic.messages(3_000);
         Map<String, String> env = Map.of("SOFTRDMA_FAULTS", FAULTS);
-        Peer server = start(env, "serve", Long.toString(n), "11");
+        Peer server = start(env, "serve", Long.toString(n), "11", mode.name());
         int port = Integer.parseInt(server.expect("PORT", WAIT_SECONDS));
-        Peer client = start(env, "send", Integer.toString(port), Long.toString(n), "11");
+        Peer client = start(env, "send", Integer.toString(port), Long.toString(n), "11", mode.name());
         // retransmissions after drops take their time: the wait grows with the stream
         long streamSeconds = WAIT_SECONDS + n / 50 * Traffic.SLOWDOWN;
         assertEquals(Long.toString(n), client.expect("SENT", streamSeconds));
@@ -90,10 +100,17 @@ class TwoProcessChannelTest {
         peerKilledMidStream(ChannelOptions.defaults().withApplicationPolling(true));
     }
 
+    /** The same with both sides notifying by SEND (no immediate data): the SENDs' errors and the CM fail it. */
+    @Test
+    void peerKilledMidStreamFailsEveryPendingOperationNotifiedBySend() throws Exception {
+        peerKilledMidStream(ChannelOptions.defaults().withNotification(ChannelOptions.Notification.SEND));
+    }
+
     private void peerKilledMidStream(ChannelOptions options) throws Exception {
         try (ChannelServer server = ChannelServer.listen(Traffic.any(), options);
              ExecutorService ex = Executors.newFixedThreadPool(4)) {
-            Peer holder = start(Map.of(), "hold", Integer.toString(server.localAddress().getPort()));
+            Peer holder = start(Map.of(), "hold", Integer.toString(server.localAddress().getPort()),
+                    options.notification().name());
             Channel ch = server.accept(Duration.ofSeconds(WAIT_SECONDS));
             assertNotNull(ch);
             List<Future<?>> pending = new ArrayList<>();

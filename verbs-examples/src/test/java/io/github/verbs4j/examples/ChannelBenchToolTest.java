@@ -36,7 +36,15 @@ class ChannelBenchToolTest {
         run("--app-poll", "1024", "300");
     }
 
-    private static void run(String mode, String size, String count) throws Exception {
+    /** Both sides notify by a SEND after each plain RDMA WRITE, the channel's mode on iWARP. */
+    @Test
+    void notificationBySendCarriesCheckedMessagesAndPrintsItsRow() throws Exception {
+        String client = run("--notify=SEND", "1024", "300");
+        assertTrue(client.contains("messages over RDMA WRITE, each followed by a SEND"), client);
+    }
+
+    /** Runs a server and a client; returns the client's output. */
+    private static String run(String mode, String size, String count) throws Exception {
         String[] serverArgs = mode == null
                 ? new String[] {"channel-bench", "-s", "-a", "127.0.0.1", "-p", "0"}
                 : new String[] {"channel-bench", "-s", mode, "-a", "127.0.0.1", "-p", "0", "--slots", "16"};
@@ -58,15 +66,18 @@ class ChannelBenchToolTest {
                         "--pings", "50", "-t", "30"}
                     : new String[] {"channel-bench", "-c", mode, "-a", "127.0.0.1", "-p", port, "-S", size, "-n", count,
                         "--pings", "50", "-t", "30"};
+            String clientOut;
             try (Proc client = Proc.tool(clientArgs)) {
                 client.await(120).assertSuccess();
-                assertTrue(client.out().contains("B/msg[snd]  B/msg[rcv]"), client.describe());
-                assertTrue(client.out().matches(String.format(ROW, Integer.parseInt(size), Integer.parseInt(count))),
+                clientOut = client.out();
+                assertTrue(clientOut.contains("B/msg[snd]  B/msg[rcv]"), client.describe());
+                assertTrue(clientOut.matches(String.format(ROW, Integer.parseInt(size), Integer.parseInt(count))),
                         client.describe());
             }
             server.await(60).assertSuccess();
             assertTrue(server.out().contains("received " + count + " messages of " + size + " bytes on 1 connection"),
                     server.describe());
+            return clientOut;
         }
     }
 
@@ -77,6 +88,8 @@ class ChannelBenchToolTest {
             {"channel-bench", "-s", "--raw", "--slots", "2"},
             {"channel-bench", "-c", "--raw", "-a", "127.0.0.1", "-p", "1", "-w", "0"},
             {"channel-bench", "-c", "--raw", "--app-poll", "-a", "127.0.0.1", "-p", "1"},
+            {"channel-bench", "-c", "--raw", "--notify", "SEND", "-a", "127.0.0.1", "-p", "1"},
+            {"channel-bench", "-c", "--notify", "NONE", "-a", "127.0.0.1", "-p", "1"},
         };
         for (String[] args : bad) {
             try (Proc p = Proc.tool(args)) {

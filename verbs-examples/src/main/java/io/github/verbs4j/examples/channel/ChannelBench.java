@@ -51,7 +51,8 @@ final class ChannelBench {
     private final Duration timeout;
 
     ChannelBench(PrintWriter out, InetAddress host, int port, int size, long messages, int connections, int window,
-            int slots, int slotSize, int pings, int spin, boolean appPolling, Duration timeout) {
+            int slots, int slotSize, int pings, int spin, boolean appPolling, ChannelOptions.Notification notify,
+            Duration timeout) {
         this.out = out;
         this.host = host;
         this.port = port;
@@ -62,7 +63,7 @@ final class ChannelBench {
         this.timeout = timeout;
         int entries = Math.max(8192, Integer.highestOneBit(connections * (slots + window + 40)) << 1);
         this.options = ChannelOptions.defaults().withSlots(slots).withSlotSize(slotSize).withWritesInFlight(window)
-                .withSpinPolls(spin).withCompletionQueueEntries(entries).withApplicationPolling(appPolling);
+                .withSpinPolls(spin).withCompletionQueueEntries(entries).withApplicationPolling(appPolling).withNotification(notify);
         // the server echoes the round trips into the client's ring
         long ownLimit = (long) Math.max(1, slots / 4) * slotSize - 8;
         if (pings > 0 && size > ownLimit) {
@@ -285,7 +286,9 @@ final class ChannelBench {
 
     private void printHeader(Channel ch) {
         out.println(SEPARATOR);
-        out.println("                   verbs4j channel-bench: messages over RDMA WRITE_WITH_IMM");
+        out.println(ch.notification() == ChannelOptions.Notification.SEND
+                ? "            verbs4j channel-bench: messages over RDMA WRITE, each followed by a SEND"
+                : "                   verbs4j channel-bench: messages over RDMA WRITE_WITH_IMM");
         out.printf(" Peer           : %s%n", ch.remoteAddress());
         out.printf(" Connections    : %d (%s)%n", connections, options.applicationPolling()
                 ? "this side: polled by the application's threads" : "this side: one polling thread");

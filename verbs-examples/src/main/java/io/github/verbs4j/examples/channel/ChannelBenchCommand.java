@@ -1,5 +1,6 @@
 package io.github.verbs4j.examples.channel;
 
+import io.github.verbs4j.channel.ChannelOptions;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -17,7 +18,9 @@ import java.util.concurrent.Callable;
  * number and, in the channel mode, every byte), and answers when all arrived. Then connection 0
  * measures round trips. {@code --raw} (on both sides) runs the same traffic on bare verbs instead
  * of the channel, for comparison; {@code --app-poll} lets the application's threads drive the
- * channel instead of a polling thread. Both print the heap bytes each
+ * channel instead of a polling thread; {@code --notify SEND} makes a side notify by a SEND after
+ * each plain RDMA WRITE, as the channel does by itself on iWARP, which has no immediate data
+ * ({@code --raw} needs immediate data and refuses an iWARP device). Both print the heap bytes each
  * process allocated per message in the steady state.
  */
 @Command(name = "channel-bench", mixinStandardHelpOptions = true,
@@ -75,6 +78,11 @@ public final class ChannelBenchCommand implements Callable<Integer> {
             + "(ChannelOptions.withApplicationPolling) instead of a polling thread per side; each side chooses for itself")
     boolean appPoll;
 
+    @Option(names = "--notify", paramLabel = "<mode>", description = "how each side tells its peer what it wrote: "
+            + "AUTO (immediate data, or a SEND after each plain WRITE on iWARP), IMMEDIATE or SEND "
+            + "(ChannelOptions.Notification); each side chooses for itself (default: ${DEFAULT-VALUE})")
+    ChannelOptions.Notification notify = ChannelOptions.Notification.AUTO;
+
     @Option(names = {"-t", "--timeout"}, paramLabel = "<seconds>", description = "give up a step after this long (default: ${DEFAULT-VALUE})")
     int timeoutSeconds = 60;
 
@@ -104,6 +112,10 @@ public final class ChannelBenchCommand implements Callable<Integer> {
                 throw new CommandLine.ParameterException(spec.commandLine(), "--raw always polls from the application's thread: "
                         + "--app-poll is for the channel");
             }
+            if (notify != ChannelOptions.Notification.AUTO) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "--raw always notifies with immediate data: "
+                        + "--notify is for the channel");
+            }
             if (connections != 1) {
                 throw new CommandLine.ParameterException(spec.commandLine(), "--raw runs one connection (-C 1)");
             }
@@ -119,7 +131,7 @@ public final class ChannelBenchCommand implements Callable<Integer> {
         ChannelBench bench;
         try {
             bench = new ChannelBench(spec.commandLine().getOut(), host, port, size, messages, connections, window, slots,
-                    slotSize, pings, spin, appPoll, Duration.ofSeconds(timeoutSeconds));
+                    slotSize, pings, spin, appPoll, notify, Duration.ofSeconds(timeoutSeconds));
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         }

@@ -190,6 +190,10 @@ final class RawChannelBench {
         }
         int stride = stride(msgSize);
         Context ctx = id.context();
+        if (lacksImmediateData(ctx)) {
+            id.reject(null);
+            throw noImmediateData(ctx);
+        }
         try (ProtectionDomain pd = ctx.allocatePd();
              CompletionQueue sendCq = ctx.createCq(SERVER_SEND_DEPTH * 2);
              CompletionQueue recvCq = ctx.createCq(slots + EXTRA_SERVER_RECVS);
@@ -354,6 +358,17 @@ final class RawChannelBench {
         }
     }
 
+    /** Whether the device reports the iWARP transport ({@code enum ibv_transport_type} 1), which has no immediate data. */
+    private static boolean lacksImmediateData(Context ctx) {
+        return ctx.device().transportType() == 1;
+    }
+
+    private static UnsupportedOperationException noImmediateData(Context ctx) {
+        return new UnsupportedOperationException("channel-bench --raw sends RDMA WRITE with immediate data, which "
+                + ctx.device().name() + " (iWARP) does not have; the channel itself (channel-bench without --raw) "
+                + "notifies by SEND there");
+    }
+
     // ---- client --------------------------------------------------------------------------------
 
     int runClient() {
@@ -364,6 +379,9 @@ final class RawChannelBench {
             id.resolveAddress(null, server, timeout);
             id.resolveRoute(timeout);
             Context ctx = id.context();
+            if (lacksImmediateData(ctx)) {
+                throw noImmediateData(ctx);
+            }
             try (ProtectionDomain pd = ctx.allocatePd();
                  CompletionQueue sendCq = ctx.createCq(window + 1);
                  CompletionQueue recvCq = ctx.createCq(CLIENT_RECVS);
