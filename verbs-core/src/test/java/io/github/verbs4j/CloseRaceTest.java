@@ -169,7 +169,8 @@ class CloseRaceTest {
                                 int rc = s.tryCommit();
                                 if (rc == 0) {
                                     posted.incrementAndGet();
-                                } else if (rc != Errno.ENOMEM.code()) {
+                                } else if (rc != Errno.ENOMEM.code() && rc != Errno.ENOSPC.code()) {
+                                    // (a one-request batch is refused with ENOMEM or ENOSPC only when the send queue is full)
                                     unexpected.add(new AssertionError("ibv_wr_complete returned " + Errno.describe(rc)));
                                     return;
                                 }
@@ -181,17 +182,25 @@ class CloseRaceTest {
                         }
                     }));
                 }
+                // one completion per pass on a kernel device: rxe's provider before rdma-core 55 overruns
+                // the queue after a pass ends on ENOENT (PollSession)
+                boolean drain = Rig.onSoftrdma();
                 threads.add(Thread.ofPlatform().start(() -> {
                     running.countDown();
                     try {
                         while (true) {
                             try (PollSession p = cq.startPoll()) {
                                 while (p.next()) {
-                                    if (!p.ok() || p.opcode() != WcOpcode.RDMA_WRITE || (p.wrId() & 31) != 31) {
+                                    // a destroyed QP's requests may complete flushed on a kernel device
+                                    boolean written = p.ok() && p.opcode() == WcOpcode.RDMA_WRITE && (p.wrId() & 31) == 31;
+                                    if (!written && p.status() != WcStatus.WR_FLUSH_ERROR) {
                                         unexpected.add(new AssertionError("completion " + p.status() + ", " + p.opcode()
                                                 + ", id " + p.wrId()));
                                     }
                                     polled.incrementAndGet();
+                                    if (!drain) {
+                                        break;
+                                    }
                                 }
                             }
                         }
