@@ -25,7 +25,7 @@ import java.lang.invoke.MethodHandle;
  * for) must never be called: owners check it once, at creation. Offsets come from the
  * generated layouts.
  *
- * <p><b>By address.</b> Each handle has a {@code _BY_ADDRESS} twin taking every pointer but the
+ * <p><b>By address.</b> Each data-path handle has a {@code _BY_ADDRESS} twin taking every pointer but the
  * function's ({@code struct ibv_qp_ex *}, {@code struct ibv_cq_ex *}, lists, buffers, the
  * address handle) as a {@code long} ({@code JAVA_LONG}): each segment argument costs the
  * linker's checks and, for a segment of a shared arena, its session's acquire and release
