@@ -6,6 +6,7 @@ import io.github.verbs4j.raw.ExtendedOps;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.ref.Reference;
 import java.nio.ByteOrder;
 
 /**
@@ -42,8 +43,12 @@ import java.nio.ByteOrder;
  * docs/substrates.md has the details.
  *
  * <p><b>Hot path</b>: every call goes through a function pointer of {@code struct ibv_cq_ex},
- * read once at creation, with a critical downcall; nothing is allocated. An empty queue costs
- * one call ({@code start_poll} answering ENOENT).
+ * read once at creation, with a critical downcall taking the queue's address as a {@code long};
+ * nothing is allocated. An empty queue costs one call ({@code start_poll} answering ENOENT).
+ * From a successful {@code ibv_start_poll} to {@link #close()} the session pins the queue: a
+ * {@link CompletionQueue#close()} on another thread that has got past its own check waits for
+ * the pass to end before the queue is destroyed (and within the pass, closing the queue is
+ * refused, as said below).
  *
  * <p><b>Thread-safety</b>: a queue has one session object, reused by every
  * {@link CompletionQueue#startPoll()}; between start and end the provider holds the queue's
@@ -62,15 +67,21 @@ public final class PollSession implements AutoCloseable {
     private static final int EMPTY = 4;   // start_poll answered ENOENT; no end_poll
 
     private final CompletionQueue cq;
+    /** The queue's {@code struct ibv_cq_ex}: its address, passed to every call, and a view to read wr_id and status. */
+    private final long cqx;
+    private final MemorySegment cqxView;
     private final long fields;
     private final MemorySegment startPoll, nextPoll, endPoll;
     private final MemorySegment readOpcode, readVendorErr, readWcFlags, readByteLen, readImm, readQpNum, readSrcQp,
             readSlid, readSl, readDlidPathBits, readTimestamp;
     private final MemorySegment attr;
+    private final long attrAddress;
     private int state = CLOSED;
 
     PollSession(CompletionQueue cq, MemorySegment cqx, long fields) {
         this.cq = cq;
+        this.cqx = cqx.address();
+        this.cqxView = MemorySegment.ofAddress(cqx.address()).reinterpret(ExtendedOps.CQ_EX_SIZE);
         this.fields = fields;
         this.startPoll = fn(cqx, ExtendedOps.START_POLL);
         this.nextPoll = fn(cqx, ExtendedOps.NEXT_POLL);
@@ -91,6 +102,7 @@ public final class PollSession implements AutoCloseable {
                     + " lacks start_poll/next_poll/end_poll/read_opcode");
         }
         this.attr = Arena.ofAuto().allocate(ibv_poll_cq_attr.layout());
+        this.attrAddress = attr.address();
     }
 
     private static MemorySegment fn(MemorySegment cqx, long offset) {
@@ -103,18 +115,28 @@ public final class PollSession implements AutoCloseable {
         if (state != CLOSED) {
             throw new IllegalStateException("a polling session is already open on " + cq + ": close it first");
         }
+        if (!cq.handle.pin()) {
+            throw new IllegalStateException(cq + " is closed (ibv_start_poll refused)");
+        }
         int rc;
         try {
-            rc = (int) ExtendedOps.CQ_START_POLL.invokeExact(startPoll, cq.handle.segment(), attr);
+            rc = (int) ExtendedOps.CQ_START_POLL_BY_ADDRESS.invokeExact(startPoll, cqx, attrAddress);
         } catch (Throwable t) {
+            cq.handle.unpin();
             throw cq.handle.failure(cq, "ibv_start_poll", t);
+        } finally {
+            // attr's arena (held by this session) stays reachable until the provider returned
+            Reference.reachabilityFence(this);
         }
         if (rc == 0) {
-            state = FIRST;
-        } else if (Math.abs(rc) == ENOENT) {
-            state = EMPTY;
+            state = FIRST; // pinned until close()
         } else {
-            throw VerbsException.of("ibv_start_poll", Math.abs(rc));
+            cq.handle.unpin(); // no end_poll is due: nothing more to call
+            if (Math.abs(rc) == ENOENT) {
+                state = EMPTY;
+            } else {
+                throw VerbsException.of("ibv_start_poll", Math.abs(rc));
+            }
         }
         return this;
     }
@@ -134,7 +156,7 @@ public final class PollSession implements AutoCloseable {
             case CURRENT -> {
                 int rc;
                 try {
-                    rc = (int) ExtendedOps.CQ_INT.invokeExact(nextPoll, cq.handle.segment());
+                    rc = (int) ExtendedOps.CQ_INT_BY_ADDRESS.invokeExact(nextPoll, cqx);
                 } catch (Throwable t) {
                     throw cq.handle.failure(cq, "ibv_next_poll", t);
                 }
@@ -161,7 +183,8 @@ public final class PollSession implements AutoCloseable {
 
     /** The current completion's work request id ({@code ibv_cq_ex.wr_id}). */
     public long wrId() {
-        return current().get(ValueLayout.JAVA_LONG, ExtendedOps.CQ_WR_ID);
+        current();
+        return cqxView.get(ValueLayout.JAVA_LONG, ExtendedOps.CQ_WR_ID);
     }
 
     /** The current completion's status ({@code ibv_cq_ex.status}). */
@@ -171,7 +194,8 @@ public final class PollSession implements AutoCloseable {
 
     /** The current completion's status as the C enum value. */
     public int statusCode() {
-        return current().get(ValueLayout.JAVA_INT, ExtendedOps.CQ_STATUS);
+        current();
+        return cqxView.get(ValueLayout.JAVA_INT, ExtendedOps.CQ_STATUS);
     }
 
     /** Whether the current completion succeeded. */
@@ -236,10 +260,10 @@ public final class PollSession implements AutoCloseable {
 
     /** {@code ibv_wc_read_completion_ts} ({@link WcField#COMPLETION_TIMESTAMP}): device clock ticks. */
     public long completionTimestamp() {
-        MemorySegment q = current();
+        current();
         MemorySegment fn = accessor(readTimestamp, WcField.COMPLETION_TIMESTAMP);
         try {
-            return (long) ExtendedOps.CQ_LONG.invokeExact(fn, q);
+            return (long) ExtendedOps.CQ_LONG_BY_ADDRESS.invokeExact(fn, cqx);
         } catch (Throwable t) {
             throw cq.handle.failure(cq, "ibv_wc_read_completion_ts", t);
         }
@@ -255,9 +279,11 @@ public final class PollSession implements AutoCloseable {
         state = CLOSED;
         if (s != EMPTY) {
             try {
-                ExtendedOps.CQ_VOID.invokeExact(endPoll, cq.handle.segment());
+                ExtendedOps.CQ_VOID_BY_ADDRESS.invokeExact(endPoll, cqx);
             } catch (Throwable t) {
                 throw cq.handle.failure(cq, "ibv_end_poll", t);
+            } finally {
+                cq.handle.unpin();
             }
         }
     }
@@ -267,11 +293,11 @@ public final class PollSession implements AutoCloseable {
         return state != CLOSED;
     }
 
-    private MemorySegment current() {
+    /** Throws unless a completion is current (so the queue is pinned). */
+    private void current() {
         if (state != CURRENT) {
             throw new IllegalStateException("no current completion on " + cq + " (call next() and check it returned true)");
         }
-        return cq.handle.segment();
     }
 
     private MemorySegment accessor(MemorySegment fn, WcField field) {
@@ -283,20 +309,20 @@ public final class PollSession implements AutoCloseable {
     }
 
     private int readInt(MemorySegment fn, WcField field, String verb) {
-        MemorySegment q = current();
+        current();
         MemorySegment f = accessor(fn, field);
         try {
-            return (int) ExtendedOps.CQ_INT.invokeExact(f, q);
+            return (int) ExtendedOps.CQ_INT_BY_ADDRESS.invokeExact(f, cqx);
         } catch (Throwable t) {
             throw cq.handle.failure(cq, verb, t);
         }
     }
 
     private byte readByte(MemorySegment fn, WcField field, String verb) {
-        MemorySegment q = current();
+        current();
         MemorySegment f = accessor(fn, field);
         try {
-            return (byte) ExtendedOps.CQ_BYTE.invokeExact(f, q);
+            return (byte) ExtendedOps.CQ_BYTE_BY_ADDRESS.invokeExact(f, cqx);
         } catch (Throwable t) {
             throw cq.handle.failure(cq, verb, t);
         }

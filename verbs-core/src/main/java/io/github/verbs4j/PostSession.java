@@ -8,6 +8,7 @@ import io.github.verbs4j.raw.ExtendedOps;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.ref.Reference;
 import java.nio.ByteOrder;
 
 /**
@@ -58,7 +59,17 @@ import java.nio.ByteOrder;
  * send queue is full); nothing of a batch that fails there is posted.
  *
  * <p><b>Hot path</b>: every call goes through a function pointer of {@code struct ibv_qp_ex},
- * read once at QP creation, with a critical downcall; nothing is allocated.
+ * read once at QP creation, with a critical downcall taking the QP's and the buffers' addresses
+ * as {@code long}s; nothing is allocated. The operation methods and setters only record and
+ * check in Java: the provider sees a request when the next one starts or at commit, so a
+ * one-request batch makes three calls (start; builder and data setter at commit, then
+ * {@code ibv_wr_complete}) plus one per further setter.
+ *
+ * <p><b>Closing the QP</b>: from {@code ibv_wr_start} to the end of the session, the session
+ * pins the QP: {@link QueuePair#close()} on another thread waits for the session to end (commit
+ * or abort) before the QP is destroyed, and then the QP refuses new sessions. Closing the QP
+ * on the thread that has the session open is refused with {@link IllegalStateException}:
+ * commit or abort first.
  *
  * <p><b>Thread-safety</b>: a QP has one session object, reused by every
  * {@link QueuePair#startPosting()}; rdma-core's post-send API keeps one open batch per QP, so
@@ -95,14 +106,26 @@ public final class PostSession implements AutoCloseable {
     private static final int OP_LOCAL_INV = 9;
 
     private final QueuePair qp;
+    /** The QP's {@code struct ibv_qp_ex}: its address, passed to every call, and a view to write wr_id and wr_flags. */
+    private final long qpx;
+    private final MemorySegment qpxView;
     private final long ops;
     private final int maxSge;
     private final int maxInline;
     private final MemorySegment start, complete, abort;
     private final MemorySegment send, sendImm, sendInv, write, writeImm, read, cmpSwp, fetchAdd, localInv;
     private final MemorySegment setSge, setSgeList, setInline, setUd, setXrcSrqn;
+    // the lists setters read: kept reachable by this session, passed by address
     private final MemorySegment sges;
     private final MemorySegment staging;
+    private final MemorySegment sgesView;
+    private final long sgesAddress;
+    private final long stagingAddress;
+
+    /** Whether this session holds the QP's pin (from wr_start to the end of the session). */
+    private boolean pinned;
+    /** The thread that started the open session; null when none is open. */
+    private Thread thread;
 
     private boolean open;
     private int kind = NONE;
@@ -110,6 +133,10 @@ public final class PostSession implements AutoCloseable {
     private int nInline;
     private long inlineBytes;
     private long sgeBytes;
+    // the first scatter/gather entry, kept in fields: one entry needs no list in memory
+    private long sge0Address;
+    private int sge0Length;
+    private int sge0Lkey;
     private long id;
     private int flags = SIGNALED;
 
@@ -121,7 +148,7 @@ public final class PostSession implements AutoCloseable {
     private long pendingAddr;
     private long pendingA;    // compare or add
     private long pendingB;    // swap
-    private MemorySegment pendingAh;
+    private AddressHandle pendingAh;
     private int pendingQpn;
     private int pendingQkey;
     private int pendingSrqn;
@@ -129,6 +156,8 @@ public final class PostSession implements AutoCloseable {
 
     PostSession(QueuePair qp, MemorySegment qpx, long ops, int maxSge, int maxInline) {
         this.qp = qp;
+        this.qpx = qpx.address();
+        this.qpxView = MemorySegment.ofAddress(qpx.address()).reinterpret(ExtendedOps.QP_EX_SIZE);
         this.ops = ops;
         this.maxSge = maxSge;
         this.maxInline = maxInline;
@@ -157,6 +186,10 @@ public final class PostSession implements AutoCloseable {
         Arena arena = Arena.ofAuto();
         this.sges = arena.allocate(SGE_SIZE * Math.max(1, maxSge), 8);
         this.staging = arena.allocate(Math.max(1, maxInline), 8);
+        // views without the arena's scope: written only while this session (which holds the arena) is reachable
+        this.sgesView = MemorySegment.ofAddress(sges.address()).reinterpret(sges.byteSize());
+        this.sgesAddress = sges.address();
+        this.stagingAddress = staging.address();
     }
 
     private static MemorySegment fn(MemorySegment qpx, long offset) {
@@ -170,15 +203,38 @@ public final class PostSession implements AutoCloseable {
             throw new IllegalStateException("a posting session is already open on " + qp
                     + ": commit or abort it first (one batch per QP at a time)");
         }
-        MemorySegment q = qp.handle.segment();
+        if (!qp.handle.pin()) {
+            throw new IllegalStateException(qp + " is closed (ibv_wr_start refused)");
+        }
         try {
-            ExtendedOps.QP_VOID.invokeExact(start, q);
+            ExtendedOps.QP_VOID_BY_ADDRESS.invokeExact(start, qpx);
         } catch (Throwable t) {
+            qp.handle.unpin();
             throw qp.handle.failure(qp, "ibv_wr_start", t);
         }
+        pinned = true;
+        thread = Thread.currentThread();
         open = true;
         kind = NONE;
+        pendingOp = OP_NONE;
         return this;
+    }
+
+    /** Whether a session is open on the calling thread: closing the QP there would wait for itself. */
+    boolean isOpenOnThisThread() {
+        return open && thread == Thread.currentThread();
+    }
+
+    /** Ends the session: no more calls on the QP through it; gives the QP's pin back. */
+    private void end() {
+        open = false;
+        kind = NONE;
+        pendingOp = OP_NONE;
+        if (pinned) {
+            pinned = false;
+            thread = null;
+            qp.handle.unpin();
+        }
     }
 
     /** Whether the batch is still being built (started, neither committed nor aborted). */
@@ -339,13 +395,27 @@ public final class PostSession implements AutoCloseable {
         }
         udFits(sgeBytes + length);
         long addr = region.address + offset;
-        long at = nSge * SGE_SIZE;
-        sges.set(ValueLayout.JAVA_LONG, at + SGE_ADDR, addr);
-        sges.set(ValueLayout.JAVA_INT, at + SGE_LENGTH, length);
-        sges.set(ValueLayout.JAVA_INT, at + SGE_LKEY, region.lkey);
-        nSge++;
+        int n = nSge;
+        if (n == 0) {
+            sge0Address = addr;
+            sge0Length = length;
+            sge0Lkey = region.lkey;
+        } else {
+            if (n == 1) {
+                putSge(0, sge0Address, sge0Length, sge0Lkey);
+            }
+            putSge(n, addr, length, region.lkey);
+        }
+        nSge = n + 1;
         sgeBytes += length;
         return this;
+    }
+
+    private void putSge(int index, long addr, int length, int lkey) {
+        long at = index * SGE_SIZE;
+        sgesView.set(ValueLayout.JAVA_LONG, at + SGE_ADDR, addr);
+        sgesView.set(ValueLayout.JAVA_INT, at + SGE_LENGTH, length);
+        sgesView.set(ValueLayout.JAVA_INT, at + SGE_LKEY, lkey);
     }
 
     /**
@@ -389,7 +459,7 @@ public final class PostSession implements AutoCloseable {
         if (ah.pd != qp.pd) {
             throw fail(new IllegalArgumentException(ah + " belongs to another protection domain than " + qp));
         }
-        pendingAh = ah.ah;
+        pendingAh = ah;
         pendingQpn = remoteQpn;
         pendingQkey = qkey;
         return this;
@@ -435,13 +505,13 @@ public final class PostSession implements AutoCloseable {
             throw new IllegalStateException("the posting session on " + qp + " already ended");
         }
         flush();
-        open = false;
-        kind = NONE;
         int rc;
         try {
-            rc = (int) ExtendedOps.QP_COMPLETE.invokeExact(complete, qp.handle.segment());
+            rc = (int) ExtendedOps.QP_COMPLETE_BY_ADDRESS.invokeExact(complete, qpx);
         } catch (Throwable t) {
             throw qp.handle.failure(qp, "ibv_wr_complete", t);
+        } finally {
+            end();
         }
         return Math.abs(rc);
     }
@@ -451,13 +521,12 @@ public final class PostSession implements AutoCloseable {
         if (!open) {
             return;
         }
-        open = false;
-        kind = NONE;
-        pendingOp = OP_NONE;
         try {
-            ExtendedOps.QP_VOID.invokeExact(abort, qp.handle.segment());
+            ExtendedOps.QP_VOID_BY_ADDRESS.invokeExact(abort, qpx);
         } catch (Throwable t) {
             throw qp.handle.failure(qp, "ibv_wr_abort", t);
+        } finally {
+            end();
         }
     }
 
@@ -507,62 +576,63 @@ public final class PostSession implements AutoCloseable {
             return;
         }
         pendingOp = OP_NONE;
-        MemorySegment q;
-        try {
-            q = qp.handle.segment();
-            q.set(ValueLayout.JAVA_LONG, ExtendedOps.QP_WR_ID, pendingId);
-            q.set(ValueLayout.JAVA_INT, ExtendedOps.QP_WR_FLAGS, nInline > 0 ? pendingFlags | INLINE : pendingFlags);
-        } catch (IllegalStateException closed) {
-            open = false;
-            throw new IllegalStateException(qp + " is closed", closed);
+        AddressHandle ah = pendingAh;
+        if (ah != null && ah.life.isClosed()) {
+            throw fail(Lifecycle.closedException(ah));
         }
+        // the session holds the QP's pin (open): its address stays valid across these calls
+        long q = qpx;
+        qpxView.set(ValueLayout.JAVA_LONG, ExtendedOps.QP_WR_ID, pendingId);
+        qpxView.set(ValueLayout.JAVA_INT, ExtendedOps.QP_WR_FLAGS, nInline > 0 ? pendingFlags | INLINE : pendingFlags);
         String verb = "ibv_wr_post";
         try {
             switch (op) {
-                case OP_SEND -> ExtendedOps.QP_VOID.invokeExact(send, q);
-                case OP_SEND_IMM -> ExtendedOps.QP_INT.invokeExact(sendImm, q, pendingInt);
-                case OP_SEND_INV -> ExtendedOps.QP_INT.invokeExact(sendInv, q, pendingInt);
-                case OP_WRITE -> ExtendedOps.QP_RDMA.invokeExact(write, q, pendingInt, pendingAddr);
-                case OP_WRITE_IMM -> ExtendedOps.QP_RDMA_IMM.invokeExact(writeImm, q, pendingInt, pendingAddr, pendingImm);
-                case OP_READ -> ExtendedOps.QP_RDMA.invokeExact(read, q, pendingInt, pendingAddr);
-                case OP_CMP_SWP -> ExtendedOps.QP_CMP_SWP.invokeExact(cmpSwp, q, pendingInt, pendingAddr, pendingA, pendingB);
-                case OP_FETCH_ADD -> ExtendedOps.QP_FETCH_ADD.invokeExact(fetchAdd, q, pendingInt, pendingAddr, pendingA);
-                default -> ExtendedOps.QP_INT.invokeExact(localInv, q, pendingInt);
+                case OP_WRITE -> ExtendedOps.QP_RDMA_BY_ADDRESS.invokeExact(write, q, pendingInt, pendingAddr);
+                case OP_SEND -> ExtendedOps.QP_VOID_BY_ADDRESS.invokeExact(send, q);
+                case OP_SEND_IMM -> ExtendedOps.QP_INT_BY_ADDRESS.invokeExact(sendImm, q, pendingInt);
+                case OP_SEND_INV -> ExtendedOps.QP_INT_BY_ADDRESS.invokeExact(sendInv, q, pendingInt);
+                case OP_WRITE_IMM -> ExtendedOps.QP_RDMA_IMM_BY_ADDRESS.invokeExact(writeImm, q, pendingInt, pendingAddr, pendingImm);
+                case OP_READ -> ExtendedOps.QP_RDMA_BY_ADDRESS.invokeExact(read, q, pendingInt, pendingAddr);
+                case OP_CMP_SWP -> ExtendedOps.QP_CMP_SWP_BY_ADDRESS.invokeExact(cmpSwp, q, pendingInt, pendingAddr, pendingA, pendingB);
+                case OP_FETCH_ADD -> ExtendedOps.QP_FETCH_ADD_BY_ADDRESS.invokeExact(fetchAdd, q, pendingInt, pendingAddr, pendingA);
+                default -> ExtendedOps.QP_INT_BY_ADDRESS.invokeExact(localInv, q, pendingInt);
             }
             if (nSge == 1) {
                 verb = "ibv_wr_set_sge";
-                ExtendedOps.QP_SET_SGE.invokeExact(setSge, q, sges.get(ValueLayout.JAVA_INT, SGE_LKEY),
-                        sges.get(ValueLayout.JAVA_LONG, SGE_ADDR), sges.get(ValueLayout.JAVA_INT, SGE_LENGTH));
+                ExtendedOps.QP_SET_SGE_BY_ADDRESS.invokeExact(setSge, q, sge0Lkey, sge0Address, sge0Length);
             } else if (nSge > 1) {
                 verb = "ibv_wr_set_sge_list";
-                ExtendedOps.QP_SET_LIST.invokeExact(setSgeList, q, (long) nSge, sges);
+                ExtendedOps.QP_SET_LIST_BY_ADDRESS.invokeExact(setSgeList, q, (long) nSge, sgesAddress);
             } else if (nInline > 0) {
                 verb = "ibv_wr_set_inline_data";
-                ExtendedOps.QP_SET_INLINE.invokeExact(setInline, q, staging, inlineBytes);
+                ExtendedOps.QP_SET_INLINE_BY_ADDRESS.invokeExact(setInline, q, stagingAddress, inlineBytes);
             }
-            if (pendingAh != null) {
+            if (ah != null) {
                 verb = "ibv_wr_set_ud_addr";
-                ExtendedOps.QP_SET_UD_ADDR.invokeExact(setUd, q, pendingAh, pendingQpn, pendingQkey);
                 pendingAh = null;
+                ExtendedOps.QP_SET_UD_ADDR_BY_ADDRESS.invokeExact(setUd, q, ah.ah.address(), pendingQpn, pendingQkey);
             }
             if (hasSrqn) {
                 verb = "ibv_wr_set_xrc_srqn";
-                ExtendedOps.QP_INT.invokeExact(setXrcSrqn, q, pendingSrqn);
                 hasSrqn = false;
+                ExtendedOps.QP_INT_BY_ADDRESS.invokeExact(setXrcSrqn, q, pendingSrqn);
             }
         } catch (Throwable t) {
             throw failed(verb, t);
+        } finally {
+            // the lists' arena (held by this session) and the address handle stay reachable until the provider returned
+            Reference.reachabilityFence(this);
+            Reference.reachabilityFence(ah);
         }
     }
 
-    private MemorySegment setter(String verb) {
+    private void setter(String verb) {
         if (!open) {
             throw new IllegalStateException("the posting session on " + qp + " has ended: " + verb + " refused");
         }
         if (kind == NONE) {
             throw fail(new IllegalStateException(verb + " before any operation: build one first (send(), rdmaWrite(), ...)"));
         }
-        return qp.handle.segment();
     }
 
     private void aligned(long remoteAddress) {
@@ -572,7 +642,6 @@ public final class PostSession implements AutoCloseable {
         }
     }
 
-    /** Aborts the batch and returns {@code e} to throw. */
     /**
      * A UD message must fit the port's active MTU: the device would complete a longer send
      * successfully and emit nothing (IBA C10-93.1.1, rxe), so it is refused here, as
@@ -586,6 +655,7 @@ public final class PostSession implements AutoCloseable {
         }
     }
 
+    /** Aborts the batch and returns {@code e} to throw. */
     private RuntimeException fail(RuntimeException e) {
         try {
             abort();
@@ -596,7 +666,7 @@ public final class PostSession implements AutoCloseable {
     }
 
     private RuntimeException failed(String verb, Throwable t) {
-        open = false;
+        end();
         return qp.handle.failure(qp, verb, t);
     }
 

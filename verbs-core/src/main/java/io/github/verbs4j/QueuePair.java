@@ -908,12 +908,19 @@ public final class QueuePair implements AutoCloseable {
     }
 
     /**
-     * Destroys the QP ({@code ibv_destroy_qp}). Idempotent.
+     * Destroys the QP ({@code ibv_destroy_qp}). Idempotent. A {@link PostSession} open on
+     * another thread is waited for (up to 10 s) before the QP is destroyed.
      *
-     * <p><b>Errors</b>: {@link VerbsException} with the provider's errno (the QP stays open).
+     * <p><b>Errors</b>: {@link VerbsException} with the provider's errno (the QP stays open);
+     * {@link IllegalStateException} on the thread that has a {@link PostSession} open on this
+     * QP (commit or abort it first), or when another thread's session has not ended in 10 s.
      */
     @Override
     public void close() {
+        if (postSession != null && postSession.isOpenOnThisThread() && !life.isClosed()) {
+            throw new IllegalStateException("cannot close " + this + " inside a posting session: commit or abort the"
+                    + " PostSession first");
+        }
         life.close(this, handle, () -> {
             if (destroyer != null) {
                 destroyer.run();

@@ -437,6 +437,81 @@ class ExtendedQpCqTest {
         assertEquals(Errno.EOPNOTSUPP.code(), udWrite.errno(), udWrite.getMessage());
     }
 
+    // ---------------------------------------------------------------- close and sessions
+
+    @Test
+    void closingTheQpInsideItsOwnPostingSessionIsRefusedAndTheBatchStillPosts() {
+        up(QpType.RC, SendOp.RDMA_WRITE);
+        byte[] data = fill(mrA, 0, 64);
+        PostSession s = a.startPosting();
+        s.id(41).rdmaWrite(mrB.address() + 128, mrB.rkey()).sge(mrA, 0, 64);
+        IllegalStateException inside = assertThrows(IllegalStateException.class, a::close);
+        assertTrue(inside.getMessage().contains("posting session"), inside.getMessage());
+        assertFalse(a.isClosed());
+        assertTrue(s.isOpen(), "the refused close leaves the batch as it was");
+        s.commit();
+        Wc wc = poll(cqA, 1).getFirst();
+        assertEquals(41, wc.id());
+        assertEquals(WcStatus.SUCCESS, wc.status());
+        assertArrayEquals(data, read(mrB, 128, 64));
+        // once the session ended the QP closes, and refuses new sessions
+        a.close();
+        assertTrue(a.isClosed());
+        IllegalStateException after = assertThrows(IllegalStateException.class, a::startPosting);
+        assertTrue(after.getMessage().contains("closed"), after.getMessage());
+    }
+
+    @Test
+    void aCloseOnAnotherThreadWaitsForTheOpenPostingSession() throws Exception {
+        up(QpType.RC, SendOp.RDMA_WRITE);
+        byte[] data = fill(mrA, 0, 64);
+        PostSession s = a.startPosting();
+        s.id(42).rdmaWrite(mrB.address() + 256, mrB.rkey()).sge(mrA, 0, 64);
+        long[] closedAt = new long[1];
+        Throwable[] failure = new Throwable[1];
+        Thread closer = new Thread(() -> {
+            try {
+                a.close();
+                closedAt[0] = System.nanoTime();
+            } catch (Throwable t) {
+                failure[0] = t;
+            }
+        }, "closer");
+        closer.start();
+        // the close has begun (the QP refuses new work: here a receive, harmless) but waits for this session's end
+        String refused = null;
+        long deadline = System.nanoTime() + Duration.ofSeconds(5).toNanos();
+        while (refused == null && System.nanoTime() < deadline) {
+            try {
+                a.postRecv(ReceiveRequest.create().id(7).local(mrA, 1024, 8));
+                Thread.yield();
+            } catch (IllegalStateException closing) {
+                refused = closing.getMessage();
+            } catch (VerbsException receiveQueueFull) {
+                Thread.yield();
+            }
+        }
+        assertTrue(refused != null && refused.contains("being closed"), "the close began: " + refused);
+        sleep(200);
+        assertTrue(closer.isAlive(), "the close waits for the open posting session");
+        assertFalse(a.isClosed());
+        long committedAt = System.nanoTime();
+        s.commit();
+        closer.join(Duration.ofSeconds(10).toMillis());
+        assertFalse(closer.isAlive(), "the close finished once the session ended");
+        if (failure[0] != null) {
+            throw new AssertionError("close failed", failure[0]);
+        }
+        assertTrue(a.isClosed());
+        assertTrue(closedAt[0] - committedAt > 0, "the QP was destroyed only after the commit");
+        IllegalStateException after = assertThrows(IllegalStateException.class, a::startPosting);
+        assertTrue(after.getMessage().contains("closed"), after.getMessage());
+        if (Rig.onSoftrdma()) {
+            // softrdma executes an in-process WRITE inside the post: the bytes landed before the destroy
+            assertArrayEquals(data, read(mrB, 256, 64));
+        }
+    }
+
     @Test
     void aFieldNotAskedForIsRefused() {
         up(QpType.RC, SendOp.SEND);

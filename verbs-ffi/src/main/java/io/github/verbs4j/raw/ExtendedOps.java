@@ -24,6 +24,15 @@ import java.lang.invoke.MethodHandle;
  * the provider left NULL (an opcode not asked for at creation, a completion field not asked
  * for) must never be called: owners check it once, at creation. Offsets come from the
  * generated layouts.
+ *
+ * <p><b>By address.</b> Each data-path handle has a {@code _BY_ADDRESS} twin taking every pointer but the
+ * function's ({@code struct ibv_qp_ex *}, {@code struct ibv_cq_ex *}, lists, buffers, the
+ * address handle) as a {@code long} ({@code JAVA_LONG}): each segment argument costs the
+ * linker's checks and, for a segment of a shared arena, its session's acquire and release
+ * around every call (docs/performance.md, "Why raw FFM trailed the JNI twin"), and a post
+ * through {@code ibv_qp_ex} makes three or more calls. The caller must keep every object behind
+ * those addresses alive until the calls return: verbs-core's sessions pin the QP or CQ for the
+ * sequence of calls, and keep their own buffers reachable.
  */
 public final class ExtendedOps {
 
@@ -77,6 +86,29 @@ public final class ExtendedOps {
     /** {@code void (*wr_set_ud_addr)(struct ibv_qp_ex *, struct ibv_ah *, uint32_t remote_qpn, uint32_t remote_qkey)}. */
     public static final MethodHandle QP_SET_UD_ADDR = Downcalls.functionPointer(FunctionDescriptor.ofVoid(A, A, I, I), true);
 
+    /** {@link #QP_VOID} by address: {@code (long qp_ex)}. */
+    public static final MethodHandle QP_VOID_BY_ADDRESS = Downcalls.functionPointer(FunctionDescriptor.ofVoid(L), true);
+    /** {@link #QP_COMPLETE} by address: {@code (long qp_ex)}. */
+    public static final MethodHandle QP_COMPLETE_BY_ADDRESS = Downcalls.functionPointer(FunctionDescriptor.of(I, L), true);
+    /** {@link #QP_INT} by address: {@code (long qp_ex, int)}; also wr_set_xrc_srqn. */
+    public static final MethodHandle QP_INT_BY_ADDRESS = Downcalls.functionPointer(FunctionDescriptor.ofVoid(L, I), true);
+    /** {@link #QP_RDMA} by address: {@code (long qp_ex, int rkey, long remote_addr)}. */
+    public static final MethodHandle QP_RDMA_BY_ADDRESS = Downcalls.functionPointer(FunctionDescriptor.ofVoid(L, I, L), true);
+    /** {@link #QP_RDMA_IMM} by address: {@code (long qp_ex, int rkey, long remote_addr, int imm)}. */
+    public static final MethodHandle QP_RDMA_IMM_BY_ADDRESS = Downcalls.functionPointer(FunctionDescriptor.ofVoid(L, I, L, I), true);
+    /** {@link #QP_CMP_SWP} by address: {@code (long qp_ex, int rkey, long addr, long compare, long swap)}. */
+    public static final MethodHandle QP_CMP_SWP_BY_ADDRESS = Downcalls.functionPointer(FunctionDescriptor.ofVoid(L, I, L, L, L), true);
+    /** {@link #QP_FETCH_ADD} by address: {@code (long qp_ex, int rkey, long addr, long add)}. */
+    public static final MethodHandle QP_FETCH_ADD_BY_ADDRESS = Downcalls.functionPointer(FunctionDescriptor.ofVoid(L, I, L, L), true);
+    /** {@link #QP_SET_SGE} by address: {@code (long qp_ex, int lkey, long addr, int length)}. */
+    public static final MethodHandle QP_SET_SGE_BY_ADDRESS = Downcalls.functionPointer(FunctionDescriptor.ofVoid(L, I, L, I), true);
+    /** {@link #QP_SET_LIST} by address: {@code (long qp_ex, long n, long list)}. */
+    public static final MethodHandle QP_SET_LIST_BY_ADDRESS = Downcalls.functionPointer(FunctionDescriptor.ofVoid(L, L, L), true);
+    /** {@link #QP_SET_INLINE} by address: {@code (long qp_ex, long addr, long length)}. */
+    public static final MethodHandle QP_SET_INLINE_BY_ADDRESS = QP_SET_LIST_BY_ADDRESS;
+    /** {@link #QP_SET_UD_ADDR} by address: {@code (long qp_ex, long ah, int remote_qpn, int remote_qkey)}. */
+    public static final MethodHandle QP_SET_UD_ADDR_BY_ADDRESS = Downcalls.functionPointer(FunctionDescriptor.ofVoid(L, L, I, I), true);
+
     public static final long QP_WR_ID = ibv_qp_ex.wr_id$offset();
     public static final long QP_WR_FLAGS = ibv_qp_ex.wr_flags$offset();
     public static final long WR_START = ibv_qp_ex.wr_start$offset();
@@ -112,6 +144,17 @@ public final class ExtendedOps {
     public static final MethodHandle CQ_BYTE = Downcalls.functionPointer(FunctionDescriptor.of(B, A), true);
     /** {@code uint64_t (*read_completion_ts)(struct ibv_cq_ex *)}. */
     public static final MethodHandle CQ_LONG = Downcalls.functionPointer(FunctionDescriptor.of(L, A), true);
+
+    /** {@link #CQ_START_POLL} by address: {@code (long cq_ex, long attr)}. */
+    public static final MethodHandle CQ_START_POLL_BY_ADDRESS = Downcalls.functionPointer(FunctionDescriptor.of(I, L, L), true);
+    /** {@link #CQ_INT} by address: {@code (long cq_ex)}. */
+    public static final MethodHandle CQ_INT_BY_ADDRESS = Downcalls.functionPointer(FunctionDescriptor.of(I, L), true);
+    /** {@link #CQ_VOID} by address: {@code (long cq_ex)}. */
+    public static final MethodHandle CQ_VOID_BY_ADDRESS = QP_VOID_BY_ADDRESS;
+    /** {@link #CQ_BYTE} by address: {@code (long cq_ex)}. */
+    public static final MethodHandle CQ_BYTE_BY_ADDRESS = Downcalls.functionPointer(FunctionDescriptor.of(B, L), true);
+    /** {@link #CQ_LONG} by address: {@code (long cq_ex)}. */
+    public static final MethodHandle CQ_LONG_BY_ADDRESS = Downcalls.functionPointer(FunctionDescriptor.of(L, L), true);
 
     public static final long CQ_STATUS = ibv_cq_ex.status$offset();
     public static final long CQ_WR_ID = ibv_cq_ex.wr_id$offset();
