@@ -67,8 +67,9 @@ static void arm_timer(struct srd_qp *qp)
 	srd_timer_hint(true);
 }
 
-/* Sends packet k of w (for READ: a request starting at response k). */
-static void send_pkt(struct srd_qp *qp, struct srd_swqe *w, uint32_t k, const struct srd_seg *src,
+/* Sends packet k of w (for READ: a request starting at response k). False when the payload
+ * could not be gathered (a hole in an ODP region since its admission): nothing is sent. */
+static bool send_pkt(struct srd_qp *qp, struct srd_swqe *w, uint32_t k, const struct srd_seg *src,
 		     int nsrc, uint32_t *sent)
 {
 	uint32_t mtu = mtu_bytes(qp->attr.path_mtu);
@@ -102,7 +103,7 @@ static void send_pkt(struct srd_qp *qp, struct srd_swqe *w, uint32_t k, const st
 		h.flags |= F_FIRST | F_LAST;
 		*sent = n;
 		srd_xmit(qp, &qp->peer, &h, NULL, 0);
-		return;
+		return true;
 	}
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
@@ -112,7 +113,7 @@ static void send_pkt(struct srd_qp *qp, struct srd_swqe *w, uint32_t k, const st
 		h.swap = w->swap;
 		h.flags |= F_FIRST | F_LAST;
 		srd_xmit(qp, &qp->peer, &h, NULL, 0);
-		return;
+		return true;
 	default:
 		break;
 	}
@@ -121,8 +122,8 @@ static void send_pkt(struct srd_qp *qp, struct srd_swqe *w, uint32_t k, const st
 	len = w->length - off < mtu ? w->length - off : mtu;
 	if (w->length == 0)
 		len = 0;
-	if (len)
-		srd_seg_copy_out(src, nsrc, off, buf, len);
+	if (len && srd_seg_copy_out(src, nsrc, off, buf, len))
+		return false;
 	h.len = len;
 	h.va = w->remote_addr + off;
 	if (k == 0)
@@ -143,10 +144,25 @@ static void send_pkt(struct srd_qp *qp, struct srd_swqe *w, uint32_t k, const st
 	if ((k + 1) % ACKREQ_EVERY == 0)
 		h.flags |= F_ACKREQ;
 	srd_xmit(qp, &qp->peer, &h, buf, len);
+	return true;
 }
 
-static void ud_send(struct srd_qp *qp, struct srd_swqe *w, const struct srd_seg *src, int nsrc)
+/* A UD send; false when the gather list had a hole in an ODP region (nothing is sent). */
+static bool ud_send(struct srd_qp *qp, struct srd_swqe *w, const struct srd_seg *src, int nsrc)
 {
+	/* an MTU at most: a gather list with ODP memory is copied here first, so that a hole is the
+	 * sender's local error before any receive WQE is taken */
+	uint8_t buf[4096];
+	struct srd_seg flat = { buf, w->length, false };
+	for (int i = 0; i < nsrc; i++) {
+		if (src[i].odp && src[i].len) {
+			if (srd_seg_copy_out(src, nsrc, 0, buf, w->length))
+				return false;
+			src = &flat;
+			nsrc = 1;
+			break;
+		}
+	}
 	const union ibv_gid *sgid = &qp->dev->gids[w->ud_av.grh.sgid_index < qp->dev->ngids ? w->ud_av.grh.sgid_index : 0];
 	bool imm = w->opcode == IBV_WR_SEND_WITH_IMM;
 	bool sol = (w->send_flags & IBV_SEND_SOLICITED) != 0;
@@ -156,7 +172,7 @@ static void ud_send(struct srd_qp *qp, struct srd_swqe *w, const struct srd_seg 
 		if (dst) {
 			srd_ud_deliver(dst, w->ud_qkey, qp->ibqp.qp_num, sgid->raw, src, nsrc, w->length, imm, w->imm, sol);
 			srd_net_unlock();
-			return;
+			return true;
 		}
 		srd_net_unlock();
 	}
@@ -170,11 +186,12 @@ static void ud_send(struct srd_qp *qp, struct srd_swqe *w, const struct srd_seg 
 	h.rkey = w->ud_qkey;
 	h.len = w->length;
 	memcpy(h.sgid, sgid->raw, 16);
-	uint8_t buf[4096];
-	srd_seg_copy_out(src, nsrc, 0, buf, w->length);
+	if (src != &flat && srd_seg_copy_out(src, nsrc, 0, buf, w->length))
+		return false;
 	struct sockaddr_in6 to;
 	srd_gid_to_sockaddr(&w->ud_av.grh.dgid, (uint16_t)(w->ud_qpn >> 8), qp->dev->ifindex, &to);
 	srd_xmit(qp, &to, &h, buf, w->length);
+	return true;
 }
 
 /* ---------------------------------------------------------------- in-process delivery */
@@ -195,7 +212,8 @@ static int deliver_local(struct srd_qp *qp, struct srd_swqe *w, struct srd_qp *d
 	}
 	struct srd_req r = { .flags = F_FIRST | F_LAST, .sqpn = qp->ibqp.qp_num, .imm = w->imm,
 			     .rkey = w->rkey, .srqn = w->xrc_srqn, .len = w->length, .total = w->length, .va = w->remote_addr,
-			     .cmp = w->compare_add, .swap = w->swap, .src = src, .nsrc = nsrc };
+			     .cmp = w->compare_add, .swap = w->swap, .src = src, .nsrc = nsrc,
+			     .ldst = lseg, .nldst = w->num_sge };
 	switch (w->opcode) {
 	case IBV_WR_SEND_WITH_IMM: r.flags |= F_IMM; r.op = OP_SEND; break;
 	case IBV_WR_SEND_WITH_INV: r.flags |= F_INV; r.op = OP_SEND; break;
@@ -215,10 +233,7 @@ static int deliver_local(struct srd_qp *qp, struct srd_swqe *w, struct srd_qp *d
 	int s = srd_resp_execute(dst, &r, &out);
 	int ret = X_DONE;
 	if (s == SYN_ACK) {
-		if (r.op == OP_READ_REQ && w->length)
-			srd_seg_copy_in(lseg, w->num_sge, 0, out.read_src, w->length);
-		else if (r.op == OP_CAS || r.op == OP_FAA)
-			srd_seg_copy_in(lseg, w->num_sge, 0, (const uint8_t *)&out.orig, 8);
+		/* (a READ's data and an atomic's value were placed in lseg by the responder) */
 		if (out.pend)
 			srd_recv_complete(dst, &out.rw, IBV_WC_SUCCESS, out.wc_op, out.wc_len,
 					  (r.flags & F_INV) ? SRD_WC_INV : (r.flags & F_IMM) != 0, w->imm, 0, false,
@@ -226,6 +241,8 @@ static int deliver_local(struct srd_qp *qp, struct srd_swqe *w, struct srd_qp *d
 	} else if (s == SYN_RNR) {
 		*rnr_delay = rnr_ns(dst->attr.min_rnr_timer);
 		ret = X_RNR;
+	} else if (s == RESP_LOCAL_FAULT) {
+		ret = IBV_WC_LOC_PROT_ERR; /* our own ODP memory had a hole */
 	} else if (s != RESP_DROP) { /* UC: a dropped message is done */
 		ret = (int)syn_status(s);
 	}
@@ -349,9 +366,12 @@ void srd_sq_progress(struct srd_qp *qp)
 			 * MTU emits no packet and raises no error; the send completes successfully
 			 * and nothing arrives.
 			 */
-			if (w->length <= mtu_bytes(srd_active_mtu()))
-				ud_send(qp, w, src, nsrc);
+			bool sent = w->length > mtu_bytes(srd_active_mtu()) || ud_send(qp, w, src, nsrc);
 			srd_mr_unlock();
+			if (!sent) {
+				requester_fail(qp, IBV_WC_LOC_PROT_ERR);
+				return;
+			}
 			qp->sq_next_tx++;
 			srd_sq_complete_tail(qp, IBV_WC_SUCCESS);
 			continue;
@@ -373,7 +393,7 @@ void srd_sq_progress(struct srd_qp *qp)
 				}
 				continue;
 			}
-			if (type == IBV_QPT_UC) {
+			if (type == IBV_QPT_UC && r != IBV_WC_LOC_PROT_ERR) {
 				/* unreliable: a message nobody took is simply gone */
 				qp->sq_next_tx++;
 				srd_sq_complete_tail(qp, IBV_WC_SUCCESS);
@@ -409,7 +429,20 @@ void srd_sq_progress(struct srd_qp *qp)
 				break;
 			}
 			uint32_t sent;
-			send_pkt(qp, w, w->tx_pkt, src, nsrc, &sent);
+			if (!send_pkt(qp, w, w->tx_pkt, src, nsrc, &sent)) {
+				/* the gather list lost a page since its admission: as a failed resolution,
+				 * once everything before this WQE completed (else resolved again then) */
+				srd_batch_end();
+				srd_mr_unlock();
+				if (qp->sq_next_tx == qp->sq_tail || type != IBV_QPT_RC) {
+					while (qp->sq_tail != qp->sq_next_tx)
+						srd_sq_complete_tail(qp, IBV_WC_SUCCESS);
+					requester_fail(qp, IBV_WC_LOC_PROT_ERR);
+				} else if (!qp->timer_deadline_ns) {
+					arm_timer(qp);
+				}
+				return;
+			}
 			w->tx_pkt += sent;
 			uint32_t end = psn_add(w->first_psn, w->tx_pkt);
 			if (psn_diff(end, qp->sent_psn) > 0)
@@ -625,12 +658,14 @@ void srd_requester_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t 
 		struct srd_seg lseg[SRD_MAX_SGE];
 		srd_mr_rdlock();
 		int bad = srd_resolve_sgl(qp->ibqp.pd, w->sge, w->num_sge, IBV_ACCESS_LOCAL_WRITE, lseg, NULL);
+		/* a copy meeting a hole in an ODP region (unmapped since the resolution just
+		 * made) is the same local protection error */
 		if (!bad) {
 			if (h->op == OP_READ_RESP && h->len)
-				srd_seg_copy_in(lseg, w->num_sge, (uint32_t)d * mtu_bytes(qp->attr.path_mtu),
-					    payload, h->len);
+				bad = srd_seg_copy_in(lseg, w->num_sge, (uint32_t)d * mtu_bytes(qp->attr.path_mtu),
+						      payload, h->len);
 			else if (h->op == OP_ATOMIC_RESP)
-				srd_seg_copy_in(lseg, w->num_sge, 0, (const uint8_t *)&h->cmp, 8);
+				bad = srd_seg_copy_in(lseg, w->num_sge, 0, (const uint8_t *)&h->cmp, 8);
 		}
 		srd_mr_unlock();
 		if (bad) {
