@@ -18,14 +18,14 @@ int srd_odp_fault(const void *p, size_t len, bool write);
  * that check of ibv_reg_mr/ibv_rereg_mr (pd.c) as well as for ODP accesses.
  */
 int srd_odp_mapped(const void *p, size_t len);
-/* srd_odp_copy's failures: the side of the copy that had the hole. */
+/* The failures of a copy with ODP memory on one side or both (pd.c): the side with the hole. */
 enum { SRD_ODP_SRC_FAULT = 1, SRD_ODP_DST_FAULT = 2 };
 /*
  * Copies len bytes from src to dst where either side may be memory of an ODP region that is
  * not mapped any more: through process_vm_writev(2) on this process, which reads src and
- * writes dst with the kernel's fault handling (a hole gives EFAULT, never a signal). 0, or
- * SRD_ODP_SRC_FAULT / SRD_ODP_DST_FAULT for the side where some byte could not be copied
- * (the source is probed after the failure; what was copied before the hole stays copied).
+ * writes dst with the kernel's fault handling (a hole gives EFAULT, never a signal). 0, or -1
+ * when some byte could not be copied, on either side (what was copied before the hole stays
+ * copied).
  */
 int srd_odp_copy(void *dst, const void *src, size_t len);
 /*

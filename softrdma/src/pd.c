@@ -426,14 +426,29 @@ uint8_t *srd_resolve_rkey(struct ibv_pd *pd, const void *qp, uint32_t rkey, uint
 	return p;
 }
 
-/* One copy between buffers either of which may lie in an ODP region: 0 or SRD_ODP_*_FAULT. */
+/* One copy between buffers either of which may lie in an ODP region: 0 or SRD_ODP_*_FAULT,
+ * the side with the hole. With ODP memory on both sides, the copy goes through a buffer of
+ * ours, a page at a time: each step then has a single side that can fail. */
 static int copy_buf(uint8_t *dst, bool dst_odp, const uint8_t *src, bool src_odp, size_t len)
 {
 	if (!dst_odp && !src_odp) {
 		memcpy(dst, src, len);
 		return 0;
 	}
-	return srd_odp_copy(dst, src, len);
+	if (dst_odp != src_odp)
+		return srd_odp_copy(dst, src, len) ? (src_odp ? SRD_ODP_SRC_FAULT : SRD_ODP_DST_FAULT) : 0;
+	uint8_t b[4096];
+	while (len) {
+		size_t k = len < sizeof(b) ? len : sizeof(b);
+		if (srd_odp_copy(b, src, k))
+			return SRD_ODP_SRC_FAULT;
+		if (srd_odp_copy(dst, b, k))
+			return SRD_ODP_DST_FAULT;
+		dst += k;
+		src += k;
+		len -= k;
+	}
+	return 0;
 }
 
 int srd_seg_copy_out_to(const struct srd_seg *s, int n, uint32_t off, uint8_t *dst, bool flat_odp, uint32_t len)
