@@ -6,7 +6,9 @@
  * errors of an unresolvable page fault, never a signal. A thread that unmaps and maps again
  * (MAP_FIXED) the target pages in a tight loop while a peer's WRITE, READ, CMP_SWP and
  * FETCH_ADD reach them: the process lives, and each operation either succeeds (with the right
- * data where the memory stayed mapped) or fails with the remote access error. Everything runs
+ * data where the memory stayed mapped) or fails with the remote access error. Atomics through
+ * an ODP region and through a pinned one on one word, from several threads, stay atomic
+ * with respect to each other. Everything runs
  * on the in-process path and once more, in a child, through the packet path.
  */
 #define _GNU_SOURCE
@@ -14,6 +16,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <time.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -728,6 +731,94 @@ static void test_race(const char *path)
 	munmap(race_mem, n);
 }
 
+/* ---------------------------------------------------------------- atomics, ODP and not, on one word */
+
+#define MIX_THREADS 4
+#define MIX_OPS 10000
+static pthread_barrier_t mix_start;
+
+struct mixer {
+	struct pair p;
+	struct ibv_mr *lmr;    /* the results */
+	uint64_t *res;         /* MIX_OPS results */
+	uint64_t word;         /* the target's address */
+	uint32_t rkey;         /* the implicit ODP region's or the pinned region's */
+	int failed;
+};
+
+static void *mix_run(void *arg)
+{
+	struct mixer *m = arg;
+	pthread_barrier_wait(&mix_start); /* all at once */
+	for (int i = 0; i < MIX_OPS; i++) {
+		struct ibv_sge s = { (uintptr_t)&m->res[i], 8, m->lmr->lkey };
+		struct ibv_send_wr w = { .wr_id = (uint64_t)i, .sg_list = &s, .num_sge = 1,
+					 .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD, .send_flags = IBV_SEND_SIGNALED }, *bad;
+		w.wr.atomic.remote_addr = m->word;
+		w.wr.atomic.rkey = m->rkey;
+		w.wr.atomic.compare_add = 1;
+		struct ibv_wc wc;
+		if (ibv_post_send(m->p.qa, &w, &bad) || !t_wait_wc(m->p.ca, &wc) || wc.status != IBV_WC_SUCCESS) {
+			m->failed = i + 1;
+			break;
+		}
+	}
+	return NULL;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * One word reached at once through a pinned region (a CPU atomic) and through the implicit
+ * ODP region (a read and a write through the kernel) by threads on their own QP pairs: the
+ * device's atomics are atomic with respect to each other whatever the region. Every
+ * fetch-and-add must see a distinct value, and the word must end at the number of adds.
+ */
+static void test_mixed_atomics(const char *path)
+{
+	uint64_t *word = aligned_alloc(4096, 4096);
+	*word = 0;
+	struct ibv_mr *pin = ibv_reg_mr(pd, word, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
+	struct ibv_mr *imr = ibv_reg_mr(pd, NULL, SIZE_MAX, ODP_ACC);
+	uint64_t *res = calloc(MIX_THREADS * MIX_OPS, 8);
+	struct ibv_mr *lmr = ibv_reg_mr(pd, res, MIX_THREADS * MIX_OPS * 8, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(pin && imr && res && lmr, "mixed atomics setup");
+	struct mixer m[MIX_THREADS];
+	pthread_t th[MIX_THREADS];
+	for (int t = 0; t < MIX_THREADS; t++) {
+		memset(&m[t], 0, sizeof(m[t]));
+		pair_up(&m[t].p, IBV_QPT_RC, false);
+		m[t].lmr = lmr;
+		m[t].res = res + t * MIX_OPS;
+		m[t].word = (uintptr_t)word;
+		m[t].rkey = t & 1 ? imr->rkey : pin->rkey;
+	}
+	pthread_barrier_init(&mix_start, NULL, MIX_THREADS);
+	for (int t = 0; t < MIX_THREADS; t++)
+		CHECK_EQ(pthread_create(&th[t], NULL, mix_run, &m[t]), 0, "mixer thread");
+	for (int t = 0; t < MIX_THREADS; t++) {
+		pthread_join(th[t], NULL);
+		CHECK(!m[t].failed, "%s: mixed atomics, thread %d failed at operation %d", path, t, m[t].failed - 1);
+		pair_down(&m[t].p);
+	}
+	pthread_barrier_destroy(&mix_start);
+	CHECK_EQ(*word, MIX_THREADS * MIX_OPS, "the word after every fetch-and-add, ODP and pinned");
+	qsort(res, MIX_THREADS * MIX_OPS, 8, cmp_u64);
+	int dup = 0;
+	for (int i = 0; i < MIX_THREADS * MIX_OPS; i++)
+		dup += res[i] != (uint64_t)i;
+	CHECK(dup == 0, "%s: each fetch-and-add saw its own value (%d did not)", path, dup);
+	ibv_dereg_mr(lmr);
+	ibv_dereg_mr(imr);
+	ibv_dereg_mr(pin);
+	free(res);
+	free(word);
+}
+
 /* ---------------------------------------------------------------- ibv_advise_mr */
 
 static void test_advise(void)
@@ -837,6 +928,7 @@ int main(void)
 		open_all();
 		all_data();
 		test_race("packet path");
+		test_mixed_atomics("packet path");
 		printf("packet path: ");
 		t_report();
 		_exit(t_fail ? 1 : 0);
@@ -849,6 +941,7 @@ int main(void)
 	test_caps_and_reg();
 	all_data();
 	test_race("in-process");
+	test_mixed_atomics("in-process");
 	test_advise();
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
