@@ -353,9 +353,10 @@ static void send_atomic_resp(struct srd_qp *qp, uint32_t dqpn, uint32_t psn, uin
  * through odp.c into a buffer of ours first (the transmission copies its payload with memcpy):
  * a hole met there, or a source the rkey no longer reaches, is the remote access error (the
  * NAK at the PSN of the first response not sent, the responses before it having gone out; the
- * QP to ERR). False then.
+ * QP to ERR, unless r is a duplicate: a stray old request never breaks the connection). False
+ * then.
  */
-static bool answer_read(struct srd_qp *qp, const struct pkt_hdr *r)
+static bool answer_read(struct srd_qp *qp, const struct pkt_hdr *r, bool dup)
 {
 	uint32_t mtu = mtu_bytes(qp->attr.path_mtu);
 	uint32_t n = r->len ? (r->len + mtu - 1) / mtu : 1;
@@ -394,7 +395,8 @@ static bool answer_read(struct srd_qp *qp, const struct pkt_hdr *r)
 	if (src && i == n)
 		return true;
 	send_ack(qp, r->sqpn, psn_add(r->psn, i), SYN_NAK_ACCESS, 0);
-	responder_error(qp, IBV_EVENT_QP_ACCESS_ERR);
+	if (!dup)
+		responder_error(qp, IBV_EVENT_QP_ACCESS_ERR);
 	return false;
 }
 
@@ -403,7 +405,7 @@ static void duplicate(struct srd_qp *qp, const struct pkt_hdr *h)
 {
 	ST(dup_rx);
 	if (h->op == OP_READ_REQ) {
-		answer_read(qp, h);
+		answer_read(qp, h, true);
 	} else if (h->op == OP_CAS || h->op == OP_FAA) {
 		for (int i = 0; i < 16; i++)
 			if (qp->atomic_cache[i].valid && qp->atomic_cache[i].psn == h->psn)
@@ -478,7 +480,7 @@ void srd_responder_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t 
 		return;
 	}
 	if (h->op == OP_READ_REQ) {
-		if (!answer_read(qp, h)) {
+		if (!answer_read(qp, h, false)) {
 			srd_unlock(&qp->resp_lock);
 			return;
 		}
