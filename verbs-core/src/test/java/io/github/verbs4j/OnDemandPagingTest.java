@@ -19,6 +19,7 @@ import java.util.EnumSet;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -315,6 +316,9 @@ class OnDemandPagingTest {
                         assertEquals(at, mapper.map(at, PROT_RW, MAP_PRIVATE_ANON | MAP_FIXED));
                     } else {
                         mapper.unmap(at);
+                        if (i % 8 == 1) {
+                            LockSupport.parkNanos(20_000); // a hole that lasts, now and then
+                        }
                         long got = mapper.map(at, PROT_RW, MAP_PRIVATE_ANON | MAP_FIXED_NOREPLACE);
                         if (got != at) {
                             // something else took the range: churn a fresh one from now on
@@ -345,8 +349,11 @@ class OnDemandPagingTest {
             for (SendOpcode op : ops) {
                 long[] n = new long[2]; // successes, remote access errors
                 outcomes.put(op, n);
-                long deadline = System.nanoTime() + 10_000_000_000L;
-                for (int i = 0; System.nanoTime() < deadline && (n[0] < 200 || n[1] < 20); i++) {
+                long start = System.nanoTime();
+                long enough = start + 1_000_000_000L; // long enough to meet the window between admission and access
+                long deadline = start + 8_000_000_000L;
+                for (int i = 0; System.nanoTime() < deadline
+                        && (System.nanoTime() < enough || n[0] < 200 || n[1] < 20); i++) {
                     RemoteBuffer target = all.remote().slice(base.get(), CHURN_LEN);
                     SendRequest wr = switch (op) {
                         case RDMA_WRITE -> SendRequest.rdmaWrite().local(rig.mrA, 0, 8192).remote(target, 100);
@@ -379,6 +386,7 @@ class OnDemandPagingTest {
         }
         for (SendOpcode op : ops) {
             long[] n = outcomes.get(op);
+            System.out.printf("%s racing munmap: %d succeeded, %d remote access errors%n", op, n[0], n[1]);
             assertTrue(n[0] > 0 && n[1] > 0, op + " racing munmap (" + cycles.get() + " replacements): " + n[0]
                     + " succeeded, " + n[1] + " remote access errors; both outcomes expected");
         }
