@@ -429,14 +429,8 @@ uint8_t *srd_resolve_rkey(struct ibv_pd *pd, const void *qp, uint32_t rkey, uint
 /* One copy between buffers either of which may lie in an ODP region: 0 or SRD_ODP_*_FAULT,
  * the side with the hole. With ODP memory on both sides, the copy goes through a buffer of
  * ours, a page at a time: each step then has a single side that can fail. */
-static int copy_buf(uint8_t *dst, bool dst_odp, const uint8_t *src, bool src_odp, size_t len)
+static __attribute__((noinline)) int copy_both_odp(uint8_t *dst, const uint8_t *src, size_t len)
 {
-	if (!dst_odp && !src_odp) {
-		memcpy(dst, src, len);
-		return 0;
-	}
-	if (dst_odp != src_odp)
-		return srd_odp_copy(dst, src, len) ? (src_odp ? SRD_ODP_SRC_FAULT : SRD_ODP_DST_FAULT) : 0;
 	uint8_t b[4096];
 	while (len) {
 		size_t k = len < sizeof(b) ? len : sizeof(b);
@@ -449,6 +443,17 @@ static int copy_buf(uint8_t *dst, bool dst_odp, const uint8_t *src, bool src_odp
 		len -= k;
 	}
 	return 0;
+}
+
+static inline int copy_buf(uint8_t *dst, bool dst_odp, const uint8_t *src, bool src_odp, size_t len)
+{
+	if (__builtin_expect(!dst_odp && !src_odp, 1)) {
+		memcpy(dst, src, len);
+		return 0;
+	}
+	if (dst_odp != src_odp)
+		return srd_odp_copy(dst, src, len) ? (src_odp ? SRD_ODP_SRC_FAULT : SRD_ODP_DST_FAULT) : 0;
+	return copy_both_odp(dst, src, len); /* its page-sized buffer off the common path's stack */
 }
 
 int srd_seg_copy_out_to(const struct srd_seg *s, int n, uint32_t off, uint8_t *dst, bool flat_odp, uint32_t len)

@@ -210,10 +210,22 @@ static int deliver_local(struct srd_qp *qp, struct srd_swqe *w, struct srd_qp *d
 		srd_unlock(&dst->resp_lock);
 		return X_LOST; /* like a packet to a QP that is not listening */
 	}
-	struct srd_req r = { .flags = F_FIRST | F_LAST, .sqpn = qp->ibqp.qp_num, .imm = w->imm,
-			     .rkey = w->rkey, .srqn = w->xrc_srqn, .len = w->length, .total = w->length, .va = w->remote_addr,
-			     .cmp = w->compare_add, .swap = w->swap, .src = src, .nsrc = nsrc,
-			     .ldst = lseg, .nldst = w->num_sge };
+	/* every field assigned (the switch sets op): an initializer would zero the struct first,
+	 * which gcc does with a rep stos once the struct is this large */
+	struct srd_req r;
+	r.flags = F_FIRST | F_LAST;
+	r.sqpn = qp->ibqp.qp_num;
+	r.imm = w->imm;
+	r.rkey = w->rkey;
+	r.srqn = w->xrc_srqn;
+	r.len = r.total = w->length;
+	r.va = w->remote_addr;
+	r.cmp = w->compare_add;
+	r.swap = w->swap;
+	r.src = src;
+	r.nsrc = nsrc;
+	r.ldst = lseg;
+	r.nldst = w->num_sge;
 	switch (w->opcode) {
 	case IBV_WR_SEND_WITH_IMM: r.flags |= F_IMM; r.op = OP_SEND; break;
 	case IBV_WR_SEND_WITH_INV: r.flags |= F_INV; r.op = OP_SEND; break;
