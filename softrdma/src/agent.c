@@ -242,6 +242,7 @@ static void agent_init(void)
 static void atfork_child(void)
 {
 	srd_net_atfork_child();
+	srd_resp_atfork_child();
 	g_agent_once = (pthread_once_t)PTHREAD_ONCE_INIT;
 }
 

@@ -117,7 +117,7 @@ static inline void srd_unlock(srd_lock_t *l)
 }
 
 /* The brlocks of the library, one reader-record slot each. */
-enum { SRD_BR_MR = 0, SRD_BR_QPN = 1, SRD_BR_LOCKS = 2 };
+enum { SRD_BR_MR = 0, SRD_BR_QPN = 1, SRD_BR_ATOMIC = 2, SRD_BR_LOCKS = 3 };
 
 typedef struct {
 	int writer;    /* 1 while a writer checks the readers' records or holds the lock */

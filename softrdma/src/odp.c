@@ -16,16 +16,19 @@
  *   it is made (srd_odp_fault).
  * - process_vm_writev(2) on this very process (no ptrace permission needed for oneself)
  *   copies with the kernel's user-copy routines, which fault pages in on both sides and
- *   stop with EFAULT at a hole. Used for the copies themselves (srd_odp_copy), so that an
- *   unmap racing a copy already admitted still cannot crash the process.
+ *   stop with EFAULT at a hole. Used for every copy into or out of ODP memory (srd_odp_copy),
+ *   so that an unmap racing a copy already admitted still cannot crash the process; and,
+ *   as an 8-byte read and write, for the atomics on ODP memory (srd_odp_atomic), whose
+ *   atomicity is the caller's lock (responder.c): no system call gives a signal-free CPU
+ *   atomic.
  *
  * Where a kernel lacks MADV_POPULATE_* (EINVAL on a range known good, checked once), a
  * page-by-page probe through process_vm_readv (one byte per page) stands in: it faults the
  * page in for reading; for a write, the byte read is written back with process_vm_writev
  * (a race with a concurrent writer of that one byte is the price of that fallback). Where
- * process_vm_* is refused (seccomp: EPERM/ENOSYS), the copies fall back to memcpy after the
- * admission check, and an unmap racing a copy is the application's bug, as it is for a
- * pinned region.
+ * process_vm_* is refused (seccomp: EPERM/ENOSYS), the copies fall back to memcpy and the
+ * atomics to CPU atomics after the admission check, and an unmap racing an access is the
+ * application's bug, as it is for a pinned region.
  * Owns: nothing but two one-time probes. Calls: no other unit (a leaf below pd.c).
  */
 #include "odp.h"
@@ -136,4 +139,44 @@ int srd_odp_copy(void *dst, const void *src, size_t len)
 		len -= (size_t)n;
 	}
 	return 0;
+}
+
+/* 8 bytes of our own memory at p read into *v, or *v written there, through the kernel. */
+static int rw8(uint64_t *p, uint64_t *v, bool write)
+{
+	for (;;) {
+		struct iovec l = { v, 8 }, r = { p, 8 };
+		ssize_t n = write ? process_vm_writev(getpid(), &l, 1, &r, 1, 0)
+				  : process_vm_readv(getpid(), &l, 1, &r, 1, 0);
+		if (n == 8)
+			return 0;
+		if (n < 0 && errno == EINTR)
+			continue;
+		return -1; /* an aligned word never straddles a page: nothing was moved */
+	}
+}
+
+int srd_odp_atomic(uint64_t *p, bool add, uint64_t cmp_add, uint64_t swap, uint64_t *orig)
+{
+	pthread_once(&g_once, odp_init);
+	if (!g_pvm) {
+		if (add) {
+			*orig = __atomic_fetch_add(p, cmp_add, __ATOMIC_SEQ_CST);
+		} else {
+			*orig = cmp_add;
+			__atomic_compare_exchange_n(p, orig, swap, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+		}
+		return 0;
+	}
+	uint64_t v;
+	if (rw8(p, &v, false))
+		return -1;
+	*orig = v;
+	if (add)
+		v += cmp_add;
+	else if (v == cmp_add)
+		v = swap;
+	else
+		return 0; /* a compare that fails writes nothing */
+	return rw8(p, &v, true);
 }

@@ -18,12 +18,23 @@ int srd_odp_fault(const void *p, size_t len, bool write);
  * that check of ibv_reg_mr/ibv_rereg_mr (pd.c) as well as for ODP accesses.
  */
 int srd_odp_mapped(const void *p, size_t len);
+/* The failures of a copy with ODP memory on one side or both (pd.c): the side with the hole. */
+enum { SRD_ODP_SRC_FAULT = 1, SRD_ODP_DST_FAULT = 2 };
 /*
  * Copies len bytes from src to dst where either side may be memory of an ODP region that is
  * not mapped any more: through process_vm_writev(2) on this process, which reads src and
  * writes dst with the kernel's fault handling (a hole gives EFAULT, never a signal). 0, or -1
- * when some byte could not be copied (what was copied before the hole stays copied).
+ * when some byte could not be copied, on either side (what was copied before the hole stays
+ * copied).
  */
 int srd_odp_copy(void *dst, const void *src, size_t len);
+/*
+ * A remote atomic on the aligned word p of an ODP region: fetch-and-add (add) of cmp_add, or
+ * compare-and-swap of cmp_add with swap (written only when equal); *orig the value before.
+ * A read and a write through process_vm_readv/writev, never a signal: 0, or -1 when the word
+ * could not be read or written (nothing was changed). Atomic only against accesses that the
+ * caller's lock excludes (responder.c: every atomic of the device takes it).
+ */
+int srd_odp_atomic(uint64_t *p, bool add, uint64_t cmp_add, uint64_t swap, uint64_t *orig);
 
 #endif

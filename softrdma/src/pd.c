@@ -424,10 +424,11 @@ int srd_resolve_sgl(struct ibv_pd *pd, const struct ibv_sge *sge, int n, int nee
 	return 0;
 }
 
-/* Remote access check; returns the host address or NULL. */
+/* Remote access check; returns the host address or NULL (*odp: the range is on demand). */
 uint8_t *srd_resolve_rkey(struct ibv_pd *pd, const void *qp, uint32_t rkey, uint64_t va, uint64_t len,
-			  int need)
+			  int need, bool *odp)
 {
+	*odp = false;
 	const struct srd_key_ent *k = key_mr(rkey);
 	struct srd_mr *mr = k ? NULL : slot_get(rkey);
 	if (mr && mr->kind == SRD_KEY_MW) {
@@ -442,8 +443,8 @@ uint8_t *srd_resolve_rkey(struct ibv_pd *pd, const void *qp, uint32_t rkey, uint
 			if (in && off <= mw->length && len <= mw->length - off) {
 				struct srd_mr *r = mw->mr; /* the bind checked the window lies inside it */
 				p = (uint8_t *)r->ibmr.addr + (mw->addr + off - r->iova);
-				if ((r->access & IBV_ACCESS_ON_DEMAND) &&
-				    srd_odp_fault(p, len, need != IBV_ACCESS_REMOTE_READ))
+				*odp = (r->access & IBV_ACCESS_ON_DEMAND) != 0;
+				if (*odp && srd_odp_fault(p, len, need != IBV_ACCESS_REMOTE_READ))
 					p = NULL;
 			}
 		}
@@ -456,49 +457,77 @@ uint8_t *srd_resolve_rkey(struct ibv_pd *pd, const void *qp, uint32_t rkey, uint
 		return NULL;
 	uint8_t *p = (uint8_t *)(k->addr + (uintptr_t)(va - k->iova)); /* as host_addr */
 	/* ODP: the page fault a NIC raises; one it cannot resolve is a remote access error */
-	if ((k->access & IBV_ACCESS_ON_DEMAND) && srd_odp_fault(p, len, need != IBV_ACCESS_REMOTE_READ))
+	*odp = (k->access & IBV_ACCESS_ON_DEMAND) != 0;
+	if (*odp && srd_odp_fault(p, len, need != IBV_ACCESS_REMOTE_READ))
 		return NULL;
 	return p;
 }
 
-int srd_seg_copy_out(const struct srd_seg *s, int n, uint32_t off, uint8_t *dst, uint32_t len)
+/* One copy between buffers either of which may lie in an ODP region: 0 or SRD_ODP_*_FAULT,
+ * the side with the hole. With ODP memory on both sides, the copy goes through a buffer of
+ * ours, a page at a time: each step then has a single side that can fail. */
+static __attribute__((noinline)) int copy_both_odp(uint8_t *dst, const uint8_t *src, size_t len)
 {
-	int rc = 0;
+	uint8_t b[4096];
+	while (len) {
+		size_t k = len < sizeof(b) ? len : sizeof(b);
+		if (srd_odp_copy(b, src, k))
+			return SRD_ODP_SRC_FAULT;
+		if (srd_odp_copy(dst, b, k))
+			return SRD_ODP_DST_FAULT;
+		dst += k;
+		src += k;
+		len -= k;
+	}
+	return 0;
+}
+
+static inline int copy_buf(uint8_t *dst, bool dst_odp, const uint8_t *src, bool src_odp, size_t len)
+{
+	if (__builtin_expect(!dst_odp && !src_odp, 1)) {
+		memcpy(dst, src, len);
+		return 0;
+	}
+	if (dst_odp != src_odp)
+		return srd_odp_copy(dst, src, len) ? (src_odp ? SRD_ODP_SRC_FAULT : SRD_ODP_DST_FAULT) : 0;
+	return copy_both_odp(dst, src, len); /* its page-sized buffer off the common path's stack */
+}
+
+int srd_seg_copy_out_to(const struct srd_seg *s, int n, uint32_t off, uint8_t *dst, bool flat_odp, uint32_t len)
+{
 	for (int i = 0; i < n && len; i++) {
 		if (off >= s[i].len) {
 			off -= s[i].len;
 			continue;
 		}
 		uint32_t k = s[i].len - off < len ? s[i].len - off : len;
-		if (!s[i].odp)
-			memcpy(dst, s[i].p + off, k);
-		else if (srd_odp_copy(dst, s[i].p + off, k))
-			rc = -1;
+		int f = copy_buf(dst, flat_odp, s[i].p + off, s[i].odp, k);
+		if (f)
+			return f;
 		dst += k;
 		len -= k;
 		off = 0;
 	}
-	return rc;
+	return 0;
 }
 
-int srd_seg_copy_in(const struct srd_seg *s, int n, uint32_t off, const uint8_t *src, uint32_t len)
+int srd_seg_copy_in_from(const struct srd_seg *s, int n, uint32_t off, const uint8_t *src, bool flat_odp,
+			 uint32_t len)
 {
-	int rc = 0;
 	for (int i = 0; i < n && len; i++) {
 		if (off >= s[i].len) {
 			off -= s[i].len;
 			continue;
 		}
 		uint32_t k = s[i].len - off < len ? s[i].len - off : len;
-		if (!s[i].odp)
-			memcpy(s[i].p + off, src, k);
-		else if (srd_odp_copy(s[i].p + off, src, k))
-			rc = -1;
+		int f = copy_buf(s[i].p + off, s[i].odp, src, flat_odp, k);
+		if (f)
+			return f;
 		src += k;
 		len -= k;
 		off = 0;
 	}
-	return rc;
+	return 0;
 }
 
 /*

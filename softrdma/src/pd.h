@@ -3,6 +3,7 @@
 #define SRD_PD_H
 #include "srd.h"
 #include "lock.h"
+#include "odp.h"
 
 /* A host buffer: one resolved SGE, or inline data, or a packet's payload. odp: the buffer
  * lies in an on-demand paging region, which may be unmapped: copies go through odp.c. */
@@ -25,9 +26,10 @@ int srd_resolve_sgl(struct ibv_pd *pd, const struct ibv_sge *sge, int n, int nee
 /* Remote access check through an MR's or a memory window's rkey, for a request arriving at
  * qp (a type 2 window answers only the QP it was bound through); the host address or NULL.
  * A range of an ODP region is faulted in here (writable for a WRITE or an atomic): NULL when
- * that fails, the remote access error a NIC answers for a fault it cannot resolve. */
+ * that fails, the remote access error a NIC answers for a fault it cannot resolve. *odp: the
+ * range lies in an ODP region (every access to it then goes through odp.c). */
 uint8_t *srd_resolve_rkey(struct ibv_pd *pd, const void *qp, uint32_t rkey, uint64_t va, uint64_t len,
-			  int need);
+			  int need, bool *odp);
 /* Memory windows: the ops of the device context. */
 struct ibv_mw *srd_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
 int srd_dealloc_mw(struct ibv_mw *mw);
@@ -37,10 +39,22 @@ int srd_mw_bind(struct ibv_pd *qp_pd, const void *qp, uint32_t qpn, const struct
 		uint32_t mr_lkey, uint64_t addr, uint64_t length, unsigned access);
 /* Invalidates the type 2 window with rkey in pd (LOCAL_INV, SEND_WITH_INV): 0 or -1. */
 int srd_mw_invalidate(struct ibv_pd *pd, uint32_t rkey);
-/* Copies between a segment list (from byte off) and a flat buffer: 0, or -1 when a segment of
- * an ODP region had a hole (unmapped since it was resolved); never a signal. */
-int srd_seg_copy_out(const struct srd_seg *s, int n, uint32_t off, uint8_t *dst, uint32_t len);
-int srd_seg_copy_in(const struct srd_seg *s, int n, uint32_t off, const uint8_t *src, uint32_t len);
+/* Copies between a segment list (from byte off) and a flat buffer, which lies in an ODP region
+ * when flat_odp: 0, or SRD_ODP_SRC_FAULT / SRD_ODP_DST_FAULT when the source / destination
+ * had a hole in an ODP region (unmapped since it was admitted); never a signal. A copy stops
+ * at its first hole. */
+int srd_seg_copy_out_to(const struct srd_seg *s, int n, uint32_t off, uint8_t *dst, bool flat_odp, uint32_t len);
+int srd_seg_copy_in_from(const struct srd_seg *s, int n, uint32_t off, const uint8_t *src, bool flat_odp,
+			 uint32_t len);
+/* The same with a flat buffer of this library's own (a packet, a stack buffer). */
+static inline int srd_seg_copy_out(const struct srd_seg *s, int n, uint32_t off, uint8_t *dst, uint32_t len)
+{
+	return srd_seg_copy_out_to(s, n, off, dst, false, len);
+}
+static inline int srd_seg_copy_in(const struct srd_seg *s, int n, uint32_t off, const uint8_t *src, uint32_t len)
+{
+	return srd_seg_copy_in_from(s, n, off, src, false, len);
+}
 /* ibv_advise_mr (the verbs_context's advise_mr). */
 int srd_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
 		  struct ibv_sge *sg_list, uint32_t num_sge);

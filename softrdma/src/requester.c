@@ -73,8 +73,9 @@ static void arm_timer(struct srd_qp *qp)
 	srd_timer_hint(true);
 }
 
-/* Sends packet k of w (for READ: a request starting at response k). */
-static void send_pkt(struct srd_qp *qp, struct srd_swqe *w, uint32_t k, const struct srd_seg *src,
+/* Sends packet k of w (for READ: a request starting at response k). False when the payload
+ * could not be gathered (a hole in an ODP region since its admission): nothing is sent. */
+static bool send_pkt(struct srd_qp *qp, struct srd_swqe *w, uint32_t k, const struct srd_seg *src,
 		     int nsrc, uint32_t *sent)
 {
 	uint32_t mtu = mtu_bytes(qp->attr.path_mtu);
@@ -108,7 +109,7 @@ static void send_pkt(struct srd_qp *qp, struct srd_swqe *w, uint32_t k, const st
 		h.flags |= F_FIRST | F_LAST;
 		*sent = n;
 		srd_xmit(qp, &qp->peer, &h, NULL, 0);
-		return;
+		return true;
 	}
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
@@ -118,7 +119,7 @@ static void send_pkt(struct srd_qp *qp, struct srd_swqe *w, uint32_t k, const st
 		h.swap = w->swap;
 		h.flags |= F_FIRST | F_LAST;
 		srd_xmit(qp, &qp->peer, &h, NULL, 0);
-		return;
+		return true;
 	default:
 		break;
 	}
@@ -127,8 +128,8 @@ static void send_pkt(struct srd_qp *qp, struct srd_swqe *w, uint32_t k, const st
 	len = w->length - off < mtu ? w->length - off : mtu;
 	if (w->length == 0)
 		len = 0;
-	if (len)
-		srd_seg_copy_out(src, nsrc, off, buf, len);
+	if (len && srd_seg_copy_out(src, nsrc, off, buf, len))
+		return false;
 	h.len = len;
 	h.va = w->remote_addr + off;
 	if (k == 0)
@@ -149,10 +150,25 @@ static void send_pkt(struct srd_qp *qp, struct srd_swqe *w, uint32_t k, const st
 	if ((k + 1) % ACKREQ_EVERY == 0)
 		h.flags |= F_ACKREQ;
 	srd_xmit(qp, &qp->peer, &h, buf, len);
+	return true;
 }
 
-static void ud_send(struct srd_qp *qp, struct srd_swqe *w, const struct srd_seg *src, int nsrc)
+/* A UD send; false when the gather list had a hole in an ODP region (nothing is sent). */
+static bool ud_send(struct srd_qp *qp, struct srd_swqe *w, const struct srd_seg *src, int nsrc)
 {
+	/* an MTU at most: a gather list with ODP memory is copied here first, so that a hole is the
+	 * sender's local error before any receive WQE is taken */
+	uint8_t buf[4096];
+	struct srd_seg flat = { buf, w->length, false };
+	for (int i = 0; i < nsrc; i++) {
+		if (src[i].odp && src[i].len) {
+			if (srd_seg_copy_out(src, nsrc, 0, buf, w->length))
+				return false;
+			src = &flat;
+			nsrc = 1;
+			break;
+		}
+	}
 	const union ibv_gid *sgid = &qp->dev->gids[w->ud_av.grh.sgid_index < qp->dev->ngids ? w->ud_av.grh.sgid_index : 0];
 	bool imm = w->opcode == IBV_WR_SEND_WITH_IMM;
 	bool sol = (w->send_flags & IBV_SEND_SOLICITED) != 0;
@@ -162,7 +178,7 @@ static void ud_send(struct srd_qp *qp, struct srd_swqe *w, const struct srd_seg 
 		if (dst) {
 			srd_ud_deliver(dst, w->ud_qkey, qp->ibqp.qp_num, sgid->raw, src, nsrc, w->length, imm, w->imm, sol);
 			srd_net_unlock();
-			return;
+			return true;
 		}
 		srd_net_unlock();
 	}
@@ -176,11 +192,12 @@ static void ud_send(struct srd_qp *qp, struct srd_swqe *w, const struct srd_seg 
 	h.rkey = w->ud_qkey;
 	h.len = w->length;
 	memcpy(h.sgid, sgid->raw, 16);
-	uint8_t buf[4096];
-	srd_seg_copy_out(src, nsrc, 0, buf, w->length);
+	if (src != &flat && srd_seg_copy_out(src, nsrc, 0, buf, w->length))
+		return false;
 	struct sockaddr_in6 to;
 	srd_gid_to_sockaddr(&w->ud_av.grh.dgid, (uint16_t)(w->ud_qpn >> 8), qp->dev->ifindex, &to);
 	srd_xmit(qp, &to, &h, buf, w->length);
+	return true;
 }
 
 /* ---------------------------------------------------------------- in-process delivery */
@@ -191,11 +208,24 @@ enum { X_DONE = 0, X_RNR = -1, X_LOST = -2, X_QUEUE = -3 };
 /* The request a send WR or WQE of qp makes of its responder: the whole message. */
 static inline void req_init(struct srd_req *r, const struct srd_qp *qp, enum ibv_wr_opcode op,
 			    unsigned send_flags, uint32_t imm, uint32_t rkey, uint32_t srqn, uint32_t len,
-			    uint64_t va, uint64_t cmp, uint64_t swap, const struct srd_seg *src, int nsrc)
+			    uint64_t va, uint64_t cmp, uint64_t swap, const struct srd_seg *src, int nsrc,
+			    const struct srd_seg *ldst, int nldst)
 {
-	*r = (struct srd_req){ .flags = F_FIRST | F_LAST, .sqpn = qp->ibqp.qp_num, .imm = imm,
-			       .rkey = rkey, .srqn = srqn, .len = len, .total = len, .va = va,
-			       .cmp = cmp, .swap = swap, .src = src, .nsrc = nsrc };
+	/* every field assigned (the switch sets op): an initializer would zero the struct first,
+	 * which gcc does with a rep stos once the struct is this large */
+	r->flags = F_FIRST | F_LAST;
+	r->sqpn = qp->ibqp.qp_num;
+	r->imm = imm;
+	r->rkey = rkey;
+	r->srqn = srqn;
+	r->len = r->total = len;
+	r->va = va;
+	r->cmp = cmp;
+	r->swap = swap;
+	r->src = src;
+	r->nsrc = nsrc;
+	r->ldst = ldst;
+	r->nldst = nldst;
 	switch (op) {
 	case IBV_WR_SEND_WITH_IMM: r->flags |= F_IMM; r->op = OP_SEND; break;
 	case IBV_WR_SEND_WITH_INV: r->flags |= F_INV; r->op = OP_SEND; break;
@@ -214,11 +244,11 @@ static inline void req_init(struct srd_req *r, const struct srd_qp *qp, enum ibv
 }
 
 /* Executes request r of qp (a message of npkts PSNs) directly on dst, a QP of this process,
- * through the responder. lseg/nl: the resolved local SGEs (READ/atomic results land there).
+ * through the responder, which places a READ's data and an atomic's value in r->ldst.
  * Returns X_* or an ibv_wc_status (>0) for the requester; X_LOST only when nothing was done.
  * sq_lock of qp held, MR and QPN table read locks held. */
 static int deliver_local(struct srd_qp *qp, struct srd_qp *dst, const struct srd_req *r, uint32_t npkts,
-			 const struct srd_seg *lseg, int nl, uint64_t *rnr_delay)
+			 uint64_t *rnr_delay)
 {
 	srd_lock(&dst->resp_lock);
 	if (!srd_resp_accepts(dst, qp->ibqp.qp_num) || dst->ttype != qp->ttype) {
@@ -229,10 +259,6 @@ static int deliver_local(struct srd_qp *qp, struct srd_qp *dst, const struct srd
 	int s = srd_resp_execute(dst, r, &out);
 	int ret = X_DONE;
 	if (s == SYN_ACK) {
-		if (r->op == OP_READ_REQ && r->len)
-			srd_seg_copy_in(lseg, nl, 0, out.read_src, r->len);
-		else if (r->op == OP_CAS || r->op == OP_FAA)
-			srd_seg_copy_in(lseg, nl, 0, (const uint8_t *)&out.orig, 8);
 		if (out.pend)
 			srd_recv_complete(dst, &out.rw, IBV_WC_SUCCESS, out.wc_op, out.wc_len,
 					  (r->flags & F_INV) ? SRD_WC_INV : (r->flags & F_IMM) != 0, r->imm, 0, false,
@@ -240,6 +266,8 @@ static int deliver_local(struct srd_qp *qp, struct srd_qp *dst, const struct srd
 	} else if (s == SYN_RNR) {
 		*rnr_delay = rnr_ns(dst->attr.min_rnr_timer);
 		ret = X_RNR;
+	} else if (s == RESP_LOCAL_FAULT) {
+		ret = IBV_WC_LOC_PROT_ERR; /* our own ODP memory had a hole */
 	} else if (s != RESP_DROP) { /* UC: a dropped message is done */
 		ret = (int)syn_status(s);
 	}
@@ -328,8 +356,8 @@ static bool local_outcome(struct srd_qp *qp, struct srd_swqe *w, int r, uint64_t
 		}
 		return true;
 	}
-	if (type == IBV_QPT_UC) {
-		/* unreliable: a message nobody took is simply gone */
+	if (type == IBV_QPT_UC && r != IBV_WC_LOC_PROT_ERR) {
+		/* unreliable: a message nobody took is simply gone (our own memory's hole is not) */
 		qp->sq_next_tx++;
 		srd_sq_complete_tail(qp, IBV_WC_SUCCESS);
 		return true;
@@ -410,9 +438,12 @@ void srd_sq_progress(struct srd_qp *qp)
 			 * MTU emits no packet and raises no error; the send completes successfully
 			 * and nothing arrives.
 			 */
-			if (w->length <= mtu_bytes(srd_active_mtu()))
-				ud_send(qp, w, src, nsrc);
+			bool sent = w->length > mtu_bytes(srd_active_mtu()) || ud_send(qp, w, src, nsrc);
 			srd_mr_unlock();
+			if (!sent) {
+				requester_fail(qp, IBV_WC_LOC_PROT_ERR);
+				return;
+			}
 			qp->sq_next_tx++;
 			srd_sq_complete_tail(qp, IBV_WC_SUCCESS);
 			continue;
@@ -425,8 +456,8 @@ void srd_sq_progress(struct srd_qp *qp)
 			if (dst) {
 				struct srd_req req;
 				req_init(&req, qp, w->opcode, w->send_flags, w->imm, w->rkey, w->xrc_srqn, w->length,
-					 w->remote_addr, w->compare_add, w->swap, src, nsrc);
-				r = deliver_local(qp, dst, &req, w->npkts, lseg, w->num_sge, &rnr_delay);
+					 w->remote_addr, w->compare_add, w->swap, src, nsrc, lseg, w->num_sge);
+				r = deliver_local(qp, dst, &req, w->npkts, &rnr_delay);
 			}
 			srd_net_unlock();
 			srd_mr_unlock();
@@ -444,7 +475,20 @@ void srd_sq_progress(struct srd_qp *qp)
 				break;
 			}
 			uint32_t sent;
-			send_pkt(qp, w, w->tx_pkt, src, nsrc, &sent);
+			if (!send_pkt(qp, w, w->tx_pkt, src, nsrc, &sent)) {
+				/* the gather list lost a page since its admission: as a failed resolution,
+				 * once everything before this WQE completed (else resolved again then) */
+				srd_batch_end();
+				srd_mr_unlock();
+				if (qp->sq_next_tx == qp->sq_tail || type != IBV_QPT_RC) {
+					while (qp->sq_tail != qp->sq_next_tx)
+						srd_sq_complete_tail(qp, IBV_WC_SUCCESS);
+					requester_fail(qp, IBV_WC_LOC_PROT_ERR);
+				} else if (!qp->timer_deadline_ns) {
+					arm_timer(qp);
+				}
+				return;
+			}
 			w->tx_pkt += sent;
 			uint32_t end = psn_add(w->first_psn, w->tx_pkt);
 			if (psn_diff(end, qp->sent_psn) > 0)
@@ -660,12 +704,14 @@ void srd_requester_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t 
 		struct srd_seg lseg[SRD_MAX_SGE];
 		srd_mr_rdlock();
 		int bad = srd_resolve_sgl(qp->ibqp.pd, w->sge, w->num_sge, IBV_ACCESS_LOCAL_WRITE, lseg, NULL);
+		/* a copy meeting a hole in an ODP region (unmapped since the resolution just
+		 * made) is the same local protection error */
 		if (!bad) {
 			if (h->op == OP_READ_RESP && h->len)
-				srd_seg_copy_in(lseg, w->num_sge, (uint32_t)d * mtu_bytes(qp->attr.path_mtu),
-					    payload, h->len);
+				bad = srd_seg_copy_in(lseg, w->num_sge, (uint32_t)d * mtu_bytes(qp->attr.path_mtu),
+						      payload, h->len);
 			else if (h->op == OP_ATOMIC_RESP)
-				srd_seg_copy_in(lseg, w->num_sge, 0, (const uint8_t *)&h->cmp, 8);
+				bad = srd_seg_copy_in(lseg, w->num_sge, 0, (const uint8_t *)&h->cmp, 8);
 		}
 		srd_mr_unlock();
 		if (bad) {
@@ -895,12 +941,12 @@ static int post_direct(struct srd_qp *qp, const struct ibv_send_wr *wr, uint32_t
 		const struct srd_seg *src = seg;
 		if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
 			req_init(&req, qp, wr->opcode, wr->send_flags, wr->imm_data, wr->wr.atomic.rkey, 0, len,
-				 wr->wr.atomic.remote_addr, wr->wr.atomic.compare_add, wr->wr.atomic.swap, src, n);
+				 wr->wr.atomic.remote_addr, wr->wr.atomic.compare_add, wr->wr.atomic.swap, src, n, seg, n);
 		else
 			req_init(&req, qp, wr->opcode, wr->send_flags, wr->imm_data, wr->wr.rdma.rkey, 0, len,
-				 wr->wr.rdma.remote_addr, 0, 0, src, n);
+				 wr->wr.rdma.remote_addr, 0, 0, src, n, seg, n);
 		*npkts = msg_pkts(qp, wr->opcode, len);
-		r = deliver_local(qp, dst, &req, *npkts, seg, n, rnr_delay);
+		r = deliver_local(qp, dst, &req, *npkts, rnr_delay);
 		if (r == X_LOST)
 			r = X_QUEUE; /* not listening: nothing was done */
 	}

@@ -44,14 +44,16 @@ static void responder_error(struct srd_qp *qp, enum ibv_event_type ev_type)
 /*
  * The access checks of a remote WRITE, READ or atomic: the QP allows the
  * operation (atomics: 8-byte aligned), and [va, va + len) lies in an MR of the
- * QP's PD that grants it. Returns SYN_ACK with *where set (NULL for len 0),
+ * QP's PD that grants it. Returns SYN_ACK with *where set (NULL for len 0)
+ * and *odp (it lies in an ODP region: every access goes through odp.c),
  * or, after the responder error, SYN_NAK_INV (invalid request) or
  * SYN_NAK_ACCESS (remote access error).
  */
 static int access_check(struct srd_qp *qp, int right, uint32_t rkey, uint64_t va, uint64_t len,
-			uint8_t **where)
+			uint8_t **where, bool *odp)
 {
 	*where = NULL;
+	*odp = false;
 	if (!(qp->attr.qp_access_flags & right) ||
 	    (right == IBV_ACCESS_REMOTE_ATOMIC && (va & 7))) {
 		responder_error(qp, IBV_EVENT_QP_REQ_ERR);
@@ -59,12 +61,23 @@ static int access_check(struct srd_qp *qp, int right, uint32_t rkey, uint64_t va
 	}
 	if (!len)
 		return SYN_ACK;
-	*where = srd_resolve_rkey(qp->rpd, qp, rkey, va, len, right);
+	*where = srd_resolve_rkey(qp->rpd, qp, rkey, va, len, right, odp);
 	if (!*where) {
 		responder_error(qp, IBV_EVENT_QP_ACCESS_ERR);
 		return SYN_NAK_ACCESS;
 	}
 	return SYN_ACK;
+}
+
+/*
+ * The target of a WRITE, READ or atomic had a hole when it was accessed, after its admission
+ * (an ODP region unmapped in between): what a NIC answers for a page fault it cannot resolve,
+ * the remote access error (NAK; the QP to ERR with IBV_EVENT_QP_ACCESS_ERR).
+ */
+static int access_fault(struct srd_qp *qp)
+{
+	responder_error(qp, IBV_EVENT_QP_ACCESS_ERR);
+	return SYN_NAK_ACCESS;
 }
 
 /* A receive WQE for the message: SYN_ACK, or RNR (RC) / drop (UC) when none is posted. */
@@ -73,12 +86,6 @@ static int take_or_rnr(struct srd_qp *qp, struct srd_rwqe *rw, struct ibv_sge *s
 	if (srd_take_rwqe(qp, rw, sges))
 		return SYN_ACK;
 	return qp->ttype == IBV_QPT_RC ? SYN_RNR : RESP_DROP;
-}
-
-static void copy_payload(const struct srd_req *r, uint8_t *dst)
-{
-	if (r->len)
-		srd_seg_copy_out(r->src, r->nsrc, 0, dst, r->len);
 }
 
 static int exec_send(struct srd_qp *qp, const struct srd_req *r, struct srd_resp *out)
@@ -111,11 +118,17 @@ static int exec_send(struct srd_qp *qp, const struct srd_req *r, struct srd_resp
 	}
 	/* copy piecewise from the source segments into the receive segments */
 	uint32_t off = qp->recv_off;
-	for (int i = 0; i < r->nsrc && !bad; i++) {
-		if (r->src[i].len && srd_seg_copy_in(rseg, qp->cur_rwqe.num_sge, off, r->src[i].p, r->src[i].len))
-			bad = true;
+	int f = 0;
+	for (int i = 0; i < r->nsrc && !bad && !f; i++) {
+		if (r->src[i].len)
+			f = srd_seg_copy_in_from(rseg, qp->cur_rwqe.num_sge, off, r->src[i].p, r->src[i].odp,
+						 r->src[i].len);
 		off += r->src[i].len;
 	}
+	if (f == SRD_ODP_SRC_FAULT)
+		return RESP_LOCAL_FAULT; /* the sender's gather list (in-process): it stopped sending */
+	if (f)
+		bad = true;
 	if (bad) {
 		srd_recv_complete(qp, &qp->cur_rwqe, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, false, 0, 0, false, true);
 		qp->recv_in_progress = false;
@@ -148,9 +161,21 @@ static int exec_write(struct srd_qp *qp, const struct srd_req *r, struct srd_res
 	if ((r->flags & F_FIRST) && r->total > span)
 		span = r->total;
 	uint8_t *t;
-	int s = access_check(qp, IBV_ACCESS_REMOTE_WRITE, r->rkey, r->va, span, &t);
+	bool odp;
+	int s = access_check(qp, IBV_ACCESS_REMOTE_WRITE, r->rkey, r->va, span, &t, &odp);
 	if (s != SYN_ACK)
 		return s;
+	/* the payload is placed before a receive WQE is taken (WRITE with immediate): a hole in
+	 * the target fails the WRITE without consuming one (an RNR places this packet again) */
+	int f = r->len ? srd_seg_copy_out_to(r->src, r->nsrc, 0, t, odp, r->len) : 0;
+	if (f == SRD_ODP_DST_FAULT) {
+		qp->write_in_progress = false;
+		return access_fault(qp);
+	}
+	if (f) {
+		qp->write_in_progress = true; /* the sender's gather list (in-process): it stopped */
+		return RESP_LOCAL_FAULT;
+	}
 	if ((r->flags & F_LAST) && (r->flags & F_IMM)) {
 		struct ibv_sge rs[SRD_MAX_SGE]; /* the completion needs only the WQE's wr_id */
 		s = take_or_rnr(qp, &out->rw, rs);
@@ -161,7 +186,6 @@ static int exec_write(struct srd_qp *qp, const struct srd_req *r, struct srd_res
 		out->wc_op = IBV_WC_RECV_RDMA_WITH_IMM;
 		out->wc_len = r->total;
 	}
-	copy_payload(r, t);
 	qp->write_in_progress = !(r->flags & F_LAST);
 	return SYN_ACK;
 }
@@ -184,6 +208,47 @@ static int sequence_check(struct srd_qp *qp, const struct srd_req *r)
 	qp->recv_in_progress = qp->write_in_progress = false;
 	responder_error(qp, IBV_EVENT_QP_REQ_ERR);
 	return SYN_NAK_INV;
+}
+
+/*
+ * The atomics' lock. softrdma advertises IBV_ATOMIC_HCA (as rxe): an atomic is atomic with
+ * respect to the other atomics of the device, not to the CPU's accesses. On ordinary memory
+ * the atomic is a CPU atomic, which cannot be made signal-free; on ODP memory, which may be
+ * unmapped at any moment, it is a read and a write through process_vm_readv/writev (odp.c),
+ * which is not atomic by itself. Both kinds can reach the same word (an implicit region covers
+ * every region; two regions may cover one page), so every atomic takes this lock: the CPU
+ * atomics as readers (among themselves they are atomic already; a reader's side is a store to
+ * its own thread's record, lock.h), the ODP read-modify-writes as writers, alone. Its scope is
+ * this process, which is the device's: two processes' responders on one shared mapping are
+ * two devices, whose ODP atomics are not atomic against each other (their CPU atomics still
+ * are, being the CPU's).
+ */
+static srd_brlock_t g_atomic_lock = SRD_BRLOCK_INIT(SRD_BR_ATOMIC);
+
+void srd_resp_atfork_child(void)
+{
+	srd_br_reset(&g_atomic_lock);
+}
+
+/* The atomic of r on the checked, aligned word a: 0 with *orig, or -1 when a word of an ODP
+ * region could not be accessed (unmapped since its admission; nothing changed). */
+static int exec_atomic(const struct srd_req *r, uint64_t *a, bool odp, uint64_t *orig)
+{
+	if (odp) {
+		srd_br_wrlock(&g_atomic_lock);
+		int rc = srd_odp_atomic(a, r->op == OP_FAA, r->cmp, r->swap, orig);
+		srd_br_wrunlock(&g_atomic_lock);
+		return rc;
+	}
+	srd_br_rdlock(&g_atomic_lock);
+	if (r->op == OP_FAA) {
+		*orig = __atomic_fetch_add(a, r->cmp, __ATOMIC_SEQ_CST);
+	} else {
+		*orig = r->cmp;
+		__atomic_compare_exchange_n(a, orig, r->swap, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	}
+	srd_br_rdunlock(&g_atomic_lock);
+	return 0;
 }
 
 int srd_resp_execute(struct srd_qp *qp, const struct srd_req *r, struct srd_resp *out)
@@ -221,20 +286,23 @@ int srd_resp_execute(struct srd_qp *qp, const struct srd_req *r, struct srd_resp
 		}
 		bool rd = r->op == OP_READ_REQ;
 		uint8_t *p;
+		bool odp;
 		int s = access_check(qp, rd ? IBV_ACCESS_REMOTE_READ : IBV_ACCESS_REMOTE_ATOMIC, r->rkey,
-				     r->va, rd ? r->len : 8, &p);
-		if (s != SYN_ACK || rd) {
-			out->read_src = p;
+				     r->va, rd ? r->len : 8, &p, &odp);
+		if (s != SYN_ACK)
 			return s;
+		if (rd) {
+			/* in-process: the data moves now, from the source into the requester's segments
+			 * (the packet path answers with answer_read) */
+			int f = r->ldst && r->len ? srd_seg_copy_in_from(r->ldst, r->nldst, 0, p, odp, r->len) : 0;
+			if (f == SRD_ODP_SRC_FAULT)
+				return access_fault(qp);
+			return f ? RESP_LOCAL_FAULT : SYN_ACK;
 		}
-		uint64_t *a = (uint64_t *)p;
-		if (r->op == OP_FAA) {
-			out->orig = __atomic_fetch_add(a, r->cmp, __ATOMIC_SEQ_CST);
-		} else {
-			out->orig = r->cmp;
-			__atomic_compare_exchange_n(a, &out->orig, r->swap, false, __ATOMIC_SEQ_CST,
-						    __ATOMIC_SEQ_CST);
-		}
+		if (exec_atomic(r, (uint64_t *)p, odp, &out->orig))
+			return access_fault(qp);
+		if (r->ldst && srd_seg_copy_in(r->ldst, r->nldst, 0, (const uint8_t *)&out->orig, 8))
+			return RESP_LOCAL_FAULT;
 		return SYN_ACK;
 	}
 	default:
@@ -280,36 +348,56 @@ static void send_atomic_resp(struct srd_qp *qp, uint32_t dqpn, uint32_t psn, uin
 	srd_xmit(qp, &qp->peer, &a, NULL, 0);
 }
 
-static void answer_read(struct srd_qp *qp, const struct pkt_hdr *r)
+/*
+ * Sends the responses of READ request r. A source in an ODP region is copied packet by packet
+ * through odp.c into a buffer of ours first (the transmission copies its payload with memcpy):
+ * a hole met there, or a source the rkey no longer reaches, is the remote access error (the
+ * NAK at the PSN of the first response not sent, the responses before it having gone out; the
+ * QP to ERR, unless r is a duplicate: a stray old request never breaks the connection). False
+ * then.
+ */
+static bool answer_read(struct srd_qp *qp, const struct pkt_hdr *r, bool dup)
 {
 	uint32_t mtu = mtu_bytes(qp->attr.path_mtu);
 	uint32_t n = r->len ? (r->len + mtu - 1) / mtu : 1;
+	bool odp = false;
 	srd_mr_rdlock();
 	uint8_t *src = r->len ? srd_resolve_rkey(qp->rpd, qp, r->rkey, r->va, r->len,
-						     IBV_ACCESS_REMOTE_READ)
+						     IBV_ACCESS_REMOTE_READ, &odp)
 			      : (uint8_t *)1;
-	if (!src) {
-		srd_mr_unlock();
-		send_ack(qp, r->sqpn, r->psn, SYN_NAK_ACCESS, 0);
-		return;
+	uint32_t i = 0;
+	if (src) {
+		uint8_t bounce[4096]; /* an MTU at most */
+		srd_batch_begin();
+		for (; i < n; i++) {
+			struct pkt_hdr h;
+			memset(&h, 0, sizeof(h));
+			h.op = OP_READ_RESP;
+			h.dqpn = r->sqpn;
+			h.sqpn = qp->ibqp.qp_num;
+			h.psn = psn_add(r->psn, i);
+			uint32_t off = i * mtu;
+			h.len = r->len - off < mtu ? r->len - off : mtu;
+			if (!r->len)
+				h.len = 0;
+			h.flags = (i == 0 ? F_FIRST : 0) | (i + 1 == n ? F_LAST : 0);
+			const uint8_t *p = h.len ? src + off : NULL;
+			if (h.len && odp) {
+				if (srd_odp_copy(bounce, p, h.len))
+					break;
+				p = bounce;
+			}
+			srd_xmit(qp, &qp->peer, &h, p, h.len);
+		}
+		srd_batch_end();
 	}
-	srd_batch_begin();
-	for (uint32_t i = 0; i < n; i++) {
-		struct pkt_hdr h;
-		memset(&h, 0, sizeof(h));
-		h.op = OP_READ_RESP;
-		h.dqpn = r->sqpn;
-		h.sqpn = qp->ibqp.qp_num;
-		h.psn = psn_add(r->psn, i);
-		uint32_t off = i * mtu;
-		h.len = r->len - off < mtu ? r->len - off : mtu;
-		if (!r->len)
-			h.len = 0;
-		h.flags = (i == 0 ? F_FIRST : 0) | (i + 1 == n ? F_LAST : 0);
-		srd_xmit(qp, &qp->peer, &h, h.len ? src + off : NULL, h.len);
-	}
-	srd_batch_end();
 	srd_mr_unlock();
+	if (src && i == n)
+		return true;
+	send_ack(qp, r->sqpn, psn_add(r->psn, i), SYN_NAK_ACCESS, 0);
+	if (!dup)
+		responder_error(qp, IBV_EVENT_QP_ACCESS_ERR);
+	return false;
 }
 
 /* A request at a PSN already executed: acknowledge or answer again, never apply twice. */
@@ -317,7 +405,7 @@ static void duplicate(struct srd_qp *qp, const struct pkt_hdr *h)
 {
 	ST(dup_rx);
 	if (h->op == OP_READ_REQ) {
-		answer_read(qp, h);
+		answer_read(qp, h, true);
 	} else if (h->op == OP_CAS || h->op == OP_FAA) {
 		for (int i = 0; i < 16; i++)
 			if (qp->atomic_cache[i].valid && qp->atomic_cache[i].psn == h->psn)
@@ -392,7 +480,10 @@ void srd_responder_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t 
 		return;
 	}
 	if (h->op == OP_READ_REQ) {
-		answer_read(qp, h);
+		if (!answer_read(qp, h, false)) {
+			srd_unlock(&qp->resp_lock);
+			return;
+		}
 		uint32_t mtu = mtu_bytes(qp->attr.path_mtu);
 		advance = h->len ? (h->len + mtu - 1) / mtu : 1;
 	} else if (h->op == OP_CAS || h->op == OP_FAA) {

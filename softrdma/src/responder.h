@@ -17,11 +17,14 @@ struct srd_req {
 	uint64_t va, cmp, swap;
 	const struct srd_seg *src;  /* the payload */
 	int nsrc;
+	/* in-process READ and atomics: the requester's resolved local SGEs, where the data or
+	 * the original value land (copied by the responder); NULL on the packet path */
+	const struct srd_seg *ldst;
+	int nldst;
 };
 
 /* What srd_resp_execute did, beyond its return value. */
 struct srd_resp {
-	uint8_t *read_src;          /* READ: the checked source of the data */
 	uint64_t orig;              /* atomics: the value before the operation */
 	bool pend;                  /* a receive completion to write (after any ACK) */
 	struct srd_rwqe rw;
@@ -34,6 +37,11 @@ struct srd_resp {
 #define RESP_DROP 0x100
 /* ... and: not a request opcode at all; nothing done, the PSN is still expected. */
 #define RESP_IGNORE 0x101
+/* ... and (in-process only): the requester's own memory had a hole in an ODP region (its
+ * gather list, or the segments a READ's data or an atomic's value land in), unmapped since
+ * it was admitted: a local protection error for the requester. A SEND or WRITE stays in
+ * progress at the responder, as a message whose sender stopped sending. */
+#define RESP_LOCAL_FAULT 0x102
 
 /* The QP takes requests from sqpn now (RTR/RTS/SQD, connected, sqpn its peer). */
 bool srd_resp_accepts(struct srd_qp *qp, uint32_t sqpn);
@@ -47,5 +55,7 @@ void srd_ud_deliver(struct srd_qp *dst, uint32_t qkey, uint32_t src_qpn, const u
 		    const struct srd_seg *src, int nsrc, uint32_t len, bool imm, uint32_t imm_data,
 		    bool sol);
 void srd_resp_reset(struct srd_qp *qp);
+/* In a child of fork(): the atomics' lock as new. */
+void srd_resp_atfork_child(void);
 
 #endif

@@ -3,16 +3,25 @@
  * the odp caps of ibv_query_device_ex. Data moves into and out of memory that was mmap'd and
  * never touched, memory mapped after an implicit region was registered, and a shared file
  * mapping; memory unmapped (or made inaccessible) after registration gives the completion
- * errors of an unresolvable page fault, never a signal. Everything runs on the in-process
- * path and once more, in a child, through the packet path.
+ * errors of an unresolvable page fault, never a signal. A thread that unmaps and maps again
+ * (MAP_FIXED) the target pages in a tight loop while a peer's WRITE, READ, CMP_SWP and
+ * FETCH_ADD reach them: the process lives, and each operation either succeeds (with the right
+ * data where the memory stayed mapped) or fails with the remote access error. Atomics through
+ * an ODP region and through a pinned one on one word, from several threads, stay atomic
+ * with respect to each other. Everything runs
+ * on the in-process path and once more, in a child, through the packet path.
  */
 #define _GNU_SOURCE
 #include <infiniband/verbs.h>
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "testlib.h"
@@ -440,6 +449,376 @@ static void test_faults(void)
 	ibv_dereg_mr(imr);
 }
 
+/* ---------------------------------------------------------------- racing the application's munmap */
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+#define RACE_PAGES 4
+
+static unsigned char *race_mem;       /* RACE_PAGES pages at a fixed address, churned */
+static int race_stop, race_lost;
+static unsigned long race_gen;        /* odd while the pages are being replaced */
+static unsigned long race_cycles;
+
+static unsigned char race_byte(size_t i)
+{
+	return (unsigned char)(i * 13 + 7);
+}
+
+/* Reads our own memory through the kernel: false where it is not mapped (no signal). */
+static bool pvm_read(void *dst, const void *src, size_t n)
+{
+	struct iovec l = { dst, n }, r = { (void *)src, n };
+	return process_vm_readv(getpid(), &l, 1, &r, 1, 0) == (ssize_t)n;
+}
+
+/*
+ * The application's side: the target pages unmapped and mapped again (MAP_FIXED_NOREPLACE, so
+ * that a range something else took meanwhile is never clobbered), or replaced by an
+ * inaccessible mapping and then by a fresh one (MAP_FIXED), in a tight loop with a calm
+ * spell every 64th time. Page 2 (the READ source) is filled with race_byte after each new
+ * mapping; race_gen is even while the pages stay mapped.
+ */
+static void *churn(void *arg)
+{
+	(void)arg;
+	size_t n = RACE_PAGES * (size_t)page;
+	for (unsigned long i = 0; !__atomic_load_n(&race_stop, __ATOMIC_ACQUIRE); i++) {
+		__atomic_add_fetch(&race_gen, 1, __ATOMIC_SEQ_CST);
+		void *q;
+		if (i & 1) {
+			q = mmap(race_mem, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+			if (q != MAP_FAILED)
+				q = mmap(race_mem, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		} else {
+			munmap(race_mem, n);
+			q = mmap(race_mem, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+				 -1, 0);
+		}
+		if (q != race_mem) {
+			if (q != MAP_FAILED)
+				munmap(q, n);
+			__atomic_store_n(&race_lost, 1, __ATOMIC_RELEASE);
+			break;
+		}
+		for (size_t k = 0; k < (size_t)page; k++)
+			race_mem[2 * page + k] = race_byte(k);
+		__atomic_add_fetch(&race_gen, 1, __ATOMIC_SEQ_CST);
+		race_cycles++;
+		if (i % 64 == 63) {
+			/* a calm spell now and then: operations that meet no replacement, whose data
+			 * the test checks */
+			struct timespec ts = { 0, 1000000 };
+			nanosleep(&ts, NULL);
+		}
+	}
+	return NULL;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* One kind of operation against the churned pages until both outcomes were seen often enough. */
+static void race_op(enum ibv_wr_opcode op, struct ibv_mr *lmr, unsigned char *local, struct ibv_mr *tmr,
+		    const char *path)
+{
+	const char *name = op == IBV_WR_RDMA_WRITE ? "WRITE" : op == IBV_WR_RDMA_READ ? "READ" :
+			   op == IBV_WR_ATOMIC_CMP_AND_SWP ? "CMP_SWP" : "FETCH_ADD";
+	struct pair p;
+	pair_up(&p, IBV_QPT_RC, false);
+	unsigned long ok = 0, err = 0, checked = 0, bad_status = 0, bad_data = 0;
+	int last_bad = 0;
+	uint64_t *word = (uint64_t *)(race_mem + 3 * page + 64);
+	double t0 = now_s();
+	for (unsigned iter = 1;; iter++) {
+		unsigned long g0 = __atomic_load_n(&race_gen, __ATOMIC_SEQ_CST);
+		uint32_t len = 8;
+		uint64_t raddr = (uintptr_t)word, cmp = 0, swap = iter, add = 3;
+		struct ibv_sge s = { (uintptr_t)local, 0, lmr->lkey };
+		struct ibv_send_wr w = { .wr_id = iter, .sg_list = &s, .num_sge = 1, .opcode = op,
+					 .send_flags = IBV_SEND_SIGNALED }, *bad;
+		switch (op) {
+		case IBV_WR_RDMA_WRITE: /* two pages less a little, from byte 50: several packets */
+			len = 2 * (uint32_t)page - 100;
+			raddr = (uintptr_t)race_mem + 50;
+			t_fill(local, len, iter);
+			break;
+		case IBV_WR_RDMA_READ:
+			len = (uint32_t)page;
+			raddr = (uintptr_t)race_mem + 2 * page;
+			memset(local, 0xee, len);
+			break;
+		case IBV_WR_ATOMIC_CMP_AND_SWP:
+			if (!pvm_read(&cmp, word, 8))
+				cmp = 0;
+			/* fall through */
+		default:
+			memset(local, 0xee, 8);
+			break;
+		}
+		s.length = len;
+		if (op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+			w.wr.atomic.remote_addr = raddr;
+			w.wr.atomic.rkey = tmr->rkey;
+			w.wr.atomic.compare_add = op == IBV_WR_ATOMIC_FETCH_AND_ADD ? add : cmp;
+			w.wr.atomic.swap = swap;
+		} else {
+			w.wr.rdma.remote_addr = raddr;
+			w.wr.rdma.rkey = tmr->rkey;
+		}
+		struct ibv_wc wc = { .status = -1 };
+		if (ibv_post_send(p.qa, &w, &bad) || !t_wait_wc(p.ca, &wc)) {
+			CHECK(0, "%s, %s: post or completion failed at operation %u", path, name, iter);
+			break;
+		}
+		if (wc.status == IBV_WC_SUCCESS) {
+			ok++;
+			/* the data, where the pages stayed mapped from before the post until now */
+			bool good = true;
+			static unsigned char back[2 * 65536];
+			uint64_t orig, now = 0;
+			memcpy(&orig, local, 8);
+			switch (op) {
+			case IBV_WR_RDMA_WRITE:
+				good = !pvm_read(back, race_mem + 50, len) || !memcmp(back, local, len);
+				break;
+			case IBV_WR_RDMA_READ:
+				for (uint32_t k = 0; k < len && good; k++)
+					good = local[k] == race_byte(k);
+				break;
+			case IBV_WR_ATOMIC_CMP_AND_SWP:
+				good = !pvm_read(&now, word, 8) || (orig == cmp && now == swap);
+				break;
+			default:
+				good = !pvm_read(&now, word, 8) || now == orig + add;
+				break;
+			}
+			unsigned long g1 = __atomic_load_n(&race_gen, __ATOMIC_SEQ_CST);
+			if (g0 == g1 && !(g0 & 1)) {
+				checked++;
+				bad_data += !good;
+			}
+		} else {
+			if (wc.status == IBV_WC_REM_ACCESS_ERR) {
+				err++;
+			} else {
+				bad_status++;
+				last_bad = wc.status;
+			}
+			pair_down(&p); /* both QPs are in ERR now */
+			pair_up(&p, IBV_QPT_RC, false);
+		}
+		double t = now_s() - t0;
+		if ((t > 0.3 && ok >= 200 && err >= 50) || t > 10 || __atomic_load_n(&race_lost, __ATOMIC_ACQUIRE))
+			break;
+	}
+	pair_down(&p);
+	printf("%s, %s racing munmap: %lu succeeded (%lu with the pages mapped throughout, data checked), "
+	       "%lu remote access errors, %lu other\n", path, name, ok, checked, err, bad_status);
+	CHECK(!__atomic_load_n(&race_lost, __ATOMIC_ACQUIRE), "%s: the churned range was taken by another mapping", path);
+	CHECK(ok > 0 && err > 0, "%s, %s: both outcomes seen (%lu succeeded, %lu access errors)", path, name, ok, err);
+	CHECK(checked > 0, "%s, %s: some successes with the pages mapped throughout", path, name);
+	CHECK_EQ(bad_data, 0, "operations with the pages mapped throughout and wrong data");
+	CHECK(bad_status == 0, "%s, %s: %lu completions with another status (last %d)", path, name, bad_status,
+	      last_bad);
+}
+
+/*
+ * The requester's own side churned: a WRITE gathering from the pages, a READ landing in them.
+ * Each completes successfully (the data right where the pages stayed mapped) or with the
+ * local protection error, whether the hole was there at the admission or came after it.
+ */
+static void race_local(enum ibv_wr_opcode op, struct ibv_mr *rmr, unsigned char *remote, struct ibv_mr *tmr,
+		       const char *path)
+{
+	const char *name = op == IBV_WR_RDMA_WRITE ? "WRITE from" : "READ into";
+	struct pair p;
+	pair_up(&p, IBV_QPT_RC, false);
+	unsigned long ok = 0, err = 0, checked = 0, bad_status = 0, bad_data = 0;
+	int last_bad = 0;
+	uint32_t len = (uint32_t)page;
+	double t0 = now_s();
+	for (unsigned iter = 1;; iter++) {
+		unsigned long g0 = __atomic_load_n(&race_gen, __ATOMIC_SEQ_CST);
+		/* WRITE: page 2 (race_byte) to remote; READ: remote (race_byte) to pages 0-1 */
+		unsigned char *l = op == IBV_WR_RDMA_WRITE ? race_mem + 2 * page : race_mem + 100;
+		memset(remote + page, 0xee, len);
+		struct ibv_sge s = { (uintptr_t)l, len, tmr->lkey };
+		struct ibv_send_wr w = { .wr_id = iter, .sg_list = &s, .num_sge = 1, .opcode = op,
+					 .send_flags = IBV_SEND_SIGNALED }, *bad;
+		w.wr.rdma.remote_addr = (uintptr_t)remote + (op == IBV_WR_RDMA_WRITE ? page : 0);
+		w.wr.rdma.rkey = rmr->rkey;
+		struct ibv_wc wc = { .status = -1 };
+		if (ibv_post_send(p.qa, &w, &bad) || !t_wait_wc(p.ca, &wc)) {
+			CHECK(0, "%s, %s: post or completion failed at operation %u", path, name, iter);
+			break;
+		}
+		if (wc.status == IBV_WC_SUCCESS) {
+			ok++;
+			static unsigned char back[65536];
+			bool good = true;
+			if (op == IBV_WR_RDMA_WRITE) {
+				for (uint32_t k = 0; k < len && good; k++)
+					good = remote[page + k] == race_byte(k);
+			} else {
+				good = !pvm_read(back, l, len) || !memcmp(back, remote, len);
+			}
+			unsigned long g1 = __atomic_load_n(&race_gen, __ATOMIC_SEQ_CST);
+			if (g0 == g1 && !(g0 & 1)) {
+				checked++;
+				bad_data += !good;
+			}
+		} else {
+			if (wc.status == IBV_WC_LOC_PROT_ERR) {
+				err++;
+			} else {
+				bad_status++;
+				last_bad = wc.status;
+			}
+			pair_down(&p);
+			pair_up(&p, IBV_QPT_RC, false);
+		}
+		double t = now_s() - t0;
+		if ((t > 0.3 && ok >= 200 && err >= 50) || t > 10 || __atomic_load_n(&race_lost, __ATOMIC_ACQUIRE))
+			break;
+	}
+	pair_down(&p);
+	printf("%s, %s churned local memory: %lu succeeded (%lu with the pages mapped throughout, data checked), "
+	       "%lu local protection errors, %lu other\n", path, name, ok, checked, err, bad_status);
+	CHECK(ok > 0 && err > 0, "%s, %s: both outcomes seen (%lu succeeded, %lu local protection errors)", path, name,
+	      ok, err);
+	CHECK(checked > 0, "%s, %s: some successes with the pages mapped throughout", path, name);
+	CHECK_EQ(bad_data, 0, "operations with the pages mapped throughout and wrong data");
+	CHECK(bad_status == 0, "%s, %s: %lu completions with another status (last %d)", path, name, bad_status,
+	      last_bad);
+}
+
+static void test_race(const char *path)
+{
+	size_t n = RACE_PAGES * (size_t)page;
+	race_mem = fresh(n);
+	race_stop = race_lost = 0;
+	race_gen = race_cycles = 0;
+	for (size_t k = 0; k < (size_t)page; k++)
+		race_mem[2 * page + k] = race_byte(k);
+	struct ibv_mr *tmr = ibv_reg_mr(pd, race_mem, n, ODP_ACC);
+	unsigned char *local = malloc(2 * (size_t)page);
+	struct ibv_mr *lmr = ibv_reg_mr(pd, local, 2 * (size_t)page, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+					IBV_ACCESS_REMOTE_READ);
+	CHECK(tmr && local && lmr, "race setup");
+	pthread_t th;
+	CHECK_EQ(pthread_create(&th, NULL, churn, NULL), 0, "churn thread");
+	race_op(IBV_WR_RDMA_WRITE, lmr, local, tmr, path);
+	race_op(IBV_WR_RDMA_READ, lmr, local, tmr, path);
+	race_op(IBV_WR_ATOMIC_CMP_AND_SWP, lmr, local, tmr, path);
+	race_op(IBV_WR_ATOMIC_FETCH_AND_ADD, lmr, local, tmr, path);
+	/* the remote buffer holds race_byte in its first page for the READs */
+	for (size_t k = 0; k < (size_t)page; k++)
+		local[k] = race_byte(k);
+	race_local(IBV_WR_RDMA_WRITE, lmr, local, tmr, path);
+	race_local(IBV_WR_RDMA_READ, lmr, local, tmr, path);
+	__atomic_store_n(&race_stop, 1, __ATOMIC_RELEASE);
+	pthread_join(th, NULL);
+	printf("%s: the pages were replaced %lu times\n", path, race_cycles);
+	ibv_dereg_mr(lmr);
+	ibv_dereg_mr(tmr);
+	free(local);
+	munmap(race_mem, n);
+}
+
+/* ---------------------------------------------------------------- atomics, ODP and not, on one word */
+
+#define MIX_THREADS 4
+#define MIX_OPS 10000
+static pthread_barrier_t mix_start;
+
+struct mixer {
+	struct pair p;
+	struct ibv_mr *lmr;    /* the results */
+	uint64_t *res;         /* MIX_OPS results */
+	uint64_t word;         /* the target's address */
+	uint32_t rkey;         /* the implicit ODP region's or the pinned region's */
+	int failed;
+};
+
+static void *mix_run(void *arg)
+{
+	struct mixer *m = arg;
+	pthread_barrier_wait(&mix_start); /* all at once */
+	for (int i = 0; i < MIX_OPS; i++) {
+		struct ibv_sge s = { (uintptr_t)&m->res[i], 8, m->lmr->lkey };
+		struct ibv_send_wr w = { .wr_id = (uint64_t)i, .sg_list = &s, .num_sge = 1,
+					 .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD, .send_flags = IBV_SEND_SIGNALED }, *bad;
+		w.wr.atomic.remote_addr = m->word;
+		w.wr.atomic.rkey = m->rkey;
+		w.wr.atomic.compare_add = 1;
+		struct ibv_wc wc;
+		if (ibv_post_send(m->p.qa, &w, &bad) || !t_wait_wc(m->p.ca, &wc) || wc.status != IBV_WC_SUCCESS) {
+			m->failed = i + 1;
+			break;
+		}
+	}
+	return NULL;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * One word reached at once through a pinned region (a CPU atomic) and through the implicit
+ * ODP region (a read and a write through the kernel) by threads on their own QP pairs: the
+ * device's atomics are atomic with respect to each other whatever the region. Every
+ * fetch-and-add must see a distinct value, and the word must end at the number of adds.
+ */
+static void test_mixed_atomics(const char *path)
+{
+	uint64_t *word = aligned_alloc(4096, 4096);
+	*word = 0;
+	struct ibv_mr *pin = ibv_reg_mr(pd, word, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
+	struct ibv_mr *imr = ibv_reg_mr(pd, NULL, SIZE_MAX, ODP_ACC);
+	uint64_t *res = calloc(MIX_THREADS * MIX_OPS, 8);
+	struct ibv_mr *lmr = ibv_reg_mr(pd, res, MIX_THREADS * MIX_OPS * 8, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(pin && imr && res && lmr, "mixed atomics setup");
+	struct mixer m[MIX_THREADS];
+	pthread_t th[MIX_THREADS];
+	for (int t = 0; t < MIX_THREADS; t++) {
+		memset(&m[t], 0, sizeof(m[t]));
+		pair_up(&m[t].p, IBV_QPT_RC, false);
+		m[t].lmr = lmr;
+		m[t].res = res + t * MIX_OPS;
+		m[t].word = (uintptr_t)word;
+		m[t].rkey = t & 1 ? imr->rkey : pin->rkey;
+	}
+	pthread_barrier_init(&mix_start, NULL, MIX_THREADS);
+	for (int t = 0; t < MIX_THREADS; t++)
+		CHECK_EQ(pthread_create(&th[t], NULL, mix_run, &m[t]), 0, "mixer thread");
+	for (int t = 0; t < MIX_THREADS; t++) {
+		pthread_join(th[t], NULL);
+		CHECK(!m[t].failed, "%s: mixed atomics, thread %d failed at operation %d", path, t, m[t].failed - 1);
+		pair_down(&m[t].p);
+	}
+	pthread_barrier_destroy(&mix_start);
+	CHECK_EQ(*word, MIX_THREADS * MIX_OPS, "the word after every fetch-and-add, ODP and pinned");
+	qsort(res, MIX_THREADS * MIX_OPS, 8, cmp_u64);
+	int dup = 0;
+	for (int i = 0; i < MIX_THREADS * MIX_OPS; i++)
+		dup += res[i] != (uint64_t)i;
+	CHECK(dup == 0, "%s: each fetch-and-add saw its own value (%d did not)", path, dup);
+	ibv_dereg_mr(lmr);
+	ibv_dereg_mr(imr);
+	ibv_dereg_mr(pin);
+	free(res);
+	free(word);
+}
+
 /* ---------------------------------------------------------------- ibv_advise_mr */
 
 static void test_advise(void)
@@ -548,6 +927,8 @@ int main(void)
 		setenv("SOFTRDMA_FAULTS", "seed=9", 1);
 		open_all();
 		all_data();
+		test_race("packet path");
+		test_mixed_atomics("packet path");
 		printf("packet path: ");
 		t_report();
 		_exit(t_fail ? 1 : 0);
@@ -559,6 +940,8 @@ int main(void)
 	open_all();
 	test_caps_and_reg();
 	all_data();
+	test_race("in-process");
+	test_mixed_atomics("in-process");
 	test_advise();
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);

@@ -4,14 +4,22 @@ import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.EnumMap;
 import java.util.EnumSet;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -23,7 +31,8 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 /**
  * On-demand paging: {@link Access#ON_DEMAND} regions over fresh file mappings (never touched
  * before the device writes them), an implicit region and memory mapped after it was registered,
- * memory unmapped after registration (a completion error, not a crash), {@link MemoryRegion#advise}
+ * memory unmapped after registration (a completion error, not a crash), a peer's operations racing
+ * a thread that unmaps and maps the target again (the JVM lives), {@link MemoryRegion#advise}
  * and the device's {@link OdpCapabilities}. Runs where the device reports ODP (softrdma); skips,
  * saying so, where it does not (kernel rxe on Linux 6.1, siw): the check is the device's own
  * {@code odp_caps}, never its name.
@@ -240,6 +249,160 @@ class OnDemandPagingTest {
                     assertThrows(IllegalArgumentException.class, () -> all.slice(MemorySegment.ofArray(new byte[4])));
                 }
             }
+        }
+    }
+    private static final long PROT_NONE = 0;
+    private static final int PROT_RW = 0x1 | 0x2;
+    private static final int MAP_PRIVATE_ANON = 0x02 | 0x20;
+    private static final int MAP_FIXED = 0x10;
+    private static final int MAP_FIXED_NOREPLACE = 0x100000;
+    private static final long CHURN_LEN = 64 * 1024;
+
+    /** mmap(2) and munmap(2), for a test that unmaps memory under the device's feet. */
+    private static final class Mapper {
+        final MethodHandle mmap;
+        final MethodHandle munmap;
+
+        Mapper() {
+            Linker linker = Linker.nativeLinker();
+            mmap = linker.downcallHandle(linker.defaultLookup().find("mmap").orElseThrow(),
+                    FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG,
+                            ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG));
+            munmap = linker.downcallHandle(linker.defaultLookup().find("munmap").orElseThrow(),
+                    FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG));
+        }
+
+        /** mmap's address, or -1 (MAP_FAILED). */
+        long map(long at, int prot, int flags) throws Throwable {
+            return ((MemorySegment) mmap.invokeExact(MemorySegment.ofAddress(at), CHURN_LEN, prot, flags, -1, 0L)).address();
+        }
+
+        void unmap(long at) throws Throwable {
+            int rc = (int) munmap.invokeExact(MemorySegment.ofAddress(at), CHURN_LEN);
+            assertEquals(0, rc, "munmap");
+        }
+    }
+
+    /**
+     * A JVM thread unmaps the target and maps it again where it was (MAP_FIXED_NOREPLACE: a range
+     * another mapping took meanwhile is never clobbered; the churn moves elsewhere then), or
+     * replaces it by an inaccessible mapping and a fresh one (MAP_FIXED), in a tight loop, while
+     * the peer WRITEs, READs, compares-and-swaps and fetches-and-adds there through the implicit
+     * region. Every operation succeeds or fails with the remote access error of an unresolvable
+     * page fault, both outcomes occur for each, and the JVM lives (a device touching the hole
+     * itself would kill it with SIGSEGV in native code). Once the churn stops, a WRITE and a READ
+     * back through the same rkey are byte-exact.
+     */
+    @Test
+    void peerOperationsRacingTheApplicationsMunmapNeverCrashTheJvm() throws Throwable {
+        Mapper mapper = new Mapper();
+        try (Rig probe = Rig.rc()) {
+            requireImplicit(probe);
+            assumeTrue(probe.ctx.odpCapabilities().rc().contains(OdpCapabilities.Operation.ATOMIC),
+                    () -> probe.ctx.device().name() + " pages no RC atomics on demand");
+        }
+        long first = mapper.map(0, PROT_RW, MAP_PRIVATE_ANON);
+        assertTrue(first != -1, "mmap");
+        AtomicLong base = new AtomicLong(first);
+        AtomicBoolean stop = new AtomicBoolean();
+        AtomicLong cycles = new AtomicLong();
+        Throwable[] churnFailure = new Throwable[1];
+        Thread churn = Thread.ofPlatform().name("odp-churn").start(() -> {
+            try {
+                for (long i = 0; !stop.get(); i++) {
+                    long at = base.get();
+                    if ((i & 1) == 0) {
+                        assertEquals(at, mapper.map(at, (int) PROT_NONE, MAP_PRIVATE_ANON | MAP_FIXED));
+                        assertEquals(at, mapper.map(at, PROT_RW, MAP_PRIVATE_ANON | MAP_FIXED));
+                    } else {
+                        mapper.unmap(at);
+                        if (i % 8 == 1) {
+                            LockSupport.parkNanos(20_000); // a hole that lasts, now and then
+                        }
+                        long got = mapper.map(at, PROT_RW, MAP_PRIVATE_ANON | MAP_FIXED_NOREPLACE);
+                        if (got != at) {
+                            // something else took the range: churn a fresh one from now on
+                            if (got != -1) {
+                                mapper.unmap(got);
+                            }
+                            long fresh = mapper.map(0, PROT_RW, MAP_PRIVATE_ANON);
+                            assertTrue(fresh != -1, "mmap");
+                            base.set(fresh);
+                        }
+                    }
+                    cycles.incrementAndGet();
+                    if (i % 64 == 63) {
+                        Thread.sleep(1); // a calm spell now and then: operations that meet no hole
+                    }
+                }
+            } catch (Throwable t) {
+                churnFailure[0] = t;
+            }
+        });
+        SendOpcode[] ops = { SendOpcode.RDMA_WRITE, SendOpcode.RDMA_READ, SendOpcode.ATOMIC_CMP_AND_SWP,
+                SendOpcode.ATOMIC_FETCH_AND_ADD };
+        Map<SendOpcode, long[]> outcomes = new EnumMap<>(SendOpcode.class);
+        Rig rig = Rig.rc();
+        MemoryRegion all = rig.pd.registerImplicitOnDemand(Access.LOCAL_WRITE, Access.REMOTE_WRITE,
+                Access.REMOTE_READ, Access.REMOTE_ATOMIC);
+        try {
+            for (SendOpcode op : ops) {
+                long[] n = new long[2]; // successes, remote access errors
+                outcomes.put(op, n);
+                long start = System.nanoTime();
+                long enough = start + 1_000_000_000L; // long enough to meet the window between admission and access
+                long deadline = start + 8_000_000_000L;
+                for (int i = 0; System.nanoTime() < deadline
+                        && (System.nanoTime() < enough || n[0] < 200 || n[1] < 20); i++) {
+                    RemoteBuffer target = all.remote().slice(base.get(), CHURN_LEN);
+                    SendRequest wr = switch (op) {
+                        case RDMA_WRITE -> SendRequest.rdmaWrite().local(rig.mrA, 0, 8192).remote(target, 100);
+                        case RDMA_READ -> SendRequest.rdmaRead().local(rig.mrA, 0, 8192).remote(target, 4096);
+                        case ATOMIC_CMP_AND_SWP -> SendRequest.compareAndSwap(0, i).local(rig.mrA, 0, 8).remote(target, 64);
+                        default -> SendRequest.fetchAndAdd(1).local(rig.mrA, 0, 8).remote(target, 64);
+                    };
+                    rig.a.postSend(wr.id(i).signaled());
+                    Completion wc = rig.next(rig.cqA);
+                    if (wc.status() == WcStatus.SUCCESS) {
+                        n[0]++;
+                        continue;
+                    }
+                    assertEquals(WcStatus.REMOTE_ACCESS_ERROR, wc.status(), wc.toString());
+                    n[1]++;
+                    // both QPs are in the error state now: a fresh pair (and region) goes on
+                    all.close();
+                    rig.close();
+                    rig = Rig.rc();
+                    all = rig.pd.registerImplicitOnDemand(Access.LOCAL_WRITE, Access.REMOTE_WRITE,
+                            Access.REMOTE_READ, Access.REMOTE_ATOMIC);
+                }
+            }
+        } finally {
+            stop.set(true);
+            churn.join();
+        }
+        if (churnFailure[0] != null) {
+            throw churnFailure[0];
+        }
+        for (SendOpcode op : ops) {
+            long[] n = outcomes.get(op);
+            System.out.printf("%s racing munmap: %d succeeded, %d remote access errors%n", op, n[0], n[1]);
+            assertTrue(n[0] > 0 && n[1] > 0, op + " racing munmap (" + cycles.get() + " replacements): " + n[0]
+                    + " succeeded, " + n[1] + " remote access errors; both outcomes expected");
+        }
+        try {
+            // the churn has stopped: the memory is mapped, and the same rkey is byte-exact there
+            RemoteBuffer target = all.remote().slice(base.get(), CHURN_LEN);
+            fill(rig.mrA.segment(), 0, 20_000, 11);
+            rig.a.postSend(SendRequest.rdmaWrite().id(1).local(rig.mrA, 0, 20_000).remote(target, 333).signaled());
+            rig.ok(rig.cqA);
+            rig.a.postSend(SendRequest.rdmaRead().id(2).local(rig.mrA, 30_000, 20_000).remote(target, 333).signaled());
+            rig.ok(rig.cqA);
+            assertArrayEquals(bytes(rig.mrA.segment(), 0, 20_000), bytes(rig.mrA.segment(), 30_000, 20_000));
+        } finally {
+            all.close();
+            rig.close();
+            mapper.unmap(base.get());
         }
     }
 }
