@@ -152,6 +152,7 @@ class CloseRaceTest {
                     peers.add(b);
                 }
                 ConcurrentLinkedQueue<Throwable> unexpected = new ConcurrentLinkedQueue<>();
+                long polledBefore = polled.get();
                 CountDownLatch running = new CountDownLatch(QPS + 1);
                 List<Thread> threads = new ArrayList<>();
                 RemoteBuffer remote = mr.remote();
@@ -211,6 +212,13 @@ class CloseRaceTest {
                     }
                 }));
                 assertTrue(running.await(10, TimeUnit.SECONDS));
+                // the close lands once completions flow (a signaled WRITE is every 32nd post: under the
+                // VM's emulation rxe0 took longer than the random pause for the first one, and
+                // rounds then closed before any poll had anything to see)
+                long flowing = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+                while (polled.get() == polledBefore && System.nanoTime() - flowing < 0) {
+                    Thread.sleep(1);
+                }
                 Thread.sleep(random.nextInt(4));
                 for (QueuePair qp : qps) {
                     qp.close();
