@@ -102,16 +102,7 @@ class CloseRaceTest {
                     assertTrue(qp.isClosed());
                 }
                 cq.close();
-                for (Thread t : threads) {
-                    t.join(10_000);
-                    assertFalse(t.isAlive(), t + " still runs 10 s after the close");
-                }
-                if (!unexpected.isEmpty()) {
-                    AssertionError e = new AssertionError("round " + round + ": a racing call ended otherwise than"
-                            + " with a result or 'closed'");
-                    unexpected.forEach(e::addSuppressed);
-                    throw e;
-                }
+                awaitRacers(threads, unexpected, "round " + round + ": a racing call");
                 for (QueuePair b : peers) {
                     b.close();
                 }
@@ -237,16 +228,7 @@ class CloseRaceTest {
                         Thread.yield();
                     }
                 }
-                for (Thread t : threads) {
-                    t.join(10_000);
-                    assertFalse(t.isAlive(), t + " still runs 10 s after the close");
-                }
-                if (!unexpected.isEmpty()) {
-                    AssertionError e = new AssertionError("round " + round + ": a racing session ended otherwise than"
-                            + " with a result or 'closed'");
-                    unexpected.forEach(e::addSuppressed);
-                    throw e;
-                }
+                awaitRacers(threads, unexpected, "round " + round + ": a racing session");
                 for (QueuePair b : peers) {
                     b.close();
                 }
@@ -343,6 +325,20 @@ class CloseRaceTest {
     static {
         if (ROUNDS < 1) {
             fail("verbs4j.stress.rounds must be at least 1");
+        }
+    }
+
+    /** Joins the racing threads after the close and fails with what any of them met otherwise than 'closed'. */
+    private static void awaitRacers(List<Thread> threads, ConcurrentLinkedQueue<Throwable> unexpected, String racer)
+            throws InterruptedException {
+        for (Thread t : threads) {
+            t.join(10_000);
+            assertFalse(t.isAlive(), t + " still runs 10 s after the close");
+        }
+        if (!unexpected.isEmpty()) {
+            AssertionError e = new AssertionError(racer + " ended otherwise than with a result or 'closed'");
+            unexpected.forEach(e::addSuppressed);
+            throw e;
         }
     }
 }
