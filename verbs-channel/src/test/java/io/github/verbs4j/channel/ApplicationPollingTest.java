@@ -1,13 +1,11 @@
 package io.github.verbs4j.channel;
 
-import io.github.verbs4j.testsupport.ThreadMeter;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -140,42 +138,9 @@ class ApplicationPollingTest {
 
     @Test
     void steadyStateAllocatesNothingPerMessage() throws Exception {
-        int n = 20_000;
-        try (ChannelTest.Pair p = pair(APP.withSlots(256).withSlotSize(256));
-             Arena arena = Arena.ofShared(); ExecutorService ex = Executors.newSingleThreadExecutor()) {
-            MemorySegment msg = arena.allocate(64);
-            Future<long[]> receiver = ex.submit(() -> {
-                long sum = 0;
-                long before = 0;
-                for (int round = 0; round < 2; round++) {
-                    if (round == 1) {
-                        before = ThreadMeter.allocatedBytes();
-                    }
-                    for (int i = 0; i < n; i++) {
-                        Message m = p.accepted().receive(20, TimeUnit.SECONDS);
-                        sum += m.getLong(0);
-                        m.close();
-                    }
-                }
-                return new long[] {ThreadMeter.allocatedBytes() - before, sum};
-            });
-            long before = 0;
-            for (int round = 0; round < 2; round++) {
-                if (round == 1) {
-                    before = ThreadMeter.allocatedBytes();
-                }
-                for (int i = 0; i < n; i++) {
-                    msg.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, i);
-                    p.client().send(msg);
-                }
-            }
-            long sender = ThreadMeter.allocatedBytes() - before;
-            long[] r = receiver.get(T.toSeconds(), TimeUnit.SECONDS);
-            System.out.printf("application polling, allocation over %d messages: sender %d B, receiver %d B%n",
-                    n, sender, r[0]);
-            assertEquals(2L * n * (n - 1) / 2, r[1]);
-            assertTrue(sender < n / 10, "sender allocated " + sender + " B for " + n + " messages");
-            assertTrue(r[0] < n / 10, "receiver allocated " + r[0] + " B for " + n + " messages");
+        try (ChannelTest.Pair p = pair(APP.withSlots(256).withSlotSize(256))) {
+            assertNull(p.serverGroup().pollingThread());
+            ChannelTest.assertSteadyStateAllocatesNothing(p, "application polling");
         }
     }
 }

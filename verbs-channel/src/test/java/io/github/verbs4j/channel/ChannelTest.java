@@ -12,6 +12,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -292,48 +293,77 @@ class ChannelTest {
     @ParameterizedTest
     @EnumSource(names = {"AUTO", "SEND"})
     void steadyStateAllocatesNothingPerMessage(Notification mode) throws Exception {
+        try (Pair p = pair(with(mode).withSlots(256).withSlotSize(256))) {
+            assertSteadyStateAllocatesNothing(p, mode.toString());
+        }
+    }
+
+    /** Rounds of messages each side runs: the first warms up, the rest are measured. */
+    private static final int ALLOCATION_ROUNDS = 4;
+
+    /**
+     * Streams {@link #ALLOCATION_ROUNDS} rounds of 20 000 small messages from the client to the
+     * accepted end and asserts that the sender, the receiver and (when the server's group has
+     * one) its polling thread each had a measured round that allocated less than 0.1 byte per
+     * message. A round's bytes can come from the JIT (code not yet compiled by C2, or
+     * deoptimized and run again by the interpreter, where escape analysis does not remove the
+     * short-lived views it removes in compiled code): on a loaded machine that reached 2448 B
+     * in one round. Any allocation per message shows in every round, at 16 bytes or more each.
+     */
+    static void assertSteadyStateAllocatesNothing(Pair p, String what) throws Exception {
         int n = 20_000;
-        try (Pair p = pair(with(mode).withSlots(256).withSlotSize(256));
-             Arena arena = Arena.ofShared(); ExecutorService ex = Executors.newSingleThreadExecutor()) {
+        long limit = n / 10;
+        try (Arena arena = Arena.ofShared(); ExecutorService ex = Executors.newSingleThreadExecutor()) {
             MemorySegment msg = arena.allocate(64);
             Future<long[]> receiver = ex.submit(() -> {
-                long sum = 0;
-                long before = 0;
-                for (int round = 0; round < 2; round++) {
-                    if (round == 1) {
-                        before = ThreadMeter.allocatedBytes();
-                    }
+                long[] rounds = new long[ALLOCATION_ROUNDS + 1]; // the last element: the sum
+                for (int round = 0; round < ALLOCATION_ROUNDS; round++) {
+                    long before = ThreadMeter.allocatedBytes();
                     for (int i = 0; i < n; i++) {
                         Message m = p.accepted().receive(20, TimeUnit.SECONDS);
-                        sum += m.getLong(0);
+                        if (m == null) { // no message built unless it fails: the round measures this loop
+                            throw new AssertionError("message " + i + " of round " + round + " did not come");
+                        }
+                        rounds[ALLOCATION_ROUNDS] += m.getLong(0);
                         m.close();
                     }
+                    rounds[round] = ThreadMeter.allocatedBytes() - before;
                 }
-                return new long[] {ThreadMeter.allocatedBytes() - before, sum};
+                return rounds;
             });
-            long before = 0;
-            long pollerBefore = 0;
             Thread poller = p.serverGroup().pollingThread();
-            for (int round = 0; round < 2; round++) {
-                if (round == 1) {
-                    before = ThreadMeter.allocatedBytes();
-                    pollerBefore = ThreadMeter.allocatedBytes(poller);
-                }
+            long[] sender = new long[ALLOCATION_ROUNDS];
+            long[] polling = new long[ALLOCATION_ROUNDS];
+            for (int round = 0; round < ALLOCATION_ROUNDS; round++) {
+                long before = ThreadMeter.allocatedBytes();
+                long pollerBefore = poller == null ? 0 : ThreadMeter.allocatedBytes(poller);
                 for (int i = 0; i < n; i++) {
                     msg.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, i);
                     p.client().send(msg);
                 }
+                sender[round] = ThreadMeter.allocatedBytes() - before;
+                polling[round] = poller == null ? 0 : ThreadMeter.allocatedBytes(poller) - pollerBefore;
             }
-            long sender = ThreadMeter.allocatedBytes() - before;
             long[] r = receiver.get(T.toSeconds(), TimeUnit.SECONDS);
-            long pollerBytes = ThreadMeter.allocatedBytes(poller) - pollerBefore;
-            System.out.printf("allocation over %d messages (%s): sender %d B, receiver %d B, server polling thread %d B%n",
-                    n, mode, sender, r[0], pollerBytes);
-            assertEquals(2L * n * (n - 1) / 2, r[1]);
-            // a handful of bytes may come from the JIT's first compiled runs; none per message
-            assertTrue(sender < n / 10, "sender allocated " + sender + " B for " + n + " messages");
-            assertTrue(r[0] < n / 10, "receiver allocated " + r[0] + " B for " + n + " messages");
+            long[] received = Arrays.copyOf(r, ALLOCATION_ROUNDS);
+            System.out.printf("allocation per round of %d messages (%s), the first warming up: sender %s B, "
+                    + "receiver %s B, server polling thread %s B%n", n, what, Arrays.toString(sender),
+                    Arrays.toString(received), poller == null ? "(none)" : Arrays.toString(polling));
+            assertEquals(ALLOCATION_ROUNDS * ((long) n * (n - 1) / 2), r[ALLOCATION_ROUNDS]);
+            assertTrue(leastMeasured(sender) < limit, "the sender allocated in every round: " + Arrays.toString(sender));
+            assertTrue(leastMeasured(received) < limit,
+                    "the receiver allocated in every round: " + Arrays.toString(received));
+            if (poller != null) {
+                // the polling thread's rounds are cut by the sender's clock: one of them may
+                // hold some of the warm-up's completions, which is why only the least counts
+                assertTrue(leastMeasured(polling) < limit,
+                        "the server's polling thread allocated in every round: " + Arrays.toString(polling));
+            }
         }
+    }
+
+    private static long leastMeasured(long[] rounds) {
+        return Arrays.stream(rounds, 1, rounds.length).min().orElseThrow();
     }
 
     @Test
