@@ -54,6 +54,7 @@ struct srd_sock {
 	struct srd_device *dev;
 	uint16_t port;
 	int used;
+	uint8_t next_slot; /* where the search for a free slot starts: numbers are handed out in turn */
 	struct srd_qp *slots[256];
 };
 
@@ -283,9 +284,18 @@ int srd_net_alloc_qpn(struct srd_qp *qp)
 		g_socks[g_nsocks++] = s;
 	}
 	struct srd_sock *s = g_socks[si];
-	int slot = 0;
+	/*
+	 * Next fit, not first fit: a destroyed QP's number comes back only after the socket's other
+	 * 255 numbers were handed out (rxe allocates cyclically too). With first fit the next QP
+	 * took the number at once, and a packet of the destroyed QP still in a socket buffer or a
+	 * ring (its peer destroyed and re-created the same way, both starting at the same PSN) was
+	 * taken as the new connection's own: seen as a WRITE completing with the old request's
+	 * bytes in place of its own.
+	 */
+	int slot = s->next_slot;
 	while (s->slots[slot])
-		slot++;
+		slot = (slot + 1) & 0xff;
+	s->next_slot = (uint8_t)(slot + 1);
 	s->slots[slot] = qp;
 	s->used++;
 	qp->sock = si;

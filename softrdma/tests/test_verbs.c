@@ -375,6 +375,25 @@ static void test_errors(void)
 
 /* ---------------------------------------------------------------- state machine */
 
+/*
+ * A destroyed QP's number is not handed to the next QP at once: a packet of the old QP still on
+ * its way must not land in a new connection that took the same numbers and PSNs.
+ */
+static void test_qpn_reuse(void)
+{
+	struct env e;
+	env_up(&e, IBV_QPT_RC, 7);
+	uint32_t seen[8];
+	for (int i = 0; i < 8; i++) {
+		struct ibv_qp *q = mkqp(&e, e.cq, IBV_QPT_RC, NULL);
+		seen[i] = q->qp_num;
+		for (int j = 0; j < i; j++)
+			CHECK(seen[j] != seen[i], "QP %d got the number 0x%x of QP %d, destroyed before it", i, seen[i], j);
+		CHECK(ibv_destroy_qp(q) == 0, "destroy QP %d", i);
+	}
+	env_down(&e);
+}
+
 static void test_state_machine(void)
 {
 	struct env e;
@@ -956,6 +975,7 @@ int main(void)
 	CHECK(e.gid.raw[10] == 0xff && e.gid.raw[11] == 0xff, "GID 1 is IPv4-mapped");
 	rc_data_ops(&e, "in-process RC");
 	env_down(&e);
+	test_qpn_reuse();
 	test_state_machine();
 	test_errors();
 	test_channels_srq_ud();
