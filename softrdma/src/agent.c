@@ -51,9 +51,17 @@ static void handle_packet(const uint8_t *buf, size_t n, const struct sockaddr_in
 	}
 	const uint8_t *payload = buf + sizeof(h);
 	srd_net_rdlock();
+	if (h.op == OP_XRC_RELAY) {
+		/* a request of another process's TGT QP for one of our XRC SRQs */
+		srd_relay_rx(&h, payload, from);
+		srd_net_unlock();
+		return;
+	}
 	struct srd_qp *qp = srd_net_lookup(h.dqpn);
 	if (qp) {
-		if (h.op == OP_UD_SEND) {
+		if (h.op == OP_XRC_RELAY_RESP) {
+			srd_relay_resp_rx(qp, &h, from); /* from the SRQ's process, not the QP's peer */
+		} else if (h.op == OP_UD_SEND) {
 			struct srd_seg s = { (uint8_t *)payload, h.len, false };
 			srd_mr_rdlock();
 			srd_ud_deliver(qp, h.rkey, h.sqpn, h.sgid, &s, 1, h.len, (h.flags & F_IMM) != 0, h.imm,
@@ -117,6 +125,8 @@ static void service(struct srd_qp *qp, void *arg)
 	struct scan *s = arg;
 	bool kick = __atomic_exchange_n(&qp->kick, false, __ATOMIC_ACQ_REL);
 	if (srd_requester_service(qp, kick, s->now))
+		s->any = true;
+	if (qp->xrc == SRD_XRC_TGT && srd_relay_service(qp, s->now))
 		s->any = true;
 }
 

@@ -174,6 +174,7 @@ SRD_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 		free(qp->xb);
 	}
 	srd_net_free_qpn(qp); /* after this neither the agent nor peers can find it */
+	srd_relay_free(qp);
 	if (ibqp->pd)
 		UNREF(PD_OF(ibqp->pd));
 	if (ibqp->send_cq)
@@ -441,8 +442,10 @@ SRD_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 		if (ibqp->qp_type != IBV_QPT_UD) {
 			srd_gid_to_sockaddr(&a->ah_attr.grh.dgid, (uint16_t)(a->dest_qp_num >> 8),
 					    qp->dev->ifindex, &qp->peer);
+			/* an INI QP's requests may name an XRC SRQ of another process, which the TGT QP
+			 * reaches by relaying packets: XRC always takes the packet path */
 			qp->peer_local = srd_gid_is_local(&a->ah_attr.grh.dgid) &&
-					 srd_net_owns_qpn(a->dest_qp_num);
+					 srd_net_owns_qpn(a->dest_qp_num) && qp->xrc == SRD_XRC_NONE;
 		}
 	}
 	if (next == IBV_QPS_RTS && cur == IBV_QPS_RTR) {

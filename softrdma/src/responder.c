@@ -7,7 +7,9 @@
  * Owns: the responder half of struct srd_qp (epsn, the receive in progress,
  * the atomic result cache), under qp->resp_lock.
  * Calls: pd (memory access), rq, events, sq (QP to ERR), net (transmission), xrc (the XRC
- * SRQ a request to a TGT QP names).
+ * SRQ a request to a TGT QP names; the shadows of other processes' TGT QPs).
+ * XRC across processes: a TGT QP's request for another process's XRC SRQ is relayed there
+ * (see "XRC across processes" below).
  *
  * Lock order (never taken in the other direction):
  *   requester qp->sq_lock  <  responder qp->resp_lock  <  rq/srq lock  <  cq lock
@@ -19,8 +21,20 @@
 #include "sq.h"
 #include "net.h"
 #include "xrc.h"
+#include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
+
+/* A TGT QP's relay to another process ("XRC across processes" below), under resp_lock. */
+struct srd_relay {
+	bool busy;             /* a relay waits for its answer */
+	bool dropped;          /* requests were dropped meanwhile */
+	uint32_t inc;          /* the TGT QP's incarnation: new at each reset */
+	uint32_t sqpn;         /* the requester */
+	struct pkt_hdr h;      /* the relay as sent */
+	uint64_t start_ns, sent_ns;
+	uint8_t payload[MAX_PKT - sizeof(struct pkt_hdr)];
+};
 
 static bool ready(struct srd_qp *qp)
 {
@@ -36,6 +50,12 @@ bool srd_resp_accepts(struct srd_qp *qp, uint32_t sqpn)
 /* A responder-detected error: the async event, then the QP goes to ERR. */
 static void responder_error(struct srd_qp *qp, enum ibv_event_type ev_type)
 {
+	if (qp->shadow) {
+		/* a shadow's error goes back to the TGT QP's process, which raises it there */
+		qp->shadow_ev = ev_type;
+		qp->state = IBV_QPS_ERR;
+		return;
+	}
 	struct ibv_async_event ev = { .element.qp = &qp->ibqp, .event_type = ev_type };
 	srd_async_post(srd_ctx_of(qp->ibqp.context), &ev);
 	srd_qp_to_error(qp, false);
@@ -310,9 +330,16 @@ int srd_resp_execute(struct srd_qp *qp, const struct srd_req *r, struct srd_resp
 	}
 }
 
+static uint32_t next_incarnation(void);
+
 void srd_resp_reset(struct srd_qp *qp)
 {
 	srd_lock(&qp->resp_lock);
+	if (qp->relay) {
+		/* a relay in flight is forgotten; the SRQ's process sees a new incarnation */
+		qp->relay->busy = false;
+		qp->relay->inc = next_incarnation();
+	}
 	qp->epsn = 0;
 	qp->recv_in_progress = false;
 	qp->write_in_progress = false;
@@ -415,6 +442,9 @@ static void duplicate(struct srd_qp *qp, const struct pkt_hdr *h)
 	}
 }
 
+static bool relay_wanted(const struct srd_qp *qp, const struct pkt_hdr *h);
+static void relay_start(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t *payload);
+
 void srd_responder_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t *payload)
 {
 	srd_lock(&qp->resp_lock);
@@ -424,6 +454,13 @@ void srd_responder_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t 
 	}
 	bool rc = qp->ttype == IBV_QPT_RC;
 	int32_t d = psn_diff(h->psn, qp->epsn);
+	if (qp->relay && qp->relay->busy && d >= 0) {
+		/* a relayed request is being placed: later ones wait behind it (the requester sends
+		 * them again: a sequence NAK once the relay is answered) */
+		qp->relay->dropped = true;
+		srd_unlock(&qp->resp_lock);
+		return;
+	}
 	if (!rc) {
 		/* UC: a gap loses the message in progress; resynchronise on a first packet */
 		if (d != 0) {
@@ -446,6 +483,11 @@ void srd_responder_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t 
 		return;
 	} else if (d < 0) {
 		duplicate(qp, h);
+		srd_unlock(&qp->resp_lock);
+		return;
+	}
+	if (relay_wanted(qp, h)) {
+		relay_start(qp, h, payload);
 		srd_unlock(&qp->resp_lock);
 		return;
 	}
@@ -506,6 +548,268 @@ void srd_responder_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t 
 				  (h->flags & F_INV) ? SRD_WC_INV : (h->flags & F_IMM) != 0, h->imm, 0, false, (h->flags & F_SOLICITED) != 0);
 	}
 	srd_unlock(&qp->resp_lock);
+}
+
+/* ---------------------------------------------------------------- XRC across processes */
+
+/*
+ * A request to a TGT QP naming an XRC SRQ of another process of this host (the SRQ number's
+ * port is not ours) is relayed: this process (A) hands the packet to the SRQ's (B) with
+ * OP_XRC_RELAY and keeps the TGT QP's expected PSN where it is; B executes it on a shadow of
+ * the TGT QP (xrc.c) with its own responder code (the SRQ's WQE, B's PD and keys, the SRQ's
+ * CQ and its limit event, the completion written there) and answers with OP_XRC_RELAY_RESP;
+ * A then acknowledges, NAKs or RNR-NAKs the requester as a local execution would have, and
+ * moves on. Requests arriving meanwhile are dropped, and once the relay is answered one
+ * sequence NAK makes the requester send them again, so the TGT QP's PSN order holds. No
+ * thread waits on another process: a relay is a packet each way, its answer handled by
+ * whichever thread takes it. A relay not answered is sent again every RELAY_RESEND_NS (B
+ * answers a repeat from its record of the last answer, never executing twice); when the
+ * SRQ's port is not listed by a live process of the TGT QP's domain (B exited, or no such
+ * SRQ) or after RELAY_GIVEUP_NS, the request is NAKed as for an SRQ that does not exist.
+ */
+#define RELAY_RESEND_NS 10000000ull   /* 10 ms */
+#define RELAY_GIVEUP_NS 10000000000ull /* 10 s */
+
+
+static uint32_t g_incarnation;
+
+static uint32_t next_incarnation(void)
+{
+	uint32_t v;
+	do
+		v = __atomic_add_fetch(&g_incarnation, 1, __ATOMIC_RELAXED) & SRD_HDR_PSN_MASK;
+	while (!v);
+	return v;
+}
+
+void srd_relay_free(struct srd_qp *qp)
+{
+	free(qp->relay);
+	qp->relay = NULL;
+}
+
+static bool relay_op(int op)
+{
+	return op == OP_SEND || op == OP_WRITE || op == OP_CAS || op == OP_FAA;
+}
+
+/* An XRC request to a TGT QP for an SRQ number whose port is another process's (QPN table
+ * read lock held). A READ is not relayed: it meets "no such SRQ" (invalid request). */
+static bool relay_wanted(const struct srd_qp *qp, const struct pkt_hdr *h)
+{
+	if (qp->xrc != SRD_XRC_TGT || !(h->flags & F_XRC) || !relay_op(h->op) ||
+	    (h->xsrqn & ~SRD_HDR_PSN_MASK) || !(h->xsrqn >> 8))
+		return false;
+	return !srd_net_port_ours((uint16_t)(h->xsrqn >> 8));
+}
+
+static void relay_to(const struct srd_relay *rl, struct sockaddr_in6 *to)
+{
+	static const struct in6_addr lo4 = { .s6_addr = { [10] = 0xff, [11] = 0xff, [12] = 127, [15] = 1 } };
+	memset(to, 0, sizeof(*to));
+	to->sin6_family = AF_INET6;
+	to->sin6_addr = lo4;
+	to->sin6_port = htons((uint16_t)(rl->h.xsrqn >> 8));
+}
+
+static void relay_send(struct srd_qp *qp, struct srd_relay *rl, uint64_t now)
+{
+	struct sockaddr_in6 to;
+	relay_to(rl, &to);
+	struct pkt_hdr h = rl->h;
+	srd_xmit(qp, &to, &h, h.len ? rl->payload : NULL, h.len);
+	rl->sent_ns = now;
+	srd_timer_hint(true);
+}
+
+/* resp_lock held; the packet stays unacknowledged, the PSN expected, until the answer */
+static void relay_start(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t *payload)
+{
+	struct srd_relay *rl = qp->relay;
+	if (!rl) {
+		rl = calloc(1, sizeof(*rl));
+		if (!rl)
+			return; /* dropped: the requester sends it again */
+		rl->inc = next_incarnation();
+		__atomic_store_n(&qp->relay, rl, __ATOMIC_RELEASE); /* the agent's scan looks unlocked */
+	}
+	rl->h = *h;
+	rl->h.op = OP_XRC_RELAY;
+	rl->h.syndrome = h->op;
+	rl->h.pad = (uint8_t)(qp->attr.qp_access_flags &
+			      (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC));
+	rl->h.dqpn = rl->inc;
+	rl->h.sqpn = qp->ibqp.qp_num;
+	srd_xrc_dom_key(qp->xrcd, rl->h.sgid);
+	if (h->len)
+		memcpy(rl->payload, payload, h->len);
+	rl->sqpn = h->sqpn;
+	rl->busy = true;
+	rl->dropped = false;
+	rl->start_ns = srd_now_ns();
+	relay_send(qp, rl, rl->start_ns);
+}
+
+/* The answer to the relay: what a local execution would have sent, now. resp_lock held. */
+static void relay_finish(struct srd_qp *qp, struct srd_relay *rl, int syn, enum ibv_event_type ev,
+			 uint64_t orig)
+{
+	uint8_t op = rl->h.syndrome;
+	uint32_t psn = rl->h.psn;
+	rl->busy = false;
+	if (syn == SYN_RNR) {
+		send_ack(qp, rl->sqpn, psn, SYN_RNR, qp->attr.min_rnr_timer);
+		return;
+	}
+	if (syn != SYN_ACK) {
+		send_ack(qp, rl->sqpn, psn, syn, 0);
+		responder_error(qp, ev);
+		return;
+	}
+	if (op == OP_CAS || op == OP_FAA) {
+		int slot = qp->atomic_cache_next++ & 15;
+		qp->atomic_cache[slot].psn = psn;
+		qp->atomic_cache[slot].val = orig;
+		qp->atomic_cache[slot].valid = true;
+		send_atomic_resp(qp, rl->sqpn, psn, orig);
+	} else if (rl->h.flags & (F_LAST | F_ACKREQ)) {
+		send_ack(qp, rl->sqpn, psn, SYN_ACK, 0);
+	}
+	qp->epsn = psn_add(psn, 1);
+	qp->nak_sent = false;
+	if (rl->dropped) {
+		ST(nak_seq);
+		qp->nak_sent = true;
+		send_ack(qp, rl->sqpn, qp->epsn, SYN_NAK_SEQ, 0);
+	}
+}
+
+static bool loopback_from(const struct sockaddr_in6 *from)
+{
+	const struct in6_addr *a = &from->sin6_addr;
+	return from->sin6_family == AF_INET6 &&
+	       (IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127));
+}
+
+void srd_relay_resp_rx(struct srd_qp *qp, const struct pkt_hdr *h, const struct sockaddr_in6 *from)
+{
+	srd_lock(&qp->resp_lock);
+	struct srd_relay *rl = qp->relay;
+	bool known = h->syndrome == SYN_ACK || h->syndrome == SYN_RNR || h->syndrome == SYN_NAK_INV ||
+		     h->syndrome == SYN_NAK_ACCESS || h->syndrome == SYN_NAK_OP;
+	if (!rl || !rl->busy || !ready(qp) || !known || !loopback_from(from) || h->psn != rl->h.psn ||
+	    h->rkey != rl->inc || h->xsrqn != rl->h.xsrqn || ntohs(from->sin6_port) != (h->xsrqn >> 8)) {
+		ST(invalid);
+		srd_unlock(&qp->resp_lock);
+		return;
+	}
+	enum ibv_event_type ev = (enum ibv_event_type)h->imm;
+	if (ev != IBV_EVENT_QP_ACCESS_ERR && ev != IBV_EVENT_QP_FATAL)
+		ev = IBV_EVENT_QP_REQ_ERR;
+	relay_finish(qp, rl, h->syndrome, ev, h->cmp);
+	srd_unlock(&qp->resp_lock);
+}
+
+bool srd_relay_service(struct srd_qp *qp, uint64_t now)
+{
+	if (!__atomic_load_n(&qp->relay, __ATOMIC_ACQUIRE))
+		return false;
+	srd_lock(&qp->resp_lock);
+	struct srd_relay *rl = qp->relay;
+	bool pending = rl && rl->busy;
+	if (pending && !ready(qp)) {
+		rl->busy = pending = false;
+	} else if (pending && now - rl->sent_ns >= RELAY_RESEND_NS) {
+		/* no answer yet: is the SRQ's process still there? */
+		if (now - rl->start_ns >= RELAY_GIVEUP_NS ||
+		    !srd_xrc_port_held(qp->xrcd, (uint16_t)(rl->h.xsrqn >> 8))) {
+			relay_finish(qp, rl, SYN_NAK_INV, IBV_EVENT_QP_REQ_ERR, 0);
+			pending = false;
+		} else {
+			relay_send(qp, rl, now);
+		}
+	}
+	srd_unlock(&qp->resp_lock);
+	return pending;
+}
+
+/* In the SRQ's process: executes one relayed request on the shadow of its TGT QP and answers. */
+void srd_relay_rx(const struct pkt_hdr *h, const uint8_t *payload, const struct sockaddr_in6 *from)
+{
+	uint16_t port = (uint16_t)(h->xsrqn >> 8);
+	if (!loopback_from(from) || !relay_op(h->syndrome) || (h->xsrqn & ~SRD_HDR_PSN_MASK) ||
+	    !srd_net_port_ours(port)) {
+		ST(invalid);
+		return;
+	}
+	int syn;
+	enum ibv_event_type ev = IBV_EVENT_QP_REQ_ERR;
+	uint64_t orig = 0;
+	srd_xrc_shadow_lock();
+	struct srd_shadow *sh = srd_xrc_shadow_get(ntohs(from->sin6_port), h->sqpn, h->dqpn);
+	if (!sh) {
+		srd_xrc_shadow_unlock();
+		return; /* no memory: as a lost packet, the relay comes again */
+	}
+	struct srd_qp *q = &sh->qp;
+	if (sh->last_valid && sh->last_psn == h->psn) {
+		/* the relay again (our answer was lost): the same answer, nothing executed twice */
+		syn = sh->last_syn;
+		ev = (enum ibv_event_type)sh->last_ev;
+		orig = sh->last_orig;
+	} else if (q->state == IBV_QPS_ERR) {
+		syn = SYN_NAK_INV; /* a TGT QP in ERR (not reset since) relays nothing */
+	} else {
+		syn = srd_xrc_shadow_select(sh, h->xsrqn, h->sgid, &ev);
+		if (syn != SYN_ACK) {
+			if (q->recv_in_progress && q->srq)
+				srd_recv_complete(q, &q->cur_rwqe, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, false, 0,
+						  0, false, true);
+			q->recv_in_progress = q->write_in_progress = false;
+			q->state = IBV_QPS_ERR;
+		} else {
+			q->attr.qp_access_flags = h->pad;
+			struct srd_resp out = { 0 };
+			struct srd_seg seg = { (uint8_t *)payload, h->len, false };
+			struct srd_req r = { .op = h->syndrome, .flags = h->flags & ~F_XRC, .sqpn = h->sqpn,
+					     .imm = h->imm, .rkey = h->rkey, .len = h->len, .total = h->total,
+					     .va = h->va, .cmp = h->cmp, .swap = h->swap, .src = &seg, .nsrc = 1 };
+			srd_mr_rdlock();
+			syn = srd_resp_execute(q, &r, &out);
+			srd_mr_unlock();
+			if (syn == SYN_ACK) {
+				orig = out.orig;
+				if (out.pend) /* as a local XRC SRQ completion: the TGT QP's number, src_qp 0 */
+					srd_recv_complete(q, &out.rw, IBV_WC_SUCCESS, out.wc_op, out.wc_len,
+							  (h->flags & F_INV) ? SRD_WC_INV : (h->flags & F_IMM) != 0,
+							  h->imm, 0, false, (h->flags & F_SOLICITED) != 0);
+			} else if (syn != SYN_RNR) {
+				if (syn != SYN_NAK_INV && syn != SYN_NAK_ACCESS && syn != SYN_NAK_OP)
+					syn = SYN_NAK_INV; /* (nothing else can come of a checked request) */
+				ev = (enum ibv_event_type)q->shadow_ev;
+				q->state = IBV_QPS_ERR;
+			}
+		}
+		if (syn != SYN_RNR) {
+			sh->last_valid = true;
+			sh->last_psn = h->psn;
+			sh->last_syn = syn;
+			sh->last_ev = (int)ev;
+			sh->last_orig = orig;
+		}
+	}
+	srd_xrc_shadow_unlock();
+	struct pkt_hdr a;
+	memset(&a, 0, sizeof(a));
+	a.op = OP_XRC_RELAY_RESP;
+	a.syndrome = (uint8_t)syn;
+	a.dqpn = h->sqpn;
+	a.psn = h->psn;
+	a.imm = (uint32_t)ev;
+	a.rkey = h->dqpn;
+	a.cmp = orig;
+	a.xsrqn = h->xsrqn;
+	srd_xmit_port(port, from, &a);
 }
 
 /* ---------------------------------------------------------------- UD */
