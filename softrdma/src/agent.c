@@ -22,6 +22,8 @@
 #include <signal.h>
 #include <sys/socket.h>
 
+void (*srd_xrc_ctrl_hook)(const struct pkt_hdr *h, const uint8_t *payload, const struct sockaddr_in6 *from);
+
 static pthread_once_t g_agent_once = PTHREAD_ONCE_INIT;
 static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
 
@@ -50,6 +52,14 @@ static void handle_packet(const uint8_t *buf, size_t n, const struct sockaddr_in
 		return;
 	}
 	const uint8_t *payload = buf + sizeof(h);
+	if (h.op == OP_XRC_CTRL || h.op == OP_XRC_CTRL_RESP) {
+		/* ibv_open_qp across processes (qp.c), handled outside the QPN table's lock */
+		void (*hook)(const struct pkt_hdr *, const uint8_t *, const struct sockaddr_in6 *) =
+			__atomic_load_n(&srd_xrc_ctrl_hook, __ATOMIC_ACQUIRE);
+		if (hook)
+			hook(&h, payload, from);
+		return;
+	}
 	srd_net_rdlock();
 	if (h.op == OP_XRC_RELAY) {
 		/* a request of another process's TGT QP for one of our XRC SRQs */

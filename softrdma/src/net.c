@@ -351,6 +351,25 @@ void srd_net_free_srqn(uint32_t srqn)
 	srd_br_wrunlock(&srd_qpn_table_lock);
 }
 
+/* A port of ours on dev (the first, opened if there is none yet); 0 when none can be opened. */
+uint16_t srd_net_any_port(struct srd_device *dev)
+{
+	srd_br_wrlock(&srd_qpn_table_lock);
+	uint16_t port = 0;
+	for (int i = 0; i < g_nsocks && !port; i++)
+		if (g_socks[i]->dev == dev)
+			port = g_socks[i]->port;
+	if (!port && g_nsocks < 256) {
+		struct srd_sock *s = open_sock(dev);
+		if (s) {
+			g_socks[g_nsocks++] = s;
+			port = s->port;
+		}
+	}
+	srd_br_wrunlock(&srd_qpn_table_lock);
+	return port;
+}
+
 /* caller holds the QPN table for reading */
 bool srd_net_port_ours(uint16_t port)
 {
@@ -565,11 +584,12 @@ void srd_xmit(struct srd_qp *qp, const struct sockaddr_in6 *to, struct pkt_hdr *
 	xmit_sock(g_socks[qp->sock], sgid, to, h, payload, len);
 }
 
-void srd_xmit_port(uint16_t port, const struct sockaddr_in6 *to, struct pkt_hdr *h)
+void srd_xmit_port(uint16_t port, const struct sockaddr_in6 *to, struct pkt_hdr *h, const void *payload,
+		   size_t len)
 {
 	for (int i = 0; i < g_nsocks; i++)
 		if (g_socks[i]->port == port) {
-			xmit_sock(g_socks[i], g_socks[i]->addrs[0].s6_addr, to, h, NULL, 0);
+			xmit_sock(g_socks[i], g_socks[i]->addrs[0].s6_addr, to, h, payload, len);
 			return;
 		}
 }

@@ -47,6 +47,26 @@ bool srd_resp_accepts(struct srd_qp *qp, uint32_t sqpn)
 	return ready(qp) && qp->ttype != IBV_QPT_UD && sqpn == qp->attr.dest_qp_num;
 }
 
+/* The handles other processes opened on TGT QP qp (ibv_open_qp) get its async event too. */
+static void notify_openers(struct srd_qp *qp, enum ibv_event_type ev)
+{
+	uint16_t ports[16];
+	uint32_t ids[16];
+	int n = srd_xrc_ropen_list(qp, ports, ids, 16);
+	for (int i = 0; i < n; i++) {
+		static const struct in6_addr lo4 = { .s6_addr = { [10] = 0xff, [11] = 0xff, [12] = 127, [15] = 1 } };
+		struct sockaddr_in6 to = { .sin6_family = AF_INET6, .sin6_addr = lo4, .sin6_port = htons(ports[i]) };
+		struct pkt_hdr h;
+		memset(&h, 0, sizeof(h));
+		h.op = OP_XRC_CTRL;
+		h.syndrome = XCTL_EVENT;
+		h.dqpn = ids[i];
+		h.sqpn = qp->ibqp.qp_num;
+		h.imm = (uint32_t)ev;
+		srd_xmit(qp, &to, &h, NULL, 0);
+	}
+}
+
 /* A responder-detected error: the async event, then the QP goes to ERR. */
 static void responder_error(struct srd_qp *qp, enum ibv_event_type ev_type)
 {
@@ -56,9 +76,12 @@ static void responder_error(struct srd_qp *qp, enum ibv_event_type ev_type)
 		qp->state = IBV_QPS_ERR;
 		return;
 	}
+	if (qp->xrc == SRD_XRC_TGT)
+		notify_openers(qp, ev_type);
+	/* in ERR before the event: an application that queries the QP on the event sees ERR */
+	srd_qp_to_error(qp, false);
 	struct ibv_async_event ev = { .element.qp = &qp->ibqp, .event_type = ev_type };
 	srd_async_post(srd_ctx_of(qp->ibqp.context), &ev);
-	srd_qp_to_error(qp, false);
 }
 
 /*
@@ -719,9 +742,10 @@ bool srd_relay_service(struct srd_qp *qp, uint64_t now)
 	bool pending = rl && rl->busy;
 	if (pending && !ready(qp)) {
 		rl->busy = pending = false;
-	} else if (pending && now - rl->sent_ns >= RELAY_RESEND_NS) {
-		/* no answer yet: is the SRQ's process still there? */
-		if (now - rl->start_ns >= RELAY_GIVEUP_NS ||
+	} else if (pending && (int64_t)(now - rl->sent_ns) >= (int64_t)RELAY_RESEND_NS) {
+		/* no answer yet: is the SRQ's process still there? (now was read before the scan:
+		 * a relay started since then is younger than now says, hence the signed test) */
+		if ((int64_t)(now - rl->start_ns) >= (int64_t)RELAY_GIVEUP_NS ||
 		    !srd_xrc_port_held(qp->xrcd, (uint16_t)(rl->h.xsrqn >> 8))) {
 			relay_finish(qp, rl, SYN_NAK_INV, IBV_EVENT_QP_REQ_ERR, 0);
 			pending = false;
@@ -809,7 +833,7 @@ void srd_relay_rx(const struct pkt_hdr *h, const uint8_t *payload, const struct 
 	a.rkey = h->dqpn;
 	a.cmp = orig;
 	a.xsrqn = h->xsrqn;
-	srd_xmit_port(port, from, &a);
+	srd_xmit_port(port, from, &a, NULL, 0);
 }
 
 /* ---------------------------------------------------------------- UD */

@@ -280,6 +280,11 @@ struct srd_qp {
 	 * responder executes relayed requests on it; its errors are recorded, not raised */
 	bool shadow;
 	int shadow_ev;            /* the async event of the shadow's error */
+	/* an ibv_open_qp handle of a TGT QP of another process (qp.c): that process's port (0
+	 * for any other QP), the handle's number there; qp.c's list of such handles */
+	uint16_t rport;
+	uint32_t rid;
+	struct srd_qp *rnext;
 };
 
 #define REF(x) __atomic_add_fetch(&(x)->refs, 1, __ATOMIC_ACQ_REL)

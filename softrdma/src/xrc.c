@@ -4,7 +4,7 @@
  * A domain opened over a file (ibv_open_xrcd with an fd) is the file's: every handle of
  * this process to the same file (device and inode) shares one struct srd_xdom, and the
  * processes that have the file open know of each other through a registry, the file
- * /dev/shm/softrdma-xrcd-<uid>-<dev>-<ino> of mode 0600 (locked with flock while read or
+ * /dev/shm/softrdma-xrcd2-<uid>-<dev>-<ino> of mode 0600 (locked with flock while read or
  * written), which lists the live processes that hold the domain and the TGT QPs they
  * created. It gives ibv_open_xrcd the kernel's O_CREAT/O_EXCL semantics across processes:
  * without O_CREAT a file no live process holds a domain for is EINVAL, with O_EXCL a file
@@ -25,7 +25,7 @@
  *
  * Owns: struct srd_xdom, srd_xrcd's life, the XRC SRQ table, the TGT QP list, the shadows.
  * Lock order: a QP's resp_lock < the SRQ table lock; the TGT list lock < a QP's resp_lock;
- * the shadow lock < the SRQ table lock.
+ * the shadow lock < the SRQ table lock; the remote openers' lock is a leaf.
  * Calls: nothing of softrdma.
  */
 #include "xrc.h"
@@ -53,7 +53,9 @@ struct srd_xdom {
 	int nports;
 };
 
-#define REG_MAGIC 0x32525853u /* "SXR2" */
+/* "SXR2", in files named softrdma-xrcd2-*: the layout with the ports; earlier builds, whose
+ * registries (softrdma-xrcd-*) had none, neither read nor sweep these */
+#define REG_MAGIC 0x32525853u
 #define REG_PIDS 64
 #define REG_TGTS 1024
 struct reg {
@@ -133,7 +135,7 @@ static void reg_close(int fd, const char *path, const struct reg *r)
 static void reg_sweep(void)
 {
 	char prefix[48];
-	int pl = snprintf(prefix, sizeof(prefix), "softrdma-xrcd-%u-", (unsigned)getuid());
+	int pl = snprintf(prefix, sizeof(prefix), "softrdma-xrcd2-%u-", (unsigned)getuid());
 	DIR *dir = opendir("/dev/shm");
 	struct reg *r = malloc(sizeof(*r));
 	struct dirent *e;
@@ -195,7 +197,7 @@ struct ibv_xrcd *srd_open_xrcd(struct ibv_context *context, struct ibv_xrcd_init
 		d->dev = st.st_dev;
 		d->ino = st.st_ino;
 		/* not "softrdma-<uid>-...": shm.c's sweep owns that name space (its rings) */
-		snprintf(d->reg, sizeof(d->reg), "/dev/shm/softrdma-xrcd-%u-%llx-%llx", (unsigned)getuid(),
+		snprintf(d->reg, sizeof(d->reg), "/dev/shm/softrdma-xrcd2-%u-%llx-%llx", (unsigned)getuid(),
 			 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
 		struct reg *r = malloc(sizeof(*r));
 		int fd = r ? reg_open(d->reg, r) : -1;
@@ -482,10 +484,95 @@ void srd_xrc_tgt_add(struct srd_qp *qp)
 	reg_tgt(qp->xrcd->dom, qp->ibqp.qp_num, true);
 }
 
+/* Remote openers: handles of ibv_open_qp in other processes, per TGT QP of ours */
+struct ropen {
+	struct ropen *next;
+	const struct srd_qp *qp;
+	uint16_t port;
+	uint32_t id;
+	int32_t pid;
+};
+static struct ropen *g_ropens;
+static pthread_mutex_t g_ropen_lock = PTHREAD_MUTEX_INITIALIZER; /* a leaf: taken under resp_lock too */
+
+/* g_ropen_lock held: drops the openers of dead processes, counts qp's */
+static int ropen_count(const struct srd_qp *qp)
+{
+	int n = 0;
+	for (struct ropen **p = &g_ropens; *p;) {
+		struct ropen *o = *p;
+		if (!alive(o->pid)) {
+			*p = o->next;
+			free(o);
+			continue;
+		}
+		n += o->qp == qp;
+		p = &o->next;
+	}
+	return n;
+}
+
+struct srd_qp *srd_xrc_tgt_open_key(uint32_t qpn, const uint8_t key[16])
+{
+	pthread_mutex_lock(&g_tgt_lock);
+	struct srd_qp *q = g_tgts;
+	while (q && (q->ibqp.qp_num != qpn || !key_matches(q->xrcd->dom, key)))
+		q = q->xnext;
+	if (q)
+		q->opens++;
+	pthread_mutex_unlock(&g_tgt_lock);
+	return q;
+}
+
+int srd_xrc_ropen_add(struct srd_qp *real, uint16_t port, uint32_t id, int32_t pid)
+{
+	struct ropen *o = calloc(1, sizeof(*o));
+	if (!o)
+		return ENOMEM;
+	o->qp = real;
+	o->port = port;
+	o->id = id;
+	o->pid = pid;
+	pthread_mutex_lock(&g_ropen_lock);
+	o->next = g_ropens;
+	g_ropens = o;
+	pthread_mutex_unlock(&g_ropen_lock);
+	return 0;
+}
+
+void srd_xrc_ropen_del(struct srd_qp *real, uint16_t port, uint32_t id)
+{
+	pthread_mutex_lock(&g_ropen_lock);
+	for (struct ropen **p = &g_ropens; *p; p = &(*p)->next)
+		if ((*p)->qp == real && (*p)->port == port && (*p)->id == id) {
+			struct ropen *o = *p;
+			*p = o->next;
+			free(o);
+			break;
+		}
+	pthread_mutex_unlock(&g_ropen_lock);
+}
+
+int srd_xrc_ropen_list(const struct srd_qp *qp, uint16_t *ports, uint32_t *ids, int max)
+{
+	int n = 0;
+	pthread_mutex_lock(&g_ropen_lock);
+	for (struct ropen *o = g_ropens; o && n < max; o = o->next)
+		if (o->qp == qp) {
+			ports[n] = o->port;
+			ids[n++] = o->id;
+		}
+	pthread_mutex_unlock(&g_ropen_lock);
+	return n;
+}
+
 int srd_xrc_tgt_remove(struct srd_qp *qp)
 {
 	pthread_mutex_lock(&g_tgt_lock);
-	if (qp->opens) {
+	pthread_mutex_lock(&g_ropen_lock);
+	int remote = ropen_count(qp);
+	pthread_mutex_unlock(&g_ropen_lock);
+	if (qp->opens || remote) {
 		pthread_mutex_unlock(&g_tgt_lock);
 		return EBUSY; /* ibv_open_qp handles of it are open */
 	}

@@ -18,6 +18,13 @@ void srd_xrc_tgt_add(struct srd_qp *qp);
 int srd_xrc_tgt_remove(struct srd_qp *qp);
 struct srd_qp *srd_xrc_tgt_open(struct srd_xrcd *xrcd, uint32_t qpn);
 void srd_xrc_tgt_close(struct srd_qp *real);
+/* ibv_open_qp from another process: the TGT QP qpn of this process in the domain of key, its
+ * open count raised (srd_xrc_tgt_close); the other process's handles (port, id, pid), which
+ * make the QP's destroy EBUSY while their process lives; list: up to max of qp's. */
+struct srd_qp *srd_xrc_tgt_open_key(uint32_t qpn, const uint8_t key[16]);
+int srd_xrc_ropen_add(struct srd_qp *real, uint16_t port, uint32_t id, int32_t pid);
+void srd_xrc_ropen_del(struct srd_qp *real, uint16_t port, uint32_t id);
+int srd_xrc_ropen_list(const struct srd_qp *qp, uint16_t *ports, uint32_t *ids, int max);
 /* Whether another live process of xrcd's domain created TGT QP qpn. */
 bool srd_xrc_tgt_elsewhere(struct srd_xrcd *xrcd, uint32_t qpn);
 /* The responder's selection of the XRC SRQ a request to qp names (resp_lock held): SYN_ACK

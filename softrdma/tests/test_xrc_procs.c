@@ -8,7 +8,9 @@
  * IBV_WC_RNR_RETRY_EXC_ERR with rnr_retry 0), an SRQ of B in another domain
  * (IBV_WC_REM_ACCESS_ERR, A's TGT QP to ERR with IBV_EVENT_QP_ACCESS_ERR), an SRQ number of B's
  * that names no SRQ, an SRQ B destroyed, and B gone (IBV_WC_REM_INV_REQ_ERR, bounded in time).
- * Last, both ways at once: B's TGT QP relays into A's SRQ while A's relays into B's.
+ * Then both ways at once: B's TGT QP relays into A's SRQ while A's relays into B's. Last,
+ * ibv_open_qp in B of A's TGT QP: query, the QP's async event on B's handle, modify through it,
+ * A's destroy EBUSY until B closes the handle.
  * The processes are forked before either touches the device and talk through pipes.
  */
 #include <infiniband/verbs.h>
@@ -233,6 +235,38 @@ static int proc_b(void)
 	}
 	ok = t_fail ? 'F' : 'k';
 	put(to_a[1], &ok, 1);
+
+	/* ibv_open_qp of A's TGT QP: query, its async event here too, modify through the handle */
+	uint32_t tqpn;
+	CHECK(get(to_b[0], &cmd, 1) == 0 && cmd == 'o' && get(to_b[0], &tqpn, 4) == 0, "B: open command");
+	struct ibv_qp_open_attr oa = { .comp_mask = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD | IBV_QP_OPEN_ATTR_TYPE |
+							IBV_QP_OPEN_ATTR_CONTEXT,
+				       .qp_num = tqpn, .xrcd = x, .qp_type = IBV_QPT_XRC_RECV, .qp_context = &oa };
+	struct ibv_qp *oq = ibv_open_qp(ctx, &oa);
+	CHECK(oq != NULL, "B: ibv_open_qp of A's TGT QP (errno %d)", errno);
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+	CHECK(oq && oq->qp_num == tqpn && oq->qp_type == IBV_QPT_XRC_RECV && oq->qp_context == &oa, "B: the handle");
+	CHECK(oq && ibv_query_qp(oq, &qa, IBV_QP_STATE, &qi) == 0 && qa.qp_state == IBV_QPS_RTS &&
+	      qa.dest_qp_num != 0 && qi.qp_type == IBV_QPT_XRC_RECV && qi.qp_context == &oa,
+	      "B: query through the handle: RTS (state %d)", qa.qp_state);
+	oa.qp_num = tqpn ^ 0x40;
+	CHECK(!ibv_open_qp(ctx, &oa) && errno == EINVAL, "B: a number with no TGT QP: EINVAL (%d)", errno);
+	oa.qp_num = tqpn;
+	oa.xrcd = y;
+	CHECK(!ibv_open_qp(ctx, &oa) && errno == EINVAL, "B: in another domain: EINVAL (%d)", errno);
+	put(to_a[1], &cmd, 1);
+	CHECK(get(to_b[0], &cmd, 1) == 0 && cmd == 'e', "B: event command");
+	CHECK(async_wait(IBV_EVENT_QP_ACCESS_ERR, &ev) && ev.element.qp == oq, "B: the TGT QP's event on B's handle");
+	CHECK(oq && ibv_query_qp(oq, &qa, IBV_QP_STATE, &qi) == 0 && qa.qp_state == IBV_QPS_ERR, "B: query: ERR");
+	CHECK(oq && ibv_modify_qp(oq, &(struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS }, IBV_QP_STATE) == EINVAL,
+	      "B: ERR to RTS through the handle: EINVAL");
+	CHECK(oq && ibv_modify_qp(oq, &(struct ibv_qp_attr){ .qp_state = IBV_QPS_RESET }, IBV_QP_STATE) == 0,
+	      "B: modify to RESET through the handle");
+	CHECK(oq && oq->state == IBV_QPS_RESET, "B: the handle's state");
+	CHECK(oq && ibv_destroy_qp(oq) == 0, "B: close the handle");
+	ok = t_fail ? 'F' : 'k';
+	put(to_a[1], &ok, 1);
 	CHECK(get(to_b[0], &cmd, 1) == 0 && cmd == 'q', "B: quit command");
 	/* B exits without cleaning up: the domain's registry must forget it as its process dies */
 	_exit(t_fail ? 1 : 0);
@@ -348,6 +382,29 @@ static void proc_a(pid_t b)
 	}
 	CHECK(get(to_a[0], &ok, 1) == 0 && ok == 'k', "A: B's checks of the crossed traffic");
 
+	/* B opens A's TGT QP: the QP stays while B's handle is open, its event reaches B, B resets it */
+	cmd = 'o';
+	put(to_b[1], &cmd, 1);
+	put(to_b[1], &t->qp_num, 4);
+	CHECK(get(to_a[0], &cmd, 1) == 0 && cmd == 'o', "A: B opened the TGT QP");
+	int busy = ibv_destroy_qp(t);
+	CHECK_EQ(busy, EBUSY, "A: destroy with B's handle open: EBUSY");
+	if (!busy)
+		t = NULL; /* (destroyed after all: not used again) */
+	CHECK_EQ(post(i, 600, IBV_WR_SEND, src, 64, g_mr->lkey, bi.srqn_other, 0, 0, 0, 0), 0, "A: to another domain");
+	CHECK(t_wait_wc(scq, &wc) == 1 && wc.wr_id == 600 && wc.status == IBV_WC_REM_ACCESS_ERR,
+	      "A: IBV_WC_REM_ACCESS_ERR (status %d)", wc.status);
+	struct ibv_async_event aev;
+	CHECK(async_wait(IBV_EVENT_QP_ACCESS_ERR, &aev) && aev.element.qp == t, "A: the event on A's TGT QP");
+	cmd = 'e';
+	put(to_b[1], &cmd, 1);
+	CHECK(get(to_a[0], &ok, 1) == 0 && ok == 'k', "A: B's checks through its handle");
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+	CHECK(t && ibv_query_qp(t, &qa, IBV_QP_STATE, &qi) == 0 && qa.qp_state == IBV_QPS_RESET,
+	      "A: B's modify reset A's TGT QP (state %d)", qa.qp_state);
+	CHECK(t && ibv_destroy_qp(t) == 0, "A: destroy once B closed its handle");
+
 	/* B exits (killed, no cleanup): a request for its SRQ is an invalid request, soon */
 	cmd = 'q';
 	put(to_b[1], &cmd, 1);
@@ -357,7 +414,6 @@ static void proc_a(pid_t b)
 	bad_flow(x, scq, bi.srqn, 7, IBV_WC_REM_INV_REQ_ERR, IBV_EVENT_QP_REQ_ERR, "the SRQ of a process gone");
 
 	CHECK_EQ(ibv_destroy_qp(i), 0, "destroy INI");
-	CHECK_EQ(ibv_destroy_qp(t), 0, "destroy TGT");
 	CHECK_EQ(ibv_destroy_srq(as), 0, "destroy A's SRQ");
 	CHECK_EQ(ibv_close_xrcd(x), 0, "close the domain");
 	ibv_dereg_mr(g_mr);

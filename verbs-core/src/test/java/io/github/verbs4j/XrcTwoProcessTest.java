@@ -57,15 +57,14 @@ class XrcTwoProcessTest {
             String[] srqs = child.expect("SRQ ").split(" ");
             int srqn1 = Integer.parseInt(srqs[0]);
             int srqn2 = Integer.parseInt(srqs[1]);
-            try (XrcDomain shared = ctx.openXrcDomain(file)) {
-                // the child's domain: opened here without CREATE
-                assertEquals(file, shared.file());
-                if (Rig.onSoftrdma()) {
-                    VerbsException elsewhere = assertThrows(VerbsException.class, () -> shared.openTarget(tgt.qpn()));
-                    assertTrue(elsewhere.is(Errno.EOPNOTSUPP), "softrdma cannot open another process's target QP: "
-                            + elsewhere.getMessage());
-                }
-            }
+            XrcDomain shared = ctx.openXrcDomain(file);
+            // the child's domain: opened here without CREATE; its target QP opened from here
+            // (ibv_open_qp), queried through this handle while the child connects and uses it
+            assertEquals(file, shared.file());
+            XrcTarget opened = shared.openTarget(tgt.qpn());
+            assertTrue(opened.isOpened());
+            assertEquals(tgt.qpn(), opened.qpNumber());
+            assertEquals(QpState.RESET, opened.state(), "the child's target QP, not connected yet");
             ini.connect(tgt);
             child.println("EP " + ini.endpoint());
             child.expect("READY");
@@ -91,6 +90,10 @@ class XrcTwoProcessTest {
             assertEquals("22", r2[0]);
             assertEquals(String.valueOf(two.length), r2[1]);
             assertArrayEquals(two, hex.parseHex(r2[3]), "the SEND to SRQ 2, byte for byte, in the other process");
+            assertEquals(QpState.RTS, opened.state(), "the child connected its target QP");
+            // the child's own close of the QP waits for this handle (EBUSY until then)
+            opened.close();
+            shared.close();
             child.println("BYE");
             assertTrue(child.process().waitFor(30, TimeUnit.SECONDS), "the peer exits");
             assertEquals(0, child.process().exitValue());
