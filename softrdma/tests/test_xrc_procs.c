@@ -7,7 +7,8 @@
  * byte-exact. The bad flows, each through a fresh INI/TGT pair: B's SRQ empty (RNR, then
  * IBV_WC_RNR_RETRY_EXC_ERR with rnr_retry 0), an SRQ of B in another domain
  * (IBV_WC_REM_ACCESS_ERR, A's TGT QP to ERR with IBV_EVENT_QP_ACCESS_ERR), an SRQ number of B's
- * that names no SRQ, an SRQ B destroyed, and B gone (IBV_WC_REM_INV_REQ_ERR, bounded in time).
+ * that names no SRQ, an SRQ B destroys while a send to it is RNR-retried and after, and B
+ * exiting likewise (IBV_WC_REM_INV_REQ_ERR, bounded in time).
  * Then both ways at once: B's TGT QP relays into A's SRQ while A's relays into B's. Last,
  * ibv_open_qp in B of A's TGT QP: query, the QP's async event on B's handle, modify through it,
  * A's destroy EBUSY until B closes the handle.
@@ -281,14 +282,23 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* A send on a fresh pair to srqn must fail with status; the TGT QP then holds the event. */
+/* A send on a fresh pair to srqn must fail with status; the TGT QP then holds the event.
+ * during, when given, runs once the send is posted (and RNR-retried, with rnr_retry 7, while
+ * the SRQ is empty). */
 static void bad_flow(struct ibv_xrcd *x, struct ibv_cq *scq, uint32_t srqn, int rnr_retry,
-		     enum ibv_wc_status status, enum ibv_event_type event, const char *what)
+		     enum ibv_wc_status status, enum ibv_event_type event, const char *what, void (*during)(void))
 {
 	struct ibv_qp *t, *i;
 	pair(x, scq, rnr_retry, &t, &i);
 	double t0 = now_s();
 	CHECK_EQ(post(i, 77, IBV_WR_SEND, g_buf, 64, g_mr->lkey, srqn, 0, 0, 0, 0), 0, what);
+	if (during) {
+		struct timespec ts = { 0, 50000000 };
+		nanosleep(&ts, NULL); /* the send is in RNR retries now */
+		struct ibv_wc none;
+		CHECK_EQ(ibv_poll_cq(scq, 1, &none), 0, "no completion while the SRQ is empty");
+		during();
+	}
 	struct ibv_wc wc;
 	CHECK(t_wait_wc(scq, &wc) == 1 && wc.wr_id == 77 && wc.status == status, "%s: status %d (want %d)", what,
 	      wc.status, status);
@@ -305,8 +315,29 @@ static void bad_flow(struct ibv_xrcd *x, struct ibv_cq *scq, uint32_t srqn, int 
 	CHECK_EQ(ibv_destroy_qp(t), 0, "destroy TGT");
 }
 
+static pid_t g_b;
+
+/* B destroys an SRQ (while A's send to it waits for a WQE) */
+static void b_destroys(void)
+{
+	char cmd = 'd';
+	put(to_b[1], &cmd, 1);
+	CHECK(get(to_a[0], &cmd, 1) == 0 && cmd == 'd', "A: B destroyed its SRQ");
+}
+
+/* B exits, without cleaning up (while A's send to its SRQ waits for a WQE) */
+static void b_exits(void)
+{
+	char cmd = 'q';
+	put(to_b[1], &cmd, 1);
+	int st;
+	waitpid(g_b, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "B's checks (status %d)", st);
+}
+
 static void proc_a(pid_t b)
 {
+	g_b = b;
 	ctx = t_open_dev();
 	pd = ibv_alloc_pd(ctx);
 	ibv_query_gid(ctx, 1, 1, &gid);
@@ -347,13 +378,15 @@ static void proc_a(pid_t b)
 	CHECK(get(to_a[0], &ok, 1) == 0 && ok == 'k', "A: B's checks of its CQ, memory and limit event");
 
 	/* B's SRQ is empty now: RNR NAKs, and with rnr_retry 0 the requester gives up */
-	bad_flow(x, scq, bi.srqn, 0, IBV_WC_RNR_RETRY_EXC_ERR, (enum ibv_event_type)-1, "empty SRQ of B");
-	bad_flow(x, scq, bi.srqn_other, 7, IBV_WC_REM_ACCESS_ERR, IBV_EVENT_QP_ACCESS_ERR, "B's SRQ of another domain");
-	bad_flow(x, scq, bi.srqn ^ 0x80, 7, IBV_WC_REM_INV_REQ_ERR, IBV_EVENT_QP_REQ_ERR, "a number of B's with no SRQ");
-	cmd = 'd';
-	put(to_b[1], &cmd, 1);
-	CHECK(get(to_a[0], &cmd, 1) == 0 && cmd == 'd', "A: B destroyed its SRQ");
-	bad_flow(x, scq, bi.srqn_gone, 7, IBV_WC_REM_INV_REQ_ERR, IBV_EVENT_QP_REQ_ERR, "an SRQ B destroyed");
+	bad_flow(x, scq, bi.srqn, 0, IBV_WC_RNR_RETRY_EXC_ERR, (enum ibv_event_type)-1, "empty SRQ of B", NULL);
+	bad_flow(x, scq, bi.srqn_other, 7, IBV_WC_REM_ACCESS_ERR, IBV_EVENT_QP_ACCESS_ERR, "B's SRQ of another domain",
+		 NULL);
+	bad_flow(x, scq, bi.srqn ^ 0x80, 7, IBV_WC_REM_INV_REQ_ERR, IBV_EVENT_QP_REQ_ERR, "a number of B's with no SRQ",
+		 NULL);
+	/* B destroys an SRQ while a send to it is RNR-retried, then one more send to it */
+	bad_flow(x, scq, bi.srqn_gone, 7, IBV_WC_REM_INV_REQ_ERR, IBV_EVENT_QP_REQ_ERR, "an SRQ B destroys meanwhile",
+		 b_destroys);
+	bad_flow(x, scq, bi.srqn_gone, 7, IBV_WC_REM_INV_REQ_ERR, IBV_EVENT_QP_REQ_ERR, "an SRQ B destroyed", NULL);
 
 	/* both ways at once, pipelined: 8 sends from each side, each relayed by the other's TGT */
 	uint32_t a_srqn;
@@ -405,13 +438,10 @@ static void proc_a(pid_t b)
 	      "A: B's modify reset A's TGT QP (state %d)", qa.qp_state);
 	CHECK(t && ibv_destroy_qp(t) == 0, "A: destroy once B closed its handle");
 
-	/* B exits (killed, no cleanup): a request for its SRQ is an invalid request, soon */
-	cmd = 'q';
-	put(to_b[1], &cmd, 1);
-	int st;
-	waitpid(b, &st, 0);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "B's checks (status %d)", st);
-	bad_flow(x, scq, bi.srqn, 7, IBV_WC_REM_INV_REQ_ERR, IBV_EVENT_QP_REQ_ERR, "the SRQ of a process gone");
+	/* B exits (no cleanup) while a send to its (empty) SRQ is RNR-retried: an invalid request,
+	 * soon; then once more to the SRQ of the process gone */
+	bad_flow(x, scq, bi.srqn, 7, IBV_WC_REM_INV_REQ_ERR, IBV_EVENT_QP_REQ_ERR, "B exits meanwhile", b_exits);
+	bad_flow(x, scq, bi.srqn, 7, IBV_WC_REM_INV_REQ_ERR, IBV_EVENT_QP_REQ_ERR, "the SRQ of a process gone", NULL);
 
 	CHECK_EQ(ibv_destroy_qp(i), 0, "destroy INI");
 	CHECK_EQ(ibv_destroy_srq(as), 0, "destroy A's SRQ");
