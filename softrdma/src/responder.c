@@ -67,7 +67,8 @@ static void notify_openers(struct srd_qp *qp, enum ibv_event_type ev)
 	}
 }
 
-/* A responder-detected error: the async event, then the QP goes to ERR. */
+/* A responder-detected error: the QP goes to ERR, then the async event (also to the handles
+ * other processes opened on a TGT QP). */
 static void responder_error(struct srd_qp *qp, enum ibv_event_type ev_type)
 {
 	if (qp->shadow) {
