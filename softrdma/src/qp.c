@@ -38,6 +38,7 @@
  * A handle whose QP's process is gone (not in the domain's registry) answers EIO.
  */
 #define XCTL_WAIT_NS 5000000000ull
+#define XCTL_RESEND_NS 100000000ull
 
 struct xwait {
 	struct xwait *next;
@@ -94,17 +95,23 @@ static int xctl_call(struct srd_device *dev, uint32_t qpn, uint32_t hid, int kin
 	memcpy(h.sgid, key, 16);
 	static const struct in6_addr lo4 = { .s6_addr = { [10] = 0xff, [11] = 0xff, [12] = 127, [15] = 1 } };
 	struct sockaddr_in6 to = { .sin6_family = AF_INET6, .sin6_addr = lo4, .sin6_port = htons((uint16_t)(qpn >> 8)) };
-	srd_net_rdlock();
-	srd_xmit_port(mine, &to, &h, in, h.len);
-	srd_net_unlock();
-	struct timespec dl;
-	clock_gettime(CLOCK_REALTIME, &dl);
-	uint64_t ns = (uint64_t)dl.tv_nsec + XCTL_WAIT_NS;
-	dl.tv_sec += (time_t)(ns / 1000000000ull);
-	dl.tv_nsec = (long)(ns % 1000000000ull);
+	/* sent again every XCTL_RESEND_NS while unanswered (a lost packet); the other side runs
+	 * a request once (srd_xrc_ropen_answered) */
 	pthread_mutex_lock(&g_x_lock);
-	while (!w->done && pthread_cond_timedwait(&g_x_cond, &g_x_lock, &dl) != ETIMEDOUT)
-		;
+	for (uint64_t waited = 0; !w->done && waited < XCTL_WAIT_NS; waited += XCTL_RESEND_NS) {
+		pthread_mutex_unlock(&g_x_lock);
+		srd_net_rdlock();
+		srd_xmit_port(mine, &to, &h, in, h.len);
+		srd_net_unlock();
+		struct timespec dl;
+		clock_gettime(CLOCK_REALTIME, &dl);
+		uint64_t ns = (uint64_t)dl.tv_nsec + XCTL_RESEND_NS;
+		dl.tv_sec += (time_t)(ns / 1000000000ull);
+		dl.tv_nsec = (long)(ns % 1000000000ull);
+		pthread_mutex_lock(&g_x_lock);
+		while (!w->done && pthread_cond_timedwait(&g_x_cond, &g_x_lock, &dl) != ETIMEDOUT)
+			;
+	}
 	for (struct xwait **p = &g_xwaits; *p; p = &(*p)->next)
 		if (*p == w) {
 			*p = w->next;
@@ -179,8 +186,11 @@ static void xctl_rx(const struct pkt_hdr *h, const uint8_t *payload, const struc
 		rc = ibv_query_qp(&real->ibqp, &attr, 0, &ia);
 		alen = rc ? 0 : (uint32_t)sizeof(attr);
 	} else if (h->syndrome == XCTL_MODIFY && h->len == sizeof(attr)) {
-		memcpy(&attr, payload, sizeof(attr));
-		rc = ibv_modify_qp(&real->ibqp, &attr, (int)h->imm);
+		if (!srd_xrc_ropen_answered(real, fport, h->sqpn, h->psn, &rc)) {
+			memcpy(&attr, payload, sizeof(attr));
+			rc = ibv_modify_qp(&real->ibqp, &attr, (int)h->imm);
+			srd_xrc_ropen_record(real, fport, h->sqpn, h->psn, rc);
+		}
 	} else if (h->syndrome == XCTL_CLOSE) {
 		srd_xrc_ropen_del(real, fport, h->sqpn);
 	} else {

@@ -34,7 +34,11 @@ struct srd_relay {
 	struct pkt_hdr h;      /* the relay as sent */
 	uint64_t start_ns, sent_ns;
 	uint8_t payload[MAX_PKT - sizeof(struct pkt_hdr)];
+	/* the packets that came behind it, in PSN order from the relayed one's + 1 */
+	uint8_t (*held)[MAX_PKT];  /* RELAY_HOLD slots, a ring from hhead */
+	int hhead, nheld;
 };
+#define RELAY_HOLD 64
 
 static bool ready(struct srd_qp *qp)
 {
@@ -362,6 +366,8 @@ void srd_resp_reset(struct srd_qp *qp)
 	if (qp->relay) {
 		/* a relay in flight is forgotten; the SRQ's process sees a new incarnation */
 		qp->relay->busy = false;
+		qp->relay->nheld = 0;
+		qp->relay->dropped = false;
 		qp->relay->inc = next_incarnation();
 	}
 	qp->epsn = 0;
@@ -468,21 +474,20 @@ static void duplicate(struct srd_qp *qp, const struct pkt_hdr *h)
 
 static bool relay_wanted(const struct srd_qp *qp, const struct pkt_hdr *h);
 static void relay_start(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t *payload);
+static void relay_hold(struct srd_relay *rl, const struct pkt_hdr *h, const uint8_t *payload, int32_t d);
 
-void srd_responder_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t *payload)
+/* One request packet for qp, resp_lock held (srd_responder_rx, and the packets a relay held). */
+static void rx_locked(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t *payload)
 {
-	srd_lock(&qp->resp_lock);
-	if (!srd_resp_accepts(qp, h->sqpn)) {
-		srd_unlock(&qp->resp_lock);
+	if (!srd_resp_accepts(qp, h->sqpn))
 		return;
-	}
 	bool rc = qp->ttype == IBV_QPT_RC;
 	int32_t d = psn_diff(h->psn, qp->epsn);
 	if (qp->relay && qp->relay->busy && d >= 0) {
-		/* a relayed request is being placed: later ones wait behind it (the requester sends
-		 * them again: a sequence NAK once the relay is answered) */
-		qp->relay->dropped = true;
-		srd_unlock(&qp->resp_lock);
+		/* a relayed request is being placed: later ones wait behind it, held in order up to
+		 * RELAY_HOLD packets; the rest the requester sends again (a sequence NAK once the
+		 * relay is answered) */
+		relay_hold(qp->relay, h, payload, d);
 		return;
 	}
 	if (!rc) {
@@ -491,7 +496,6 @@ void srd_responder_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t 
 			if (!(h->flags & F_FIRST)) {
 				qp->epsn = psn_add(h->psn, 1);
 				qp->recv_in_progress = false;
-				srd_unlock(&qp->resp_lock);
 				return;
 			}
 			qp->recv_in_progress = false;
@@ -503,16 +507,13 @@ void srd_responder_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t 
 			qp->nak_sent = true;
 			send_ack(qp, h->sqpn, qp->epsn, SYN_NAK_SEQ, 0);
 		}
-		srd_unlock(&qp->resp_lock);
 		return;
 	} else if (d < 0) {
 		duplicate(qp, h);
-		srd_unlock(&qp->resp_lock);
 		return;
 	}
 	if (relay_wanted(qp, h)) {
 		relay_start(qp, h, payload);
-		srd_unlock(&qp->resp_lock);
 		return;
 	}
 	uint32_t advance = 1;
@@ -526,30 +527,24 @@ void srd_responder_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t 
 	srd_mr_unlock();
 	if (s == RESP_IGNORE) {
 		ST(invalid); /* an opcode no request has: dropped, the PSN stays expected */
-		srd_unlock(&qp->resp_lock);
 		return;
 	}
 	if (s == SYN_RNR) {
 		send_ack(qp, h->sqpn, qp->epsn, SYN_RNR, qp->attr.min_rnr_timer);
-		srd_unlock(&qp->resp_lock);
 		return;
 	}
 	if (s == RESP_DROP) {
 		qp->epsn = psn_add(h->psn, 1); /* UC drops it */
-		srd_unlock(&qp->resp_lock);
 		return;
 	}
 	if (s != SYN_ACK) {
 		if (rc || h->op == OP_READ_REQ || h->op == OP_CAS || h->op == OP_FAA)
 			send_ack(qp, h->sqpn, h->psn, s, 0);
-		srd_unlock(&qp->resp_lock);
 		return;
 	}
 	if (h->op == OP_READ_REQ) {
-		if (!answer_read(qp, h, false)) {
-			srd_unlock(&qp->resp_lock);
+		if (!answer_read(qp, h, false))
 			return;
-		}
 		uint32_t mtu = mtu_bytes(qp->attr.path_mtu);
 		advance = h->len ? (h->len + mtu - 1) / mtu : 1;
 	} else if (h->op == OP_CAS || h->op == OP_FAA) {
@@ -571,6 +566,12 @@ void srd_responder_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t 
 		srd_recv_complete(qp, &out.rw, IBV_WC_SUCCESS, out.wc_op, out.wc_len,
 				  (h->flags & F_INV) ? SRD_WC_INV : (h->flags & F_IMM) != 0, h->imm, 0, false, (h->flags & F_SOLICITED) != 0);
 	}
+}
+
+void srd_responder_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t *payload)
+{
+	srd_lock(&qp->resp_lock);
+	rx_locked(qp, h, payload);
 	srd_unlock(&qp->resp_lock);
 }
 
@@ -608,6 +609,8 @@ static uint32_t next_incarnation(void)
 
 void srd_relay_free(struct srd_qp *qp)
 {
+	if (qp->relay)
+		free(qp->relay->held);
 	free(qp->relay);
 	qp->relay = NULL;
 }
@@ -669,9 +672,53 @@ static void relay_start(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_
 		memcpy(rl->payload, payload, h->len);
 	rl->sqpn = h->sqpn;
 	rl->busy = true;
-	rl->dropped = false;
 	rl->start_ns = srd_now_ns();
 	relay_send(qp, rl, rl->start_ns);
+}
+
+/* A packet d PSNs after the one being relayed: held when it is the next in order and there is
+ * room, else dropped (the requester sends it again). resp_lock held. */
+static void relay_hold(struct srd_relay *rl, const struct pkt_hdr *h, const uint8_t *payload, int32_t d)
+{
+	if (d == 0 || d <= rl->nheld)
+		return; /* the relayed packet again, or one held already */
+	if (!rl->held)
+		rl->held = malloc((size_t)RELAY_HOLD * MAX_PKT);
+	if (!rl->held || d != rl->nheld + 1 || rl->nheld == RELAY_HOLD) {
+		rl->dropped = true;
+		return;
+	}
+	uint8_t *slot = rl->held[(rl->hhead + rl->nheld) % RELAY_HOLD];
+	memcpy(slot, h, sizeof(*h));
+	if (h->len && h->op != OP_READ_REQ)
+		memcpy(slot + sizeof(*h), payload, h->len);
+	rl->nheld++;
+}
+
+/* The relay was answered with an ACK: the held packets run now, in order, until one is relayed
+ * in turn (the rest stay held behind it); with none left, a sequence NAK asks the requester
+ * for what was dropped. resp_lock held. */
+static void relay_drain(struct srd_qp *qp, struct srd_relay *rl)
+{
+	uint8_t pkt[MAX_PKT];
+	while (rl->nheld && !rl->busy && ready(qp)) {
+		const uint8_t *slot = rl->held[rl->hhead];
+		struct pkt_hdr ph;
+		memcpy(&ph, slot, sizeof(ph));
+		memcpy(pkt, slot + sizeof(ph), ph.op == OP_READ_REQ ? 0 : ph.len);
+		rl->hhead = (rl->hhead + 1) % RELAY_HOLD;
+		rl->nheld--;
+		rx_locked(qp, &ph, pkt);
+	}
+	if (rl->busy)
+		return;
+	rl->nheld = 0;
+	if (rl->dropped && ready(qp)) {
+		rl->dropped = false;
+		ST(nak_seq);
+		qp->nak_sent = true;
+		send_ack(qp, rl->sqpn, qp->epsn, SYN_NAK_SEQ, 0);
+	}
 }
 
 /* The answer to the relay: what a local execution would have sent, now. resp_lock held. */
@@ -681,6 +728,11 @@ static void relay_finish(struct srd_qp *qp, struct srd_relay *rl, int syn, enum 
 	uint8_t op = rl->h.syndrome;
 	uint32_t psn = rl->h.psn;
 	rl->busy = false;
+	if (syn != SYN_ACK) {
+		/* the requester sends everything from psn again (RNR), or the QP is broken */
+		rl->nheld = 0;
+		rl->dropped = false;
+	}
 	if (syn == SYN_RNR) {
 		send_ack(qp, rl->sqpn, psn, SYN_RNR, qp->attr.min_rnr_timer);
 		return;
@@ -701,11 +753,7 @@ static void relay_finish(struct srd_qp *qp, struct srd_relay *rl, int syn, enum 
 	}
 	qp->epsn = psn_add(psn, 1);
 	qp->nak_sent = false;
-	if (rl->dropped) {
-		ST(nak_seq);
-		qp->nak_sent = true;
-		send_ack(qp, rl->sqpn, qp->epsn, SYN_NAK_SEQ, 0);
-	}
+	relay_drain(qp, rl);
 }
 
 static bool loopback_from(const struct sockaddr_in6 *from)

@@ -491,6 +491,8 @@ struct ropen {
 	uint16_t port;
 	uint32_t id;
 	int32_t pid;
+	uint32_t last_req;   /* the handle's last modify request, and its answer */
+	int last_rc;
 };
 static struct ropen *g_ropens;
 static pthread_mutex_t g_ropen_lock = PTHREAD_MUTEX_INITIALIZER; /* a leaf: taken under resp_lock too */
@@ -524,8 +526,43 @@ struct srd_qp *srd_xrc_tgt_open_key(uint32_t qpn, const uint8_t key[16])
 	return q;
 }
 
+static struct ropen *ropen_find(const struct srd_qp *real, uint16_t port, uint32_t id)
+{
+	struct ropen *o = g_ropens;
+	while (o && (o->qp != real || o->port != port || o->id != id))
+		o = o->next;
+	return o;
+}
+
+bool srd_xrc_ropen_answered(const struct srd_qp *real, uint16_t port, uint32_t id, uint32_t req, int *rc)
+{
+	pthread_mutex_lock(&g_ropen_lock);
+	struct ropen *o = ropen_find(real, port, id);
+	bool seen = o && o->last_req == req;
+	if (seen)
+		*rc = o->last_rc;
+	pthread_mutex_unlock(&g_ropen_lock);
+	return seen;
+}
+
+void srd_xrc_ropen_record(const struct srd_qp *real, uint16_t port, uint32_t id, uint32_t req, int rc)
+{
+	pthread_mutex_lock(&g_ropen_lock);
+	struct ropen *o = ropen_find(real, port, id);
+	if (o) {
+		o->last_req = req;
+		o->last_rc = rc;
+	}
+	pthread_mutex_unlock(&g_ropen_lock);
+}
+
 int srd_xrc_ropen_add(struct srd_qp *real, uint16_t port, uint32_t id, int32_t pid)
 {
+	pthread_mutex_lock(&g_ropen_lock);
+	bool known = ropen_find(real, port, id) != NULL;
+	pthread_mutex_unlock(&g_ropen_lock);
+	if (known)
+		return 0; /* the request again: opened already */
 	struct ropen *o = calloc(1, sizeof(*o));
 	if (!o)
 		return ENOMEM;

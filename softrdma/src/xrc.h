@@ -25,6 +25,10 @@ struct srd_qp *srd_xrc_tgt_open_key(uint32_t qpn, const uint8_t key[16]);
 int srd_xrc_ropen_add(struct srd_qp *real, uint16_t port, uint32_t id, int32_t pid);
 void srd_xrc_ropen_del(struct srd_qp *real, uint16_t port, uint32_t id);
 int srd_xrc_ropen_list(const struct srd_qp *qp, uint16_t *ports, uint32_t *ids, int max);
+/* A handle's requests come again when an answer is lost: a modify already run (request req)
+ * is answered from this record, not run twice. */
+bool srd_xrc_ropen_answered(const struct srd_qp *real, uint16_t port, uint32_t id, uint32_t req, int *rc);
+void srd_xrc_ropen_record(const struct srd_qp *real, uint16_t port, uint32_t id, uint32_t req, int rc);
 /* Whether another live process of xrcd's domain created TGT QP qpn. */
 bool srd_xrc_tgt_elsewhere(struct srd_xrcd *xrcd, uint32_t qpn);
 /* The responder's selection of the XRC SRQ a request to qp names (resp_lock held): SYN_ACK

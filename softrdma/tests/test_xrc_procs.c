@@ -159,7 +159,7 @@ static int proc_b(void)
 	struct ibv_xrcd *x = xrcd_open("d"), *y = xrcd_open("other");
 	CHECK(x && y, "B: domains (errno %d)", errno);
 	g_cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
-	size_t sz = 1 << 18;
+	size_t sz = 1 << 20;
 	g_buf = calloc(1, sz);
 	g_mr = ibv_reg_mr(pd, g_buf, sz, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
 	uint64_t *word = (uint64_t *)(g_buf + 200000);
@@ -233,6 +233,26 @@ static int proc_b(void)
 		CHECK(t_wait_wc(g_cq, &wc) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 200 + (uint64_t)k &&
 		      wc.byte_len == 3000 && wc.qp_num == a_tgt, "B: A's send %d in B's SRQ (status %d)", k, wc.status);
 		CHECK(!memcmp(g_buf + 16384 + (size_t)k * 8192, want, 3000), "B: its bytes");
+	}
+	ok = t_fail ? 'F' : 'k';
+	put(to_a[1], &ok, 1);
+
+	/* a message of 98 packets (path MTU 1024): more than a relay holds behind itself */
+	CHECK(get(to_b[0], &cmd, 1) == 0 && cmd == 'b', "B: big command");
+	{
+		struct ibv_sge sg = { .addr = (uintptr_t)g_buf + 524288, .length = 131072, .lkey = g_mr->lkey };
+		struct ibv_recv_wr w = { .wr_id = 700, .sg_list = &sg, .num_sge = 1 }, *bad;
+		CHECK_EQ(ibv_post_srq_recv(s, &w, &bad), 0, "B: a 128 KiB receive");
+	}
+	put(to_a[1], &cmd, 1);
+	CHECK(get(to_b[0], &cmd, 1) == 0 && cmd == 'B', "B: big sent");
+	{
+		static unsigned char big[100000];
+		t_fill(big, sizeof(big), 11);
+		CHECK(t_wait_wc(g_cq, &wc) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 700 &&
+		      wc.byte_len == sizeof(big) && wc.qp_num == a_tgt, "B: the 100000-byte SEND (status %d len %u)",
+		      wc.status, wc.byte_len);
+		CHECK(!memcmp(g_buf + 524288, big, sizeof(big)), "B: its bytes");
 	}
 	ok = t_fail ? 'F' : 'k';
 	put(to_a[1], &ok, 1);
@@ -345,7 +365,7 @@ static void proc_a(pid_t b)
 	CHECK(x != NULL, "A: domain (errno %d)", errno);
 	struct ibv_cq *scq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
 	g_cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
-	size_t sz = 1 << 17;
+	size_t sz = 1 << 20;
 	g_buf = calloc(1, sz);
 	g_mr = ibv_reg_mr(pd, g_buf, sz, IBV_ACCESS_LOCAL_WRITE);
 	struct binfo bi;
@@ -414,6 +434,19 @@ static void proc_a(pid_t b)
 		CHECK(!memcmp(g_buf + 65536 + (size_t)k * 8192, want, 2000), "A: its bytes");
 	}
 	CHECK(get(to_a[0], &ok, 1) == 0 && ok == 'k', "A: B's checks of the crossed traffic");
+
+	/* 98 packets into B's SRQ: the relay holds 64 behind itself, the requester sends the rest
+	 * again */
+	cmd = 'b';
+	put(to_b[1], &cmd, 1);
+	CHECK(get(to_a[0], &cmd, 1) == 0 && cmd == 'b', "A: B posted the big receive");
+	t_fill(g_buf + 262144, 100000, 11);
+	CHECK_EQ(post(i, 650, IBV_WR_SEND, g_buf + 262144, 100000, g_mr->lkey, bi.srqn, 0, 0, 0, 0), 0, "A: big send");
+	CHECK(t_wait_wc(scq, &wc) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 650,
+	      "A: the big send completes (status %d)", wc.status);
+	cmd = 'B';
+	put(to_b[1], &cmd, 1);
+	CHECK(get(to_a[0], &ok, 1) == 0 && ok == 'k', "A: B's checks of the big message");
 
 	/* B opens A's TGT QP: the QP stays while B's handle is open, its event reaches B, B resets it */
 	cmd = 'o';
