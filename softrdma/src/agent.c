@@ -22,6 +22,8 @@
 #include <signal.h>
 #include <sys/socket.h>
 
+void (*srd_xrc_ctrl_hook)(const struct pkt_hdr *h, const uint8_t *payload, const struct sockaddr_in6 *from);
+
 static pthread_once_t g_agent_once = PTHREAD_ONCE_INIT;
 static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
 
@@ -50,10 +52,26 @@ static void handle_packet(const uint8_t *buf, size_t n, const struct sockaddr_in
 		return;
 	}
 	const uint8_t *payload = buf + sizeof(h);
+	if (h.op == OP_XRC_CTRL || h.op == OP_XRC_CTRL_RESP) {
+		/* ibv_open_qp across processes (qp.c), handled outside the QPN table's lock */
+		void (*hook)(const struct pkt_hdr *, const uint8_t *, const struct sockaddr_in6 *) =
+			__atomic_load_n(&srd_xrc_ctrl_hook, __ATOMIC_ACQUIRE);
+		if (hook)
+			hook(&h, payload, from);
+		return;
+	}
 	srd_net_rdlock();
+	if (h.op == OP_XRC_RELAY) {
+		/* a request of another process's TGT QP for one of our XRC SRQs */
+		srd_relay_rx(&h, payload, from);
+		srd_net_unlock();
+		return;
+	}
 	struct srd_qp *qp = srd_net_lookup(h.dqpn);
 	if (qp) {
-		if (h.op == OP_UD_SEND) {
+		if (h.op == OP_XRC_RELAY_RESP) {
+			srd_relay_resp_rx(qp, &h, from); /* from the SRQ's process, not the QP's peer */
+		} else if (h.op == OP_UD_SEND) {
 			struct srd_seg s = { (uint8_t *)payload, h.len, false };
 			srd_mr_rdlock();
 			srd_ud_deliver(qp, h.rkey, h.sqpn, h.sgid, &s, 1, h.len, (h.flags & F_IMM) != 0, h.imm,
@@ -117,6 +135,8 @@ static void service(struct srd_qp *qp, void *arg)
 	struct scan *s = arg;
 	bool kick = __atomic_exchange_n(&qp->kick, false, __ATOMIC_ACQ_REL);
 	if (srd_requester_service(qp, kick, s->now))
+		s->any = true;
+	if (qp->xrc == SRD_XRC_TGT && srd_relay_service(qp, s->now))
 		s->any = true;
 }
 

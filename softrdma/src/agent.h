@@ -2,7 +2,12 @@
 #ifndef SRD_AGENT_H
 #define SRD_AGENT_H
 #include "srd.h"
+#include "wire.h"
 
 void srd_agent_start(void); /* idempotent; after fork() the child starts its own */
+/* Where the agent hands OP_XRC_CTRL / OP_XRC_CTRL_RESP packets (set by qp.c: ibv_open_qp
+ * across processes); called without locks, from the agent or a polling thread. */
+extern void (*srd_xrc_ctrl_hook)(const struct pkt_hdr *h, const uint8_t *payload,
+				 const struct sockaddr_in6 *from);
 
 #endif

@@ -56,6 +56,8 @@ struct srd_sock {
 	int used;
 	uint8_t next_slot; /* where the search for a free slot starts: numbers are handed out in turn */
 	struct srd_qp *slots[256];
+	int nsrq;                 /* XRC SRQ numbers of this port in use */
+	bool srqs[256];
 };
 
 srd_brlock_t srd_qpn_table_lock = SRD_BRLOCK_INIT(SRD_BR_QPN);
@@ -316,6 +318,77 @@ void srd_net_free_qpn(struct srd_qp *qp)
 	srd_br_wrunlock(&srd_qpn_table_lock);
 }
 
+/* An XRC SRQ's number is (udp_port << 8) | slot like a QPN, in a name space of its own: the
+ * port tells every process of the host which process holds the SRQ. */
+int srd_net_alloc_srqn(struct srd_device *dev, uint32_t *srqn)
+{
+	srd_br_wrlock(&srd_qpn_table_lock);
+	int si = -1;
+	for (int i = 0; i < g_nsocks; i++)
+		if (g_socks[i]->dev == dev && g_socks[i]->nsrq < 256) {
+			si = i;
+			break;
+		}
+	if (si < 0) {
+		struct srd_sock *s = g_nsocks < 256 ? open_sock(dev) : NULL;
+		if (!s) {
+			int e = g_nsocks == 256 ? ENOMEM : errno ? errno : ENOMEM;
+			srd_br_wrunlock(&srd_qpn_table_lock);
+			return e;
+		}
+		si = g_nsocks;
+		g_socks[g_nsocks++] = s;
+	}
+	struct srd_sock *s = g_socks[si];
+	int slot = 0;
+	while (s->srqs[slot])
+		slot++;
+	s->srqs[slot] = true;
+	s->nsrq++;
+	*srqn = ((uint32_t)s->port << 8) | (uint32_t)slot;
+	srd_br_wrunlock(&srd_qpn_table_lock);
+	return 0;
+}
+
+void srd_net_free_srqn(uint32_t srqn)
+{
+	srd_br_wrlock(&srd_qpn_table_lock);
+	for (int i = 0; i < g_nsocks; i++)
+		if (g_socks[i]->port == (uint16_t)(srqn >> 8) && g_socks[i]->srqs[srqn & 0xff]) {
+			g_socks[i]->srqs[srqn & 0xff] = false;
+			g_socks[i]->nsrq--;
+		}
+	srd_br_wrunlock(&srd_qpn_table_lock);
+}
+
+/* A port of ours on dev (the first, opened if there is none yet); 0 when none can be opened. */
+uint16_t srd_net_any_port(struct srd_device *dev)
+{
+	srd_br_wrlock(&srd_qpn_table_lock);
+	uint16_t port = 0;
+	for (int i = 0; i < g_nsocks && !port; i++)
+		if (g_socks[i]->dev == dev)
+			port = g_socks[i]->port;
+	if (!port && g_nsocks < 256) {
+		struct srd_sock *s = open_sock(dev);
+		if (s) {
+			g_socks[g_nsocks++] = s;
+			port = s->port;
+		}
+	}
+	srd_br_wrunlock(&srd_qpn_table_lock);
+	return port;
+}
+
+/* caller holds the QPN table for reading */
+bool srd_net_port_ours(uint16_t port)
+{
+	for (int i = 0; i < g_nsocks; i++)
+		if (g_socks[i]->port == port)
+			return true;
+	return false;
+}
+
 bool srd_net_owns_qpn(uint32_t qpn)
 {
 	bool own = false;
@@ -456,17 +529,15 @@ static void ring_doorbell(int fd, const struct sockaddr_in6 *to)
 		ST(eagain);
 }
 
-void srd_xmit(struct srd_qp *qp, const struct sockaddr_in6 *to, struct pkt_hdr *h,
-		 const void *payload, size_t len)
+static void xmit_sock(struct srd_sock *sock, const uint8_t *sgid, const struct sockaddr_in6 *to,
+		      struct pkt_hdr *h, const void *payload, size_t len)
 {
 	h->magic = PKT_MAGIC;
-	const uint8_t *sgid = qp->ibqp.qp_type == IBV_QPT_UD ? h->sgid :
-			      qp->dev->gids[qp->attr.ah_attr.grh.sgid_index].raw;
-	int fd = pick_fd(g_socks[qp->sock], to, sgid);
+	int fd = pick_fd(sock, to, sgid);
 	if (!g_faults && is_loopback(&to->sin6_addr)) {
 		/* a peer on this host with a ring: no datagram, no system call */
 		bool doorbell;
-		int r = srd_shm_send(ntohs(to->sin6_port), g_socks[qp->sock]->port, h, sizeof(*h), payload,
+		int r = srd_shm_send(ntohs(to->sin6_port), sock->port, h, sizeof(*h), payload,
 				     len, &doorbell);
 		if (r) {
 			if (doorbell)
@@ -513,6 +584,24 @@ void srd_xmit(struct srd_qp *qp, const struct sockaddr_in6 *to, struct pkt_hdr *
 	for (int i = 0; i < copies; i++)
 		if (sendmsg(fd, &m, MSG_DONTWAIT) < 0 && !g_faults)
 			ST(eagain); /* as above: loss is handled by retransmission */
+}
+
+void srd_xmit(struct srd_qp *qp, const struct sockaddr_in6 *to, struct pkt_hdr *h,
+	      const void *payload, size_t len)
+{
+	const uint8_t *sgid = qp->ibqp.qp_type == IBV_QPT_UD ? h->sgid :
+			      qp->dev->gids[qp->attr.ah_attr.grh.sgid_index].raw;
+	xmit_sock(g_socks[qp->sock], sgid, to, h, payload, len);
+}
+
+void srd_xmit_port(uint16_t port, const struct sockaddr_in6 *to, struct pkt_hdr *h, const void *payload,
+		   size_t len)
+{
+	for (int i = 0; i < g_nsocks; i++)
+		if (g_socks[i]->port == port) {
+			xmit_sock(g_socks[i], g_socks[i]->addrs[0].s6_addr, to, h, payload, len);
+			return;
+		}
 }
 
 

@@ -18,6 +18,12 @@ void srd_net_atfork_child(void);
 int srd_net_alloc_qpn(struct srd_qp *qp);
 void srd_net_free_qpn(struct srd_qp *qp);
 bool srd_net_owns_qpn(uint32_t qpn); /* the QPN's socket is one of this process's */
+/* XRC SRQ numbers: (port << 8) | slot of one of this process's ports (opened if need be), so
+ * the number names its process to the whole host. */
+int srd_net_alloc_srqn(struct srd_device *dev, uint32_t *srqn);
+void srd_net_free_srqn(uint32_t srqn);
+bool srd_net_port_ours(uint16_t port); /* QPN table read lock held */
+uint16_t srd_net_any_port(struct srd_device *dev); /* one of our ports on dev, opened if need be */
 /* The QPN table: read-locked around every lookup and the use of its result (lock.h) */
 extern srd_brlock_t srd_qpn_table_lock;
 static inline void srd_net_rdlock(void) { srd_br_rdlock(&srd_qpn_table_lock); }
@@ -33,6 +39,9 @@ void srd_net_for_each_qp(void (*fn)(struct srd_qp *qp, void *arg), void *arg);
  * srd_batch_end (nestable) packets of this thread leave together in sendmmsg calls. */
 void srd_xmit(struct srd_qp *qp, const struct sockaddr_in6 *to, struct pkt_hdr *h,
 	      const void *payload, size_t len);
+/* srd_xmit_port: a packet from our socket of port (QPN table read lock held). */
+void srd_xmit_port(uint16_t port, const struct sockaddr_in6 *to, struct pkt_hdr *h, const void *payload,
+		   size_t len);
 void srd_batch_begin(void);
 void srd_batch_end(void);
 void srd_batch_flush(void); /* send what this thread's batch holds now */

@@ -22,6 +22,239 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+/* ---------------------------------------------------------------- ibv_open_qp across processes */
+
+/*
+ * A handle of ibv_open_qp on a TGT QP another process of the domain created: every verb on it
+ * is a request (OP_XRC_CTRL) to that process, which runs it on the QP and answers; the calling
+ * thread waits for the answer (up to XCTL_WAIT_NS). Only application threads wait, never the
+ * agent, which answers such requests without waiting for anything: two processes opening each
+ * other's QPs cannot deadlock. The creator forwards the QP's async events to every handle
+ * (XCTL_EVENT), and keeps the QP from being destroyed (EBUSY) while a live process holds one.
+ * A handle whose QP's process is gone (not in the domain's registry) answers EIO.
+ */
+#define XCTL_WAIT_NS 5000000000ull
+#define XCTL_RESEND_NS 100000000ull
+
+struct xwait {
+	struct xwait *next;
+	uint32_t id;
+	bool done;
+	int rc, state;
+	bool has_attr;
+	struct ibv_qp_attr attr;
+};
+static pthread_mutex_t g_x_lock = PTHREAD_MUTEX_INITIALIZER; /* waits, handles */
+static pthread_cond_t g_x_cond = PTHREAD_COND_INITIALIZER;
+static struct xwait *g_xwaits;
+static struct srd_qp *g_rhandles;
+static uint32_t g_x_next;
+
+static uint32_t xctl_id(void)
+{
+	uint32_t v;
+	do
+		v = __atomic_add_fetch(&g_x_next, 1, __ATOMIC_RELAXED) & 0xffffffu;
+	while (!v);
+	return v;
+}
+
+static bool xctl_loopback(const struct sockaddr_in6 *a)
+{
+	return a->sin6_family == AF_INET6 && (IN6_IS_ADDR_LOOPBACK(&a->sin6_addr) ||
+					      (IN6_IS_ADDR_V4MAPPED(&a->sin6_addr) && a->sin6_addr.s6_addr[12] == 127));
+}
+
+/* Request kind for TGT QP qpn (its process's port is qpn >> 8) and wait for the answer in *w:
+ * 0 when answered, ETIMEDOUT or ENOMEM otherwise. */
+static int xctl_call(struct srd_device *dev, uint32_t qpn, uint32_t hid, int kind, uint32_t imm,
+		     const uint8_t key[16], const struct ibv_qp_attr *in, struct xwait *w)
+{
+	uint16_t mine = srd_net_any_port(dev);
+	if (!mine)
+		return ENOMEM;
+	memset(w, 0, sizeof(*w));
+	w->id = xctl_id();
+	pthread_mutex_lock(&g_x_lock);
+	w->next = g_xwaits;
+	g_xwaits = w;
+	pthread_mutex_unlock(&g_x_lock);
+	struct pkt_hdr h;
+	memset(&h, 0, sizeof(h));
+	h.op = OP_XRC_CTRL;
+	h.syndrome = (uint8_t)kind;
+	h.dqpn = qpn;
+	h.sqpn = hid;
+	h.psn = w->id;
+	h.imm = imm;
+	h.len = in ? (uint32_t)sizeof(*in) : 0;
+	memcpy(h.sgid, key, 16);
+	static const struct in6_addr lo4 = { .s6_addr = { [10] = 0xff, [11] = 0xff, [12] = 127, [15] = 1 } };
+	struct sockaddr_in6 to = { .sin6_family = AF_INET6, .sin6_addr = lo4, .sin6_port = htons((uint16_t)(qpn >> 8)) };
+	/* sent again every XCTL_RESEND_NS while unanswered (a lost packet); the other side runs
+	 * a request once (srd_xrc_ropen_answered) */
+	pthread_mutex_lock(&g_x_lock);
+	for (uint64_t waited = 0; !w->done && waited < XCTL_WAIT_NS; waited += XCTL_RESEND_NS) {
+		pthread_mutex_unlock(&g_x_lock);
+		srd_net_rdlock();
+		srd_xmit_port(mine, &to, &h, in, h.len);
+		srd_net_unlock();
+		struct timespec dl;
+		clock_gettime(CLOCK_REALTIME, &dl);
+		uint64_t ns = (uint64_t)dl.tv_nsec + XCTL_RESEND_NS;
+		dl.tv_sec += (time_t)(ns / 1000000000ull);
+		dl.tv_nsec = (long)(ns % 1000000000ull);
+		pthread_mutex_lock(&g_x_lock);
+		while (!w->done && pthread_cond_timedwait(&g_x_cond, &g_x_lock, &dl) != ETIMEDOUT)
+			;
+	}
+	for (struct xwait **p = &g_xwaits; *p; p = &(*p)->next)
+		if (*p == w) {
+			*p = w->next;
+			break;
+		}
+	bool done = w->done;
+	pthread_mutex_unlock(&g_x_lock);
+	return done ? 0 : ETIMEDOUT;
+}
+
+/* A verb on a handle of another process's QP: the QP's errno, or EIO when its process is gone. */
+static int xctl_verb(struct srd_qp *hq, int kind, uint32_t imm, const struct ibv_qp_attr *in, struct xwait *w)
+{
+	if (!srd_xrc_tgt_elsewhere(hq->xrcd, hq->ibqp.qp_num))
+		return EIO;
+	uint8_t key[16];
+	srd_xrc_dom_key(hq->xrcd, key);
+	int rc = xctl_call(hq->dev, hq->ibqp.qp_num, hq->rid, kind, imm, key, in, w);
+	if (rc)
+		return rc == ETIMEDOUT ? EIO : rc;
+	if (!w->rc) {
+		hq->state = w->state;
+		hq->ibqp.state = (enum ibv_qp_state)w->state;
+	}
+	return w->rc;
+}
+
+/* The agent's (or a polling thread's) OP_XRC_CTRL and OP_XRC_CTRL_RESP: answers, events for
+ * our handles, and the requests of other processes' handles on our TGT QPs. */
+static void xctl_rx(const struct pkt_hdr *h, const uint8_t *payload, const struct sockaddr_in6 *from)
+{
+	if (!xctl_loopback(from))
+		return;
+	uint16_t fport = ntohs(from->sin6_port);
+	if (h->op == OP_XRC_CTRL_RESP) {
+		pthread_mutex_lock(&g_x_lock);
+		for (struct xwait *w = g_xwaits; w; w = w->next)
+			if (w->id == h->psn && !w->done) {
+				w->rc = (int)h->rkey;
+				w->state = (int)h->imm;
+				if (h->len == sizeof(w->attr)) {
+					memcpy(&w->attr, payload, sizeof(w->attr));
+					w->has_attr = true;
+				}
+				w->done = true;
+				pthread_cond_broadcast(&g_x_cond);
+			}
+		pthread_mutex_unlock(&g_x_lock);
+		return;
+	}
+	if (h->syndrome == XCTL_EVENT) {
+		pthread_mutex_lock(&g_x_lock);
+		for (struct srd_qp *q = g_rhandles; q; q = q->rnext)
+			if (q->rid == h->dqpn && q->ibqp.qp_num == h->sqpn && q->rport == fport) {
+				struct ibv_async_event ev = { .element.qp = &q->ibqp, .event_type = (enum ibv_event_type)h->imm };
+				srd_async_post(srd_ctx_of(q->ibqp.context), &ev);
+			}
+		pthread_mutex_unlock(&g_x_lock);
+		return;
+	}
+	struct srd_qp *real = srd_xrc_tgt_open_key(h->dqpn, h->sgid);
+	struct ibv_qp_attr attr;
+	memset(&attr, 0, sizeof(attr));
+	uint32_t alen = 0;
+	int rc = 0;
+	if (!real) {
+		rc = EINVAL;
+	} else if (h->syndrome == XCTL_OPEN) {
+		rc = srd_xrc_ropen_add(real, fport, h->sqpn, (int32_t)h->imm);
+	} else if (h->syndrome == XCTL_QUERY) {
+		struct ibv_qp_init_attr ia;
+		rc = ibv_query_qp(&real->ibqp, &attr, 0, &ia);
+		alen = rc ? 0 : (uint32_t)sizeof(attr);
+	} else if (h->syndrome == XCTL_MODIFY && h->len == sizeof(attr)) {
+		if (!srd_xrc_ropen_answered(real, fport, h->sqpn, h->psn, &rc)) {
+			memcpy(&attr, payload, sizeof(attr));
+			rc = ibv_modify_qp(&real->ibqp, &attr, (int)h->imm);
+			srd_xrc_ropen_record(real, fport, h->sqpn, h->psn, rc);
+		}
+	} else if (h->syndrome == XCTL_CLOSE) {
+		srd_xrc_ropen_del(real, fport, h->sqpn);
+	} else {
+		rc = EINVAL;
+	}
+	struct pkt_hdr r;
+	memset(&r, 0, sizeof(r));
+	r.op = OP_XRC_CTRL_RESP;
+	r.dqpn = h->sqpn;
+	r.sqpn = h->dqpn;
+	r.psn = h->psn;
+	r.rkey = (uint32_t)rc;
+	r.len = alen;
+	if (real) {
+		r.imm = (uint32_t)__atomic_load_n(&real->state, __ATOMIC_ACQUIRE);
+		srd_xrc_tgt_close(real);
+	}
+	srd_net_rdlock();
+	if (srd_net_port_ours((uint16_t)(h->dqpn >> 8)))
+		srd_xmit_port((uint16_t)(h->dqpn >> 8), from, &r, alen ? &attr : NULL, alen);
+	srd_net_unlock();
+}
+
+/* ibv_open_qp of TGT QP qpn, which another live process of x's domain created: handle h. */
+static struct ibv_qp *open_remote(struct srd_qp *h, struct srd_xrcd *x, uint32_t qpn)
+{
+	__atomic_store_n(&srd_xrc_ctrl_hook, xctl_rx, __ATOMIC_RELEASE);
+	h->rport = (uint16_t)(qpn >> 8);
+	h->rid = xctl_id();
+	h->ibqp.qp_num = qpn;
+	h->xrcd = x;
+	/* listed before the request, so no event of the QP's can pass the handle by */
+	pthread_mutex_lock(&g_x_lock);
+	h->rnext = g_rhandles;
+	g_rhandles = h;
+	pthread_mutex_unlock(&g_x_lock);
+	struct xwait w;
+	int rc = xctl_verb(h, XCTL_OPEN, (uint32_t)getpid(), NULL, &w);
+	if (!rc)
+		return &h->ibqp;
+	pthread_mutex_lock(&g_x_lock);
+	for (struct srd_qp **p = &g_rhandles; *p; p = &(*p)->rnext)
+		if (*p == h) {
+			*p = h->rnext;
+			break;
+		}
+	pthread_mutex_unlock(&g_x_lock);
+	errno = rc == EIO ? EINVAL : rc; /* gone meanwhile: no such QP */
+	return NULL;
+}
+
+/* Closes a handle of another process's QP (ibv_destroy_qp on it). */
+static void close_remote(struct srd_qp *h)
+{
+	struct xwait w;
+	xctl_verb(h, XCTL_CLOSE, 0, NULL, &w); /* (a process gone has nothing to forget) */
+	pthread_mutex_lock(&g_x_lock);
+	for (struct srd_qp **p = &g_rhandles; *p; p = &(*p)->rnext)
+		if (*p == h) {
+			*p = h->rnext;
+			break;
+		}
+	pthread_mutex_unlock(&g_x_lock);
+}
 
 /* Creates a QP: RC, UC, UD and XRC_SEND on pd; XRC_RECV (pd NULL) in xrcd. */
 static struct ibv_qp *qp_create(struct ibv_context *context, struct ibv_pd *pd,
@@ -139,8 +372,10 @@ static struct ibv_qp *qp_create(struct ibv_context *context, struct ibv_pd *pd,
 		REF(srd_cq_of(rcq));
 	if (qp->srq)
 		REF(qp->srq);
-	if (tgt)
+	if (tgt) {
+		__atomic_store_n(&srd_xrc_ctrl_hook, xctl_rx, __ATOMIC_RELEASE); /* other processes may open it */
 		srd_xrc_tgt_add(qp);
+	}
 	return &qp->ibqp;
 }
 
@@ -156,9 +391,12 @@ SRD_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_at
 SRD_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 {
 	struct srd_qp *qp = srd_qp_of(ibqp);
-	if (qp->real) {
+	if (qp->real || qp->rport) {
 		/* a handle of ibv_open_qp: closing it leaves the QP to its creator */
-		srd_xrc_tgt_close(qp->real);
+		if (qp->real)
+			srd_xrc_tgt_close(qp->real);
+		else
+			close_remote(qp);
 		free(qp);
 		return 0;
 	}
@@ -174,6 +412,7 @@ SRD_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 		free(qp->xb);
 	}
 	srd_net_free_qpn(qp); /* after this neither the agent nor peers can find it */
+	srd_relay_free(qp);
 	if (ibqp->pd)
 		UNREF(PD_OF(ibqp->pd));
 	if (ibqp->send_cq)
@@ -192,10 +431,10 @@ SRD_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 }
 
 /*
- * verbs_context->open_qp: a handle to a TGT (XRC_RECV) QP of the same XRC domain, created
- * in this process; modify and query through it act on that QP, destroy closes the handle
- * (the QP's own ibv_destroy_qp is EBUSY while handles are open). A TGT QP created by
- * another process of the domain is EOPNOTSUPP here, a number no TGT QP of the domain has
+ * verbs_context->open_qp: a handle to a TGT (XRC_RECV) QP of the same XRC domain; modify and
+ * query through it act on that QP, destroy closes the handle (the QP's own ibv_destroy_qp is
+ * EBUSY while handles are open). A TGT QP created by another process of the domain is
+ * reached through that process (open_remote above); a number no TGT QP of the domain has is
  * EINVAL.
  */
 struct ibv_qp *srd_open_qp(struct ibv_context *context, struct ibv_qp_open_attr *attr)
@@ -212,26 +451,33 @@ struct ibv_qp *srd_open_qp(struct ibv_context *context, struct ibv_qp_open_attr 
 		errno = ENOMEM;
 		return NULL;
 	}
-	struct srd_qp *real = srd_xrc_tgt_open(x, attr->qp_num);
-	if (!real) {
-		errno = srd_xrc_tgt_elsewhere(x, attr->qp_num) ? EOPNOTSUPP : EINVAL;
-		free(h);
-		return NULL;
-	}
-	h->real = real;
 	h->xrc = SRD_XRC_TGT;
 	h->ttype = IBV_QPT_RC;
 	h->xrcd = x;
-	h->dev = real->dev;
 	h->ibqp.context = context;
 	h->ibqp.qp_context = (attr->comp_mask & IBV_QP_OPEN_ATTR_CONTEXT) ? attr->qp_context : NULL;
-	h->ibqp.qp_num = real->ibqp.qp_num;
 	h->ibqp.qp_type = IBV_QPT_XRC_RECV;
-	h->ibqp.state = (enum ibv_qp_state)__atomic_load_n(&real->state, __ATOMIC_ACQUIRE);
 	pthread_mutex_init(&h->ibqp.mutex, NULL);
 	pthread_cond_init(&h->ibqp.cond, NULL);
 	srd_lock_init(&h->sq_lock);
 	srd_lock_init(&h->resp_lock);
+	struct srd_qp *real = srd_xrc_tgt_open(x, attr->qp_num);
+	if (!real) {
+		if (!srd_xrc_tgt_elsewhere(x, attr->qp_num)) {
+			errno = EINVAL;
+			free(h);
+			return NULL;
+		}
+		h->dev = srd_ctx_of(context)->dev;
+		struct ibv_qp *q = open_remote(h, x, attr->qp_num);
+		if (!q)
+			free(h);
+		return q;
+	}
+	h->real = real;
+	h->dev = real->dev;
+	h->ibqp.qp_num = real->ibqp.qp_num;
+	h->ibqp.state = (enum ibv_qp_state)__atomic_load_n(&real->state, __ATOMIC_ACQUIRE);
 	h->state = h->ibqp.state;
 	return &h->ibqp;
 }
@@ -352,6 +598,11 @@ SRD_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 		}
 		return rc;
 	}
+	if (qp->rport) {
+		/* a handle of another process's QP: that process changes it */
+		struct xwait w;
+		return xctl_verb(qp, XCTL_MODIFY, (uint32_t)mask, attr, &w);
+	}
 	pthread_mutex_lock(&g_trans_once);
 	srd_lock(&qp->sq_lock);
 	enum ibv_qp_state cur = (enum ibv_qp_state)qp->state;
@@ -441,8 +692,10 @@ SRD_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 		if (ibqp->qp_type != IBV_QPT_UD) {
 			srd_gid_to_sockaddr(&a->ah_attr.grh.dgid, (uint16_t)(a->dest_qp_num >> 8),
 					    qp->dev->ifindex, &qp->peer);
+			/* an INI QP's requests may name an XRC SRQ of another process, which the TGT QP
+			 * reaches by relaying packets: XRC always takes the packet path */
 			qp->peer_local = srd_gid_is_local(&a->ah_attr.grh.dgid) &&
-					 srd_net_owns_qpn(a->dest_qp_num);
+					 srd_net_owns_qpn(a->dest_qp_num) && qp->xrc == SRD_XRC_NONE;
 		}
 	}
 	if (next == IBV_QPS_RTS && cur == IBV_QPS_RTR) {
@@ -502,6 +755,21 @@ SRD_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int m
 		if (!rc && init)
 			init->qp_context = ibqp->qp_context;
 		return rc;
+	}
+	if (qp->rport) {
+		struct xwait w;
+		int rc = xctl_verb(qp, XCTL_QUERY, 0, NULL, &w);
+		if (rc)
+			return rc;
+		if (!w.has_attr)
+			return EIO;
+		*attr = w.attr;
+		if (init) {
+			memset(init, 0, sizeof(*init));
+			init->qp_context = ibqp->qp_context;
+			init->qp_type = IBV_QPT_XRC_RECV;
+		}
+		return 0;
 	}
 	srd_lock(&qp->sq_lock);
 	*attr = qp->attr;

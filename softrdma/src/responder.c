@@ -7,7 +7,9 @@
  * Owns: the responder half of struct srd_qp (epsn, the receive in progress,
  * the atomic result cache), under qp->resp_lock.
  * Calls: pd (memory access), rq, events, sq (QP to ERR), net (transmission), xrc (the XRC
- * SRQ a request to a TGT QP names).
+ * SRQ a request to a TGT QP names; the shadows of other processes' TGT QPs).
+ * XRC across processes: a TGT QP's request for another process's XRC SRQ is relayed there
+ * (see "XRC across processes" below).
  *
  * Lock order (never taken in the other direction):
  *   requester qp->sq_lock  <  responder qp->resp_lock  <  rq/srq lock  <  cq lock
@@ -19,8 +21,24 @@
 #include "sq.h"
 #include "net.h"
 #include "xrc.h"
+#include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
+
+/* A TGT QP's relay to another process ("XRC across processes" below), under resp_lock. */
+struct srd_relay {
+	bool busy;             /* a relay waits for its answer */
+	bool dropped;          /* requests were dropped meanwhile */
+	uint32_t inc;          /* the TGT QP's incarnation: new at each reset */
+	uint32_t sqpn;         /* the requester */
+	struct pkt_hdr h;      /* the relay as sent */
+	uint64_t start_ns, sent_ns;
+	uint8_t payload[MAX_PKT - sizeof(struct pkt_hdr)];
+	/* the packets that came behind it, in PSN order from the relayed one's + 1 */
+	uint8_t (*held)[MAX_PKT];  /* RELAY_HOLD slots, a ring from hhead */
+	int hhead, nheld;
+};
+#define RELAY_HOLD 64
 
 static bool ready(struct srd_qp *qp)
 {
@@ -33,12 +51,42 @@ bool srd_resp_accepts(struct srd_qp *qp, uint32_t sqpn)
 	return ready(qp) && qp->ttype != IBV_QPT_UD && sqpn == qp->attr.dest_qp_num;
 }
 
-/* A responder-detected error: the async event, then the QP goes to ERR. */
+/* The handles other processes opened on TGT QP qp (ibv_open_qp) get its async event too. */
+static void notify_openers(struct srd_qp *qp, enum ibv_event_type ev)
+{
+	uint16_t ports[16];
+	uint32_t ids[16];
+	int n = srd_xrc_ropen_list(qp, ports, ids, 16);
+	for (int i = 0; i < n; i++) {
+		static const struct in6_addr lo4 = { .s6_addr = { [10] = 0xff, [11] = 0xff, [12] = 127, [15] = 1 } };
+		struct sockaddr_in6 to = { .sin6_family = AF_INET6, .sin6_addr = lo4, .sin6_port = htons(ports[i]) };
+		struct pkt_hdr h;
+		memset(&h, 0, sizeof(h));
+		h.op = OP_XRC_CTRL;
+		h.syndrome = XCTL_EVENT;
+		h.dqpn = ids[i];
+		h.sqpn = qp->ibqp.qp_num;
+		h.imm = (uint32_t)ev;
+		srd_xmit(qp, &to, &h, NULL, 0);
+	}
+}
+
+/* A responder-detected error: the QP goes to ERR, then the async event (also to the handles
+ * other processes opened on a TGT QP). */
 static void responder_error(struct srd_qp *qp, enum ibv_event_type ev_type)
 {
+	if (qp->shadow) {
+		/* a shadow's error goes back to the TGT QP's process, which raises it there */
+		qp->shadow_ev = ev_type;
+		qp->state = IBV_QPS_ERR;
+		return;
+	}
+	if (qp->xrc == SRD_XRC_TGT)
+		notify_openers(qp, ev_type);
+	/* in ERR before the event: an application that queries the QP on the event sees ERR */
+	srd_qp_to_error(qp, false);
 	struct ibv_async_event ev = { .element.qp = &qp->ibqp, .event_type = ev_type };
 	srd_async_post(srd_ctx_of(qp->ibqp.context), &ev);
-	srd_qp_to_error(qp, false);
 }
 
 /*
@@ -310,9 +358,18 @@ int srd_resp_execute(struct srd_qp *qp, const struct srd_req *r, struct srd_resp
 	}
 }
 
+static uint32_t next_incarnation(void);
+
 void srd_resp_reset(struct srd_qp *qp)
 {
 	srd_lock(&qp->resp_lock);
+	if (qp->relay) {
+		/* a relay in flight is forgotten; the SRQ's process sees a new incarnation */
+		qp->relay->busy = false;
+		qp->relay->nheld = 0;
+		qp->relay->dropped = false;
+		qp->relay->inc = next_incarnation();
+	}
 	qp->epsn = 0;
 	qp->recv_in_progress = false;
 	qp->write_in_progress = false;
@@ -415,22 +472,30 @@ static void duplicate(struct srd_qp *qp, const struct pkt_hdr *h)
 	}
 }
 
-void srd_responder_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t *payload)
+static bool relay_wanted(const struct srd_qp *qp, const struct pkt_hdr *h);
+static void relay_start(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t *payload);
+static void relay_hold(struct srd_relay *rl, const struct pkt_hdr *h, const uint8_t *payload, int32_t d);
+
+/* One request packet for qp, resp_lock held (srd_responder_rx, and the packets a relay held). */
+static void rx_locked(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t *payload)
 {
-	srd_lock(&qp->resp_lock);
-	if (!srd_resp_accepts(qp, h->sqpn)) {
-		srd_unlock(&qp->resp_lock);
+	if (!srd_resp_accepts(qp, h->sqpn))
 		return;
-	}
 	bool rc = qp->ttype == IBV_QPT_RC;
 	int32_t d = psn_diff(h->psn, qp->epsn);
+	if (qp->relay && qp->relay->busy && d >= 0) {
+		/* a relayed request is being placed: later ones wait behind it, held in order up to
+		 * RELAY_HOLD packets; the rest the requester sends again (a sequence NAK once the
+		 * relay is answered) */
+		relay_hold(qp->relay, h, payload, d);
+		return;
+	}
 	if (!rc) {
 		/* UC: a gap loses the message in progress; resynchronise on a first packet */
 		if (d != 0) {
 			if (!(h->flags & F_FIRST)) {
 				qp->epsn = psn_add(h->psn, 1);
 				qp->recv_in_progress = false;
-				srd_unlock(&qp->resp_lock);
 				return;
 			}
 			qp->recv_in_progress = false;
@@ -442,11 +507,13 @@ void srd_responder_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t 
 			qp->nak_sent = true;
 			send_ack(qp, h->sqpn, qp->epsn, SYN_NAK_SEQ, 0);
 		}
-		srd_unlock(&qp->resp_lock);
 		return;
 	} else if (d < 0) {
 		duplicate(qp, h);
-		srd_unlock(&qp->resp_lock);
+		return;
+	}
+	if (relay_wanted(qp, h)) {
+		relay_start(qp, h, payload);
 		return;
 	}
 	uint32_t advance = 1;
@@ -460,30 +527,24 @@ void srd_responder_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t 
 	srd_mr_unlock();
 	if (s == RESP_IGNORE) {
 		ST(invalid); /* an opcode no request has: dropped, the PSN stays expected */
-		srd_unlock(&qp->resp_lock);
 		return;
 	}
 	if (s == SYN_RNR) {
 		send_ack(qp, h->sqpn, qp->epsn, SYN_RNR, qp->attr.min_rnr_timer);
-		srd_unlock(&qp->resp_lock);
 		return;
 	}
 	if (s == RESP_DROP) {
 		qp->epsn = psn_add(h->psn, 1); /* UC drops it */
-		srd_unlock(&qp->resp_lock);
 		return;
 	}
 	if (s != SYN_ACK) {
 		if (rc || h->op == OP_READ_REQ || h->op == OP_CAS || h->op == OP_FAA)
 			send_ack(qp, h->sqpn, h->psn, s, 0);
-		srd_unlock(&qp->resp_lock);
 		return;
 	}
 	if (h->op == OP_READ_REQ) {
-		if (!answer_read(qp, h, false)) {
-			srd_unlock(&qp->resp_lock);
+		if (!answer_read(qp, h, false))
 			return;
-		}
 		uint32_t mtu = mtu_bytes(qp->attr.path_mtu);
 		advance = h->len ? (h->len + mtu - 1) / mtu : 1;
 	} else if (h->op == OP_CAS || h->op == OP_FAA) {
@@ -505,7 +566,323 @@ void srd_responder_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t 
 		srd_recv_complete(qp, &out.rw, IBV_WC_SUCCESS, out.wc_op, out.wc_len,
 				  (h->flags & F_INV) ? SRD_WC_INV : (h->flags & F_IMM) != 0, h->imm, 0, false, (h->flags & F_SOLICITED) != 0);
 	}
+}
+
+void srd_responder_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t *payload)
+{
+	srd_lock(&qp->resp_lock);
+	rx_locked(qp, h, payload);
 	srd_unlock(&qp->resp_lock);
+}
+
+/* ---------------------------------------------------------------- XRC across processes */
+
+/*
+ * A request to a TGT QP naming an XRC SRQ of another process of this host (the SRQ number's
+ * port is not ours) is relayed: this process (A) hands the packet to the SRQ's (B) with
+ * OP_XRC_RELAY and keeps the TGT QP's expected PSN where it is; B executes it on a shadow of
+ * the TGT QP (xrc.c) with its own responder code (the SRQ's WQE, B's PD and keys, the SRQ's
+ * CQ and its limit event, the completion written there) and answers with OP_XRC_RELAY_RESP;
+ * A then acknowledges, NAKs or RNR-NAKs the requester as a local execution would have, and
+ * moves on. Requests arriving meanwhile are dropped, and once the relay is answered one
+ * sequence NAK makes the requester send them again, so the TGT QP's PSN order holds. No
+ * thread waits on another process: a relay is a packet each way, its answer handled by
+ * whichever thread takes it. A relay not answered is sent again every RELAY_RESEND_NS (B
+ * answers a repeat from its record of the last answer, never executing twice); when the
+ * SRQ's port is not listed by a live process of the TGT QP's domain (B exited, or no such
+ * SRQ) or after RELAY_GIVEUP_NS, the request is NAKed as for an SRQ that does not exist.
+ */
+#define RELAY_RESEND_NS 10000000ull   /* 10 ms */
+#define RELAY_GIVEUP_NS 10000000000ull /* 10 s */
+
+
+static uint32_t g_incarnation;
+
+static uint32_t next_incarnation(void)
+{
+	uint32_t v;
+	do
+		v = __atomic_add_fetch(&g_incarnation, 1, __ATOMIC_RELAXED) & SRD_HDR_PSN_MASK;
+	while (!v);
+	return v;
+}
+
+void srd_relay_free(struct srd_qp *qp)
+{
+	if (qp->relay)
+		free(qp->relay->held);
+	free(qp->relay);
+	qp->relay = NULL;
+}
+
+static bool relay_op(int op)
+{
+	return op == OP_SEND || op == OP_WRITE || op == OP_CAS || op == OP_FAA;
+}
+
+/* An XRC request to a TGT QP for an SRQ number whose port is another process's (QPN table
+ * read lock held). A READ is not relayed: it meets "no such SRQ" (invalid request). */
+static bool relay_wanted(const struct srd_qp *qp, const struct pkt_hdr *h)
+{
+	if (qp->xrc != SRD_XRC_TGT || !(h->flags & F_XRC) || !relay_op(h->op) ||
+	    (h->xsrqn & ~SRD_HDR_PSN_MASK) || !(h->xsrqn >> 8))
+		return false;
+	return !srd_net_port_ours((uint16_t)(h->xsrqn >> 8));
+}
+
+static void relay_to(const struct srd_relay *rl, struct sockaddr_in6 *to)
+{
+	static const struct in6_addr lo4 = { .s6_addr = { [10] = 0xff, [11] = 0xff, [12] = 127, [15] = 1 } };
+	memset(to, 0, sizeof(*to));
+	to->sin6_family = AF_INET6;
+	to->sin6_addr = lo4;
+	to->sin6_port = htons((uint16_t)(rl->h.xsrqn >> 8));
+}
+
+static void relay_send(struct srd_qp *qp, struct srd_relay *rl, uint64_t now)
+{
+	struct sockaddr_in6 to;
+	relay_to(rl, &to);
+	struct pkt_hdr h = rl->h;
+	srd_xmit(qp, &to, &h, h.len ? rl->payload : NULL, h.len);
+	rl->sent_ns = now;
+	srd_timer_hint(true);
+}
+
+/* resp_lock held; the packet stays unacknowledged, the PSN expected, until the answer */
+static void relay_start(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t *payload)
+{
+	struct srd_relay *rl = qp->relay;
+	if (!rl) {
+		rl = calloc(1, sizeof(*rl));
+		if (!rl)
+			return; /* dropped: the requester sends it again */
+		rl->inc = next_incarnation();
+		__atomic_store_n(&qp->relay, rl, __ATOMIC_RELEASE); /* the agent's scan looks unlocked */
+	}
+	rl->h = *h;
+	rl->h.op = OP_XRC_RELAY;
+	rl->h.syndrome = h->op;
+	rl->h.pad = (uint8_t)(qp->attr.qp_access_flags &
+			      (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC));
+	rl->h.dqpn = rl->inc;
+	rl->h.sqpn = qp->ibqp.qp_num;
+	srd_xrc_dom_key(qp->xrcd, rl->h.sgid);
+	if (h->len)
+		memcpy(rl->payload, payload, h->len);
+	rl->sqpn = h->sqpn;
+	rl->busy = true;
+	rl->start_ns = srd_now_ns();
+	relay_send(qp, rl, rl->start_ns);
+}
+
+/* A packet d PSNs after the one being relayed: held when it is the next in order and there is
+ * room, else dropped (the requester sends it again). resp_lock held. */
+static void relay_hold(struct srd_relay *rl, const struct pkt_hdr *h, const uint8_t *payload, int32_t d)
+{
+	if (d == 0 || d <= rl->nheld)
+		return; /* the relayed packet again, or one held already */
+	if (!rl->held)
+		rl->held = malloc((size_t)RELAY_HOLD * MAX_PKT);
+	if (!rl->held || d != rl->nheld + 1 || rl->nheld == RELAY_HOLD) {
+		rl->dropped = true;
+		return;
+	}
+	uint8_t *slot = rl->held[(rl->hhead + rl->nheld) % RELAY_HOLD];
+	memcpy(slot, h, sizeof(*h));
+	if (h->len && h->op != OP_READ_REQ)
+		memcpy(slot + sizeof(*h), payload, h->len);
+	rl->nheld++;
+}
+
+/* The relay was answered with an ACK: the held packets run now, in order, until one is relayed
+ * in turn (the rest stay held behind it); with none left, a sequence NAK asks the requester
+ * for what was dropped. resp_lock held. */
+static void relay_drain(struct srd_qp *qp, struct srd_relay *rl)
+{
+	uint8_t pkt[MAX_PKT];
+	while (rl->nheld && !rl->busy && ready(qp)) {
+		const uint8_t *slot = rl->held[rl->hhead];
+		struct pkt_hdr ph;
+		memcpy(&ph, slot, sizeof(ph));
+		memcpy(pkt, slot + sizeof(ph), ph.op == OP_READ_REQ ? 0 : ph.len);
+		rl->hhead = (rl->hhead + 1) % RELAY_HOLD;
+		rl->nheld--;
+		rx_locked(qp, &ph, pkt);
+	}
+	if (rl->busy)
+		return;
+	rl->nheld = 0;
+	if (rl->dropped && ready(qp)) {
+		rl->dropped = false;
+		ST(nak_seq);
+		qp->nak_sent = true;
+		send_ack(qp, rl->sqpn, qp->epsn, SYN_NAK_SEQ, 0);
+	}
+}
+
+/* The answer to the relay: what a local execution would have sent, now. resp_lock held. */
+static void relay_finish(struct srd_qp *qp, struct srd_relay *rl, int syn, enum ibv_event_type ev,
+			 uint64_t orig)
+{
+	uint8_t op = rl->h.syndrome;
+	uint32_t psn = rl->h.psn;
+	rl->busy = false;
+	if (syn != SYN_ACK) {
+		/* the requester sends everything from psn again (RNR), or the QP is broken */
+		rl->nheld = 0;
+		rl->dropped = false;
+	}
+	if (syn == SYN_RNR) {
+		send_ack(qp, rl->sqpn, psn, SYN_RNR, qp->attr.min_rnr_timer);
+		return;
+	}
+	if (syn != SYN_ACK) {
+		send_ack(qp, rl->sqpn, psn, syn, 0);
+		responder_error(qp, ev);
+		return;
+	}
+	if (op == OP_CAS || op == OP_FAA) {
+		int slot = qp->atomic_cache_next++ & 15;
+		qp->atomic_cache[slot].psn = psn;
+		qp->atomic_cache[slot].val = orig;
+		qp->atomic_cache[slot].valid = true;
+		send_atomic_resp(qp, rl->sqpn, psn, orig);
+	} else if (rl->h.flags & (F_LAST | F_ACKREQ)) {
+		send_ack(qp, rl->sqpn, psn, SYN_ACK, 0);
+	}
+	qp->epsn = psn_add(psn, 1);
+	qp->nak_sent = false;
+	relay_drain(qp, rl);
+}
+
+static bool loopback_from(const struct sockaddr_in6 *from)
+{
+	const struct in6_addr *a = &from->sin6_addr;
+	return from->sin6_family == AF_INET6 &&
+	       (IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127));
+}
+
+void srd_relay_resp_rx(struct srd_qp *qp, const struct pkt_hdr *h, const struct sockaddr_in6 *from)
+{
+	srd_lock(&qp->resp_lock);
+	struct srd_relay *rl = qp->relay;
+	bool known = h->syndrome == SYN_ACK || h->syndrome == SYN_RNR || h->syndrome == SYN_NAK_INV ||
+		     h->syndrome == SYN_NAK_ACCESS || h->syndrome == SYN_NAK_OP;
+	if (!rl || !rl->busy || !ready(qp) || !known || !loopback_from(from) || h->psn != rl->h.psn ||
+	    h->rkey != rl->inc || h->xsrqn != rl->h.xsrqn || ntohs(from->sin6_port) != (h->xsrqn >> 8)) {
+		ST(invalid);
+		srd_unlock(&qp->resp_lock);
+		return;
+	}
+	enum ibv_event_type ev = (enum ibv_event_type)h->imm;
+	if (ev != IBV_EVENT_QP_ACCESS_ERR && ev != IBV_EVENT_QP_FATAL)
+		ev = IBV_EVENT_QP_REQ_ERR;
+	relay_finish(qp, rl, h->syndrome, ev, h->cmp);
+	srd_unlock(&qp->resp_lock);
+}
+
+bool srd_relay_service(struct srd_qp *qp, uint64_t now)
+{
+	if (!__atomic_load_n(&qp->relay, __ATOMIC_ACQUIRE))
+		return false;
+	srd_lock(&qp->resp_lock);
+	struct srd_relay *rl = qp->relay;
+	bool pending = rl && rl->busy;
+	if (pending && !ready(qp)) {
+		rl->busy = pending = false;
+	} else if (pending && (int64_t)(now - rl->sent_ns) >= (int64_t)RELAY_RESEND_NS) {
+		/* no answer yet: is the SRQ's process still there? (now was read before the scan:
+		 * a relay started since then is younger than now says, hence the signed test) */
+		if ((int64_t)(now - rl->start_ns) >= (int64_t)RELAY_GIVEUP_NS ||
+		    !srd_xrc_port_held(qp->xrcd, (uint16_t)(rl->h.xsrqn >> 8))) {
+			relay_finish(qp, rl, SYN_NAK_INV, IBV_EVENT_QP_REQ_ERR, 0);
+			pending = false;
+		} else {
+			relay_send(qp, rl, now);
+		}
+	}
+	srd_unlock(&qp->resp_lock);
+	return pending;
+}
+
+/* In the SRQ's process: executes one relayed request on the shadow of its TGT QP and answers. */
+void srd_relay_rx(const struct pkt_hdr *h, const uint8_t *payload, const struct sockaddr_in6 *from)
+{
+	uint16_t port = (uint16_t)(h->xsrqn >> 8);
+	if (!loopback_from(from) || !relay_op(h->syndrome) || (h->xsrqn & ~SRD_HDR_PSN_MASK) ||
+	    !srd_net_port_ours(port)) {
+		ST(invalid);
+		return;
+	}
+	int syn;
+	enum ibv_event_type ev = IBV_EVENT_QP_REQ_ERR;
+	uint64_t orig = 0;
+	srd_xrc_shadow_lock();
+	struct srd_shadow *sh = srd_xrc_shadow_get(ntohs(from->sin6_port), h->sqpn, h->dqpn);
+	if (!sh) {
+		srd_xrc_shadow_unlock();
+		return; /* no memory: as a lost packet, the relay comes again */
+	}
+	struct srd_qp *q = &sh->qp;
+	if (sh->last_valid && sh->last_psn == h->psn) {
+		/* the relay again (our answer was lost): the same answer, nothing executed twice */
+		syn = sh->last_syn;
+		ev = (enum ibv_event_type)sh->last_ev;
+		orig = sh->last_orig;
+	} else if (q->state == IBV_QPS_ERR) {
+		syn = SYN_NAK_INV; /* a TGT QP in ERR (not reset since) relays nothing */
+	} else {
+		syn = srd_xrc_shadow_select(sh, h->xsrqn, h->sgid, &ev);
+		if (syn != SYN_ACK) {
+			if (q->recv_in_progress && q->srq)
+				srd_recv_complete(q, &q->cur_rwqe, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, false, 0,
+						  0, false, true);
+			q->recv_in_progress = q->write_in_progress = false;
+			q->state = IBV_QPS_ERR;
+		} else {
+			q->attr.qp_access_flags = h->pad;
+			struct srd_resp out = { 0 };
+			struct srd_seg seg = { (uint8_t *)payload, h->len, false };
+			struct srd_req r = { .op = h->syndrome, .flags = h->flags & ~F_XRC, .sqpn = h->sqpn,
+					     .imm = h->imm, .rkey = h->rkey, .len = h->len, .total = h->total,
+					     .va = h->va, .cmp = h->cmp, .swap = h->swap, .src = &seg, .nsrc = 1 };
+			srd_mr_rdlock();
+			syn = srd_resp_execute(q, &r, &out);
+			srd_mr_unlock();
+			if (syn == SYN_ACK) {
+				orig = out.orig;
+				if (out.pend) /* as a local XRC SRQ completion: the TGT QP's number, src_qp 0 */
+					srd_recv_complete(q, &out.rw, IBV_WC_SUCCESS, out.wc_op, out.wc_len,
+							  (h->flags & F_INV) ? SRD_WC_INV : (h->flags & F_IMM) != 0,
+							  h->imm, 0, false, (h->flags & F_SOLICITED) != 0);
+			} else if (syn != SYN_RNR) {
+				if (syn != SYN_NAK_INV && syn != SYN_NAK_ACCESS && syn != SYN_NAK_OP)
+					syn = SYN_NAK_INV; /* (nothing else can come of a checked request) */
+				ev = (enum ibv_event_type)q->shadow_ev;
+				q->state = IBV_QPS_ERR;
+			}
+		}
+		if (syn != SYN_RNR) {
+			sh->last_valid = true;
+			sh->last_psn = h->psn;
+			sh->last_syn = syn;
+			sh->last_ev = (int)ev;
+			sh->last_orig = orig;
+		}
+	}
+	srd_xrc_shadow_unlock();
+	struct pkt_hdr a;
+	memset(&a, 0, sizeof(a));
+	a.op = OP_XRC_RELAY_RESP;
+	a.syndrome = (uint8_t)syn;
+	a.dqpn = h->sqpn;
+	a.psn = h->psn;
+	a.imm = (uint32_t)ev;
+	a.rkey = h->dqpn;
+	a.cmp = orig;
+	a.xsrqn = h->xsrqn;
+	srd_xmit_port(port, from, &a, NULL, 0);
 }
 
 /* ---------------------------------------------------------------- UD */

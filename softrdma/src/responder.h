@@ -55,6 +55,14 @@ void srd_ud_deliver(struct srd_qp *dst, uint32_t qkey, uint32_t src_qpn, const u
 		    const struct srd_seg *src, int nsrc, uint32_t len, bool imm, uint32_t imm_data,
 		    bool sol);
 void srd_resp_reset(struct srd_qp *qp);
+/* XRC across processes (QPN table read lock held): a relayed request for one of our XRC SRQs
+ * (OP_XRC_RELAY), executed and answered; the answer to a relay of qp's (OP_XRC_RELAY_RESP). */
+void srd_relay_rx(const struct pkt_hdr *h, const uint8_t *payload, const struct sockaddr_in6 *from);
+void srd_relay_resp_rx(struct srd_qp *qp, const struct pkt_hdr *h, const struct sockaddr_in6 *from);
+/* The agent's timer scan: resends an unanswered relay of qp, or gives up on it; true while
+ * one waits. */
+bool srd_relay_service(struct srd_qp *qp, uint64_t now);
+void srd_relay_free(struct srd_qp *qp); /* at destruction, when no thread can find qp */
 /* In a child of fork(): the atomics' lock as new. */
 void srd_resp_atfork_child(void);
 

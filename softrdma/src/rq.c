@@ -4,12 +4,13 @@
  * incoming message (with the SRQ limit event), writing receive completions,
  * and flushing a QP's RQ.
  * XRC SRQs (ibv_create_srq_ex with IBV_SRQT_XRC, ibv_get_srq_num) join their domain in xrc.c.
- * Owns: struct srd_rq, srd_srq, srd_rwqe. Calls: cq, events, xrc.
+ * Owns: struct srd_rq, srd_srq, srd_rwqe. Calls: cq, events, xrc, net (XRC SRQ numbers).
  */
 #include "rq.h"
 #include "cq.h"
 #include "events.h"
 #include "xrc.h"
+#include "net.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,6 +138,7 @@ SRD_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 		return EBUSY;
 	if (srq->xrcd) {
 		srd_xrc_srq_remove(srq);
+		srd_net_free_srqn(srq->srqn);
 		UNREF(srd_cq_of(srq->xcq));
 	}
 	UNREF(PD_OF(ibsrq->pd));
@@ -174,10 +176,18 @@ struct ibv_srq *srd_create_srq_ex(struct ibv_context *context, struct ibv_srq_in
 	struct ibv_srq *ibsrq = ibv_create_srq(attr->pd, (struct ibv_srq_init_attr *)attr);
 	if (!ibsrq || type != IBV_SRQT_XRC)
 		return ibsrq;
+	/* its number names this process to the host: a TGT QP of another process relays to us */
+	uint32_t srqn;
+	int e = srd_net_alloc_srqn(srd_ctx_of(context)->dev, &srqn);
+	if (e) {
+		ibv_destroy_srq(ibsrq);
+		errno = e;
+		return NULL;
+	}
 	struct srd_srq *srq = container_of(ibsrq, struct srd_srq, ibsrq);
 	srq->xcq = attr->cq;
 	REF(srd_cq_of(attr->cq));
-	srd_xrc_srq_add(srq, container_of(attr->xrcd, struct srd_xrcd, ibxrcd));
+	srd_xrc_srq_add(srq, container_of(attr->xrcd, struct srd_xrcd, ibxrcd), srqn);
 	return ibsrq;
 }
 

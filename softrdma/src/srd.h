@@ -273,6 +273,18 @@ struct srd_qp {
 	int opens;                /* TGT: handles of ibv_open_qp open on it */
 	struct ibv_pd *rpd;       /* the responder's PD: ibqp.pd, or the current XRC SRQ's */
 	struct srd_qp *xnext;     /* xrc.c's list of TGT QPs */
+	/* XRC across processes (responder.c): a TGT QP's request relayed to the process of the
+	 * XRC SRQ it names, under resp_lock; NULL until the first relay */
+	struct srd_relay *relay;
+	/* a shadow (xrc.c) stands in, in the SRQ's process, for a TGT QP of another process: the
+	 * responder executes relayed requests on it; its errors are recorded, not raised */
+	bool shadow;
+	int shadow_ev;            /* the async event of the shadow's error */
+	/* an ibv_open_qp handle of a TGT QP of another process (qp.c): that process's port (0
+	 * for any other QP), the handle's number there; qp.c's list of such handles */
+	uint16_t rport;
+	uint32_t rid;
+	struct srd_qp *rnext;
 };
 
 #define REF(x) __atomic_add_fetch(&(x)->refs, 1, __ATOMIC_ACQ_REL)

@@ -13,7 +13,25 @@
 #define READ_CHUNK 64       /* response packets per READ request */
 
 enum { OP_SEND = 1, OP_WRITE, OP_READ_REQ, OP_READ_RESP, OP_CAS, OP_FAA, OP_ATOMIC_RESP,
-       OP_ACK, OP_UD_SEND };
+       OP_ACK, OP_UD_SEND, OP_XRC_RELAY, OP_XRC_RELAY_RESP, OP_XRC_CTRL, OP_XRC_CTRL_RESP };
+/*
+ * OP_XRC_CTRL: ibv_open_qp of a TGT QP of another process (qp.c): the request (kind in
+ * syndrome: XCTL_*) to the TGT QP's process, dqpn the TGT QP, sqpn the handle's number, psn
+ * the request's number, imm the opener's pid (OPEN) or the attribute mask (MODIFY), sgid the
+ * domain's key, the payload a struct ibv_qp_attr (MODIFY); or (XCTL_EVENT) an async event of
+ * the TGT QP (sqpn) for the handle dqpn, the event in imm. OP_XRC_CTRL_RESP: the answer to
+ * request psn, the errno in rkey, the QP's state in imm, a struct ibv_qp_attr (QUERY).
+ */
+enum { XCTL_OPEN = 1, XCTL_QUERY, XCTL_MODIFY, XCTL_CLOSE, XCTL_EVENT };
+/*
+ * OP_XRC_RELAY: a TGT QP's process hands one request packet for an XRC SRQ of another process
+ * of this host to that process (responder.c): the request's header with op in syndrome, the
+ * TGT QP's remote access rights in pad, its QPN in sqpn, its incarnation in dqpn, its domain's
+ * key (device, inode) in sgid, the SRQ in xsrqn, the payload unchanged.
+ * OP_XRC_RELAY_RESP: the SRQ's process answers: the outcome in syndrome (SYN_ACK, SYN_RNR or a
+ * NAK), the async event of a NAK in imm, an atomic's original value in cmp; dqpn, psn, xsrqn
+ * and (in rkey) the incarnation of the relay it answers.
+ */
 /* F_INV: SEND with Invalidate, the rkey to invalidate in imm (last packet) */
 /* F_XRC: a request of an XRC_SEND QP to an XRC_RECV QP, for the XRC SRQ in xsrqn */
 enum { F_FIRST = 1, F_LAST = 2, F_SOLICITED = 4, F_IMM = 8, F_ACKREQ = 16, F_INV = 32, F_XRC = 64 };

@@ -4,7 +4,7 @@
  * A domain opened over a file (ibv_open_xrcd with an fd) is the file's: every handle of
  * this process to the same file (device and inode) shares one struct srd_xdom, and the
  * processes that have the file open know of each other through a registry, the file
- * /dev/shm/softrdma-xrcd-<uid>-<dev>-<ino> of mode 0600 (locked with flock while read or
+ * /dev/shm/softrdma-xrcd2-<uid>-<dev>-<ino> of mode 0600 (locked with flock while read or
  * written), which lists the live processes that hold the domain and the TGT QPs they
  * created. It gives ibv_open_xrcd the kernel's O_CREAT/O_EXCL semantics across processes:
  * without O_CREAT a file no live process holds a domain for is EINVAL, with O_EXCL a file
@@ -14,13 +14,18 @@
  *
  * A request of an XRC_SEND QP names an XRC SRQ by number; the TGT QP it arrives at takes
  * the receive WQE from that SRQ, checks memory against the SRQ's PD and completes on the
- * SRQ's CQ. The SRQ must be in the TGT QP's domain (else a remote access error) and, here,
- * in the process that holds the TGT QP: an SRQ number of another process is not found
- * (invalid request). The TGT QP itself is reached through ibv_open_qp by the handles of
- * the process that created it.
+ * SRQ's CQ. The SRQ must be in the TGT QP's domain (else a remote access error). An SRQ
+ * number is (port << 8) | slot of a UDP port of the process that created the SRQ (net.c), so
+ * it is unique on the host and names its process: a TGT QP relays a request for another
+ * process's SRQ to that process (responder.c), which executes it on a shadow of the TGT QP
+ * kept here. Each process lists the ports of its SRQ numbers in the domain's registry, so a
+ * TGT QP whose relay goes unanswered can tell that no live process of the domain has the
+ * SRQ. A TGT QP is opened (ibv_open_qp) by handles of its own process, and by those of other
+ * processes through its process (qp.c), which lists them here as remote openers.
  *
- * Owns: struct srd_xdom, srd_xrcd's life, the XRC SRQ table and the TGT QP list.
- * Lock order: a QP's resp_lock < the SRQ table lock; the TGT list lock < a QP's resp_lock.
+ * Owns: struct srd_xdom, srd_xrcd's life, the XRC SRQ table, the TGT QP list, the shadows.
+ * Lock order: a QP's resp_lock < the SRQ table lock; the TGT list lock < a QP's resp_lock;
+ * the shadow lock < the SRQ table lock; the remote openers' lock is a leaf.
  * Calls: nothing of softrdma.
  */
 #include "xrc.h"
@@ -36,6 +41,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
+#define REG_PORTS 8
 struct srd_xdom {
 	struct srd_xdom *next;
 	bool file;          /* opened over a file (else private, fd -1) */
@@ -43,22 +49,30 @@ struct srd_xdom {
 	ino_t ino;
 	int handles;        /* srd_xrcd handles of this process */
 	char reg[128];      /* the registry's path */
+	uint16_t ports[REG_PORTS]; /* the ports of our XRC SRQ numbers listed in the registry */
+	int nports;
 };
 
-#define REG_MAGIC 0x43525853u /* "SXRC" */
+/* "SXR2", in files named softrdma-xrcd2-*: the layout with the ports; earlier builds, whose
+ * registries (softrdma-xrcd-*) had none, neither read nor sweep these */
+#define REG_MAGIC 0x32525853u
 #define REG_PIDS 64
 #define REG_TGTS 1024
 struct reg {
 	uint32_t magic, pad;
 	int32_t pid[REG_PIDS];
 	struct { uint32_t qpn; int32_t pid; } tgt[REG_TGTS];
+	uint16_t port[REG_PIDS][REG_PORTS]; /* the ports of each process's XRC SRQ numbers */
 };
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;       /* domains */
 static struct srd_xdom *g_doms;
 static pthread_rwlock_t g_srq_lock = PTHREAD_RWLOCK_INITIALIZER; /* XRC SRQ table */
 static struct srd_srq *g_srqs;
-static uint32_t g_next_srqn = 1;
+static pthread_mutex_t g_shadow_lock = PTHREAD_MUTEX_INITIALIZER; /* shadows, and relays on them */
+static struct srd_shadow *g_shadows;
+static int g_nshadows;
+#define MAX_SHADOWS 256
 static pthread_mutex_t g_tgt_lock = PTHREAD_MUTEX_INITIALIZER;   /* TGT QP list */
 static struct srd_qp *g_tgts;
 
@@ -91,6 +105,9 @@ static int reg_open(const char *path, struct reg *r)
 	for (int i = 0; i < REG_PIDS; i++)
 		if (r->pid[i] && !alive(r->pid[i]))
 			r->pid[i] = 0;
+	for (int i = 0; i < REG_PIDS; i++)
+		if (!r->pid[i])
+			memset(r->port[i], 0, sizeof(r->port[i]));
 	for (int i = 0; i < REG_TGTS; i++)
 		if (r->tgt[i].pid && !alive(r->tgt[i].pid))
 			r->tgt[i].pid = 0;
@@ -118,7 +135,7 @@ static void reg_close(int fd, const char *path, const struct reg *r)
 static void reg_sweep(void)
 {
 	char prefix[48];
-	int pl = snprintf(prefix, sizeof(prefix), "softrdma-xrcd-%u-", (unsigned)getuid());
+	int pl = snprintf(prefix, sizeof(prefix), "softrdma-xrcd2-%u-", (unsigned)getuid());
 	DIR *dir = opendir("/dev/shm");
 	struct reg *r = malloc(sizeof(*r));
 	struct dirent *e;
@@ -180,7 +197,7 @@ struct ibv_xrcd *srd_open_xrcd(struct ibv_context *context, struct ibv_xrcd_init
 		d->dev = st.st_dev;
 		d->ino = st.st_ino;
 		/* not "softrdma-<uid>-...": shm.c's sweep owns that name space (its rings) */
-		snprintf(d->reg, sizeof(d->reg), "/dev/shm/softrdma-xrcd-%u-%llx-%llx", (unsigned)getuid(),
+		snprintf(d->reg, sizeof(d->reg), "/dev/shm/softrdma-xrcd2-%u-%llx-%llx", (unsigned)getuid(),
 			 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
 		struct reg *r = malloc(sizeof(*r));
 		int fd = r ? reg_open(d->reg, r) : -1;
@@ -258,14 +275,80 @@ int srd_close_xrcd(struct ibv_xrcd *ibxrcd)
 	return 0;
 }
 
-void srd_xrc_srq_add(struct srd_srq *srq, struct srd_xrcd *xrcd)
+/* Lists port (of an XRC SRQ number of ours) under our pid in d's registry, once. */
+static void reg_port(struct srd_xdom *d, uint16_t port)
+{
+	pthread_mutex_lock(&g_lock);
+	bool known = !d->file;
+	for (int i = 0; i < d->nports; i++)
+		known |= d->ports[i] == port;
+	if (!known && d->nports < REG_PORTS) {
+		struct reg *r = malloc(sizeof(*r));
+		int fd = r ? reg_open(d->reg, r) : -1;
+		if (fd >= 0) {
+			for (int i = 0; i < REG_PIDS; i++)
+				if (r->pid[i] == getpid()) {
+					int k = 0;
+					while (k < REG_PORTS && r->port[i][k] && r->port[i][k] != port)
+						k++;
+					if (k < REG_PORTS)
+						r->port[i][k] = port;
+				}
+			reg_close(fd, d->reg, r);
+			d->ports[d->nports++] = port;
+		}
+		free(r);
+	}
+	pthread_mutex_unlock(&g_lock);
+}
+
+bool srd_xrc_port_held(struct srd_xrcd *xrcd, uint16_t port)
+{
+	struct srd_xdom *d = xrcd->dom;
+	if (!d->file)
+		return false;
+	struct reg *r = malloc(sizeof(*r));
+	int fd = r ? reg_open(d->reg, r) : -1;
+	bool found = false;
+	if (fd >= 0) {
+		for (int i = 0; i < REG_PIDS; i++)
+			for (int k = 0; r->pid[i] && k < REG_PORTS; k++)
+				found |= r->port[i][k] == port;
+		reg_close(fd, d->reg, r);
+	}
+	free(r);
+	return found;
+}
+
+void srd_xrc_dom_key(const struct srd_xrcd *xrcd, uint8_t key[16])
+{
+	memset(key, 0, 16);
+	if (!xrcd->dom->file)
+		return; /* a private domain: no key, matches no domain of another process */
+	uint64_t dev = (uint64_t)xrcd->dom->dev, ino = (uint64_t)xrcd->dom->ino;
+	memcpy(key, &dev, 8);
+	memcpy(key + 8, &ino, 8);
+}
+
+static bool key_matches(const struct srd_xdom *d, const uint8_t key[16])
+{
+	static const uint8_t zero[16];
+	uint8_t k[16];
+	if (!d->file || !memcmp(key, zero, 16))
+		return false;
+	uint64_t dev = (uint64_t)d->dev, ino = (uint64_t)d->ino;
+	memcpy(k, &dev, 8);
+	memcpy(k + 8, &ino, 8);
+	return !memcmp(k, key, 16);
+}
+
+void srd_xrc_srq_add(struct srd_srq *srq, struct srd_xrcd *xrcd, uint32_t srqn)
 {
 	REF(xrcd);
 	srq->xrcd = xrcd;
+	reg_port(xrcd->dom, (uint16_t)(srqn >> 8));
 	pthread_rwlock_wrlock(&g_srq_lock);
-	srq->srqn = g_next_srqn++ & SRD_HDR_PSN_MASK;
-	if (!srq->srqn)
-		srq->srqn = g_next_srqn++;
+	srq->srqn = srqn;
 	srq->xnext = g_srqs;
 	g_srqs = srq;
 	pthread_rwlock_unlock(&g_srq_lock);
@@ -292,7 +375,77 @@ void srd_xrc_srq_remove(struct srd_srq *srq)
 		srd_unlock(&q->resp_lock);
 	}
 	pthread_mutex_unlock(&g_tgt_lock);
+	/* the shadows: relays run under the shadow lock; with no XRC SRQ left, none can succeed */
+	pthread_mutex_lock(&g_shadow_lock);
+	pthread_rwlock_rdlock(&g_srq_lock);
+	bool none = g_srqs == NULL;
+	pthread_rwlock_unlock(&g_srq_lock);
+	for (struct srd_shadow *h = g_shadows; h; h = h->next)
+		if (h->qp.srq == srq) {
+			h->qp.srq = NULL;
+			h->qp.rpd = NULL;
+			h->qp.recv_in_progress = false;
+		}
+	while (none && g_shadows) {
+		struct srd_shadow *h = g_shadows;
+		g_shadows = h->next;
+		free(h);
+	}
+	if (none)
+		g_nshadows = 0;
+	pthread_mutex_unlock(&g_shadow_lock);
 	UNREF(srq->xrcd);
+}
+
+void srd_xrc_shadow_lock(void)
+{
+	pthread_mutex_lock(&g_shadow_lock);
+}
+
+void srd_xrc_shadow_unlock(void)
+{
+	pthread_mutex_unlock(&g_shadow_lock);
+}
+
+static void shadow_reset(struct srd_shadow *h, uint32_t inc)
+{
+	memset(&h->qp, 0, sizeof(h->qp));
+	h->qp.shadow = true;
+	h->qp.ttype = IBV_QPT_RC;
+	h->qp.ibqp.qp_type = IBV_QPT_XRC_RECV;
+	h->qp.ibqp.qp_num = h->qpn;
+	h->qp.state = IBV_QPS_RTS;
+	srd_lock_init(&h->qp.resp_lock);
+	h->inc = inc;
+	h->last_valid = false;
+}
+
+struct srd_shadow *srd_xrc_shadow_get(uint16_t port, uint32_t qpn, uint32_t inc)
+{
+	static uint64_t tick;
+	struct srd_shadow *h = g_shadows, *lru = NULL;
+	for (; h && (h->port != port || h->qpn != qpn); h = h->next)
+		if (!lru || h->used < lru->used)
+			lru = h;
+	if (!h && g_nshadows >= MAX_SHADOWS) {
+		h = lru; /* the least recently used gives way (a message it was placing is lost) */
+		h->inc = 0;
+	} else if (!h) {
+		h = calloc(1, sizeof(*h));
+		if (!h)
+			return NULL;
+		h->next = g_shadows;
+		g_shadows = h;
+		g_nshadows++;
+	}
+	if (h->port != port || h->qpn != qpn || h->inc != inc) {
+		/* a TGT QP new to us, or reset since (a new incarnation): a fresh responder */
+		h->port = port;
+		h->qpn = qpn;
+		shadow_reset(h, inc);
+	}
+	h->used = ++tick;
+	return h;
 }
 
 /* Adds or removes qpn in the registry of a file domain. */
@@ -331,10 +484,132 @@ void srd_xrc_tgt_add(struct srd_qp *qp)
 	reg_tgt(qp->xrcd->dom, qp->ibqp.qp_num, true);
 }
 
+/* Remote openers: handles of ibv_open_qp in other processes, per TGT QP of ours */
+struct ropen {
+	struct ropen *next;
+	const struct srd_qp *qp;
+	uint16_t port;
+	uint32_t id;
+	int32_t pid;
+	uint32_t last_req;   /* the handle's last modify request, and its answer */
+	int last_rc;
+};
+static struct ropen *g_ropens;
+static pthread_mutex_t g_ropen_lock = PTHREAD_MUTEX_INITIALIZER; /* a leaf: taken under resp_lock too */
+
+/* g_ropen_lock held: drops the openers of dead processes, counts qp's */
+static int ropen_count(const struct srd_qp *qp)
+{
+	int n = 0;
+	for (struct ropen **p = &g_ropens; *p;) {
+		struct ropen *o = *p;
+		if (!alive(o->pid)) {
+			*p = o->next;
+			free(o);
+			continue;
+		}
+		n += o->qp == qp;
+		p = &o->next;
+	}
+	return n;
+}
+
+struct srd_qp *srd_xrc_tgt_open_key(uint32_t qpn, const uint8_t key[16])
+{
+	pthread_mutex_lock(&g_tgt_lock);
+	struct srd_qp *q = g_tgts;
+	while (q && (q->ibqp.qp_num != qpn || !key_matches(q->xrcd->dom, key)))
+		q = q->xnext;
+	if (q)
+		q->opens++;
+	pthread_mutex_unlock(&g_tgt_lock);
+	return q;
+}
+
+static struct ropen *ropen_find(const struct srd_qp *real, uint16_t port, uint32_t id)
+{
+	struct ropen *o = g_ropens;
+	while (o && (o->qp != real || o->port != port || o->id != id))
+		o = o->next;
+	return o;
+}
+
+bool srd_xrc_ropen_answered(const struct srd_qp *real, uint16_t port, uint32_t id, uint32_t req, int *rc)
+{
+	pthread_mutex_lock(&g_ropen_lock);
+	struct ropen *o = ropen_find(real, port, id);
+	bool seen = o && o->last_req == req;
+	if (seen)
+		*rc = o->last_rc;
+	pthread_mutex_unlock(&g_ropen_lock);
+	return seen;
+}
+
+void srd_xrc_ropen_record(const struct srd_qp *real, uint16_t port, uint32_t id, uint32_t req, int rc)
+{
+	pthread_mutex_lock(&g_ropen_lock);
+	struct ropen *o = ropen_find(real, port, id);
+	if (o) {
+		o->last_req = req;
+		o->last_rc = rc;
+	}
+	pthread_mutex_unlock(&g_ropen_lock);
+}
+
+int srd_xrc_ropen_add(struct srd_qp *real, uint16_t port, uint32_t id, int32_t pid)
+{
+	pthread_mutex_lock(&g_ropen_lock);
+	bool known = ropen_find(real, port, id) != NULL;
+	pthread_mutex_unlock(&g_ropen_lock);
+	if (known)
+		return 0; /* the request again: opened already */
+	struct ropen *o = calloc(1, sizeof(*o));
+	if (!o)
+		return ENOMEM;
+	o->qp = real;
+	o->port = port;
+	o->id = id;
+	o->pid = pid;
+	pthread_mutex_lock(&g_ropen_lock);
+	o->next = g_ropens;
+	g_ropens = o;
+	pthread_mutex_unlock(&g_ropen_lock);
+	return 0;
+}
+
+void srd_xrc_ropen_del(struct srd_qp *real, uint16_t port, uint32_t id)
+{
+	pthread_mutex_lock(&g_ropen_lock);
+	for (struct ropen **p = &g_ropens; *p; p = &(*p)->next)
+		if ((*p)->qp == real && (*p)->port == port && (*p)->id == id) {
+			struct ropen *o = *p;
+			*p = o->next;
+			free(o);
+			break;
+		}
+	pthread_mutex_unlock(&g_ropen_lock);
+}
+
+int srd_xrc_ropen_list(const struct srd_qp *qp, uint16_t *ports, uint32_t *ids, int max)
+{
+	int n = 0;
+	pthread_mutex_lock(&g_ropen_lock);
+	for (struct ropen *o = g_ropens; o && n < max; o = o->next)
+		if (o->qp == qp) {
+			ports[n] = o->port;
+			ids[n++] = o->id;
+		}
+	pthread_mutex_unlock(&g_ropen_lock);
+	return n;
+}
+
 int srd_xrc_tgt_remove(struct srd_qp *qp)
 {
 	pthread_mutex_lock(&g_tgt_lock);
-	if (qp->opens) {
+	pthread_mutex_lock(&g_ropen_lock);
+	int remote = ropen_count(qp);
+	pthread_mutex_unlock(&g_ropen_lock);
+	if (qp->opens || remote) {
 		pthread_mutex_unlock(&g_tgt_lock);
 		return EBUSY; /* ibv_open_qp handles of it are open */
 	}
@@ -383,6 +658,28 @@ bool srd_xrc_tgt_elsewhere(struct srd_xrcd *xrcd, uint32_t qpn)
 	}
 	free(r);
 	return found;
+}
+
+int srd_xrc_shadow_select(struct srd_shadow *h, uint32_t srqn, const uint8_t key[16],
+			  enum ibv_event_type *ev)
+{
+	*ev = IBV_EVENT_QP_REQ_ERR;
+	pthread_rwlock_rdlock(&g_srq_lock);
+	struct srd_srq *s = g_srqs;
+	while (s && s->srqn != srqn)
+		s = s->xnext;
+	int syn = SYN_ACK;
+	if (!s) {
+		syn = SYN_NAK_INV;
+	} else if (!key_matches(s->xrcd->dom, key)) {
+		*ev = IBV_EVENT_QP_ACCESS_ERR;
+		syn = SYN_NAK_ACCESS;
+	} else {
+		h->qp.srq = s;
+		h->qp.rpd = s->ibsrq.pd;
+	}
+	pthread_rwlock_unlock(&g_srq_lock);
+	return syn;
 }
 
 int srd_xrc_select(struct srd_qp *qp, bool xrc, uint32_t srqn, enum ibv_event_type *ev)

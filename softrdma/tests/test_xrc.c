@@ -186,8 +186,8 @@ static void test_traffic(void)
 	CHECK(!memcmp(buf + 32768, buf, 3000), "SRQ 1's bytes");
 	CHECK(!memcmp(buf + 32768 + 8192, buf + 4096, 5000), "SRQ 2's bytes");
 
-	/* another process (a fresh one: exec'd) joins the domain this one holds, and cannot open
-	 * this process's target QP here */
+	/* another process (a fresh one: exec'd) joins the domain this one holds and opens this
+	 * process's target QP: a handle, queried there, closed */
 	{
 		char qpn[16], path[128];
 		snprintf(qpn, sizeof(qpn), "%u", t->qp_num);
@@ -199,8 +199,8 @@ static void test_traffic(void)
 		}
 		int st;
 		waitpid(pid, &st, 0);
-		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "a fresh process joins the domain; open_qp there: "
-		      "EOPNOTSUPP (status %d)", st);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "a fresh process joins the domain and opens this "
+		      "process's target QP there (status %d)", st);
 	}
 
 	/* ibv_open_qp: a second handle; the QP's own destroy waits for it */
@@ -254,7 +254,8 @@ static void test_traffic(void)
 }
 
 /* The exec'd peer: opens the domain of path without O_CREAT (it exists only because the parent
- * holds it) and tries to open the parent's target QP qpn. Exit 0 when both answer as expected. */
+ * holds it), opens the parent's target QP qpn, queries it (RTS) and closes the handle, and
+ * tries a number no target QP has (EINVAL). Exit 0 when all answer as expected. */
 static int peer(const char *path, unsigned qpn)
 {
 	ctx = t_open_dev();
@@ -270,9 +271,15 @@ static int peer(const char *path, unsigned qpn)
 				       .qp_num = qpn, .xrcd = x, .qp_type = IBV_QPT_XRC_RECV };
 	errno = 0;
 	struct ibv_qp *q = ibv_open_qp(ctx, &oa);
-	int rc = !q && errno == EOPNOTSUPP ? 0 : 2;
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+	int rc = q && q->qp_num == qpn && !ibv_query_qp(q, &qa, IBV_QP_STATE, &qi) && qa.qp_state == IBV_QPS_RTS ? 0 : 2;
 	if (rc)
 		fprintf(stderr, "peer: ibv_open_qp of another process's TGT QP: %p errno %d\n", (void *)q, errno);
+	if (q && ibv_destroy_qp(q)) {
+		fprintf(stderr, "peer: closing the handle failed\n");
+		rc = 3;
+	}
 	oa.qp_num = qpn + 1;
 	if (ibv_open_qp(ctx, &oa) || errno != EINVAL) {
 		fprintf(stderr, "peer: ibv_open_qp of no QP: errno %d\n", errno);

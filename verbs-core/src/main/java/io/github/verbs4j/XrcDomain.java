@@ -182,8 +182,9 @@ public final class XrcDomain implements AutoCloseable {
      * second handle to it, through which it can be moved and queried; closing the handle leaves
      * the QP to its creator, whose close is refused (EBUSY) while handles are open.
      *
-     * <p><b>Errors</b>: {@link VerbsException} (EINVAL: no target QP of that number in the domain;
-     * on softrdma EOPNOTSUPP for one created by another process).
+     * <p><b>Errors</b>: {@link VerbsException} (EINVAL: no target QP of that number in the domain).
+     * The QP may be another process's: on softrdma the handle then reaches it through that process
+     * (docs/softrdma.md).
      */
     public XrcTarget openTarget(int qpNumber) {
         life.ensureOpen(this);
