@@ -58,6 +58,7 @@ struct srd_sock {
 	struct srd_qp *slots[256];
 	int nsrq;                 /* XRC SRQ numbers of this port in use */
 	bool srqs[256];
+	uint8_t next_srq_slot;    /* the same for XRC SRQ numbers */
 };
 
 srd_brlock_t srd_qpn_table_lock = SRD_BRLOCK_INIT(SRD_BR_QPN);
@@ -340,9 +341,12 @@ int srd_net_alloc_srqn(struct srd_device *dev, uint32_t *srqn)
 		g_socks[g_nsocks++] = s;
 	}
 	struct srd_sock *s = g_socks[si];
-	int slot = 0;
+	/* next fit, as QP numbers (srd_net_alloc_qpn): a relay of a destroyed SRQ's number still
+	 * on its way must not reach an SRQ created after it */
+	int slot = s->next_srq_slot;
 	while (s->srqs[slot])
-		slot++;
+		slot = (slot + 1) & 0xff;
+	s->next_srq_slot = (uint8_t)(slot + 1);
 	s->srqs[slot] = true;
 	s->nsrq++;
 	*srqn = ((uint32_t)s->port << 8) | (uint32_t)slot;
