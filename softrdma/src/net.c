@@ -430,6 +430,12 @@ bool srd_net_source_allowed(const struct sockaddr_in6 *from)
 
 bool srd_net_from_peer(const struct srd_qp *qp, const struct sockaddr_in6 *from)
 {
+	/* modify_qp writes the peer on the way to RTR and then publishes the state (release):
+	 * before RTR there is no peer to compare with, and reading it would race that write (a
+	 * stale packet for a QP number just handed out again, seen by ThreadSanitizer) */
+	int s = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
+	if (s == IBV_QPS_RESET || s == IBV_QPS_INIT)
+		return false;
 	if (from->sin6_family != AF_INET6 || from->sin6_port != qp->peer.sin6_port)
 		return false;
 	/* a peer on this host is reached over loopback; which loopback address its
