@@ -130,6 +130,31 @@ static void reg_close(int fd, const char *path, const struct reg *r)
 	close(fd);
 }
 
+/* reg_open into a buffer of its own: NULL (errno set) when it cannot. reg_give ends it. */
+static struct reg *reg_take(const char *path, int *fd)
+{
+	struct reg *r = malloc(sizeof(*r));
+	if (!r) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	*fd = reg_open(path, r);
+	if (*fd < 0) {
+		int e = errno;
+		free(r);
+		errno = e;
+		return NULL;
+	}
+	return r;
+}
+
+/* reg_close, and frees what reg_take allocated. */
+static void reg_give(int fd, const char *path, struct reg *r)
+{
+	reg_close(fd, path, r);
+	free(r);
+}
+
 /* Removes the registries that only processes now dead held (killed before they closed
  * their domains); once per process, at its first domain over a file. */
 static void reg_sweep(void)
@@ -199,10 +224,10 @@ struct ibv_xrcd *srd_open_xrcd(struct ibv_context *context, struct ibv_xrcd_init
 		/* not "softrdma-<uid>-...": shm.c's sweep owns that name space (its rings) */
 		snprintf(d->reg, sizeof(d->reg), "/dev/shm/softrdma-xrcd2-%u-%llx-%llx", (unsigned)getuid(),
 			 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
-		struct reg *r = malloc(sizeof(*r));
-		int fd = r ? reg_open(d->reg, r) : -1;
-		if (fd < 0) {
-			err = r ? errno : ENOMEM;
+		int fd;
+		struct reg *r = reg_take(d->reg, &fd);
+		if (!r) {
+			err = errno;
 		} else {
 			bool held = false;
 			int free_slot = -1;
@@ -219,9 +244,8 @@ struct ibv_xrcd *srd_open_xrcd(struct ibv_context *context, struct ibv_xrcd_init
 				err = ENOMEM;
 			else
 				r->pid[free_slot] = getpid();
-			reg_close(fd, d->reg, r);
+			reg_give(fd, d->reg, r);
 		}
-		free(r);
 		if (err) {
 			free(d);
 			d = NULL;
@@ -257,16 +281,13 @@ int srd_close_xrcd(struct ibv_xrcd *ibxrcd)
 				*p = d->next;
 				break;
 			}
-		if (d->file) {
-			struct reg *r = malloc(sizeof(*r));
-			int fd = r ? reg_open(d->reg, r) : -1;
-			if (fd >= 0) {
-				for (int i = 0; i < REG_PIDS; i++)
-					if (r->pid[i] == getpid())
-						r->pid[i] = 0;
-				reg_close(fd, d->reg, r);
-			}
-			free(r);
+		int fd;
+		struct reg *r = d->file ? reg_take(d->reg, &fd) : NULL;
+		if (r) {
+			for (int i = 0; i < REG_PIDS; i++)
+				if (r->pid[i] == getpid())
+					r->pid[i] = 0;
+			reg_give(fd, d->reg, r);
 		}
 		free(d);
 	}
@@ -283,9 +304,9 @@ static void reg_port(struct srd_xdom *d, uint16_t port)
 	for (int i = 0; i < d->nports; i++)
 		known |= d->ports[i] == port;
 	if (!known && d->nports < REG_PORTS) {
-		struct reg *r = malloc(sizeof(*r));
-		int fd = r ? reg_open(d->reg, r) : -1;
-		if (fd >= 0) {
+		int fd;
+		struct reg *r = reg_take(d->reg, &fd);
+		if (r) {
 			for (int i = 0; i < REG_PIDS; i++)
 				if (r->pid[i] == getpid()) {
 					int k = 0;
@@ -294,10 +315,9 @@ static void reg_port(struct srd_xdom *d, uint16_t port)
 					if (k < REG_PORTS)
 						r->port[i][k] = port;
 				}
-			reg_close(fd, d->reg, r);
+			reg_give(fd, d->reg, r);
 			d->ports[d->nports++] = port;
 		}
-		free(r);
 	}
 	pthread_mutex_unlock(&g_lock);
 }
@@ -305,18 +325,15 @@ static void reg_port(struct srd_xdom *d, uint16_t port)
 bool srd_xrc_port_held(struct srd_xrcd *xrcd, uint16_t port)
 {
 	struct srd_xdom *d = xrcd->dom;
-	if (!d->file)
-		return false;
-	struct reg *r = malloc(sizeof(*r));
-	int fd = r ? reg_open(d->reg, r) : -1;
+	int fd;
+	struct reg *r = d->file ? reg_take(d->reg, &fd) : NULL;
 	bool found = false;
-	if (fd >= 0) {
+	if (r) {
 		for (int i = 0; i < REG_PIDS; i++)
 			for (int k = 0; r->pid[i] && k < REG_PORTS; k++)
 				found |= r->port[i][k] == port;
-		reg_close(fd, d->reg, r);
+		reg_give(fd, d->reg, r);
 	}
-	free(r);
 	return found;
 }
 
@@ -451,14 +468,10 @@ struct srd_shadow *srd_xrc_shadow_get(uint16_t port, uint32_t qpn, uint32_t inc)
 /* Adds or removes qpn in the registry of a file domain. */
 static void reg_tgt(struct srd_xdom *d, uint32_t qpn, bool add)
 {
-	if (!d->file)
+	int fd;
+	struct reg *r = d->file ? reg_take(d->reg, &fd) : NULL;
+	if (!r)
 		return;
-	struct reg *r = malloc(sizeof(*r));
-	int fd = r ? reg_open(d->reg, r) : -1;
-	if (fd < 0) {
-		free(r);
-		return;
-	}
 	for (int i = 0; i < REG_TGTS; i++) {
 		if (add && !r->tgt[i].pid) {
 			r->tgt[i].qpn = qpn;
@@ -470,8 +483,7 @@ static void reg_tgt(struct srd_xdom *d, uint32_t qpn, bool add)
 			break;
 		}
 	}
-	reg_close(fd, d->reg, r);
-	free(r);
+	reg_give(fd, d->reg, r);
 }
 
 void srd_xrc_tgt_add(struct srd_qp *qp)
@@ -646,17 +658,14 @@ void srd_xrc_tgt_close(struct srd_qp *real)
 bool srd_xrc_tgt_elsewhere(struct srd_xrcd *xrcd, uint32_t qpn)
 {
 	struct srd_xdom *d = xrcd->dom;
-	if (!d->file)
-		return false;
-	struct reg *r = malloc(sizeof(*r));
-	int fd = r ? reg_open(d->reg, r) : -1;
+	int fd;
+	struct reg *r = d->file ? reg_take(d->reg, &fd) : NULL;
 	bool found = false;
-	if (fd >= 0) {
+	if (r) {
 		for (int i = 0; i < REG_TGTS; i++)
 			found |= r->tgt[i].pid && r->tgt[i].pid != getpid() && r->tgt[i].qpn == qpn;
-		reg_close(fd, d->reg, r);
+		reg_give(fd, d->reg, r);
 	}
-	free(r);
 	return found;
 }
 
