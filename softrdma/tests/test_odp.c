@@ -96,14 +96,7 @@ static int post1(struct ibv_qp *q, enum ibv_wr_opcode op, void *addr, uint32_t l
 	struct ibv_sge s = { (uintptr_t)addr, len, lkey };
 	struct ibv_send_wr w = { .wr_id = op, .sg_list = &s, .num_sge = 1, .opcode = op,
 				 .send_flags = IBV_SEND_SIGNALED }, *bad;
-	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
-		w.wr.atomic.remote_addr = raddr;
-		w.wr.atomic.rkey = rkey;
-		w.wr.atomic.compare_add = add;
-	} else {
-		w.wr.rdma.remote_addr = raddr;
-		w.wr.rdma.rkey = rkey;
-	}
+	t_wr_remote(&w, raddr, rkey, add, 0);
 	return ibv_post_send(q, &w, &bad);
 }
 
@@ -562,15 +555,7 @@ static void race_op(enum ibv_wr_opcode op, struct ibv_mr *lmr, unsigned char *lo
 			break;
 		}
 		s.length = len;
-		if (op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
-			w.wr.atomic.remote_addr = raddr;
-			w.wr.atomic.rkey = tmr->rkey;
-			w.wr.atomic.compare_add = op == IBV_WR_ATOMIC_FETCH_AND_ADD ? add : cmp;
-			w.wr.atomic.swap = swap;
-		} else {
-			w.wr.rdma.remote_addr = raddr;
-			w.wr.rdma.rkey = tmr->rkey;
-		}
+		t_wr_remote(&w, raddr, tmr->rkey, op == IBV_WR_ATOMIC_FETCH_AND_ADD ? add : cmp, swap);
 		struct ibv_wc wc = { .status = -1 };
 		if (ibv_post_send(p.qa, &w, &bad) || !t_wait_wc(p.ca, &wc)) {
 			CHECK(0, "%s, %s: post or completion failed at operation %u", path, name, iter);

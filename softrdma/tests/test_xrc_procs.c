@@ -108,14 +108,7 @@ static int post(struct ibv_qp *i, uint64_t wr_id, enum ibv_wr_opcode op, void *b
 	struct ibv_send_wr w = { .wr_id = wr_id, .sg_list = &s, .num_sge = 1, .opcode = op,
 				 .send_flags = IBV_SEND_SIGNALED, .imm_data = htonl(imm) }, *bad;
 	w.qp_type.xrc.remote_srqn = srqn;
-	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
-		w.wr.atomic.remote_addr = raddr;
-		w.wr.atomic.rkey = rkey;
-		w.wr.atomic.compare_add = add;
-	} else {
-		w.wr.rdma.remote_addr = raddr;
-		w.wr.rdma.rkey = rkey;
-	}
+	t_wr_remote(&w, raddr, rkey, add, 0);
 	return ibv_post_send(i, &w, &bad);
 }
 

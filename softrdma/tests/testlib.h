@@ -59,6 +59,24 @@ __attribute__((unused)) static struct ibv_context *t_open_dev(void)
 	return c;
 }
 
+/*
+ * Where a send WR's remote side goes depends on its opcode: wr.atomic (with compare_add and
+ * swap) for the two atomics, wr.rdma for the rest.
+ */
+__attribute__((unused)) static void t_wr_remote(struct ibv_send_wr *w, uint64_t raddr, uint32_t rkey,
+						uint64_t compare_add, uint64_t swap)
+{
+	if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		w->wr.atomic.remote_addr = raddr;
+		w->wr.atomic.rkey = rkey;
+		w->wr.atomic.compare_add = compare_add;
+		w->wr.atomic.swap = swap;
+	} else {
+		w->wr.rdma.remote_addr = raddr;
+		w->wr.rdma.rkey = rkey;
+	}
+}
+
 /* Waits up to ~5 s for one completion on cq, polled into *wc: 1, 0 when none came, or ibv_poll_cq's error. */
 __attribute__((unused)) static int t_wait_wc(struct ibv_cq *cq, struct ibv_wc *wc)
 {
