@@ -23,7 +23,8 @@ class XrcTest {
     @TempDir
     Path dir;
 
-    private static void assumeXrc(Context ctx) {
+    /** Skips where the device has no XRC (kernel rxe, siw), saying so; XrcTwoProcessTest too. */
+    static void assumeXrc(Context ctx) {
         assumeTrue(ctx.queryDevice().hasXrc(), () -> ctx.device().name()
                 + " has no XRC (IBV_DEVICE_XRC unset: kernel rxe and siw implement none)");
     }

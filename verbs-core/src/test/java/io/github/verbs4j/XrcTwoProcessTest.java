@@ -18,7 +18,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * XRC across two processes sharing a domain file: the child JVM ({@link XrcPeer}) creates the
@@ -39,8 +38,7 @@ class XrcTwoProcessTest {
     @Timeout(value = 90, unit = TimeUnit.SECONDS)
     void sendsFromHereLandInTheSrqsOfTheOtherProcessByNumber() throws Exception {
         try (Context probe = Rig.open()) {
-            assumeTrue(probe.queryDevice().hasXrc(), () -> probe.device().name()
-                    + " has no XRC (IBV_DEVICE_XRC unset: kernel rxe and siw implement none)");
+            XrcTest.assumeXrc(probe);
         }
         Path file = dir.resolve("domain");
         try (Context ctx = Rig.open()) {
@@ -107,8 +105,7 @@ class XrcTwoProcessTest {
     @Timeout(value = 90, unit = TimeUnit.SECONDS)
     void sendsThroughTheOtherProcessesTargetLandInAnSrqOfThisProcess() throws Exception {
         try (Context probe = Rig.open()) {
-            assumeTrue(probe.queryDevice().hasXrc(), () -> probe.device().name()
-                    + " has no XRC (IBV_DEVICE_XRC unset: kernel rxe and siw implement none)");
+            XrcTest.assumeXrc(probe);
         }
         Path file = dir.resolve("domain");
         Random random = new Random(17);
