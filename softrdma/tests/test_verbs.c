@@ -391,6 +391,26 @@ static void test_qpn_reuse(void)
 			CHECK(seen[j] != seen[i], "QP %d got the number 0x%x of QP %d, destroyed before it", i, seen[i], j);
 		CHECK(ibv_destroy_qp(q) == 0, "destroy QP %d", i);
 	}
+	/* past one socket's 256 numbers: a second socket (port) is opened, every number distinct */
+	enum { MANY = 300 };
+	static struct ibv_qp *many[MANY];
+	int made = 0, ports = 0, shared = 0;
+	for (; made < MANY; made++) {
+		many[made] = mkqp(&e, e.cq, IBV_QPT_RC, NULL);
+		if (!many[made])
+			break;
+		int new_port = 1;
+		for (int j = 0; j < made; j++) {
+			shared += many[j]->qp_num == many[made]->qp_num;
+			new_port &= (many[j]->qp_num >> 8) != (many[made]->qp_num >> 8);
+		}
+		ports += new_port;
+	}
+	CHECK_EQ(made, MANY, "QPs created");
+	CHECK_EQ(shared, 0, "pairs of live QPs sharing a number");
+	CHECK(ports >= 2, "%d QPs on %d ports", made, ports);
+	for (int j = 0; j < made; j++)
+		CHECK(ibv_destroy_qp(many[j]) == 0, "destroy QP %d of many", j);
 	env_down(&e);
 }
 
