@@ -263,28 +263,31 @@ static int pick_fd(const struct srd_sock *s, const struct sockaddr_in6 *to, cons
 	return s->fds[0];
 }
 
+/*
+ * The index of a socket of dev with a free QP slot (srq false) or XRC SRQ slot (true), a new
+ * socket opened when none has one; -errno when none can be. Holds the QPN table for writing.
+ */
+static int sock_with_room(struct srd_device *dev, bool srq)
+{
+	for (int i = 0; i < g_nsocks; i++)
+		if (g_socks[i]->dev == dev && (srq ? g_socks[i]->nsrq : g_socks[i]->used) < 256)
+			return i;
+	if (g_nsocks == 256)
+		return -ENOMEM;
+	struct srd_sock *s = open_sock(dev);
+	if (!s)
+		return -(errno ? errno : ENOMEM);
+	g_socks[g_nsocks] = s;
+	return g_nsocks++;
+}
+
 int srd_net_alloc_qpn(struct srd_qp *qp)
 {
 	srd_br_wrlock(&srd_qpn_table_lock);
-	int si = -1;
-	for (int i = 0; i < g_nsocks; i++)
-		if (g_socks[i]->dev == qp->dev && g_socks[i]->used < 256) {
-			si = i;
-			break;
-		}
+	int si = sock_with_room(qp->dev, false);
 	if (si < 0) {
-		if (g_nsocks == 256) {
-			srd_br_wrunlock(&srd_qpn_table_lock);
-			return ENOMEM;
-		}
-		struct srd_sock *s = open_sock(qp->dev);
-		if (!s) {
-			int e = errno ? errno : ENOMEM;
-			srd_br_wrunlock(&srd_qpn_table_lock);
-			return e;
-		}
-		si = g_nsocks;
-		g_socks[g_nsocks++] = s;
+		srd_br_wrunlock(&srd_qpn_table_lock);
+		return -si;
 	}
 	struct srd_sock *s = g_socks[si];
 	/*
@@ -324,21 +327,10 @@ void srd_net_free_qpn(struct srd_qp *qp)
 int srd_net_alloc_srqn(struct srd_device *dev, uint32_t *srqn)
 {
 	srd_br_wrlock(&srd_qpn_table_lock);
-	int si = -1;
-	for (int i = 0; i < g_nsocks; i++)
-		if (g_socks[i]->dev == dev && g_socks[i]->nsrq < 256) {
-			si = i;
-			break;
-		}
+	int si = sock_with_room(dev, true);
 	if (si < 0) {
-		struct srd_sock *s = g_nsocks < 256 ? open_sock(dev) : NULL;
-		if (!s) {
-			int e = g_nsocks == 256 ? ENOMEM : errno ? errno : ENOMEM;
-			srd_br_wrunlock(&srd_qpn_table_lock);
-			return e;
-		}
-		si = g_nsocks;
-		g_socks[g_nsocks++] = s;
+		srd_br_wrunlock(&srd_qpn_table_lock);
+		return -si;
 	}
 	struct srd_sock *s = g_socks[si];
 	/* next fit, as QP numbers (srd_net_alloc_qpn): a relay of a destroyed SRQ's number still
