@@ -25,9 +25,9 @@
 #include <sys/socket.h>
 #include <sys/random.h>
 
-#include "cm_internal.h"
+#include "cm_units.h"
 
-static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_cond = PTHREAD_COND_INITIALIZER;
 static struct cm_id *g_ids;
 static struct cm_dev *g_devs;
@@ -50,7 +50,7 @@ static int g_refused_retry_ms = 3000;
 
 /* ------------------------------------------------------------------ utils */
 
-static uint64_t now_ms(void)
+uint64_t now_ms(void)
 {
 	struct timespec ts;
 
@@ -58,13 +58,13 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int fail(int err)
+int fail(int err)
 {
 	errno = err;
 	return -1;
 }
 
-static uint32_t random_psn(void)
+uint32_t random_psn(void)
 {
 	uint32_t v = 0;
 
@@ -73,7 +73,7 @@ static uint32_t random_psn(void)
 	return v & 0xffffff;
 }
 
-static socklen_t sa_len(const struct sockaddr *sa)
+socklen_t sa_len(const struct sockaddr *sa)
 {
 	switch (sa->sa_family) {
 	case AF_INET:
@@ -85,7 +85,7 @@ static socklen_t sa_len(const struct sockaddr *sa)
 	}
 }
 
-static uint16_t sa_port(const struct sockaddr *sa)
+uint16_t sa_port(const struct sockaddr *sa)
 {
 	if (sa->sa_family == AF_INET)
 		return ((const struct sockaddr_in *)sa)->sin_port;
@@ -94,7 +94,7 @@ static uint16_t sa_port(const struct sockaddr *sa)
 	return 0;
 }
 
-static void sa_set_port(struct sockaddr *sa, uint16_t port_be)
+void sa_set_port(struct sockaddr *sa, uint16_t port_be)
 {
 	if (sa->sa_family == AF_INET)
 		((struct sockaddr_in *)sa)->sin_port = port_be;
@@ -102,7 +102,7 @@ static void sa_set_port(struct sockaddr *sa, uint16_t port_be)
 		((struct sockaddr_in6 *)sa)->sin6_port = port_be;
 }
 
-static int sa_is_any(const struct sockaddr *sa)
+int sa_is_any(const struct sockaddr *sa)
 {
 	if (sa->sa_family == AF_INET)
 		return ((const struct sockaddr_in *)sa)->sin_addr.s_addr == htonl(INADDR_ANY);
@@ -112,7 +112,7 @@ static int sa_is_any(const struct sockaddr *sa)
 }
 
 /* The GID of an IP address, RoCE v2 style: IPv4-mapped for IPv4. */
-static void sa_to_gid(const struct sockaddr *sa, union ibv_gid *gid)
+void sa_to_gid(const struct sockaddr *sa, union ibv_gid *gid)
 {
 	memset(gid, 0, sizeof(*gid));
 	if (sa->sa_family == AF_INET) {
@@ -124,7 +124,7 @@ static void sa_to_gid(const struct sockaddr *sa, union ibv_gid *gid)
 	}
 }
 
-static int gid_is_loopback(const union ibv_gid *gid)
+int gid_is_loopback(const union ibv_gid *gid)
 {
 	static const uint8_t v6lo[16] = { [15] = 1 };
 	static const uint8_t v4map[12] = { [10] = 0xff, [11] = 0xff };
@@ -134,14 +134,14 @@ static int gid_is_loopback(const union ibv_gid *gid)
 	return !memcmp(gid->raw, v4map, 12) && gid->raw[12] == 127;
 }
 
-static int gid_is_v4mapped(const union ibv_gid *gid)
+int gid_is_v4mapped(const union ibv_gid *gid)
 {
 	static const uint8_t v4map[12] = { [10] = 0xff, [11] = 0xff };
 
 	return !memcmp(gid->raw, v4map, 12);
 }
 
-static int gid_is_zero(const union ibv_gid *gid)
+int gid_is_zero(const union ibv_gid *gid)
 {
 	static const uint8_t zero[16];
 
@@ -151,7 +151,7 @@ static int gid_is_zero(const union ibv_gid *gid)
 /* ---------------------------------------------------------------- devices */
 
 /* Called with g_lock held. Devices stay open for the life of the process. */
-static int devices_init(void)
+int devices_init(void)
 {
 	struct ibv_device **list;
 	int n = 0, i, k = 0;
@@ -185,12 +185,20 @@ static int devices_init(void)
 	return g_ndev;
 }
 
-static struct cm_dev *dev_of(struct ibv_context *verbs)
+struct cm_dev *dev_of(struct ibv_context *verbs)
 {
 	for (int i = 0; i < g_ndev; i++)
 		if (g_devs[i].verbs == verbs)
 			return &g_devs[i];
 	return NULL;
+}
+
+/* In a child after fork: the parent's device list is not the child's to use (the next
+ * devices_init opens the devices again). */
+void devices_forget(void)
+{
+	g_ndev = -1;
+	g_devs = NULL;
 }
 
 /*
@@ -199,7 +207,7 @@ static struct cm_dev *dev_of(struct ibv_context *verbs)
  * rxe created on lo: its loopback GID if the table has one, else its first
  * GID of the same kind (IPv4-mapped for IPv4).
  */
-static int find_dev(const struct sockaddr *sa, struct cm_id *idp)
+int find_dev(const struct sockaddr *sa, struct cm_id *idp)
 {
 	union ibv_gid want, g, found;
 	int loop;
@@ -305,8 +313,7 @@ static void atfork_child(void)
 	}
 	g_wake[0] = g_wake[1] = -1;
 	g_thread_started = 0;
-	g_ndev = -1;
-	g_devs = NULL;
+	devices_forget();
 	pthread_mutex_init(&g_lock, NULL);
 	pthread_cond_init(&g_cond, NULL);
 }
