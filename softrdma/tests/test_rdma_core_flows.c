@@ -42,7 +42,7 @@ static void player_up(struct player *p, int mr_access, uint64_t ex_ops)
 	p->ctx = t_open_dev();
 	p->pd = ibv_alloc_pd(p->ctx);
 	p->cq = ibv_create_cq(p->ctx, 64, NULL, NULL, 0);
-	p->buf = aligned_alloc(4096, MSG);
+	p->buf = aligned_alloc(4096, 4096); /* the size a multiple of the alignment */
 	if (!p->pd || !p->cq || !p->buf || ibv_query_gid(p->ctx, 1, 1, &p->gid)) {
 		fprintf(stderr, "setup failed: %s\n", strerror(errno));
 		exit(2);
