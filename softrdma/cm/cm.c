@@ -25,13 +25,10 @@
 #include <sys/socket.h>
 #include <sys/random.h>
 
-#include "cm_internal.h"
+#include "cm_units.h"
 
-static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_cond = PTHREAD_COND_INITIALIZER;
 static struct cm_id *g_ids;
-static struct cm_dev *g_devs;
-static int g_ndev = -1;
 static int g_thread_started;
 static int g_wake[2] = { -1, -1 };
 static uint64_t g_gen;
@@ -47,210 +44,6 @@ static int g_refused_retry_ms = 3000;
 
 #define DEFAULT_ACK_TIMEOUT 14
 #define DEFAULT_HOP_LIMIT 64
-
-/* ------------------------------------------------------------------ utils */
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int fail(int err)
-{
-	errno = err;
-	return -1;
-}
-
-static uint32_t random_psn(void)
-{
-	uint32_t v = 0;
-
-	if (getrandom(&v, sizeof(v), 0) != sizeof(v))
-		v = (uint32_t)now_ms() * 2654435761u;
-	return v & 0xffffff;
-}
-
-static socklen_t sa_len(const struct sockaddr *sa)
-{
-	switch (sa->sa_family) {
-	case AF_INET:
-		return sizeof(struct sockaddr_in);
-	case AF_INET6:
-		return sizeof(struct sockaddr_in6);
-	default:
-		return 0;
-	}
-}
-
-static uint16_t sa_port(const struct sockaddr *sa)
-{
-	if (sa->sa_family == AF_INET)
-		return ((const struct sockaddr_in *)sa)->sin_port;
-	if (sa->sa_family == AF_INET6)
-		return ((const struct sockaddr_in6 *)sa)->sin6_port;
-	return 0;
-}
-
-static void sa_set_port(struct sockaddr *sa, uint16_t port_be)
-{
-	if (sa->sa_family == AF_INET)
-		((struct sockaddr_in *)sa)->sin_port = port_be;
-	else if (sa->sa_family == AF_INET6)
-		((struct sockaddr_in6 *)sa)->sin6_port = port_be;
-}
-
-static int sa_is_any(const struct sockaddr *sa)
-{
-	if (sa->sa_family == AF_INET)
-		return ((const struct sockaddr_in *)sa)->sin_addr.s_addr == htonl(INADDR_ANY);
-	if (sa->sa_family == AF_INET6)
-		return IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)sa)->sin6_addr);
-	return 0;
-}
-
-/* The GID of an IP address, RoCE v2 style: IPv4-mapped for IPv4. */
-static void sa_to_gid(const struct sockaddr *sa, union ibv_gid *gid)
-{
-	memset(gid, 0, sizeof(*gid));
-	if (sa->sa_family == AF_INET) {
-		gid->raw[10] = 0xff;
-		gid->raw[11] = 0xff;
-		memcpy(&gid->raw[12], &((const struct sockaddr_in *)sa)->sin_addr, 4);
-	} else if (sa->sa_family == AF_INET6) {
-		memcpy(gid->raw, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
-	}
-}
-
-static int gid_is_loopback(const union ibv_gid *gid)
-{
-	static const uint8_t v6lo[16] = { [15] = 1 };
-	static const uint8_t v4map[12] = { [10] = 0xff, [11] = 0xff };
-
-	if (!memcmp(gid->raw, v6lo, 16))
-		return 1;
-	return !memcmp(gid->raw, v4map, 12) && gid->raw[12] == 127;
-}
-
-static int gid_is_v4mapped(const union ibv_gid *gid)
-{
-	static const uint8_t v4map[12] = { [10] = 0xff, [11] = 0xff };
-
-	return !memcmp(gid->raw, v4map, 12);
-}
-
-static int gid_is_zero(const union ibv_gid *gid)
-{
-	static const uint8_t zero[16];
-
-	return !memcmp(gid->raw, zero, 16);
-}
-
-/* ---------------------------------------------------------------- devices */
-
-/* Called with g_lock held. Devices stay open for the life of the process. */
-static int devices_init(void)
-{
-	struct ibv_device **list;
-	int n = 0, i, k = 0;
-
-	if (g_ndev >= 0)
-		return g_ndev;
-	list = ibv_get_device_list(&n);
-	if (!list)
-		n = 0;
-	g_devs = calloc(n ? n : 1, sizeof(*g_devs));
-	if (!g_devs) {
-		if (list)
-			ibv_free_device_list(list);
-		return 0;
-	}
-	for (i = 0; i < n; i++) {
-		struct ibv_context *ctx = ibv_open_device(list[i]);
-
-		if (!ctx)
-			continue;
-		if (ibv_query_device(ctx, &g_devs[k].attr)) {
-			ibv_close_device(ctx);
-			continue;
-		}
-		g_devs[k].verbs = ctx;
-		k++;
-	}
-	if (list)
-		ibv_free_device_list(list);
-	g_ndev = k;
-	return g_ndev;
-}
-
-static struct cm_dev *dev_of(struct ibv_context *verbs)
-{
-	for (int i = 0; i < g_ndev; i++)
-		if (g_devs[i].verbs == verbs)
-			return &g_devs[i];
-	return NULL;
-}
-
-/*
- * Find the device, port and GID index whose GID table holds the GID of the
- * given local address. Loopback addresses bind to the first device, like
- * rxe created on lo: its loopback GID if the table has one, else its first
- * GID of the same kind (IPv4-mapped for IPv4).
- */
-static int find_dev(const struct sockaddr *sa, struct cm_id *idp)
-{
-	union ibv_gid want, g, found;
-	int loop;
-
-	if (devices_init() <= 0)
-		return -ENODEV;
-	sa_to_gid(sa, &want);
-	loop = gid_is_loopback(&want);
-	/* loopback addresses only look at the first device */
-	for (int d = 0; d < (loop ? 1 : g_ndev); d++) {
-		for (int p = 1; p <= g_devs[d].attr.phys_port_cnt; p++) {
-			struct ibv_port_attr pa;
-			int match = -1, fallback = -1;
-
-			memset(&pa, 0, sizeof(pa));
-			if (ibv_query_port(g_devs[d].verbs, p, &pa))
-				continue;
-			for (int i = 0; i < pa.gid_tbl_len; i++) {
-				if (ibv_query_gid(g_devs[d].verbs, p, i, &g) || gid_is_zero(&g))
-					continue;
-				if (!memcmp(g.raw, want.raw, 16)) {
-					match = i;
-					found = g;
-					break;
-				}
-				if (loop && fallback < 0 &&
-				    gid_is_v4mapped(&g) == gid_is_v4mapped(&want)) {
-					fallback = i;
-					found = g;
-				}
-			}
-			if (match < 0 && loop && fallback < 0 &&
-			    !ibv_query_gid(g_devs[d].verbs, p, 0, &g)) {
-				fallback = 0;
-				found = g;
-			}
-			if (match < 0)
-				match = loop ? fallback : -1;
-			if (match < 0)
-				continue;
-			idp->dev = &g_devs[d];
-			idp->id.verbs = g_devs[d].verbs;
-			idp->id.port_num = p;
-			idp->gid_index = match;
-			idp->sgid = found;
-			idp->mtu = pa.active_mtu ? pa.active_mtu : IBV_MTU_1024;
-			return 0;
-		}
-	}
-	return -ENODEV;
-}
 
 /* ----------------------------------------------------------------- thread */
 
@@ -305,8 +98,7 @@ static void atfork_child(void)
 	}
 	g_wake[0] = g_wake[1] = -1;
 	g_thread_started = 0;
-	g_ndev = -1;
-	g_devs = NULL;
+	devices_forget();
 	pthread_mutex_init(&g_lock, NULL);
 	pthread_cond_init(&g_cond, NULL);
 }
@@ -2241,30 +2033,6 @@ CM_EXPORT int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *
 }
 
 /* --------------------------------------------------------------- devices */
-
-CM_EXPORT struct ibv_context **rdma_get_devices(int *num_devices)
-{
-	struct ibv_context **list;
-	int n;
-
-	pthread_mutex_lock(&g_lock);
-	n = devices_init();
-	list = calloc(n + 1, sizeof(*list));
-	if (list)
-		for (int i = 0; i < n; i++)
-			list[i] = g_devs[i].verbs;
-	pthread_mutex_unlock(&g_lock);
-	if (num_devices)
-		*num_devices = list ? n : 0;
-	if (!list)
-		errno = ENOMEM;
-	return list;
-}
-
-CM_EXPORT void rdma_free_devices(struct ibv_context **list)
-{
-	free(list);
-}
 
 CM_EXPORT __be16 rdma_get_src_port(struct rdma_cm_id *id)
 {

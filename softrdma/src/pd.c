@@ -649,15 +649,14 @@ int srd_dealloc_mw(struct ibv_mw *ibmw)
 	return 0;
 }
 
-#define MW_ACCESS (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | \
-		   IBV_ACCESS_ZERO_BASED)
-
-/* The checks of a bind (IBA C10-72..75 and o10-36/37 as rxe applies them); MW lock held. */
+/*
+ * The checks of a bind (IBA C10-72..75 and o10-36/37 as rxe applies them); MW lock held. The
+ * window's access is not otherwise restricted: rdma-core's own tests bind with LOCAL_WRITE
+ * beside REMOTE_WRITE, which rxe accepts (a remote access only ever asks for remote rights).
+ */
 static bool bind_ok(const struct srd_mw *mw, const struct srd_mr *mr, struct ibv_pd *qp_pd,
 		    uint64_t addr, uint64_t length, unsigned access)
 {
-	if (access & ~(unsigned)MW_ACCESS)
-		return false;
 	if (mw->ibmw.type == IBV_MW_TYPE_1) {
 		if (mw->state != SRD_MW_VALID || (access & IBV_ACCESS_ZERO_BASED))
 			return false;

@@ -96,6 +96,43 @@ class OnDemandPagingTest {
         }
     }
 
+    /**
+     * rdma-core's tests/test_odp.py (OdpRdmaRC): the regions and the QPs have the same access
+     * flags, ON_DEMAND among them (the kernel takes any bits on a QP), then RC RDMA WRITE, READ,
+     * FETCH_AND_ADD and CMP_AND_SWP on the on-demand regions, byte-exact.
+     */
+    @Test
+    void rcReadWriteAndAtomicsOnOdpRegionsWithTheRegionsFlagsOnTheQps() {
+        Access[] flags = {Access.LOCAL_WRITE, Access.ON_DEMAND, Access.REMOTE_ATOMIC, Access.REMOTE_READ,
+                Access.REMOTE_WRITE};
+        try (Rig probe = Rig.rc()) {
+            requireOdp(probe);
+        }
+        try (Rig rig = Rig.create(QpType.RC, new ConnectOptions().access(flags), flags)) {
+            assertTrue(rig.mrA.isOnDemand() && rig.mrB.isOnDemand());
+            fill(rig.mrA.segment(), 0, 4096, 11);
+            rig.a.postSend(SendRequest.rdmaWrite().id(1).local(rig.mrA, 0, 4096).remote(rig.mrB.remote(), 8192).signaled());
+            rig.ok(rig.cqA);
+            assertArrayEquals(bytes(rig.mrA.segment(), 0, 4096), bytes(rig.mrB.segment(), 8192, 4096));
+            fill(rig.mrB.segment(), 20_000, 4096, 12);
+            rig.a.postSend(SendRequest.rdmaRead().id(2).local(rig.mrA, 40_000, 4096).remote(rig.mrB.remote(), 20_000).signaled());
+            rig.ok(rig.cqA);
+            assertArrayEquals(bytes(rig.mrB.segment(), 20_000, 4096), bytes(rig.mrA.segment(), 40_000, 4096));
+
+            assumeTrue(rig.ctx.odpCapabilities().rc().contains(OdpCapabilities.Operation.ATOMIC),
+                    () -> rig.ctx.device().name() + " pages no RC atomics on demand");
+            rig.mrB.segment().set(ValueLayout.JAVA_LONG, 64, 1L);
+            rig.a.postSend(SendRequest.fetchAndAdd(2).id(3).local(rig.mrA, 0, 8).remote(rig.mrB.remote(), 64).signaled());
+            rig.ok(rig.cqA);
+            assertEquals(1L, rig.mrA.segment().get(ValueLayout.JAVA_LONG, 0));
+            assertEquals(3L, rig.mrB.segment().get(ValueLayout.JAVA_LONG, 64));
+            rig.a.postSend(SendRequest.compareAndSwap(3, 9).id(4).local(rig.mrA, 8, 8).remote(rig.mrB.remote(), 64).signaled());
+            rig.ok(rig.cqA);
+            assertEquals(3L, rig.mrA.segment().get(ValueLayout.JAVA_LONG, 8));
+            assertEquals(9L, rig.mrB.segment().get(ValueLayout.JAVA_LONG, 64));
+        }
+    }
+
     @Test
     void explicitOdpOverAFreshFileMappingIsByteExactAndReachesTheFile() throws IOException {
         try (Rig rig = Rig.rc(); FileChannel ch = tempFile(); Arena arena = Arena.ofShared()) {
