@@ -3,9 +3,6 @@ package io.github.verbs4j.channel;
 import io.github.verbs4j.Completion;
 import io.github.verbs4j.MemoryRegion;
 import io.github.verbs4j.QueuePair;
-import io.github.verbs4j.ReceiveRequest;
-import io.github.verbs4j.SendRequest;
-import io.github.verbs4j.VerbsException;
 import io.github.verbs4j.WcStatus;
 import io.github.verbs4j.cm.CmId;
 
@@ -69,7 +66,6 @@ public final class Channel implements AutoCloseable {
     static final int EXTRA_RECVS = 16;
     static final ValueLayout.OfInt LE_INT = ValueLayout.JAVA_INT.withOrder(ByteOrder.LITTLE_ENDIAN);
     static final ValueLayout.OfLong LE_LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-    private static final ValueLayout.OfInt LE_INT_UNALIGNED = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     /** Immediate: a control word (credits, close) rather than data. */
     static final int IMM_CONTROL = 0x8000_0000;
@@ -101,71 +97,21 @@ public final class Channel implements AutoCloseable {
     private int idlePolls; // guarded by this
     final int key;
     private final CmId id;
-    private final QueuePair qp;
-    private final MemoryRegion ring;
-    private final MemorySegment ringSegment;
-    private final int slots;
-    private final int slotSize;
-    private final int writesInFlightLimit;
-    private final int creditBatch;
     private final long closeTimeoutNanos;
-
-    // the peer's ring and the staging buffer that mirrors it (set once, before the channel is published)
-    private MemoryRegion stage;
-    private MemorySegment stageSegment;
-    private long peerAddress;
-    private int peerRkey;
-    private int peerSlots;
-    private int peerSlotSize;
-    private int maxMessageSlots;
-
-    // notification (docs/channel.md, "Notification without immediate data"): how the words reach the peer
-    private final boolean sendNotify;
-    /** The data WRITE: with immediate, signaled; or plain, unsignaled, followed by {@link #notify}. */
-    private final SendRequest write;
-    /** With {@link #sendNotify}: the SEND of the word after each data WRITE (signaled: the data's completion). */
-    private final SendRequest notify;
-    /** Credit words and the FIN: a zero-length WRITE with immediate, or a SEND of the word. */
-    private final SendRequest control;
-    /** One receive per expected notification, each with its own word of {@link #words}: the first {@link #recvs}{@code .length} words. */
-    private final ReceiveRequest[] recvs;
-    /** Receive words, then (with {@link #sendNotify}) a ring of send words; {@code LOCAL_WRITE}. */
+    /** Receive words, then (notifying by SEND) a ring of send words; {@code LOCAL_WRITE}. */
     private final MemoryRegion words;
-    private final MemorySegment wordsSegment;
-    private final int sendWords;
-    private long sendWordSeq; // guarded by this
 
-    // sending (all guarded by this)
-    private long filled;
-    private long posted;
-    private long postedEnd;
-    private long peerFreed;
-    private boolean wrapNext;
-    private int writesInFlight;
-    private boolean creditInFlight;
-    private boolean finPosted;
-    private boolean finDone;
-    private long sentMessages;
+    // the two halves, guarded by this (their methods are called with this lock held)
+    final ChannelSender sender;
+    final ChannelReceiver receiver;
 
-    // receiving (guarded by this)
-    private long received;
-    private long freed;
-    private long reported;
-    private final boolean[] released;
-    private final Message[] messages;
-    private final int[] delivery;
-    private long deliveryHead;
-    private long deliveryTail;
-    private long receivedMessages;
-    private boolean finReceived;
-
-    // state (guarded by this)
-    private boolean peerReady;
-    private boolean closing;
-    private boolean closed;
-    private boolean peerDisconnected;
+    // the close protocol's state (guarded by this)
+    boolean peerReady;
+    boolean closing;
+    boolean closed;
+    boolean peerDisconnected;
     private boolean disconnectCalled;
-    private ChannelException failure;
+    ChannelException failure;
 
     Channel(ChannelGroup group, boolean ownsGroup, int key, CmId id, QueuePair qp, MemoryRegion ring, MemoryRegion words,
             boolean sendNotify, ChannelOptions options) {
@@ -175,44 +121,17 @@ public final class Channel implements AutoCloseable {
         this.spinPolls = options.spinPolls();
         this.key = key;
         this.id = id;
-        this.qp = qp;
-        this.ring = ring;
-        this.ringSegment = ring.segment().asReadOnly();
-        this.slots = options.slots();
-        this.slotSize = options.slotSize();
-        this.writesInFlightLimit = options.writesInFlight();
-        this.creditBatch = Math.max(1, slots / 4);
         this.closeTimeoutNanos = options.closeTimeout().toNanos();
-        this.released = new boolean[slots];
-        this.messages = new Message[slots];
-        for (int i = 0; i < slots; i++) {
-            messages[i] = new Message(this, ringSegment, i);
-        }
-        this.delivery = new int[slots];
-        this.sendNotify = sendNotify;
         this.words = words;
-        this.wordsSegment = words.segment();
-        this.recvs = new ReceiveRequest[receiveCount(slots)];
-        for (int i = 0; i < recvs.length; i++) {
-            recvs[i] = ReceiveRequest.withMaxSge(1).local(words, (long) i * WORD, WORD)
-                    .id(wrId(KIND_RECV | ((long) i << KIND_BITS)));
-        }
-        this.sendWords = (int) (words.length() / WORD) - recvs.length;
-        if (sendNotify) {
-            this.notify = SendRequest.send().signaled();
-            this.write = SendRequest.rdmaWrite().signaled(false).id(wrId(KIND_WRITE)).next(notify);
-            this.control = SendRequest.send().signaled();
-        } else {
-            this.notify = null;
-            this.write = SendRequest.rdmaWriteWithImm(0).signaled();
-            this.control = SendRequest.rdmaWriteWithImm(0).signaled().sgeCount(0);
-        }
+        this.receiver = new ChannelReceiver(this, qp, ring, words, options);
+        this.sender = new ChannelSender(this, qp, words, receiver.recvs.length, sendNotify, options);
     }
 
     /** Receives a channel keeps posted: one per slot of its ring (each WRITE carries at least one) and some for control words. */
     static int receiveCount(int slots) {
-        return slots + EXTRA_RECVS;
+        return ChannelReceiver.receiveCount(slots);
     }
+
 
     /**
      * Bytes of a channel's word region: a receive word per posted receive and, when it notifies
@@ -226,7 +145,7 @@ public final class Channel implements AutoCloseable {
 
     /** Whether this side notifies its peer by SEND after a plain WRITE (no immediate data). */
     boolean notifiesBySend() {
-        return sendNotify;
+        return sender.sendNotify;
     }
 
     /**
@@ -236,7 +155,7 @@ public final class Channel implements AutoCloseable {
      * use the other; a receiver takes both.
      */
     public ChannelOptions.Notification notification() {
-        return sendNotify ? ChannelOptions.Notification.SEND : ChannelOptions.Notification.IMMEDIATE;
+        return sender.sendNotify ? ChannelOptions.Notification.SEND : ChannelOptions.Notification.IMMEDIATE;
     }
 
     long wrId(long kind) {
@@ -262,8 +181,9 @@ public final class Channel implements AutoCloseable {
     // ---- the handshake's private data -------------------------------------------------------
 
     byte[] localInfo() {
+        MemoryRegion ring = receiver.ring;
         return ByteBuffer.allocate(24).putInt(MAGIC).putLong(ring.address()).putInt(ring.rkey())
-                .putInt(slots).putInt(slotSize).array();
+                .putInt(receiver.slots).putInt(receiver.slotSize).array();
     }
 
     /** Reads the peer's ring from its private data and makes the staging buffer; call before the channel is used. */
@@ -286,26 +206,15 @@ public final class Channel implements AutoCloseable {
         }
         MemoryRegion s = allocator.apply((long) pSlots * pSlotSize);
         synchronized (this) {
-            this.stage = s;
-            this.stageSegment = s.segment();
-            this.peerAddress = address;
-            this.peerRkey = rkey;
-            this.peerSlots = pSlots;
-            this.peerSlotSize = pSlotSize;
-            this.maxMessageSlots = Math.max(1, pSlots / 4);
-            if (!sendNotify) {
-                control.remote(address, rkey);
-            }
+            sender.attach(s, address, rkey, pSlots, pSlotSize);
             peerReady = true;
-            maybeSendCredit();
+            sender.maybeSendCredit();
         }
     }
 
     /** Posts the receives the peer's WRITE_WITH_IMMs consume (one each): the ring's slots and some for control words. */
     void postInitialReceives() {
-        for (ReceiveRequest r : recvs) {
-            qp.postRecv(r);
-        }
+        receiver.postInitialReceives();
     }
 
     /** The connection-manager id (its addresses, its device). */
@@ -325,17 +234,16 @@ public final class Channel implements AutoCloseable {
 
     /** The largest message {@link #send} takes: a quarter of the peer's ring, less an 8-byte header. */
     public long maxMessageSize() {
-        return (long) maxMessageSlots * peerSlotSize - HEADER;
+        return (long) sender.maxMessageSlots * sender.peerSlotSize - HEADER;
     }
-
     /** Messages staged by {@link #send}/{@link #offer} so far. */
     public synchronized long sentCount() {
-        return sentMessages;
+        return sender.sentMessages;
     }
 
     /** Messages received from the peer so far (handed out by {@link #receive} or still queued). */
     public synchronized long receivedCount() {
-        return receivedMessages;
+        return receiver.receivedMessages;
     }
 
     // ---- sending ----------------------------------------------------------------------------
@@ -380,10 +288,10 @@ public final class Channel implements AutoCloseable {
         long length = message.byteSize();
         if (length > maxMessageSize()) {
             throw new IllegalArgumentException("a message of " + length + " bytes is longer than this channel carries ("
-                    + maxMessageSize() + " bytes: a quarter of the peer's ring of " + peerSlots + " slots of "
-                    + peerSlotSize + " bytes, less the header)");
+                    + maxMessageSize() + " bytes: a quarter of the peer's ring of " + sender.peerSlots + " slots of "
+                    + sender.peerSlotSize + " bytes, less the header)");
         }
-        int k = (int) ((length + HEADER + peerSlotSize - 1) / peerSlotSize);
+        int k = (int) ((length + HEADER + sender.peerSlotSize - 1) / sender.peerSlotSize);
         synchronized (this) {
             long deadline = timeoutNanos == Long.MAX_VALUE ? 0 : System.nanoTime() + timeoutNanos;
             if (appPolling) {
@@ -391,19 +299,7 @@ public final class Channel implements AutoCloseable {
             }
             while (true) {
                 checkSendable();
-                int start = (int) (filled % peerSlots);
-                int pad = start + k > peerSlots ? peerSlots - start : 0;
-                if (peerSlots - (filled - peerFreed) >= k + pad) {
-                    if (start == 0 && posted < filled) {
-                        // the staged slots end at the ring's end: one WRITE cannot go on at slot 0
-                        postPending();
-                    }
-                    if (pad > 0) {
-                        postPending();
-                        filled += pad;
-                        posted = filled;
-                        wrapNext = true;
-                    }
+                if (sender.reserve(k)) {
                     break;
                 }
                 if (timeoutNanos == Long.MAX_VALUE) {
@@ -416,17 +312,7 @@ public final class Channel implements AutoCloseable {
                     await(left);
                 }
             }
-            long offset = (filled % peerSlots) * peerSlotSize;
-            stageSegment.set(LE_INT, offset, (int) length);
-            stageSegment.set(LE_INT, offset + 4, (int) (freed & COUNT_MASK));
-            reported = freed;
-            MemorySegment.copy(message, 0, stageSegment, offset + HEADER, length);
-            filled += k;
-            postedEnd = offset + HEADER + length;
-            sentMessages++;
-            if (writesInFlight < writesInFlightLimit) {
-                postPending();
-            }
+            sender.stage(message, length, k);
             return true;
         }
     }
@@ -438,81 +324,11 @@ public final class Channel implements AutoCloseable {
         if (closing || closed) {
             throw new ChannelClosedException("the channel to " + peerName() + " is closed", null);
         }
-        if (finReceived) {
+        if (receiver.finReceived) {
             throw new ChannelClosedException("the peer " + peerName() + " closed the channel", null);
         }
         if (peerDisconnected) {
             throw new PeerLostException("the peer " + peerName() + " disconnected", null);
-        }
-    }
-
-    /** Posts the staged, not yet posted slots as one WRITE_WITH_IMM. Holds the lock. */
-    private void postPending() {
-        long n = filled - posted;
-        if (n == 0) {
-            return;
-        }
-        int start = (int) (posted % peerSlots);
-        long startByte = (long) start * peerSlotSize;
-        int bytes = (int) (postedEnd - startByte);
-        write.local(stage, startByte, bytes).remote(peerAddress + startByte, peerRkey);
-        int word = (wrapNext ? IMM_WRAP : 0) | (int) n;
-        if (sendNotify) {
-            notify.local(words, putSendWord(word), WORD).id(wrId(KIND_DATA));
-        } else {
-            write.immediate(word).id(wrId(KIND_DATA));
-        }
-        int rc = qp.tryPostSend(write);
-        if (rc != 0) {
-            fail(new PeerLostException("posting " + (sendNotify ? "an RDMA WRITE and its SEND" : "a WRITE_WITH_IMM")
-                    + " of " + n + " slots to " + peerName() + " failed",
-                    new VerbsException("ibv_post_send", rc, "on " + qp)));
-            throw new PeerLostException("the channel to " + peerName() + " failed: " + failure.getMessage(), failure);
-        }
-        writesInFlight++;
-        posted = filled;
-        wrapNext = false;
-    }
-
-    /** Sends a credit word when enough slots were freed since the last report. Holds the lock. */
-    private void maybeSendCredit() {
-        if (!peerReady || creditInFlight || finPosted || closed || failure != null || peerDisconnected
-                || freed - reported < creditBatch) {
-            return;
-        }
-        int rc = postControl(IMM_CONTROL | (int) (freed & COUNT_MASK), KIND_CREDIT);
-        if (rc != 0) {
-            fail(new PeerLostException("posting a credit word to " + peerName() + " failed",
-                    new VerbsException("ibv_post_send", rc, "on " + qp)));
-            return;
-        }
-        creditInFlight = true;
-        reported = freed;
-    }
-
-    /** Posts a control word (credit counter, FIN) as this channel notifies. Holds the lock. */
-    private int postControl(int word, long kind) {
-        if (sendNotify) {
-            control.local(words, putSendWord(word), WORD);
-        } else {
-            control.immediate(word);
-        }
-        return qp.tryPostSend(control.id(wrId(kind)));
-    }
-
-    /** Writes {@code word} into the next send word and returns its offset in {@link #words}. Holds the lock. */
-    private long putSendWord(int word) {
-        long offset = (long) (recvs.length + (int) (sendWordSeq++ % sendWords)) * WORD;
-        wordsSegment.set(LE_INT, offset, word);
-        return offset;
-    }
-
-    /** A credit counter from the peer: the low 30 bits of how many of its slots it freed. Holds the lock. */
-    private void applyCredit(int value) {
-        long delta = (value - (int) (peerFreed & COUNT_MASK)) & COUNT_MASK;
-        if (delta > 0 && delta <= peerSlots) {
-            peerFreed += delta;
-            notifyAll();
         }
     }
 
@@ -544,19 +360,19 @@ public final class Channel implements AutoCloseable {
 
     private synchronized Message receive(long timeoutNanos) throws InterruptedException {
         long deadline = System.nanoTime() + timeoutNanos;
-        if (appPolling && deliveryHead == deliveryTail) {
+        if (appPolling && !receiver.hasMessage()) {
             group.drive();
         }
-        while (deliveryHead == deliveryTail) {
+        while (!receiver.hasMessage()) {
             if (closing || closed) {
                 throw new ChannelClosedException("the channel to " + peerName() + " is closed", null);
             }
             if (failure != null) {
                 throw new PeerLostException("the channel to " + peerName() + " failed: " + failure.getMessage(), failure);
             }
-            if (finReceived) {
+            if (receiver.finReceived) {
                 throw new ChannelClosedException("the peer " + peerName() + " closed the channel; all "
-                        + receivedMessages + " messages it sent were received", null);
+                        + receiver.receivedMessages + " messages it sent were received", null);
             }
             long left = deadline - System.nanoTime();
             if (left <= 0) {
@@ -564,75 +380,11 @@ public final class Channel implements AutoCloseable {
             }
             await(left);
         }
-        int slot = delivery[(int) (deliveryHead % slots)];
-        deliveryHead++;
-        Message m = messages[slot];
-        m.open = true;
-        return m;
+        return receiver.next();
     }
 
     synchronized void release(Message m) {
-        if (!m.open) {
-            return;
-        }
-        m.open = false;
-        int base = m.slot;
-        for (int i = 0; i < m.slotCount; i++) {
-            released[base + i] = true;
-        }
-        advanceFreed();
-    }
-
-    private void advanceFreed() {
-        while (freed < received && released[(int) (freed % slots)]) {
-            released[(int) (freed % slots)] = false;
-            freed++;
-        }
-        maybeSendCredit();
-    }
-
-    /** Data landed: parse the headers of {@code n} slots (after a skip to slot 0 when wrapped). Holds the lock. */
-    private void onData(int imm) {
-        int n = imm & COUNT_MASK;
-        if ((imm & IMM_WRAP) != 0) {
-            int at = (int) (received % slots);
-            if (at != 0) {
-                for (int i = at; i < slots; i++) {
-                    released[i] = true;
-                }
-                received += slots - at;
-            }
-        }
-        long end = received + n;
-        if (n == 0 || n > slots || (received % slots) + n > slots) {
-            fail(new PeerLostException("protocol error: the peer wrote " + n + " slots at slot " + (received % slots)
-                    + " of a ring of " + slots, null));
-            return;
-        }
-        while (received < end) {
-            int slot = (int) (received % slots);
-            long offset = (long) slot * slotSize;
-            int length = ringSegment.get(LE_INT_UNALIGNED, offset);
-            int credit = ringSegment.get(LE_INT_UNALIGNED, offset + 4);
-            long k = (length + (long) HEADER + slotSize - 1) / slotSize;
-            if (length < 0 || k > end - received) {
-                fail(new PeerLostException("protocol error: a message of " + length + " bytes at slot " + slot
-                        + " does not fit the " + (end - received) + " slots written", null));
-                return;
-            }
-            applyCredit(credit);
-            Message m = messages[slot];
-            m.offset = offset + HEADER;
-            m.length = length;
-            m.slotCount = (int) k;
-            m.open = false;
-            m.sequence = receivedMessages++;
-            delivery[(int) (deliveryTail % slots)] = slot;
-            deliveryTail++;
-            received += k;
-        }
-        advanceFreed();
-        notifyAll();
+        receiver.release(m);
     }
 
     /**
@@ -680,67 +432,32 @@ public final class Channel implements AutoCloseable {
             return;
         }
         if (kind == KIND_RECV) {
-            int index = (int) (low >>> KIND_BITS);
-            if (index >= recvs.length) {
-                fail(new PeerLostException("a receive completed with the unknown index " + index, null));
-                return;
-            }
-            int imm;
-            if (wc.hasImmediate()) {
-                imm = wc.immediate();
-            } else if (wc.byteLength() == WORD) {
-                // a SEND of the word (transports without immediate data): read before the buffer is posted again
-                imm = wordsSegment.get(LE_INT, (long) index * WORD);
-            } else {
-                fail(new PeerLostException("protocol error: the peer sent " + wc.byteLength()
-                        + " bytes without immediate data; a channel's notification is a " + WORD + "-byte word", null));
-                return;
-            }
-            if (!closing && !peerDisconnected) {
-                int rc = qp.tryPostRecv(recvs[index]);
-                if (rc != 0) {
-                    fail(new PeerLostException("reposting a receive on " + qp + " failed",
-                            new VerbsException("ibv_post_recv", rc, "on " + qp)));
-                    return;
-                }
-            }
-            if ((imm & IMM_CONTROL) != 0) {
-                applyCredit(imm);
-                if ((imm & IMM_FIN) != 0) {
-                    finReceived = true;
-                    notifyAll();
-                }
-            } else if (!finReceived) {
-                onData(imm);
-            }
+            receiver.onReceive(wc, low);
         } else if (kind == KIND_DATA) {
-            writesInFlight--;
-            if (posted < filled && failure == null) {
-                postPending();
-            }
+            sender.onDataCompleted();
             notifyAll();
         } else if (kind == KIND_CREDIT) {
-            creditInFlight = false;
-            maybeSendCredit();
+            sender.creditInFlight = false;
+            sender.maybeSendCredit();
             notifyAll();
         } else if (kind == KIND_FIN) {
-            finDone = true;
+            sender.finDone = true;
             notifyAll();
         }
     }
 
     private void onError(Completion wc, long kind) {
         if (kind == KIND_DATA) {
-            writesInFlight--;
+            sender.writesInFlight--;
         } else if (kind == KIND_CREDIT) {
-            creditInFlight = false;
+            sender.creditInFlight = false;
         } else if (kind == KIND_FIN) {
-            finDone = true;
+            sender.finDone = true;
         }
-        boolean expected = wc.status() == WcStatus.WR_FLUSH_ERROR && (closing || finReceived);
+        boolean expected = wc.status() == WcStatus.WR_FLUSH_ERROR && (closing || receiver.finReceived);
         if (!expected) {
             fail(new PeerLostException("the connection to " + peerName() + " failed: " + wc.status()
-                    + (kind == KIND_RECV ? " on a receive" : sendNotify ? " on an RDMA WRITE or its SEND" : " on an RDMA WRITE"),
+                    + (kind == KIND_RECV ? " on a receive" : sender.sendNotify ? " on an RDMA WRITE or its SEND" : " on an RDMA WRITE"),
                     wc.error()));
         }
         notifyAll();
@@ -762,7 +479,7 @@ public final class Channel implements AutoCloseable {
 
     /** After a DISCONNECTED, once the completion queue was drained: a peer that did not close is lost. */
     synchronized void checkDisconnected() {
-        if (peerDisconnected && !finReceived && !closing && !closed && failure == null) {
+        if (peerDisconnected && !receiver.finReceived && !closing && !closed && failure == null) {
             fail(new PeerLostException("the peer " + peerName() + " disconnected without closing the channel", null));
         }
     }
@@ -772,7 +489,7 @@ public final class Channel implements AutoCloseable {
         fail(new PeerLostException("handling a completion of the channel to " + peerName() + " failed: " + e, e));
     }
 
-    private void fail(ChannelException cause) {
+    void fail(ChannelException cause) {
         if (failure == null && !closed) {
             failure = cause;
         }
@@ -784,7 +501,7 @@ public final class Channel implements AutoCloseable {
         return failure;
     }
 
-    private String peerName() {
+    String peerName() {
         InetSocketAddress a = id.isClosed() ? null : id.remoteAddress();
         return a == null ? "the peer" : a.toString();
     }
@@ -817,10 +534,10 @@ public final class Channel implements AutoCloseable {
             }
             long deadline = System.nanoTime() + closeTimeoutNanos;
             try {
-                if (peerReady && failure == null && !finReceived && !peerDisconnected) {
-                    while ((posted < filled || writesInFlight > 0) && failure == null && !peerDisconnected) {
-                        if (posted < filled && writesInFlight < writesInFlightLimit + 1) {
-                            postPending();
+                if (peerReady && failure == null && !receiver.finReceived && !peerDisconnected) {
+                    while ((sender.posted < sender.filled || sender.writesInFlight > 0) && failure == null && !peerDisconnected) {
+                        if (sender.posted < sender.filled && sender.writesInFlight < sender.writesInFlightLimit + 1) {
+                            sender.postPending();
                         }
                         long left = deadline - System.nanoTime();
                         if (left <= 0) {
@@ -828,10 +545,10 @@ public final class Channel implements AutoCloseable {
                         }
                         await(left);
                     }
-                    if (posted == filled && writesInFlight == 0 && failure == null && !peerDisconnected) {
-                        if (postControl(IMM_CONTROL | IMM_FIN | (int) (freed & COUNT_MASK), KIND_FIN) == 0) {
-                            finPosted = true;
-                            while (!finDone && failure == null && !peerDisconnected) {
+                    if (sender.posted == sender.filled && sender.writesInFlight == 0 && failure == null && !peerDisconnected) {
+                        if (sender.postControl(IMM_CONTROL | IMM_FIN | (int) (receiver.freed & COUNT_MASK), KIND_FIN) == 0) {
+                            sender.finPosted = true;
+                            while (!sender.finDone && failure == null && !peerDisconnected) {
                                 long left = deadline - System.nanoTime();
                                 if (left <= 0) {
                                     break;
@@ -846,12 +563,12 @@ public final class Channel implements AutoCloseable {
             } catch (RuntimeException e) {
                 // a failed post: reported below through the counters
             }
-            if ((failure != null || peerDisconnected) && !finReceived && (posted < filled || writesInFlight > 0)) {
+            if ((failure != null || peerDisconnected) && !receiver.finReceived && (sender.posted < sender.filled || sender.writesInFlight > 0)) {
                 undelivered = new PeerLostException("closing the channel to " + peerName() + ": "
-                        + (filled - posted) + " staged slots and " + writesInFlight + " WRITEs were not delivered", failure);
-            } else if (peerReady && !finReceived && !peerDisconnected && failure == null && (!finDone || posted < filled)) {
+                        + (sender.filled - sender.posted) + " staged slots and " + sender.writesInFlight + " WRITEs were not delivered", failure);
+            } else if (peerReady && !receiver.finReceived && !peerDisconnected && failure == null && (!sender.finDone || sender.posted < sender.filled)) {
                 undelivered = new ChannelException("closing the channel to " + peerName() + " timed out after "
-                        + Duration.ofNanos(closeTimeoutNanos) + " with " + writesInFlight + " WRITEs in flight", null);
+                        + Duration.ofNanos(closeTimeoutNanos) + " with " + sender.writesInFlight + " WRITEs in flight", null);
             }
             if (!disconnectCalled) {
                 disconnectCalled = true;
@@ -868,9 +585,9 @@ public final class Channel implements AutoCloseable {
         try {
             id.close();
         } finally {
-            ring.close();
+            receiver.ring.close();
             words.close();
-            MemoryRegion s = stage;
+            MemoryRegion s = sender.stage;
             if (s != null) {
                 s.close();
             }
@@ -892,10 +609,10 @@ public final class Channel implements AutoCloseable {
         try {
             id.close();
         } finally {
-            ring.close();
+            receiver.ring.close();
             words.close();
-            if (stage != null) {
-                stage.close();
+            if (sender.stage != null) {
+                sender.stage.close();
             }
         }
     }

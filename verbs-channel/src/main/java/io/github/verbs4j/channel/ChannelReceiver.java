@@ -1,0 +1,208 @@
+package io.github.verbs4j.channel;
+
+import io.github.verbs4j.Completion;
+import io.github.verbs4j.MemoryRegion;
+import io.github.verbs4j.QueuePair;
+import io.github.verbs4j.ReceiveRequest;
+import io.github.verbs4j.VerbsException;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+
+import static io.github.verbs4j.channel.Channel.COUNT_MASK;
+import static io.github.verbs4j.channel.Channel.EXTRA_RECVS;
+import static io.github.verbs4j.channel.Channel.HEADER;
+import static io.github.verbs4j.channel.Channel.IMM_CONTROL;
+import static io.github.verbs4j.channel.Channel.IMM_FIN;
+import static io.github.verbs4j.channel.Channel.IMM_WRAP;
+import static io.github.verbs4j.channel.Channel.KIND_BITS;
+import static io.github.verbs4j.channel.Channel.KIND_RECV;
+import static io.github.verbs4j.channel.Channel.LE_INT;
+import static io.github.verbs4j.channel.Channel.WORD;
+
+/**
+ * The receiving half of a {@link Channel}: the ring the peer writes into, the receives its
+ * notifications consume, the parsing of message headers, the queue of delivered messages and
+ * their views ({@link Message}), and the count of freed slots that goes back to the peer as
+ * credits (docs/channel.md, "The ring" and "Credits").
+ *
+ * <p>Every field and method is guarded by the channel's monitor: the methods are called with
+ * it held, and they wake the channel's waiters through it.
+ */
+final class ChannelReceiver {
+
+    private static final ValueLayout.OfInt LE_INT_UNALIGNED = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+
+    private final Channel channel;
+    private final QueuePair qp;
+    final MemoryRegion ring;
+    private final MemorySegment ringSegment;
+    final int slots;
+    final int slotSize;
+    /** One receive per expected notification, each with its own word of the channel's word region: its first {@code recvs.length} words. */
+    final ReceiveRequest[] recvs;
+    private final MemorySegment wordsSegment;
+
+    long received;
+    long freed;
+    long reported;
+    private final boolean[] released;
+    private final Message[] messages;
+    private final int[] delivery;
+    long deliveryHead;
+    long deliveryTail;
+    long receivedMessages;
+    boolean finReceived;
+
+    ChannelReceiver(Channel channel, QueuePair qp, MemoryRegion ring, MemoryRegion words, ChannelOptions options) {
+        this.channel = channel;
+        this.qp = qp;
+        this.ring = ring;
+        this.ringSegment = ring.segment().asReadOnly();
+        this.slots = options.slots();
+        this.slotSize = options.slotSize();
+        this.released = new boolean[slots];
+        this.messages = new Message[slots];
+        for (int i = 0; i < slots; i++) {
+            messages[i] = new Message(channel, ringSegment, i);
+        }
+        this.delivery = new int[slots];
+        this.wordsSegment = words.segment();
+        this.recvs = new ReceiveRequest[receiveCount(slots)];
+        for (int i = 0; i < recvs.length; i++) {
+            recvs[i] = ReceiveRequest.withMaxSge(1).local(words, (long) i * WORD, WORD)
+                    .id(channel.wrId(KIND_RECV | ((long) i << KIND_BITS)));
+        }
+    }
+
+    /** Receives a channel keeps posted: one per slot of its ring (each WRITE carries at least one) and some for control words. */
+    static int receiveCount(int slots) {
+        return slots + EXTRA_RECVS;
+    }
+
+    /** Posts the receives the peer's WRITE_WITH_IMMs consume (one each): the ring's slots and some for control words. */
+    void postInitialReceives() {
+        for (ReceiveRequest r : recvs) {
+            qp.postRecv(r);
+        }
+    }
+
+    /** Whether a delivered message waits to be handed out. */
+    boolean hasMessage() {
+        return deliveryHead != deliveryTail;
+    }
+
+    /** Hands out the next delivered message; call only when {@link #hasMessage()}. */
+    Message next() {
+        int slot = delivery[(int) (deliveryHead % slots)];
+        deliveryHead++;
+        Message m = messages[slot];
+        m.open = true;
+        return m;
+    }
+
+    void release(Message m) {
+        if (!m.open) {
+            return;
+        }
+        m.open = false;
+        int base = m.slot;
+        for (int i = 0; i < m.slotCount; i++) {
+            released[base + i] = true;
+        }
+        advanceFreed();
+    }
+
+    private void advanceFreed() {
+        while (freed < received && released[(int) (freed % slots)]) {
+            released[(int) (freed % slots)] = false;
+            freed++;
+        }
+        channel.sender.maybeSendCredit();
+    }
+
+    /**
+     * A receive completed (successfully): reads its notification word (the immediate, or the
+     * SEND's payload), posts the receive again, and applies the word (credits, the FIN, data).
+     */
+    void onReceive(Completion wc, long low) {
+        int index = (int) (low >>> KIND_BITS);
+        if (index >= recvs.length) {
+            channel.fail(new PeerLostException("a receive completed with the unknown index " + index, null));
+            return;
+        }
+        int imm;
+        if (wc.hasImmediate()) {
+            imm = wc.immediate();
+        } else if (wc.byteLength() == WORD) {
+            // a SEND of the word (transports without immediate data): read before the buffer is posted again
+            imm = wordsSegment.get(LE_INT, (long) index * WORD);
+        } else {
+            channel.fail(new PeerLostException("protocol error: the peer sent " + wc.byteLength()
+                    + " bytes without immediate data; a channel's notification is a " + WORD + "-byte word", null));
+            return;
+        }
+        if (!channel.closing && !channel.peerDisconnected) {
+            int rc = qp.tryPostRecv(recvs[index]);
+            if (rc != 0) {
+                channel.fail(new PeerLostException("reposting a receive on " + qp + " failed",
+                        new VerbsException("ibv_post_recv", rc, "on " + qp)));
+                return;
+            }
+        }
+        if ((imm & IMM_CONTROL) != 0) {
+            channel.sender.applyCredit(imm);
+            if ((imm & IMM_FIN) != 0) {
+                finReceived = true;
+                channel.notifyAll();
+            }
+        } else if (!finReceived) {
+            onData(imm);
+        }
+    }
+
+    /** Data landed: parse the headers of {@code n} slots (after a skip to slot 0 when wrapped). */
+    private void onData(int imm) {
+        int n = imm & COUNT_MASK;
+        if ((imm & IMM_WRAP) != 0) {
+            int at = (int) (received % slots);
+            if (at != 0) {
+                for (int i = at; i < slots; i++) {
+                    released[i] = true;
+                }
+                received += slots - at;
+            }
+        }
+        long end = received + n;
+        if (n == 0 || n > slots || (received % slots) + n > slots) {
+            channel.fail(new PeerLostException("protocol error: the peer wrote " + n + " slots at slot " + (received % slots)
+                    + " of a ring of " + slots, null));
+            return;
+        }
+        while (received < end) {
+            int slot = (int) (received % slots);
+            long offset = (long) slot * slotSize;
+            int length = ringSegment.get(LE_INT_UNALIGNED, offset);
+            int credit = ringSegment.get(LE_INT_UNALIGNED, offset + 4);
+            long k = (length + (long) HEADER + slotSize - 1) / slotSize;
+            if (length < 0 || k > end - received) {
+                channel.fail(new PeerLostException("protocol error: a message of " + length + " bytes at slot " + slot
+                        + " does not fit the " + (end - received) + " slots written", null));
+                return;
+            }
+            channel.sender.applyCredit(credit);
+            Message m = messages[slot];
+            m.offset = offset + HEADER;
+            m.length = length;
+            m.slotCount = (int) k;
+            m.open = false;
+            m.sequence = receivedMessages++;
+            delivery[(int) (deliveryTail % slots)] = slot;
+            deliveryTail++;
+            received += k;
+        }
+        advanceFreed();
+        channel.notifyAll();
+    }
+}

@@ -1,0 +1,227 @@
+package io.github.verbs4j.channel;
+
+import io.github.verbs4j.MemoryRegion;
+import io.github.verbs4j.QueuePair;
+import io.github.verbs4j.SendRequest;
+import io.github.verbs4j.VerbsException;
+
+import java.lang.foreign.MemorySegment;
+
+import static io.github.verbs4j.channel.Channel.COUNT_MASK;
+import static io.github.verbs4j.channel.Channel.HEADER;
+import static io.github.verbs4j.channel.Channel.IMM_CONTROL;
+import static io.github.verbs4j.channel.Channel.IMM_WRAP;
+import static io.github.verbs4j.channel.Channel.KIND_CREDIT;
+import static io.github.verbs4j.channel.Channel.KIND_DATA;
+import static io.github.verbs4j.channel.Channel.KIND_WRITE;
+import static io.github.verbs4j.channel.Channel.LE_INT;
+import static io.github.verbs4j.channel.Channel.WORD;
+
+/**
+ * The sending half of a {@link Channel}: the staging buffer laid out like the peer's ring, the
+ * WRITEs (with immediate data, or followed by a SEND of the word) that carry staged slots,
+ * coalescing while {@link ChannelOptions#writesInFlight()} WRITEs are outstanding, the credits
+ * the peer returns and the credit words this side returns (docs/channel.md, "The ring",
+ * "Credits", "Coalescing").
+ *
+ * <p>Every field and method is guarded by the channel's monitor: the methods are called with
+ * it held, and they wake the channel's waiters through it.
+ */
+final class ChannelSender {
+
+    private final Channel channel;
+    private final QueuePair qp;
+    final int writesInFlightLimit;
+    private final int creditBatch;
+
+    // the peer's ring and the staging buffer that mirrors it (set once, before the channel is published)
+    MemoryRegion stage;
+    private MemorySegment stageSegment;
+    private long peerAddress;
+    private int peerRkey;
+    int peerSlots;
+    int peerSlotSize;
+    int maxMessageSlots;
+
+    // notification (docs/channel.md, "Notification without immediate data"): how the words reach the peer
+    final boolean sendNotify;
+    /** The data WRITE: with immediate, signaled; or plain, unsignaled, followed by {@link #notify}. */
+    private final SendRequest write;
+    /** With {@link #sendNotify}: the SEND of the word after each data WRITE (signaled: the data's completion). */
+    private final SendRequest notify;
+    /** Credit words and the FIN: a zero-length WRITE with immediate, or a SEND of the word. */
+    private final SendRequest control;
+    /** The channel's word region: receive words, then (with {@link #sendNotify}) a ring of send words; {@code LOCAL_WRITE}. */
+    private final MemoryRegion words;
+    private final MemorySegment wordsSegment;
+    /** Where the send words start in {@link #words}, in words: after the receive words. */
+    private final int firstSendWord;
+    private final int sendWords;
+    private long sendWordSeq;
+
+    long filled;
+    long posted;
+    private long postedEnd;
+    private long peerFreed;
+    private boolean wrapNext;
+    int writesInFlight;
+    boolean creditInFlight;
+    boolean finPosted;
+    boolean finDone;
+    long sentMessages;
+
+    ChannelSender(Channel channel, QueuePair qp, MemoryRegion words, int receiveWords, boolean sendNotify,
+            ChannelOptions options) {
+        this.channel = channel;
+        this.qp = qp;
+        this.writesInFlightLimit = options.writesInFlight();
+        this.creditBatch = Math.max(1, options.slots() / 4);
+        this.sendNotify = sendNotify;
+        this.words = words;
+        this.wordsSegment = words.segment();
+        this.firstSendWord = receiveWords;
+        this.sendWords = (int) (words.length() / WORD) - receiveWords;
+        if (sendNotify) {
+            this.notify = SendRequest.send().signaled();
+            this.write = SendRequest.rdmaWrite().signaled(false).id(channel.wrId(KIND_WRITE)).next(notify);
+            this.control = SendRequest.send().signaled();
+        } else {
+            this.notify = null;
+            this.write = SendRequest.rdmaWriteWithImm(0).signaled();
+            this.control = SendRequest.rdmaWriteWithImm(0).signaled().sgeCount(0);
+        }
+    }
+
+    /** The peer's ring from its private data, and the staging buffer that mirrors it. */
+    void attach(MemoryRegion s, long address, int rkey, int pSlots, int pSlotSize) {
+        this.stage = s;
+        this.stageSegment = s.segment();
+        this.peerAddress = address;
+        this.peerRkey = rkey;
+        this.peerSlots = pSlots;
+        this.peerSlotSize = pSlotSize;
+        this.maxMessageSlots = Math.max(1, pSlots / 4);
+        if (!sendNotify) {
+            control.remote(address, rkey);
+        }
+    }
+
+    /**
+     * Makes room for a message of {@code k} slots if the peer's credits allow it (posting what
+     * is staged before a wrap, and skipping the ring's end): {@code false} when they do not yet.
+     */
+    boolean reserve(int k) {
+        int start = (int) (filled % peerSlots);
+        int pad = start + k > peerSlots ? peerSlots - start : 0;
+        if (peerSlots - (filled - peerFreed) >= k + pad) {
+            if (start == 0 && posted < filled) {
+                // the staged slots end at the ring's end: one WRITE cannot go on at slot 0
+                postPending();
+            }
+            if (pad > 0) {
+                postPending();
+                filled += pad;
+                posted = filled;
+                wrapNext = true;
+            }
+            return true;
+        }
+        return false;
+    }
+
+    /** Stages the message (room reserved) with the header, and posts it unless {@link #writesInFlightLimit} WRITEs are out. */
+    void stage(MemorySegment message, long length, int k) {
+        ChannelReceiver receiver = channel.receiver;
+        long offset = (filled % peerSlots) * peerSlotSize;
+        stageSegment.set(LE_INT, offset, (int) length);
+        stageSegment.set(LE_INT, offset + 4, (int) (receiver.freed & COUNT_MASK));
+        receiver.reported = receiver.freed;
+        MemorySegment.copy(message, 0, stageSegment, offset + HEADER, length);
+        filled += k;
+        postedEnd = offset + HEADER + length;
+        sentMessages++;
+        if (writesInFlight < writesInFlightLimit) {
+            postPending();
+        }
+    }
+
+    /** Posts the staged, not yet posted slots as one WRITE_WITH_IMM. */
+    void postPending() {
+        long n = filled - posted;
+        if (n == 0) {
+            return;
+        }
+        int start = (int) (posted % peerSlots);
+        long startByte = (long) start * peerSlotSize;
+        int bytes = (int) (postedEnd - startByte);
+        write.local(stage, startByte, bytes).remote(peerAddress + startByte, peerRkey);
+        int word = (wrapNext ? IMM_WRAP : 0) | (int) n;
+        if (sendNotify) {
+            notify.local(words, putSendWord(word), WORD).id(channel.wrId(KIND_DATA));
+        } else {
+            write.immediate(word).id(channel.wrId(KIND_DATA));
+        }
+        int rc = qp.tryPostSend(write);
+        if (rc != 0) {
+            channel.fail(new PeerLostException("posting " + (sendNotify ? "an RDMA WRITE and its SEND" : "a WRITE_WITH_IMM")
+                    + " of " + n + " slots to " + channel.peerName() + " failed",
+                    new VerbsException("ibv_post_send", rc, "on " + qp)));
+            throw new PeerLostException("the channel to " + channel.peerName() + " failed: "
+                    + channel.failure.getMessage(), channel.failure);
+        }
+        writesInFlight++;
+        posted = filled;
+        wrapNext = false;
+    }
+
+    /** A data WRITE completed: post what was staged meanwhile as one WRITE. */
+    void onDataCompleted() {
+        writesInFlight--;
+        if (posted < filled && channel.failure == null) {
+            postPending();
+        }
+    }
+
+    /** Sends a credit word when enough slots were freed since the last report. */
+    void maybeSendCredit() {
+        ChannelReceiver receiver = channel.receiver;
+        if (!channel.peerReady || creditInFlight || finPosted || channel.closed || channel.failure != null
+                || channel.peerDisconnected || receiver.freed - receiver.reported < creditBatch) {
+            return;
+        }
+        int rc = postControl(IMM_CONTROL | (int) (receiver.freed & COUNT_MASK), KIND_CREDIT);
+        if (rc != 0) {
+            channel.fail(new PeerLostException("posting a credit word to " + channel.peerName() + " failed",
+                    new VerbsException("ibv_post_send", rc, "on " + qp)));
+            return;
+        }
+        creditInFlight = true;
+        receiver.reported = receiver.freed;
+    }
+
+    /** Posts a control word (credit counter, FIN) as this channel notifies. */
+    int postControl(int word, long kind) {
+        if (sendNotify) {
+            control.local(words, putSendWord(word), WORD);
+        } else {
+            control.immediate(word);
+        }
+        return qp.tryPostSend(control.id(channel.wrId(kind)));
+    }
+
+    /** Writes {@code word} into the next send word and returns its offset in {@link #words}. */
+    private long putSendWord(int word) {
+        long offset = (long) (firstSendWord + (int) (sendWordSeq++ % sendWords)) * WORD;
+        wordsSegment.set(LE_INT, offset, word);
+        return offset;
+    }
+
+    /** A credit counter from the peer: the low 30 bits of how many of its slots it freed. */
+    void applyCredit(int value) {
+        long delta = (value - (int) (peerFreed & COUNT_MASK)) & COUNT_MASK;
+        if (delta > 0 && delta <= peerSlots) {
+            peerFreed += delta;
+            channel.notifyAll();
+        }
+    }
+}
