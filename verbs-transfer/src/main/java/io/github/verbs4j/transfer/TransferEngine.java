@@ -297,9 +297,9 @@ public final class TransferEngine implements AutoCloseable {
                     if (i == 0) {
                         TransferPeer.postControlReceive(qp, control);
                     }
-                    id.connect(new ConnectParameters(ConnectParameters.MAX, ConnectParameters.MAX, 7, 7,
-                            name.getBytes(StandardCharsets.UTF_8).length <= 48 ? name.getBytes(StandardCharsets.UTF_8)
-                                    : new byte[0]), t);
+                    byte[] nameBytes = name.getBytes(StandardCharsets.UTF_8);
+                    id.connect(ConnectParameters.defaults().withDepths(ConnectParameters.MAX, ConnectParameters.MAX)
+                            .withPrivateData(nameBytes.length <= 48 ? nameBytes : new byte[0]), t);
                 }
             }
             TransferPeer p = new TransferPeer(this, peer, cq, controlCq, control, ids, depth);
@@ -557,7 +557,7 @@ public final class TransferEngine implements AutoCloseable {
             ReceiveRequest recv = ReceiveRequest.create().id(index).local(buffer, 0, TransferPeer.CONTROL_BYTES);
             SendRequest send = SendRequest.send().id(index).signaled();
             qp.postRecv(recv);
-            id.accept(new ConnectParameters(ConnectParameters.MAX, ConnectParameters.MAX, 7, 7, null),
+            id.accept(ConnectParameters.defaults().withDepths(ConnectParameters.MAX, ConnectParameters.MAX),
                     options.connectTimeout());
             accepted.add(new Accepted(id, qp, buffer, recv, send));
         } catch (RuntimeException e) {
