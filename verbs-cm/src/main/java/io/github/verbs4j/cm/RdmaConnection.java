@@ -159,7 +159,6 @@ public final class RdmaConnection implements AutoCloseable {
      * After a failed open: closes what was made (nulls skipped), the last first, each on its own so
      * that one failing close does not leak the rest; their failures are suppressed into {@code failure}.
      */
-    /** Closes what was {@code made} (nulls skipped), last made first, each failure suppressed on {@code failure}. */
     static void closeAfterFailure(Throwable failure, AutoCloseable... made) {
         closeAll(Arrays.asList(made), failure);
     }
