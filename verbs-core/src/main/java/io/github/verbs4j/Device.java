@@ -43,9 +43,14 @@ public final class Device {
         return nodeType;
     }
 
-    /** {@code enum ibv_transport_type}: 0 IB, 1 iWARP, 2 usNIC, ... */
+    /** {@code enum ibv_transport_type} as its C value: 0 IB, 1 iWARP, 2 usNIC, ... ({@link #transport()} typed). */
     public int transportType() {
         return transportType;
+    }
+
+    /** The transport, typed: {@code device.transport() == TransportType.IWARP}. */
+    public TransportType transport() {
+        return TransportType.of(transportType);
     }
 
     /**

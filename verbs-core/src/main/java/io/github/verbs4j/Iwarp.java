@@ -13,15 +13,12 @@ package io.github.verbs4j;
  */
 final class Iwarp {
 
-    /** {@code enum ibv_transport_type}: {@code IBV_TRANSPORT_IWARP}. */
-    static final int TRANSPORT = 1;
-
     private Iwarp() {
     }
 
     /** Whether {@code context}'s device reports the iWARP transport. */
     static boolean is(Context context) {
-        return context.device().transportType() == TRANSPORT;
+        return context.device().transport() == TransportType.IWARP;
     }
 
     /** Refuses a UD or UC queue pair on an iWARP device. */

@@ -39,7 +39,8 @@ public class VerbsException extends RdmaException {
         this(verb, error.code(), detail);
     }
 
-    private VerbsException(String message, String verb, int errno) {
+    /** For subclasses whose message is not "verb failed: errno" ({@link RdmaTimeoutException}). */
+    VerbsException(String message, String verb, int errno) {
         super(message);
         this.verb = verb;
         this.errno = errno;
@@ -50,14 +51,15 @@ public class VerbsException extends RdmaException {
      * a message that says what was awaited and for how long (the verb itself did not fail), e.g.
      * {@code timed out after 3000 ms waiting for a message on RdmaConnection[...] (ibv_poll_cq: ETIMEDOUT)}.
      *
+     * (An {@link RdmaTimeoutException}: see there for the timeout convention.)
+     *
      * @param verb    the function polled or waited on, e.g. {@code "ibv_poll_cq"}
      * @param awaited what did not come, e.g. {@code "a message on RdmaConnection[...]"}
      * @param timeout how long the caller asked to wait
      * @return the exception
      */
-    public static VerbsException timedOut(String verb, String awaited, java.time.Duration timeout) {
-        return new VerbsException("timed out after " + timeout.toMillis() + " ms waiting for " + awaited + " ("
-                + verb + ": " + Errno.name(Errno.ETIMEDOUT.code()) + ")", verb, Errno.ETIMEDOUT.code());
+    public static RdmaTimeoutException timedOut(String verb, String awaited, java.time.Duration timeout) {
+        return new RdmaTimeoutException(verb, awaited, timeout);
     }
 
     /** An exception for {@code verb} failing with {@code errno}, without further detail. */
@@ -70,7 +72,7 @@ public class VerbsException extends RdmaException {
         return detail == null ? base : base + ": " + detail;
     }
 
-    /** The rdma-core function that failed, e.g. {@code "ibv_reg_mr"}. */
+    /** The rdma-core function that failed, e.g. {@code "ibv_reg_mr"}; {@code null} only for an {@link RdmaTimeoutException} of a wait of verbs4j's own. */
     public String verb() {
         return verb;
     }

@@ -53,7 +53,7 @@ final class Rig implements AutoCloseable {
 
     /** Whether {@code ctx}'s device reports the iWARP transport (e.g. the kernel's siw0). */
     static boolean iwarp(Context ctx) {
-        return ctx.device().transportType() == TRANSPORT_IWARP;
+        return ctx.device().transport() == TransportType.IWARP;
     }
 
     /**

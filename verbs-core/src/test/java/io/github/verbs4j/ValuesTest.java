@@ -97,4 +97,17 @@ class ValuesTest {
         assertThrows(IllegalArgumentException.class, () -> new QpAttr().timeout(32));
         assertEquals("QpAttr[port (IBV_QP_PORT), qkey (IBV_QP_QKEY)]", new QpAttr().qkey(1).port(1).toString());
     }
+
+    @Test
+    void transportTypesAreRdmaCoresValues() {
+        assertEquals(io.github.verbs4j.ffi.RdmaCore.IBV_TRANSPORT_UNKNOWN(), TransportType.UNKNOWN.value());
+        assertEquals(io.github.verbs4j.ffi.RdmaCore.IBV_TRANSPORT_IB(), TransportType.IB.value());
+        assertEquals(io.github.verbs4j.ffi.RdmaCore.IBV_TRANSPORT_IWARP(), TransportType.IWARP.value());
+        assertEquals(io.github.verbs4j.ffi.RdmaCore.IBV_TRANSPORT_USNIC(), TransportType.USNIC.value());
+        assertEquals(io.github.verbs4j.ffi.RdmaCore.IBV_TRANSPORT_USNIC_UDP(), TransportType.USNIC_UDP.value());
+        assertEquals(io.github.verbs4j.ffi.RdmaCore.IBV_TRANSPORT_UNSPECIFIED(), TransportType.UNSPECIFIED.value());
+        assertSame(TransportType.IWARP, TransportType.of(1));
+        assertSame(TransportType.UNKNOWN, TransportType.of(99));
+        assertSame(TransportType.IWARP, new Device("x", 0, 4, 1).transport());
+    }
 }

@@ -1,6 +1,6 @@
 package io.github.verbs4j.cm;
 
-import io.github.verbs4j.internal.Timeouts;
+import io.github.verbs4j.Deadline;
 
 import java.net.InetSocketAddress;
 import java.time.Duration;
@@ -50,7 +50,7 @@ public final class ConnectionRequest implements AutoCloseable {
      */
     public RdmaConnection accept(Duration timeout) {
         take();
-        long deadline = Timeouts.deadline(timeout);
+        Deadline deadline = Deadline.after(timeout);
         CmId id = event.id();
         QueueSet shared;
         try {

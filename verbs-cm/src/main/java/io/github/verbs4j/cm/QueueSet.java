@@ -1,6 +1,7 @@
 package io.github.verbs4j.cm;
 
 import io.github.verbs4j.Access;
+import io.github.verbs4j.Closer;
 import io.github.verbs4j.Completion;
 import io.github.verbs4j.CompletionChannel;
 import io.github.verbs4j.CompletionQueue;
@@ -136,25 +137,7 @@ final class QueueSet {
 
     /** Closes the parts, last made first; the first failure is thrown after all were tried. */
     private void close() {
-        RuntimeException failure = null;
-        AutoCloseable[] parts = {receiveBuffers, srq, cq, channel, pd};
-        for (AutoCloseable part : parts) {
-            if (part == null) {
-                continue;
-            }
-            try {
-                part.close();
-            } catch (Exception e) {
-                if (failure == null) {
-                    failure = e instanceof RuntimeException re ? re : new IllegalStateException(e);
-                } else {
-                    failure.addSuppressed(e);
-                }
-            }
-        }
-        if (failure != null) {
-            throw failure;
-        }
+        Closer.closeAll(java.util.Arrays.asList(receiveBuffers, srq, cq, channel, pd)); // srq is null unless shared
     }
 
     /** Send-queue entries of the registered connections: with the receive slots, what the CQ must hold. */

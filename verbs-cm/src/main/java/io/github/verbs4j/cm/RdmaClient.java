@@ -1,9 +1,8 @@
 package io.github.verbs4j.cm;
 
+import io.github.verbs4j.Deadline;
 import io.github.verbs4j.Errno;
 import io.github.verbs4j.VerbsException;
-
-import io.github.verbs4j.internal.Timeouts;
 
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -75,13 +74,13 @@ public final class RdmaClient {
     }
 
     private RdmaConnection connectWithin(InetSocketAddress address, Duration timeout) {
-        long deadline = Timeouts.deadline(timeout);
+        Deadline deadline = Deadline.after(timeout);
         EventChannel channel = EventChannel.create();
         CmId id = null;
         try {
             id = channel.createId(PortSpace.TCP);
-            id.resolveAddress(null, address, RdmaConnection.remaining(deadline));
-            id.resolveRoute(RdmaConnection.remaining(deadline));
+            id.resolveAddress(null, address, deadline.remaining());
+            id.resolveRoute(deadline.remaining());
         } catch (RuntimeException | Error e) {
             RdmaConnection.closeAfterFailure(e, channel, id);
             throw e;

@@ -1,9 +1,11 @@
 package io.github.verbs4j.cm;
 
 import io.github.verbs4j.Access;
+import io.github.verbs4j.Closer;
 import io.github.verbs4j.Completion;
 import io.github.verbs4j.CompletionQueue;
 import io.github.verbs4j.Context;
+import io.github.verbs4j.Deadline;
 import io.github.verbs4j.MemoryRegion;
 import io.github.verbs4j.ProtectionDomain;
 import io.github.verbs4j.QpState;
@@ -23,6 +25,7 @@ import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
@@ -157,31 +160,26 @@ public final class RdmaConnection implements AutoCloseable {
      * that one failing close does not leak the rest; their failures are suppressed into {@code failure}.
      */
     static void closeAfterFailure(Throwable failure, AutoCloseable... made) {
-        List<AutoCloseable> open = new ArrayList<>();
-        for (AutoCloseable resource : made) {
-            if (resource != null) {
-                open.add(resource);
-            }
-        }
-        closeAll(open, failure);
+        closeAll(Arrays.asList(made), failure);
     }
 
+    /** Closes {@code made}, last made first, each failure suppressed on {@code failure}. */
     static void closeAll(List<AutoCloseable> made, Throwable failure) {
-        for (int i = made.size() - 1; i >= 0; i--) {
-            try {
-                made.get(i).close();
-            } catch (Exception e) {
-                failure.addSuppressed(e);
+        Closer closer = new Closer();
+        for (AutoCloseable resource : made) {
+            if (resource != null) {
+                closer.register(resource);
             }
         }
+        closer.closeSuppressingInto(failure);
     }
 
     /** Client side: resources on a resolved id, then connect. Closes id and channel on failure. */
-    static RdmaConnection connect(EventChannel channel, CmId id, EndpointOptions options, long deadline) {
+    static RdmaConnection connect(EventChannel channel, CmId id, EndpointOptions options, Deadline deadline) {
         RdmaConnection c = null;
         try {
             c = new RdmaConnection(channel, id, options, null);
-            CmEvent established = id.connect(options.parameters(), remaining(deadline));
+            CmEvent established = id.connect(options.parameters(), deadline.remaining());
             c.peerPrivateData = established.privateData();
             return c;
         } catch (RuntimeException | Error e) {
@@ -199,13 +197,13 @@ public final class RdmaConnection implements AutoCloseable {
      * {@code shared}: the server's shared queues, or {@code null} for the connection's own.
      */
     static RdmaConnection accept(EventChannel channel, CmEvent request, EndpointOptions options, QueueSet shared,
-            long deadline) {
+            Deadline deadline) {
         RdmaConnection c = null;
         CmId id = request.id();
         try {
             c = new RdmaConnection(channel, id, options, shared);
             c.peerPrivateData = request.privateData();
-            id.accept(options.parameters(), remaining(deadline));
+            id.accept(options.parameters(), deadline.remaining());
             return c;
         } catch (RuntimeException | Error e) {
             if (c != null) {
@@ -215,10 +213,6 @@ public final class RdmaConnection implements AutoCloseable {
             }
             throw e;
         }
-    }
-
-    static Duration remaining(long deadline) {
-        return Duration.ofNanos(Math.max(0, deadline - System.nanoTime()));
     }
 
     /** The queue pair (RC, in RTS while connected). */
@@ -671,9 +665,9 @@ public final class RdmaConnection implements AutoCloseable {
      */
     public boolean awaitDisconnect(Duration timeout) {
         ensureOpen();
-        long deadline = Timeouts.deadline(timeout);
+        Deadline deadline = Deadline.after(timeout);
         while (!id.hasDisconnectedEvent()) {
-            if (id.awaitEvent(remaining(deadline)) == null) {
+            if (id.awaitEvent(deadline.remaining()) == null) {
                 return false;
             }
         }
@@ -703,31 +697,14 @@ public final class RdmaConnection implements AutoCloseable {
      * thrown after all were tried (the others suppressed), and a later close tries again.
      */
     private void release() {
-        RuntimeException failure = null;
-        if (id.queuePair() != null && qp.trackedState() == QpState.RTS && !id.isDisconnected()) {
-            try {
-                id.disconnect();
-            } catch (RuntimeException e) {
-                failure = e;
-            }
-        }
+        boolean connected = id.queuePair() != null && qp.trackedState() == QpState.RTS && !id.isDisconnected();
         QueueSet q = queues;
-        List<AutoCloseable> all = List.of(channel, id, q::release, sendBuffer, rdmaBuffer, qp,
-                () -> q.unregister(qpNumber, depth), this::returnUntakenMessages);
-        for (int i = all.size() - 1; i >= 0; i--) {
-            try {
-                all.get(i).close();
-            } catch (Exception e) {
-                if (failure == null) {
-                    failure = e instanceof RuntimeException re ? re : new IllegalStateException(e);
-                } else {
-                    failure.addSuppressed(e);
-                }
+        Closer.closeAll(List.of(() -> {
+            if (connected) {
+                id.disconnect();
             }
-        }
-        if (failure != null) {
-            throw failure;
-        }
+        }, this::returnUntakenMessages, () -> q.unregister(qpNumber, depth), qp, rdmaBuffer, sendBuffer, q::release,
+                id, channel));
     }
 
     /** Messages nobody took: with shared queues their buffers go back to the SRQ for the other connections. */

@@ -1,12 +1,16 @@
 package io.github.verbs4j.cm;
 
+import io.github.verbs4j.CloseState;
+import io.github.verbs4j.Closer;
 import io.github.verbs4j.Context;
+import io.github.verbs4j.Deadline;
 import io.github.verbs4j.Errno;
 import io.github.verbs4j.VerbsException;
 import io.github.verbs4j.internal.Timeouts;
 
 import java.net.InetSocketAddress;
 import java.time.Duration;
+import java.util.List;
 import java.util.Objects;
 
 /**
@@ -50,7 +54,7 @@ public final class RdmaServer implements AutoCloseable {
     private final EndpointOptions options;
     private final boolean shareQueues;
     private QueueSet shared;
-    private boolean closed;
+    private final CloseState state = new CloseState();
 
     private RdmaServer(EventChannel channel, CmId listener, EndpointOptions options, boolean shareQueues) {
         this.channel = channel;
@@ -154,9 +158,7 @@ public final class RdmaServer implements AutoCloseable {
         if (!shareQueues) {
             return null;
         }
-        if (closed) {
-            throw new IllegalStateException(this + " is closed");
-        }
+        state.ensureOpen(this);
         Context context = id.context();
         if (shared == null) {
             shared = QueueSet.shared(context, options);
@@ -188,16 +190,16 @@ public final class RdmaServer implements AutoCloseable {
      * attached as suppressed exceptions); errors of the server's own resources.
      */
     public RdmaConnection accept(Duration timeout) {
-        long deadline = Timeouts.deadline(timeout);
+        Deadline deadline = Deadline.after(timeout);
         VerbsException timedOut = VerbsException.timedOut("rdma_accept", "an established connection on "
                 + localAddress(), timeout);
         while (true) {
-            CmEvent request = listener.getRequest(RdmaConnection.remaining(deadline));
+            CmEvent request = listener.getRequest(deadline.remaining());
             if (request == null) {
                 throw timedOut;
             }
             try {
-                return new ConnectionRequest(request, options, this).accept(RdmaConnection.remaining(deadline));
+                return new ConnectionRequest(request, options, this).accept(deadline.remaining());
             } catch (CmEventException dropped) {
                 timedOut.addSuppressed(dropped);
             } catch (VerbsException e) {
@@ -215,22 +217,23 @@ public final class RdmaServer implements AutoCloseable {
      */
     @Override
     public void close() {
-        try {
-            listener.close();
-        } finally {
-            try {
-                channel.close();
-            } finally {
-                QueueSet q;
-                synchronized (this) {
-                    q = closed ? null : shared;
-                    closed = true;
-                }
-                if (q != null) {
-                    q.release();
-                }
-            }
+        if (!state.beginClose()) {
+            return;
         }
+        QueueSet q;
+        synchronized (this) {
+            q = shared; // sharedQueues() checks the state under this monitor: none is made after this
+        }
+        Closer.closeAll(List.of(listener, channel, () -> {
+            if (q != null) {
+                q.release();
+            }
+        }));
+    }
+
+    /** Whether {@link #close()} has begun. */
+    public boolean isClosed() {
+        return state.isClosed();
     }
 
     @Override

@@ -2,6 +2,7 @@ package io.github.verbs4j.cm;
 
 import io.github.verbs4j.QpState;
 import io.github.verbs4j.RemoteBuffer;
+import io.github.verbs4j.TransportType;
 import io.github.verbs4j.VerbsException;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
@@ -265,8 +266,7 @@ class CmInProcessTest {
             client.resolveAddress(null, new InetSocketAddress(ADDR, listener.localAddress().getPort()), T);
             client.resolveRoute(T);
             var ctx = client.context();
-            // enum ibv_transport_type: 1 is IBV_TRANSPORT_IWARP
-            Assumptions.assumeFalse(ctx.device().transportType() == 1, () -> ctx.device().name()
+            Assumptions.assumeFalse(ctx.device().transport() == TransportType.IWARP, () -> ctx.device().name()
                     + " reports the iWARP transport, which has no UD queue pairs (RC only)");
             try (var pd = ctx.allocatePd(); var cq = ctx.createCq(8)) {
                 var clientQp = client.createQueuePair(pd, cq, cq, QpInit.defaults());

@@ -64,7 +64,8 @@ final class CmTestNet {
      */
     static boolean iwarp() {
         try {
-            return io.github.verbs4j.Verbs.devices().stream().anyMatch(d -> d.transportType() == 1);
+            return io.github.verbs4j.Verbs.devices().stream()
+                    .anyMatch(d -> d.transport() == io.github.verbs4j.TransportType.IWARP);
         } catch (RuntimeException | Error e) {
             return false;
         }
@@ -77,7 +78,7 @@ final class CmTestNet {
      * follows rdma_cm's events, stands in for it.
      */
     static io.github.verbs4j.QpState state(io.github.verbs4j.QueuePair qp) {
-        boolean iwarp = qp.protectionDomain().context().device().transportType() == 1;
+        boolean iwarp = qp.protectionDomain().context().device().transport() == io.github.verbs4j.TransportType.IWARP;
         return iwarp ? qp.trackedState() : qp.state();
     }
 

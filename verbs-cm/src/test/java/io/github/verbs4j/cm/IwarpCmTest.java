@@ -2,6 +2,7 @@ package io.github.verbs4j.cm;
 
 import io.github.verbs4j.QueuePair;
 import io.github.verbs4j.SendRequest;
+import io.github.verbs4j.TransportType;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -22,9 +23,6 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  */
 class IwarpCmTest {
 
-    /** {@code enum ibv_transport_type}: {@code IBV_TRANSPORT_IWARP}. */
-    private static final int TRANSPORT_IWARP = 1;
-
     private static final Duration T = CmTestNet.scaled(Duration.ofSeconds(10));
 
     @BeforeAll
@@ -40,8 +38,8 @@ class IwarpCmTest {
             try (RdmaConnection client = new RdmaClient().connect(CmTestNet.ADDRESS, port, T);
                  RdmaConnection serverSide = accepted.get(CmTestNet.scaledSeconds(20), TimeUnit.SECONDS)) {
                 var device = client.queuePair().protectionDomain().context().device();
-                assumeTrue(device.transportType() == TRANSPORT_IWARP, () -> device.name() + " reports transport "
-                        + device.transportType() + ", not iWARP (1): the iWARP refusals do not apply");
+                assumeTrue(device.transport() == TransportType.IWARP, () -> device.name() + " reports transport "
+                        + device.transport() + ", not iWARP: the iWARP refusals do not apply");
                 QueuePair qp = client.queuePair();
                 var mr = client.rdmaBuffer();
                 SendRequest[] refused = {

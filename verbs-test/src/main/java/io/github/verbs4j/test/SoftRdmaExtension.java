@@ -1,5 +1,6 @@
 package io.github.verbs4j.test;
 
+import io.github.verbs4j.Closer;
 import io.github.verbs4j.Context;
 import io.github.verbs4j.Verbs;
 import io.github.verbs4j.internal.CoreAccess;
@@ -108,20 +109,16 @@ public final class SoftRdmaExtension implements BeforeAllCallback, AfterAllCallb
                 .flatMap(c -> AnnotationSupport.findAnnotation(c, SoftRdmaTest.class))
                 .map(SoftRdmaTest::leakCheck).orElse(true);
         List<Object> leaked = new ArrayList<>();
-        RuntimeException closeFailure = null;
         for (Context ctx : opened.values()) {
             List<Object> open = openObjects(ctx);
             leaked.addAll(open);
             closeAll(open);
-            try {
-                ctx.close();
-            } catch (RuntimeException e) {
-                if (closeFailure == null) {
-                    closeFailure = e;
-                } else {
-                    closeFailure.addSuppressed(e);
-                }
-            }
+        }
+        RuntimeException closeFailure = null;
+        try {
+            Closer.closeAll(opened.values()); // every context, even when one fails
+        } catch (RuntimeException e) {
+            closeFailure = e;
         }
         if (check && !leaked.isEmpty()) {
             List<String> names = leaked.stream().map(String::valueOf).toList();

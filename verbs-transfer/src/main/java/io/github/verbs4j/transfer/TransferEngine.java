@@ -1,6 +1,8 @@
 package io.github.verbs4j.transfer;
 
 import io.github.verbs4j.Access;
+import io.github.verbs4j.CloseState;
+import io.github.verbs4j.Closer;
 import io.github.verbs4j.Completion;
 import io.github.verbs4j.CompletionQueue;
 import io.github.verbs4j.Completions;
@@ -83,8 +85,9 @@ public final class TransferEngine implements AutoCloseable {
     private final Batch[] inflight;
     private int inflightCount;
     private final Thread service;
-    private volatile boolean closing;
-    private boolean closed;
+    private final CloseState state = new CloseState();
+    /** Whether close() has released the resources (under this monitor): progress() stops then. */
+    private boolean released;
 
     // service side: connections accepted from peers (touched by the service thread only)
     private final CompletionQueue serviceSendCq;
@@ -294,9 +297,9 @@ public final class TransferEngine implements AutoCloseable {
                     if (i == 0) {
                         TransferPeer.postControlReceive(qp, control);
                     }
-                    id.connect(new ConnectParameters(ConnectParameters.MAX, ConnectParameters.MAX, 7, 7,
-                            name.getBytes(StandardCharsets.UTF_8).length <= 48 ? name.getBytes(StandardCharsets.UTF_8)
-                                    : new byte[0]), t);
+                    byte[] nameBytes = name.getBytes(StandardCharsets.UTF_8);
+                    id.connect(ConnectParameters.defaults().withDepths(ConnectParameters.MAX, ConnectParameters.MAX)
+                            .withPrivateData(nameBytes.length <= 48 ? nameBytes : new byte[0]), t);
                 }
             }
             TransferPeer p = new TransferPeer(this, peer, cq, controlCq, control, ids, depth);
@@ -368,7 +371,7 @@ public final class TransferEngine implements AutoCloseable {
      * @return how many completions were taken and chunks posted (0 when nothing moved)
      */
     public synchronized int progress() {
-        if (closed) {
+        if (released) {
             return 0;
         }
         return progressLocked();
@@ -523,7 +526,7 @@ public final class TransferEngine implements AutoCloseable {
 
     private void serve() {
         Duration tick = Duration.ofMillis(2);
-        while (!closing) {
+        while (!state.isClosed()) {
             try {
                 CmEvent request = listener.getRequest(tick);
                 if (request != null) {
@@ -532,7 +535,7 @@ public final class TransferEngine implements AutoCloseable {
                 answerLookups();
                 dropDisconnected();
             } catch (RuntimeException e) {
-                if (closing) {
+                if (state.isClosed()) {
                     return;
                 }
                 // one bad connection must not stop the service: go on with the others
@@ -554,7 +557,7 @@ public final class TransferEngine implements AutoCloseable {
             ReceiveRequest recv = ReceiveRequest.create().id(index).local(buffer, 0, TransferPeer.CONTROL_BYTES);
             SendRequest send = SendRequest.send().id(index).signaled();
             qp.postRecv(recv);
-            id.accept(new ConnectParameters(ConnectParameters.MAX, ConnectParameters.MAX, 7, 7, null),
+            id.accept(ConnectParameters.defaults().withDepths(ConnectParameters.MAX, ConnectParameters.MAX),
                     options.connectTimeout());
             accepted.add(new Accepted(id, qp, buffer, recv, send));
         } catch (RuntimeException e) {
@@ -619,9 +622,12 @@ public final class TransferEngine implements AutoCloseable {
     // ---------------------------------------------------------------- lifecycle
 
     private void ensureOpen() {
-        if (closed || closing) {
-            throw new IllegalStateException(this + " is closed");
-        }
+        state.ensureOpen(this);
+    }
+
+    /** Whether {@link #close()} has begun. */
+    public boolean isClosed() {
+        return state.isClosed();
     }
 
     /**
@@ -630,11 +636,8 @@ public final class TransferEngine implements AutoCloseable {
      */
     @Override
     public void close() {
-        synchronized (this) {
-            if (closed || closing) {
-                return;
-            }
-            closing = true;
+        if (!state.beginClose()) {
+            return;
         }
         try {
             service.join(10_000);
@@ -642,32 +645,30 @@ public final class TransferEngine implements AutoCloseable {
             Thread.currentThread().interrupt();
         }
         synchronized (this) {
+            // in this order, every one even when one fails (the first failure is thrown after)
+            List<AutoCloseable> order = new ArrayList<>();
             for (TransferPeer p : peers.toArray(new TransferPeer[0])) {
-                closePeer(p);
+                order.add(() -> closePeer(p));
             }
             for (Accepted a : accepted) {
                 if (a != null) {
-                    a.id().close();
-                    a.buffer().close();
+                    order.add(a.id());
+                    order.add(a.buffer());
                 }
             }
-            accepted.clear();
             for (Segment s : segments.values()) {
-                s.region.close();
+                order.add(s.region);
             }
+            order.addAll(List.of(listener, serviceSendCq, serviceRecvCq, pd, activeChannel, serviceChannel));
+            accepted.clear();
             segments.clear();
-            listener.close();
-            serviceSendCq.close();
-            serviceRecvCq.close();
-            pd.close();
-            activeChannel.close();
-            serviceChannel.close();
-            closed = true;
+            released = true;
+            Closer.closeAll(order);
         }
     }
 
     @Override
     public String toString() {
-        return "TransferEngine[" + name + (closed ? ", closed" : "") + "]";
+        return "TransferEngine[" + name + (state.isClosed() ? ", closed" : "") + "]";
     }
 }

@@ -1,21 +1,26 @@
 package io.github.verbs4j.transfer;
 
+import io.github.verbs4j.CloseState;
+import io.github.verbs4j.Closer;
 import io.github.verbs4j.Completion;
 import io.github.verbs4j.CompletionQueue;
+import io.github.verbs4j.Deadline;
 import io.github.verbs4j.Completions;
 import io.github.verbs4j.MemoryRegion;
 import io.github.verbs4j.QueuePair;
+import io.github.verbs4j.RdmaTimeoutException;
 import io.github.verbs4j.ReceiveRequest;
 import io.github.verbs4j.SendRequest;
-import io.github.verbs4j.VerbsException;
 import io.github.verbs4j.WcStatus;
+import io.github.verbs4j.WorkCompletionException;
 import io.github.verbs4j.cm.CmId;
 
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.Objects;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * A connection from a {@link TransferEngine} to another engine: {@code qpsPerPeer} RC queue pairs
@@ -48,7 +53,7 @@ public final class TransferPeer implements AutoCloseable {
     private int deadLanes;
     private volatile boolean lost;
     private volatile WcStatus lostBecause;
-    private volatile boolean closed;
+    private final CloseState state = new CloseState();
 
     TransferPeer(TransferEngine engine, InetSocketAddress address, CompletionQueue cq, CompletionQueue controlCq,
             MemoryRegion control, CmId[] ids, int depth) {
@@ -145,28 +150,29 @@ public final class TransferPeer implements AutoCloseable {
      * exchange on the first queue pair.
      *
      * <p><b>Errors</b>: {@link java.util.NoSuchElementException} when the peer has no segment of
-     * that name; {@link VerbsException} with ETIMEDOUT when no answer came within {@code timeout};
+     * that name; {@link RdmaTimeoutException} when no answer came within {@code timeout};
+     * {@link WorkCompletionException} when the look-up's work request failed;
      * {@link IllegalStateException} when the connection is lost or closed.
      */
     public synchronized RemoteSegment lookup(String name, Duration timeout) {
         SegmentDescriptor.checkName("name", name);
-        Objects.requireNonNull(timeout, "timeout");
-        if (closed || lost) {
-            throw new IllegalStateException(this + " is " + (closed ? "closed" : "lost (" + lostBecause + ")"));
+        Deadline deadline = Deadline.after(timeout);
+        state.ensureOpen(this);
+        if (lost) {
+            throw new IllegalStateException(this + " is lost (" + lostBecause + ")");
         }
         engine.progress(); // reap the completions of earlier look-ups' SENDs, which share the send queue
         byte[] n = name.getBytes(StandardCharsets.UTF_8);
         ByteBuffer out = control.segment().asSlice(CONTROL_BYTES, CONTROL_BYTES).asByteBuffer();
         out.put(LOOKUP).put((byte) n.length).put(n);
         lanes[0].qp.postSend(controlSend.local(control, CONTROL_BYTES, out.position()));
-        long deadline = System.nanoTime() + timeout.toNanos();
         while (true) {
             int got = controlCq.poll(controlCompletions);
             if (got > 0) {
                 Completion wc = controlCompletions.get(0);
                 if (!wc.ok()) {
-                    throw new IllegalStateException("directory look-up of '" + name + "' at " + address
-                            + " failed: " + wc.status());
+                    throw new WorkCompletionException("directory look-up of '" + name + "' at " + address,
+                            wc.status(), wc.wrId(), wc.vendorError(), wc.qpNumber(), wc.opcode());
                 }
                 ByteBuffer in = control.segment().asSlice(0, wc.byteLength()).asByteBuffer();
                 lanes[0].qp.postRecv(controlRecv);
@@ -178,9 +184,8 @@ public final class TransferPeer implements AutoCloseable {
                 }
                 return new RemoteSegment(this, SegmentDescriptor.decode(in));
             }
-            if (System.nanoTime() - deadline > 0) {
-                throw VerbsException.timedOut("lookup", "the directory's answer for '" + name + "' from " + address,
-                        timeout);
+            if (deadline.expired()) {
+                throw deadline.timedOut("the directory's answer for '" + name + "' from " + address);
             }
             Thread.onSpinWait();
         }
@@ -193,26 +198,22 @@ public final class TransferPeer implements AutoCloseable {
     }
 
     void destroy() {
-        if (closed) {
+        if (!state.beginClose()) {
             return;
         }
-        closed = true;
         lost = true;
+        List<AutoCloseable> order = new ArrayList<>();
         for (Lane l : lanes) {
             l.dead = true;
-            try {
-                l.id.close();
-            } catch (RuntimeException ignored) {
-                // best effort: the others are closed all the same
-            }
+            order.add(l.id);
         }
-        cq.close();
-        controlCq.close();
-        control.close();
+        order.addAll(List.of(cq, controlCq, control));
+        Closer.closeAll(order); // every one even when one fails, the first failure thrown after
     }
 
-    boolean isClosed() {
-        return closed;
+    /** Whether {@link #close()} (or the engine's) has begun. */
+    public boolean isClosed() {
+        return state.isClosed();
     }
 
     @Override

@@ -64,7 +64,8 @@ final class TestNet {
      */
     static boolean iwarp() {
         try {
-            return io.github.verbs4j.Verbs.devices().stream().anyMatch(d -> d.transportType() == 1);
+            return io.github.verbs4j.Verbs.devices().stream()
+                    .anyMatch(d -> d.transport() == io.github.verbs4j.TransportType.IWARP);
         } catch (RuntimeException | Error e) {
             return false;
         }

@@ -215,7 +215,7 @@ final class RawChannelBench {
         }
         ByteBuffer accept = ByteBuffer.allocate(20).order(ByteOrder.LITTLE_ENDIAN);
         accept.putInt(TAG).putLong(ring.address()).putInt(ring.rkey()).putInt(slots);
-        id.accept(new ConnectParameters(1, 1, 7, 7, accept.array()), timeout);
+        id.accept(ConnectParameters.defaults().withPrivateData(accept.array()), timeout);
 
         Server s = new Server(new Watch(id), qp, sendCq, recvCq, ring, recv, msgSize, stride, peerRing, peerRkey, peerStride);
         long warm = count / 5;
@@ -360,7 +360,7 @@ final class RawChannelBench {
 
     /** Whether the device reports the iWARP transport ({@code enum ibv_transport_type} 1), which has no immediate data. */
     private static boolean lacksImmediateData(Context ctx) {
-        return ctx.device().transportType() == 1;
+        return ctx.device().transport() == io.github.verbs4j.TransportType.IWARP;
     }
 
     private static UnsupportedOperationException noImmediateData(Context ctx) {
@@ -405,7 +405,7 @@ final class RawChannelBench {
         ByteBuffer setup = ByteBuffer.allocate(44).order(ByteOrder.LITTLE_ENDIAN);
         setup.putInt(TAG).putInt(VERSION).putInt(size).putLong(messages).putInt(1).putInt(pings)
                 .putLong(ring.address()).putInt(ring.rkey()).putInt(stride);
-        CmEvent established = id.connect(new ConnectParameters(1, 1, 7, 7, setup.array()), timeout);
+        CmEvent established = id.connect(ConnectParameters.defaults().withPrivateData(setup.array()), timeout);
         ByteBuffer answer = ByteBuffer.wrap(established.privateData()).order(ByteOrder.LITTLE_ENDIAN);
         if (answer.capacity() < 20 || answer.getInt(0) != TAG) {
             throw new IllegalStateException("the server is not a channel-bench --raw server (private data of "

@@ -67,7 +67,7 @@ final class Rping {
     /** Messages of 16 bytes, two receives posted (rping's max_recv_wr), one READ/WRITE each way (rping's conn params). */
     private EndpointOptions options(int rdmaBytes) {
         return EndpointOptions.builder().messageSize(INFO_SIZE).receiveSlots(2).rdmaBufferSize(rdmaBytes)
-                .parameters(new ConnectParameters(1, 1, 7, 7, new byte[0])).build();
+                .parameters(ConnectParameters.defaults()).build();
     }
 
     int runClient() {

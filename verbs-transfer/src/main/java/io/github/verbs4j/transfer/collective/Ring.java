@@ -1,18 +1,22 @@
 package io.github.verbs4j.transfer.collective;
 
 import io.github.verbs4j.Access;
+import io.github.verbs4j.CloseState;
+import io.github.verbs4j.Closer;
 import io.github.verbs4j.Completion;
 import io.github.verbs4j.CompletionQueue;
 import io.github.verbs4j.Completions;
 import io.github.verbs4j.Context;
+import io.github.verbs4j.Deadline;
 import io.github.verbs4j.MemoryRegion;
 import io.github.verbs4j.ProtectionDomain;
 import io.github.verbs4j.QueuePair;
+import io.github.verbs4j.RdmaTimeoutException;
 import io.github.verbs4j.ReceiveRequest;
 import io.github.verbs4j.SendOpcode;
 import io.github.verbs4j.SendRequest;
-import io.github.verbs4j.VerbsException;
 import io.github.verbs4j.WcOpcode;
+import io.github.verbs4j.WorkCompletionException;
 import io.github.verbs4j.cm.CmEvent;
 import io.github.verbs4j.cm.CmId;
 import io.github.verbs4j.cm.ConnectParameters;
@@ -27,8 +31,6 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -81,7 +83,7 @@ public final class Ring implements AutoCloseable {
     private final int size;
     private final long maxBytes;
     private final Duration timeout;
-    private final List<AutoCloseable> owned;
+    private final Closer owned;
     private final MemoryRegion buffer;
     private final CompletionQueue cq;
     private final Completions wcs = new Completions(64);
@@ -100,9 +102,9 @@ public final class Ring implements AutoCloseable {
     private int immExpectedNext;
     private final int[] imms = new int[1024];
     private int immHead;
-    private boolean closed;
+    private final CloseState state = new CloseState();
 
-    private Ring(int rank, int size, long maxBytes, Duration timeout, List<AutoCloseable> owned, MemoryRegion buffer,
+    private Ring(int rank, int size, long maxBytes, Duration timeout, Closer owned, MemoryRegion buffer,
             CompletionQueue cq, QueuePair right, QueuePair left, long rightAddress, int rightRkey, int sendDepth) {
         this.rank = rank;
         this.size = size;
@@ -152,6 +154,11 @@ public final class Ring implements AutoCloseable {
             this.listener = listener;
         }
 
+        /** Whether {@link #join} has ended (it closes the rendezvous) or {@link #close()} was called. */
+        public boolean isClosed() {
+            return listener.isClosed();
+        }
+
         /** The address the other ranks pass to {@link Ring#join}. */
         public InetSocketAddress address() {
             return listener.localAddress();
@@ -160,21 +167,21 @@ public final class Ring implements AutoCloseable {
         /**
          * Waits for ranks 1..size-1, sends them the table and builds rank 0's side of the ring.
          *
-         * <p><b>Errors</b>: {@link VerbsException} with ETIMEDOUT when not every rank came within
+         * <p><b>Errors</b>: {@link RdmaTimeoutException} when not every rank came within
          * {@code timeout}; {@link IllegalArgumentException} for a bad size or two ranks with one number.
          */
         public Ring join(int size, long maxBytes, Duration timeout) {
             checkSize(size);
-            long deadline = System.nanoTime() + timeout.toNanos();
+            Deadline deadline = Deadline.after(timeout);
             CmId[] requests = new CmId[size];
             InetSocketAddress[] table = new InetSocketAddress[size];
             RingSide side = RingSide.listen(new InetSocketAddress(address().getAddress(), 0), maxBytes);
             try {
                 table[0] = side.listenAddress();
                 for (int got = 1; got < size; ) {
-                    CmEvent e = listener.getRequest(remaining(deadline));
+                    CmEvent e = listener.getRequest(deadline.remaining());
                     if (e == null) {
-                        throw VerbsException.timedOut("Ring.join", (size - got) + " more ranks", timeout);
+                        throw deadline.timedOut((size - got) + " more ranks");
                     }
                     ByteBuffer in = ByteBuffer.wrap(e.privateData());
                     int r = in.remaining() >= 9 && in.get() == MAGIC ? in.getInt() : -1;
@@ -201,9 +208,9 @@ public final class Ring implements AutoCloseable {
                         throw new IllegalStateException("rank " + r + " reached rank 0 through another device");
                     }
                     id.createQueuePair(pd, side.cq, side.cq, new QpInit(1, 1, 1, 1, 0, false));
-                    id.accept(ConnectParameters.defaults().withPrivateData(out.array()), remaining(deadline));
+                    id.accept(ConnectParameters.defaults().withPrivateData(out.array()), deadline.remaining());
                 }
-                return side.connect(0, size, table, timeout, deadline);
+                return side.connect(0, size, table, deadline);
             } catch (RuntimeException | Error e) {
                 for (CmId id : requests) {
                     if (id != null) {
@@ -260,16 +267,16 @@ public final class Ring implements AutoCloseable {
             throw new IllegalArgumentException("rank must be within 1.." + (size - 1) + " (rank 0 opens the rendezvous), got "
                     + rank);
         }
-        long deadline = System.nanoTime() + timeout.toNanos();
+        Deadline deadline = Deadline.after(timeout);
         InetSocketAddress[] table = new InetSocketAddress[size];
         try (EventChannel channel = EventChannel.create(); CmId id = channel.createId(PortSpace.TCP)) {
-            id.resolveAddress(null, rendezvous, remaining(deadline));
-            id.resolveRoute(remaining(deadline));
+            id.resolveAddress(null, rendezvous, deadline.remaining());
+            id.resolveRoute(deadline.remaining());
             RingSide side = RingSide.listen(new InetSocketAddress(id.localAddress().getAddress(), 0), maxBytes);
             try {
                 id.createQueuePair(side.pd, side.cq, side.cq, new QpInit(1, 1, 1, 1, 0, false));
                 ByteBuffer req = ByteBuffer.allocate(9).put(MAGIC).putInt(rank).putInt(side.listenAddress().getPort());
-                CmEvent established = id.connect(new ConnectParameters(1, 1, 7, 7, req.array()), remaining(deadline));
+                CmEvent established = id.connect(ConnectParameters.defaults().withPrivateData(req.array()), deadline.remaining());
                 ByteBuffer in = ByteBuffer.wrap(established.privateData());
                 int n = Byte.toUnsignedInt(in.get());
                 if (n != size) {
@@ -280,7 +287,7 @@ public final class Ring implements AutoCloseable {
                     in.get(ip);
                     table[r] = new InetSocketAddress(InetAddress.getByAddress(ip), Short.toUnsignedInt(in.getShort()));
                 }
-                return side.connect(rank, size, table, timeout, deadline);
+                return side.connect(rank, size, table, deadline);
             } catch (RuntimeException | Error e) {
                 id.close(); // its queue pair is on the side's domain: gone first
                 side.closeAll(e);
@@ -306,14 +313,9 @@ public final class Ring implements AutoCloseable {
         return a.getAddress();
     }
 
-    static Duration remaining(long deadline) {
-        long left = deadline - System.nanoTime();
-        return Duration.ofNanos(Math.max(1_000_000, left));
-    }
-
     /** One rank's resources while the ring is being built. */
     private static final class RingSide {
-        final List<AutoCloseable> owned = new ArrayList<>();
+        final Closer owned = new Closer();
         final EventChannel listenChannel;
         final EventChannel connectChannel;
         final CmId listener;
@@ -352,8 +354,7 @@ public final class Ring implements AutoCloseable {
         }
 
         <T extends AutoCloseable> T add(T t) {
-            owned.add(t);
-            return t;
+            return owned.register(t);
         }
 
         InetSocketAddress listenAddress() {
@@ -361,24 +362,17 @@ public final class Ring implements AutoCloseable {
         }
 
         void closeAll(Throwable cause) {
-            for (int i = owned.size() - 1; i >= 0; i--) {
-                try {
-                    owned.get(i).close();
-                } catch (Exception suppressed) {
-                    cause.addSuppressed(suppressed);
-                }
-            }
-            owned.clear();
+            owned.closeSuppressingInto(cause);
         }
 
-        Ring connect(int rank, int size, InetSocketAddress[] table, Duration timeout, long deadline) {
+        Ring connect(int rank, int size, InetSocketAddress[] table, Deadline deadline) {
             int depth = 256;
             int recvDepth = 4 * size + 8;
             // accept the left neighbour in another thread while connecting to the right one
             CompletableFuture<CmId> leftSide = CompletableFuture.supplyAsync(() -> {
-                CmEvent e = listener.getRequest(remaining(deadline));
+                CmEvent e = listener.getRequest(deadline.remaining());
                 if (e == null) {
-                    throw VerbsException.timedOut("Ring.join", "the left neighbour's connection", timeout);
+                    throw deadline.timedOut("the left neighbour's connection");
                 }
                 CmId id = e.id();
                 try {
@@ -387,7 +381,7 @@ public final class Ring implements AutoCloseable {
                         qp.postRecv(ReceiveRequest.create().id(1).local(buffer, 2 * maxBytes, SCRATCH));
                     }
                     ByteBuffer out = ByteBuffer.allocate(12).putLong(buffer.address()).putInt(buffer.rkey());
-                    id.accept(new ConnectParameters(1, 1, 7, 7, out.array()), remaining(deadline));
+                    id.accept(ConnectParameters.defaults().withPrivateData(out.array()), deadline.remaining());
                     return id;
                 } catch (RuntimeException ex) {
                     id.close();
@@ -398,8 +392,8 @@ public final class Ring implements AutoCloseable {
             try {
                 rightId = connectChannel.createId(PortSpace.TCP);
                 InetSocketAddress to = table[(rank + 1) % size];
-                rightId.resolveAddress(null, to, remaining(deadline));
-                rightId.resolveRoute(remaining(deadline));
+                rightId.resolveAddress(null, to, deadline.remaining());
+                rightId.resolveRoute(deadline.remaining());
                 if (rightId.context() != context) {
                     throw new IllegalStateException("the right neighbour " + to + " is reached through another device");
                 }
@@ -407,19 +401,17 @@ public final class Ring implements AutoCloseable {
                 for (int i = 0; i < 8; i++) {
                     rq.postRecv(ReceiveRequest.create().id(2).local(buffer, 2 * maxBytes + SCRATCH, SCRATCH));
                 }
-                CmEvent est = rightId.connect(new ConnectParameters(1, 1, 7, 7, null), remaining(deadline));
+                CmEvent est = rightId.connect(ConnectParameters.defaults(), deadline.remaining());
                 ByteBuffer in = ByteBuffer.wrap(est.privateData());
                 long address = in.getLong();
                 int rkey = in.getInt();
-                CmId leftId = leftSide.get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-                // ids own their QPs: close them before the CQ, PD and buffer (closed in reverse order)
-                owned.add(rightId);
-                owned.add(leftId);
-                List<AutoCloseable> all = new ArrayList<>(owned);
-                owned.clear();
+                CmId leftId = leftSide.get(Math.max(1, deadline.remainingNanos()), TimeUnit.NANOSECONDS);
+                // ids own their QPs: close them before the CQ, PD and buffer (the closer goes in reverse)
+                owned.register(rightId);
+                owned.register(leftId);
                 listener.close();
-                return new Ring(rank, size, maxBytes, timeout, all, buffer, cq, rq, leftId.queuePair(), address, rkey,
-                        depth);
+                return new Ring(rank, size, maxBytes, deadline.timeout(), owned, buffer, cq, rq, leftId.queuePair(),
+                        address, rkey, depth);
             } catch (ExecutionException e) {
                 if (rightId != null) {
                     rightId.close();
@@ -430,7 +422,7 @@ public final class Ring implements AutoCloseable {
                     rightId.close();
                 }
                 leftSide.thenAccept(CmId::close);
-                throw VerbsException.timedOut("Ring.join", "the left neighbour's connection", timeout);
+                throw deadline.timedOut("the left neighbour's connection");
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 if (rightId != null) {
@@ -490,9 +482,7 @@ public final class Ring implements AutoCloseable {
     }
 
     private long checkLength(int count, long elementBytes) {
-        if (closed) {
-            throw new IllegalStateException("the ring is closed");
-        }
+        state.ensureOpen(this);
         long bytes = count * elementBytes;
         if (bytes > maxBytes) {
             throw new IllegalArgumentException(bytes + " bytes exceed the ring's maxBytes " + maxBytes);
@@ -628,8 +618,8 @@ public final class Ring implements AutoCloseable {
         for (int k = 0; k < n; k++) {
             Completion wc = wcs.get(k);
             if (!wc.ok()) {
-                throw new IllegalStateException("rank " + rank + ": " + wc.opcode() + " failed with " + wc.status()
-                        + " (a neighbour is gone?)");
+                throw new WorkCompletionException("rank " + rank + "'s " + wc.opcode() + " (a neighbour is gone?)",
+                        wc.status(), wc.wrId(), wc.vendorError(), wc.qpNumber(), wc.opcode());
             }
             WcOpcode op = wc.opcode();
             if (op == WcOpcode.RECV_RDMA_WITH_IMM) {
@@ -644,30 +634,21 @@ public final class Ring implements AutoCloseable {
             }
         }
         if (n == 0 && System.nanoTime() - deadline > 0) {
-            throw VerbsException.timedOut("Ring", what + " (rank " + rank + " of " + size + ")", timeout);
+            throw new RdmaTimeoutException(null, what + " (rank " + rank + " of " + size + ")", timeout);
         }
     }
 
     /** Disconnects from both neighbours and frees the buffers. Idempotent. */
     @Override
     public void close() {
-        if (closed) {
-            return;
+        if (state.beginClose()) {
+            owned.close();
         }
-        closed = true;
-        RuntimeException first = null;
-        for (int i = owned.size() - 1; i >= 0; i--) {
-            try {
-                owned.get(i).close();
-            } catch (Exception e) {
-                if (first == null) {
-                    first = e instanceof RuntimeException r ? r : new IllegalStateException(e);
-                }
-            }
-        }
-        if (first != null) {
-            throw first;
-        }
+    }
+
+    /** Whether {@link #close()} has begun. */
+    public boolean isClosed() {
+        return state.isClosed();
     }
 
     @Override
