@@ -5,6 +5,7 @@ import io.github.verbs4j.raw.Membarrier;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.lang.ref.WeakReference;
+import java.util.Arrays;
 import java.util.Locale;
 
 /**
@@ -47,7 +48,9 @@ import java.util.Locale;
  * <p><b>Which record.</b> One per thread ({@link ThreadLocal}: virtual threads have their own; a
  * virtual thread cannot unmount inside a downcall, and between its mark and the call it runs no
  * code that parks). Records are kept in one list for {@link #awaitClear} to scan; records of
- * threads that ended are dropped when the list has doubled since it was last pruned.
+ * threads that ended are dropped when the list has doubled since it was last pruned. A handle's
+ * sessions (the extended QP's and CQ's, several calls under one mark) use a record of the handle's
+ * own instead ({@link NativeHandle#enterSession}), listed until the handle is retired.
  */
 public final class InFlight {
 
@@ -70,13 +73,14 @@ public final class InFlight {
     private static volatile InFlight[] all = new InFlight[0];
     private static int pruneAt = 64;
 
+    /** The thread whose record this is; null for a handle's session record. */
     private final WeakReference<Thread> thread;
     /** The {@link NativeHandle} a call of this thread is inside, or null; through {@link #INSIDE}. */
     @SuppressWarnings("unused")
     private volatile Object inside;
 
     private InFlight(Thread thread) {
-        this.thread = new WeakReference<>(thread);
+        this.thread = thread == null ? null : new WeakReference<>(thread);
     }
 
     private static boolean chooseAsymmetric() {
@@ -101,6 +105,39 @@ public final class InFlight {
 
     private static InFlight register() {
         InFlight record = new InFlight(Thread.currentThread());
+        add(record);
+        return record;
+    }
+
+    /** A record tied to no thread (a handle's sessions'): scanned until {@link #unregister}. */
+    static InFlight registerUnowned() {
+        InFlight record = new InFlight(null);
+        add(record);
+        return record;
+    }
+
+    /** Adds {@code record} again after {@link #unregister} (a close that did not happen). */
+    static void reregister(InFlight record) {
+        add(record);
+    }
+
+    /** Stops scanning {@code record}, which no call may use any more. */
+    static void unregister(InFlight record) {
+        synchronized (LOCK) {
+            InFlight[] old = all;
+            for (int i = 0; i < old.length; i++) {
+                if (old[i] == record) {
+                    InFlight[] next = new InFlight[old.length - 1];
+                    System.arraycopy(old, 0, next, 0, i);
+                    System.arraycopy(old, i + 1, next, i, old.length - i - 1);
+                    all = next;
+                    return;
+                }
+            }
+        }
+    }
+
+    private static void add(InFlight record) {
         synchronized (LOCK) {
             InFlight[] old = all;
             int n = 0;
@@ -108,8 +145,8 @@ public final class InFlight {
             if (old.length >= pruneAt) {
                 next = new InFlight[old.length + 1];
                 for (InFlight r : old) {
-                    Thread t = r.thread.get();
-                    if ((t != null && t.isAlive()) || INSIDE.getVolatile(r) != null) {
+                    Thread t = r.thread == null ? null : r.thread.get();
+                    if (r.thread == null || (t != null && t.isAlive()) || INSIDE.getVolatile(r) != null) {
                         next[n++] = r;
                     }
                 }
@@ -120,9 +157,8 @@ public final class InFlight {
                 n = old.length;
             }
             next[n++] = record;
-            all = n == next.length ? next : java.util.Arrays.copyOf(next, n);
+            all = n == next.length ? next : Arrays.copyOf(next, n);
         }
-        return record;
     }
 
     /** Publishes "inside {@code handle}"; the caller then reads the handle's retired state. */
