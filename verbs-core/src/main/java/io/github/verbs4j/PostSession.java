@@ -67,8 +67,9 @@ import java.nio.ByteOrder;
  * {@code ibv_wr_complete}) plus one per further setter.
  *
  * <p><b>Closing the QP</b>: from {@code ibv_wr_start} to the end of the session, the session
- * marks the QP in use (the close guard's session record, no atomic update): {@link QueuePair#close()} on another thread waits for the session to end (commit
- * or abort) before the QP is destroyed, and then the QP refuses new sessions. Closing the QP
+ * marks the QP in use (the close guard's session record, no atomic update):
+ * {@link QueuePair#close()} on another thread waits for the session to end (commit or abort)
+ * before the QP is destroyed, and then the QP refuses new sessions. Closing the QP
  * on the thread that has the session open is refused with {@link IllegalStateException}:
  * commit or abort first.
  *
