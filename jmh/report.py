@@ -42,6 +42,9 @@ SHORT = {
 FLOOR = [
     ("nopC", "C, through a function pointer"),
     ("nopJavaCritical", "Java, critical downcall"),
+    ("nopJavaCriticalByAddress", "Java, critical downcall, pointers as long"),
+    ("nopJavaCriticalGuarded", "Java, as verbs4j calls: close guard + critical, pointers as long"),
+    ("nopJavaCriticalArenaGuarded", "Java, critical, owner a shared arena's segment (the former guard)"),
     ("nopJavaPlain", "Java, plain downcall"),
     ("nopJni", "Java, JNI static native (the JNI twin's shape)"),
 ]

@@ -1,6 +1,7 @@
 package io.github.verbs4j;
 
 import io.github.verbs4j.ffi.ibv_cq;
+import io.github.verbs4j.internal.InFlight;
 import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.internal.NativeHandle;
 import io.github.verbs4j.internal.Telemetry;
@@ -121,13 +122,16 @@ public final class CompletionQueue implements AutoCloseable {
         // refused from the moment a close begins, so that close() never waits on a stream of new calls
         life.ensureOpen(this);
         int n;
+        // every pointer by address: a close waits for the mark (NativeHandle.enter), and the
+        // segments' checks and session handling would cost more than the call (ContextOps)
+        InFlight mark = handle.enter(this, "ibv_poll_cq");
         try {
-            // the array by address: the segment's checks cost more than the call (ContextOps)
-            n = (int) ContextOps.POLL_CQ_BY_ADDRESS.invokeExact(pollFn, handle.segment(), batch.capacity,
+            n = (int) ContextOps.POLL_CQ_ADDRESSES.invokeExact(pollFn, handle.address(), batch.capacity,
                     batch.array.address());
         } catch (Throwable t) {
-            throw handle.failure(this, "ibv_poll_cq", t);
+            throw Downcalls.unexpected("ibv_poll_cq", t);
         } finally {
+            mark.exit();
             // the batch (and the arena of its array) stays reachable until the provider returned
             Reference.reachabilityFence(batch);
         }
@@ -158,10 +162,13 @@ public final class CompletionQueue implements AutoCloseable {
         // refused from the moment a close begins, so that close() never waits on a stream of new calls
         life.ensureOpen(this);
         int rc;
+        InFlight mark = handle.enter(this, "ibv_req_notify_cq");
         try {
-            rc = (int) ContextOps.REQ_NOTIFY_CQ.invokeExact(notifyFn, handle.segment(), solicitedOnly ? 1 : 0);
+            rc = (int) ContextOps.REQ_NOTIFY_CQ_ADDRESS.invokeExact(notifyFn, handle.address(), solicitedOnly ? 1 : 0);
         } catch (Throwable t) {
-            throw handle.failure(this, "ibv_req_notify_cq", t);
+            throw Downcalls.unexpected("ibv_req_notify_cq", t);
+        } finally {
+            mark.exit();
         }
         if (rc != 0) {
             throw VerbsException.of("ibv_req_notify_cq", Math.abs(rc));

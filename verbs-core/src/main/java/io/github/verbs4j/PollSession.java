@@ -1,6 +1,7 @@
 package io.github.verbs4j;
 
 import io.github.verbs4j.ffi.ibv_poll_cq_attr;
+import io.github.verbs4j.internal.InFlight;
 import io.github.verbs4j.raw.ExtendedOps;
 
 import java.lang.foreign.Arena;
@@ -45,7 +46,8 @@ import java.nio.ByteOrder;
  * <p><b>Hot path</b>: every call goes through a function pointer of {@code struct ibv_cq_ex},
  * read once at creation, with a critical downcall taking the queue's address as a {@code long};
  * nothing is allocated. An empty queue costs one call ({@code start_poll} answering ENOENT).
- * From a successful {@code ibv_start_poll} to {@link #close()} the session pins the queue: a
+ * From a successful {@code ibv_start_poll} to {@link #close()} the session marks the queue
+ * in use (the close guard's session record, no atomic update): a
  * {@link CompletionQueue#close()} on another thread that has got past its own check waits for
  * the pass to end before the queue is destroyed (and within the pass, closing the queue is
  * refused, as said below).
@@ -77,6 +79,8 @@ public final class PollSession implements AutoCloseable {
     private final MemorySegment attr;
     private final long attrAddress;
     private int state = CLOSED;
+    /** The CQ handle's session mark while a pass is open (from a successful start_poll to close); a close waits for it. */
+    private InFlight mark;
 
     PollSession(CompletionQueue cq, MemorySegment cqx, long fields) {
         this.cq = cq;
@@ -115,23 +119,22 @@ public final class PollSession implements AutoCloseable {
         if (state != CLOSED) {
             throw new IllegalStateException("a polling session is already open on " + cq + ": close it first");
         }
-        if (!cq.handle.pin()) {
-            throw new IllegalStateException(cq + " is closed (ibv_start_poll refused)");
-        }
+        InFlight mark = cq.handle.enterSession(cq, "ibv_start_poll");
         int rc;
         try {
             rc = (int) ExtendedOps.CQ_START_POLL_BY_ADDRESS.invokeExact(startPoll, cqx, attrAddress);
         } catch (Throwable t) {
-            cq.handle.unpin();
+            mark.exit();
             throw cq.handle.failure(cq, "ibv_start_poll", t);
         } finally {
             // attr's arena (held by this session) stays reachable until the provider returned
             Reference.reachabilityFence(this);
         }
         if (rc == 0) {
-            state = FIRST; // pinned until close()
+            this.mark = mark;
+            state = FIRST; // marked until close()
         } else {
-            cq.handle.unpin(); // no end_poll is due: nothing more to call
+            mark.exit(); // no end_poll is due: nothing more to call
             if (Math.abs(rc) == ENOENT) {
                 state = EMPTY;
             } else {
@@ -283,7 +286,8 @@ public final class PollSession implements AutoCloseable {
             } catch (Throwable t) {
                 throw cq.handle.failure(cq, "ibv_end_poll", t);
             } finally {
-                cq.handle.unpin();
+                mark.exit();
+                mark = null;
             }
         }
     }
@@ -293,7 +297,7 @@ public final class PollSession implements AutoCloseable {
         return state != CLOSED;
     }
 
-    /** Throws unless a completion is current (so the queue is pinned). */
+    /** Throws unless a completion is current (so the queue is marked in use). */
     private void current() {
         if (state != CURRENT) {
             throw new IllegalStateException("no current completion on " + cq + " (call next() and check it returned true)");

@@ -2,6 +2,7 @@ package io.github.verbs4j;
 
 import io.github.verbs4j.ffi.RdmaCore;
 import io.github.verbs4j.ffi.ibv_sge;
+import io.github.verbs4j.internal.InFlight;
 import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.raw.ExtendedOps;
 
@@ -66,8 +67,9 @@ import java.nio.ByteOrder;
  * {@code ibv_wr_complete}) plus one per further setter.
  *
  * <p><b>Closing the QP</b>: from {@code ibv_wr_start} to the end of the session, the session
- * pins the QP: {@link QueuePair#close()} on another thread waits for the session to end (commit
- * or abort) before the QP is destroyed, and then the QP refuses new sessions. Closing the QP
+ * marks the QP in use (the close guard's session record, no atomic update):
+ * {@link QueuePair#close()} on another thread waits for the session to end (commit or abort)
+ * before the QP is destroyed, and then the QP refuses new sessions. Closing the QP
  * on the thread that has the session open is refused with {@link IllegalStateException}:
  * commit or abort first.
  *
@@ -122,8 +124,8 @@ public final class PostSession implements AutoCloseable {
     private final long sgesAddress;
     private final long stagingAddress;
 
-    /** Whether this session holds the QP's pin (from wr_start to the end of the session). */
-    private boolean pinned;
+    /** The QP handle's session mark while a session is open (from wr_start to its end); a close waits for it. */
+    private InFlight mark;
     /** The thread that started the open session; null when none is open. */
     private Thread thread;
 
@@ -203,16 +205,14 @@ public final class PostSession implements AutoCloseable {
             throw new IllegalStateException("a posting session is already open on " + qp
                     + ": commit or abort it first (one batch per QP at a time)");
         }
-        if (!qp.handle.pin()) {
-            throw new IllegalStateException(qp + " is closed (ibv_wr_start refused)");
-        }
+        InFlight m = qp.handle.enterSession(qp, "ibv_wr_start");
         try {
             ExtendedOps.QP_VOID_BY_ADDRESS.invokeExact(start, qpx);
         } catch (Throwable t) {
-            qp.handle.unpin();
+            m.exit();
             throw qp.handle.failure(qp, "ibv_wr_start", t);
         }
-        pinned = true;
+        mark = m;
         thread = Thread.currentThread();
         open = true;
         kind = NONE;
@@ -225,15 +225,16 @@ public final class PostSession implements AutoCloseable {
         return open && thread == Thread.currentThread();
     }
 
-    /** Ends the session: no more calls on the QP through it; gives the QP's pin back. */
+    /** Ends the session: no more calls on the QP through it; clears the QP's session mark. */
     private void end() {
         open = false;
         kind = NONE;
         pendingOp = OP_NONE;
-        if (pinned) {
-            pinned = false;
+        if (mark != null) {
+            InFlight m = mark;
+            mark = null;
             thread = null;
-            qp.handle.unpin();
+            m.exit();
         }
     }
 
@@ -580,7 +581,7 @@ public final class PostSession implements AutoCloseable {
         if (ah != null && ah.life.isClosed()) {
             throw fail(Lifecycle.closedException(ah));
         }
-        // the session holds the QP's pin (open): its address stays valid across these calls
+        // the session holds the QP's session mark (open): its address stays valid across these calls
         long q = qpx;
         qpxView.set(ValueLayout.JAVA_LONG, ExtendedOps.QP_WR_ID, pendingId);
         qpxView.set(ValueLayout.JAVA_INT, ExtendedOps.QP_WR_FLAGS, nInline > 0 ? pendingFlags | INLINE : pendingFlags);

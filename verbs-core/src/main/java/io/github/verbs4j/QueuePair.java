@@ -6,6 +6,7 @@ import io.github.verbs4j.ffi.ibv_qp_attr;
 import io.github.verbs4j.ffi.ibv_qp_cap;
 import io.github.verbs4j.ffi.ibv_qp_init_attr;
 import io.github.verbs4j.ffi.ibv_qp_init_attr_ex;
+import io.github.verbs4j.internal.InFlight;
 import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.internal.NativeHandle;
 import io.github.verbs4j.internal.Telemetry;
@@ -819,13 +820,16 @@ public final class QueuePair implements AutoCloseable {
         }
         boolean binds = request.validate(this);
         int rc;
+        // every pointer by address: a close waits for the mark (NativeHandle.enter), and the
+        // segments' checks and session handling would cost more than the call (ContextOps)
+        InFlight mark = handle.enter(this, "ibv_post_send");
         try {
-            // the request's memory by address: the segments' checks cost more than the call (ContextOps)
-            rc = (int) ContextOps.POST_BY_ADDRESS.invokeExact(postSendFn, handle.segment(), request.wr.address(),
+            rc = (int) ContextOps.POST_ADDRESSES.invokeExact(postSendFn, handle.address(), request.wr.address(),
                     request.badWr.address());
         } catch (Throwable t) {
-            throw handle.failure(this, "ibv_post_send", t);
+            throw Downcalls.unexpected("ibv_post_send", t);
         } finally {
+            mark.exit();
             // the request (and the arena of its memory) stays reachable until the provider returned
             Reference.reachabilityFence(request);
         }
@@ -896,12 +900,14 @@ public final class QueuePair implements AutoCloseable {
         }
         request.validate(pd, capabilities.maxRecvSge(), this);
         int rc;
+        InFlight mark = handle.enter(this, "ibv_post_recv");
         try {
-            rc = (int) ContextOps.POST_BY_ADDRESS.invokeExact(postRecvFn, handle.segment(), request.wr.address(),
+            rc = (int) ContextOps.POST_ADDRESSES.invokeExact(postRecvFn, handle.address(), request.wr.address(),
                     request.badWr.address());
         } catch (Throwable t) {
-            throw handle.failure(this, "ibv_post_recv", t);
+            throw Downcalls.unexpected("ibv_post_recv", t);
         } finally {
+            mark.exit();
             Reference.reachabilityFence(request);
         }
         return Math.abs(rc);

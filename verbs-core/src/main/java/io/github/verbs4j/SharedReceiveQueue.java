@@ -5,6 +5,7 @@ import io.github.verbs4j.ffi.ibv_srq;
 import io.github.verbs4j.ffi.ibv_srq_attr;
 import io.github.verbs4j.ffi.ibv_srq_init_attr;
 import io.github.verbs4j.ffi.ibv_srq_init_attr_ex;
+import io.github.verbs4j.internal.InFlight;
 import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.internal.NativeHandle;
 import io.github.verbs4j.raw.ContextOps;
@@ -172,13 +173,16 @@ public final class SharedReceiveQueue implements AutoCloseable {
         life.ensureOpen(this);
         request.validate(pd, maxSge, this);
         int rc;
+        // every pointer by address: a close waits for the mark (NativeHandle.enter), and the
+        // segments' checks and session handling would cost more than the call (ContextOps)
+        InFlight mark = handle.enter(this, "ibv_post_srq_recv");
         try {
-            // the request's memory by address: the segments' checks cost more than the call (ContextOps)
-            rc = (int) ContextOps.POST_BY_ADDRESS.invokeExact(postFn, handle.segment(), request.wr.address(),
+            rc = (int) ContextOps.POST_ADDRESSES.invokeExact(postFn, handle.address(), request.wr.address(),
                     request.badWr.address());
         } catch (Throwable t) {
-            throw handle.failure(this, "ibv_post_srq_recv", t);
+            throw Downcalls.unexpected("ibv_post_srq_recv", t);
         } finally {
+            mark.exit();
             Reference.reachabilityFence(request);
         }
         return Math.abs(rc);

@@ -59,6 +59,9 @@ final class Baseline {
             ValueLayout.ADDRESS, ValueLayout.ADDRESS);
     static final MethodHandle NOP_CRITICAL = handle("bl_nop", NOP, Linker.Option.critical(false));
     static final MethodHandle NOP_PLAIN = handle("bl_nop", NOP);
+    /** {@code bl_nop} with every pointer a {@code long}, as verbs4j's hot path passes them (ContextOps.POST_ADDRESSES). */
+    static final MethodHandle NOP_CRITICAL_BY_ADDRESS = handle("bl_nop", FunctionDescriptor.of(ValueLayout.JAVA_INT,
+            ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG), Linker.Option.critical(false));
 
     // the raw-FFM benchmarks' accessors (see RawRig)
     static final MethodHandle QP_A = handle("bl_qp_a", FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.ADDRESS));

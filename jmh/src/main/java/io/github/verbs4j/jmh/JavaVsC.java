@@ -1,5 +1,7 @@
 package io.github.verbs4j.jmh;
 
+import io.github.verbs4j.internal.InFlight;
+import io.github.verbs4j.internal.NativeHandle;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -181,14 +183,37 @@ public class JavaVsC {
         return (int) Baseline.NOP_CRITICAL.invokeExact(arg.segment, arg.segment, arg.segment);
     }
 
+    /** As {@link #nopJavaCritical}, every pointer a {@code long}: the form verbs4j's hot path calls. */
+    @Benchmark
+    public int nopJavaCriticalByAddress(NopArgument arg) throws Throwable {
+        return (int) Baseline.NOP_CRITICAL_BY_ADDRESS.invokeExact(arg.address, arg.address, arg.address);
+    }
+
     /**
-     * As {@link #nopJavaCritical}, the first argument a segment of a shared arena, as verbs4j passes
-     * an owner's handle (QP, CQ, SRQ) so that close() cannot free what a call on another thread
-     * uses: the linker acquires and releases the arena around the call. The difference to
-     * {@code nopJavaCritical} is that guard's cost per post and per poll.
+     * {@link #nopJavaCriticalByAddress} inside verbs4j's close guard, exactly as a post or a poll
+     * calls the provider: {@code NativeHandle.enter} (the thread's mark, then the handle's retired
+     * state: plain stores and loads, no atomic update), the call with the owner's address, the
+     * mark's {@code exit}. The difference to {@code nopJavaCriticalByAddress} is the guard's cost
+     * per post and per poll.
      */
     @Benchmark
     public int nopJavaCriticalGuarded(NopArgument arg) throws Throwable {
+        InFlight mark = arg.handle.enter(arg, "bl_nop");
+        try {
+            return (int) Baseline.NOP_CRITICAL_BY_ADDRESS.invokeExact(arg.handle.address(), arg.address, arg.address);
+        } finally {
+            mark.exit();
+        }
+    }
+
+    /**
+     * As {@link #nopJavaCritical}, the first argument a segment of a shared arena, as verbs4j
+     * guarded its owners before the marks (and still does on the control path): the linker
+     * acquires and releases the arena around the call, two atomic updates of a line every caller
+     * shares. The difference to {@code nopJavaCritical} is that guard's cost.
+     */
+    @Benchmark
+    public int nopJavaCriticalArenaGuarded(NopArgument arg) throws Throwable {
         return (int) Baseline.NOP_CRITICAL.invokeExact(arg.guarded, arg.segment, arg.segment);
     }
 
@@ -216,5 +241,7 @@ public class JavaVsC {
     public static class NopArgument {
         final MemorySegment segment = MemorySegment.ofAddress(0x1000);
         final MemorySegment guarded = MemorySegment.ofAddress(0x1000).reinterpret(64, java.lang.foreign.Arena.ofShared(), null);
+        final long address = 0x1000;
+        final NativeHandle handle = new NativeHandle(MemorySegment.ofAddress(0x1000), 64);
     }
 }

@@ -4,63 +4,57 @@ import io.github.verbs4j.raw.Downcalls;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
 
 /**
- * The pointer to a native object (an {@code ibv_qp}, {@code ibv_cq}, ...) as the segment every
- * call on that object passes, tied to a shared arena of its own: FFM's own guarantee that a close
- * cannot free what an in-flight call uses.
+ * The pointer to a native object (an {@code ibv_qp}, {@code ibv_cq}, ...) and the guard that keeps
+ * a close from destroying it while a call on another thread may still be inside the provider.
  *
- * <p>A downcall that takes {@link #segment()} as an argument holds (acquires) the arena for the
- * duration of the call. {@link #retire} closes the arena, which succeeds only when no call holds
- * it: so the owner's destroy verb runs only after every post or poll already in the provider has
- * returned, and any call that starts afterwards fails in the linker with an
- * {@link IllegalStateException} before native code sees the pointer. Races between
- * {@code close()} and a post on another thread end in that exception, never in the provider
- * using freed memory.
+ * <p><b>Hot-path calls</b> (post send/recv, SRQ recv, poll, notify) pass the object's
+ * {@link #address()} as a {@code long} between {@link #enter} and {@link InFlight#exit}: the
+ * calling thread marks itself "inside this handle" with plain stores into its own record
+ * ({@link InFlight}), then reads whether the handle is retired. {@link #retire} sets the retired
+ * state, makes every thread of the process pass a memory barrier ({@code membarrier(2)}), and
+ * waits until no mark names the handle. So the destroy verb runs only after every call already
+ * past its check has returned, and a call that checks later is refused with
+ * {@link IllegalStateException} before native code sees the pointer. No atomic read-modify-write
+ * on shared memory is made per call (the shared arena's acquire and release were two, 2.7 to
+ * 24 ns per call depending on the CPU: docs/performance.md).
+ *
+ * <p><b>Control-path calls</b> (modify, query, resize, and blocking waits) pass {@link #segment()}:
+ * the pointer as a segment of a shared arena of the handle's own, which the linker holds for the
+ * length of the call; {@link #retire} closes the arena, which succeeds only when no call holds it.
  *
  * <p>The owners refuse new calls from the moment their close begins ({@link Lifecycle#ensureOpen}),
  * so {@link #retire} waits only for the calls already past that check, never for a thread that
  * keeps posting or polling in a loop.
  *
- * <p>The cost on the hot path is the linker's acquire/release of a shared session around the
- * call (measured in docs/performance.md).
- *
- * <p><b>Pins.</b> A sequence of calls that passes the object's address as a {@code long}
- * (the extended QP's and CQ's sessions: several calls per request, each of which would pay the
- * segment's checks and its session's acquire and release) holds a pin instead: {@link #pin}
- * before the first call, {@link #unpin} after the last. {@link #retire} refuses new pins and
- * waits for the pins held, as it waits for calls in flight, before it closes the segment; so
- * the destroy verb never runs while a pinned sequence may still call the provider. A pin costs
- * one atomic update to take and one to give back, whatever the number of calls it covers.
+ * <p><b>Sessions.</b> A sequence of calls that passes the object's address as a {@code long}
+ * (the extended QP's and CQ's sessions: several calls per request) is marked once, from its
+ * first call to its last, with {@link #enterSession}: the same protocol with a record of the
+ * handle's own rather than the thread's (an owner has at most one session open, and a thread may
+ * hold sessions on several owners while it also posts and polls).
  */
 public final class NativeHandle {
 
     /** How long {@link #retire} waits for calls still inside the provider. */
     private static final long RETIRE_WAIT_NANOS = 10_000_000_000L;
-    /** The bit of {@link #pins} that {@link #retire} sets: no new pin from then on. */
-    private static final int RETIRING = Integer.MIN_VALUE;
-    private static final VarHandle PINS;
-
-    static {
-        try {
-            PINS = MethodHandles.lookup().findVarHandle(NativeHandle.class, "pins", int.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
 
     private final MemorySegment pointer;
+    private final long address;
+    /**
+     * Set by {@link #retire} before it waits for the marks of calls in flight; read by
+     * {@link #enter} after its mark is published (see {@link InFlight} for the ordering).
+     */
+    private volatile boolean retired;
     private volatile Arena arena;
     private volatile MemorySegment segment;
-    /** The pins held (low bits), and {@link #RETIRING} once {@link #retire} began. */
-    @SuppressWarnings("unused") // through PINS
-    private volatile int pins;
+    /** The record of this handle's sessions ({@link #enterSession}); created at the first, registered while not retired. */
+    private volatile InFlight sessionMark;
 
     /** A handle for the {@code size}-byte native object at {@code pointer}. */
     public NativeHandle(MemorySegment pointer, long size) {
         this.pointer = MemorySegment.ofAddress(pointer.address()).reinterpret(size);
+        this.address = pointer.address();
         attach();
     }
 
@@ -70,9 +64,66 @@ public final class NativeHandle {
         this.arena = a;
     }
 
-    /** The segment to pass to calls on the object: refused by the linker once retired. */
+    /** The segment to pass to control-path calls on the object: refused by the linker once retired. */
     public MemorySegment segment() {
         return segment;
+    }
+
+    /**
+     * The object's address, for a hot-path call between {@link #enter} and {@link InFlight#exit}
+     * (and nowhere else: only there does a close wait for the call).
+     */
+    public long address() {
+        return address;
+    }
+
+    /**
+     * Marks the calling thread inside this handle and checks that it is not retired: until the
+     * returned record's {@link InFlight#exit()}, {@link #retire} waits, so {@link #address()} may
+     * be passed to the provider. Costs no atomic read-modify-write and allocates nothing.
+     *
+     * @throws IllegalStateException naming {@code owner} and {@code verb} when the handle is
+     *         retired (closed, or being closed, by another thread)
+     */
+    public InFlight enter(Object owner, String verb) {
+        return enter(InFlight.current(), owner, verb);
+    }
+
+    /**
+     * {@link #enter} for a session of several calls (the extended QP's and CQ's), with this
+     * handle's own record: the mark stays from the session's first call until its
+     * {@link InFlight#exit()}, whatever the thread does meanwhile. One session at a time per
+     * handle (the owners refuse a second one).
+     */
+    public InFlight enterSession(Object owner, String verb) {
+        InFlight mark = sessionMark;
+        if (mark == null) {
+            mark = createSessionMark(owner, verb);
+        }
+        return enter(mark, owner, verb);
+    }
+
+    private synchronized InFlight createSessionMark(Object owner, String verb) {
+        if (sessionMark == null) {
+            if (retired) {
+                throw closedUnder(owner, verb, null);
+            }
+            sessionMark = InFlight.registerUnowned();
+        }
+        return sessionMark;
+    }
+
+    private InFlight enter(InFlight mark, Object owner, String verb) {
+        mark.publish(this);
+        if (retired) {
+            mark.exit();
+            throw closedUnder(owner, verb, null);
+        }
+        return mark;
+    }
+
+    private static IllegalStateException closedUnder(Object owner, String verb, Throwable cause) {
+        return new IllegalStateException(owner + " is closed (" + verb + " refused: closed by another thread)", cause);
     }
 
     /** The object's address as a segment that never closes: for identity, and for the destroy verb itself. */
@@ -80,85 +131,52 @@ public final class NativeHandle {
         return pointer;
     }
 
-    /**
-     * Takes a pin: until {@link #unpin}, {@link #retire} waits, so the object's address may be
-     * passed to the provider as a {@code long}.
-     *
-     * @return false (and no pin taken) when the handle is retired or being retired
-     */
-    public boolean pin() {
-        int c;
-        do {
-            c = (int) PINS.getVolatile(this);
-            if (c < 0) {
-                return false;
-            }
-        } while (!PINS.weakCompareAndSet(this, c, c + 1));
-        return true;
-    }
-
-    /** Gives back a pin taken by {@link #pin} (exactly once per successful {@code pin()}). */
-    public void unpin() {
-        PINS.getAndAdd(this, -1);
-    }
-
-    /** Whether {@link #retire} closed the segment (and {@link #restore} did not reopen it). */
+    /** Whether {@link #retire} began or completed (and {@link #restore} did not undo it). */
     public boolean isRetired() {
-        return !segment.scope().isAlive();
+        return retired || !segment.scope().isAlive();
     }
 
     /**
-     * Closes the segment once no call holds it, waiting for calls in progress (they return in
-     * microseconds: posts and polls never block).
+     * Refuses new calls, waits for those in progress (they return in microseconds: posts and
+     * polls never block) and for an open session to end, then closes the segment.
      *
-     * @throws IllegalStateException naming {@code owner} when a call has not returned in 10 s
+     * @throws IllegalStateException naming {@code owner} when a call or a session has not ended
+     *         in 10 s (the handle is then usable again)
      */
     public void retire(Object owner) {
         long deadline = System.nanoTime() + RETIRE_WAIT_NANOS;
-        int c;
-        do {
-            c = (int) PINS.getVolatile(this);
-        } while (c >= 0 && !PINS.weakCompareAndSet(this, c, c | RETIRING));
-        for (int spins = 0; (int) PINS.getVolatile(this) != RETIRING; spins++) {
-            if (System.nanoTime() - deadline > 0) {
-                restorePins();
-                throw new IllegalStateException("cannot close " + owner + ": a session on it from another thread"
-                        + " has not ended in 10 s");
-            }
-            backOff(spins);
+        retired = true;
+        InFlight.barrier();
+        if (!InFlight.awaitClear(this, deadline)) {
+            retired = false;
+            throw new IllegalStateException("cannot close " + owner + ": a call or a session on it from another"
+                    + " thread has not ended in 10 s");
         }
         for (int spins = 0; ; spins++) {
             try {
                 arena.close();
-                return;
+                break;
             } catch (IllegalStateException inUse) {
                 if (!segment.scope().isAlive()) {
-                    return;
+                    break;
                 }
                 if (System.nanoTime() - deadline > 0) {
-                    restorePins();
+                    retired = false;
                     throw new IllegalStateException("cannot close " + owner + ": a call on it from another thread"
                             + " has not returned in 10 s", inUse);
                 }
-                backOff(spins);
+                if (spins < 100) {
+                    Thread.onSpinWait();
+                } else {
+                    Thread.yield();
+                }
             }
         }
-    }
-
-    private static void backOff(int spins) {
-        if (spins < 100) {
-            Thread.onSpinWait();
-        } else {
-            Thread.yield();
+        synchronized (this) {
+            if (sessionMark != null) {
+                InFlight.unregister(sessionMark); // no session can start any more: nothing to scan
+            }
         }
-    }
-
-    /** Lets pins be taken again (the retire gave up, or the destroy verb failed). */
-    private void restorePins() {
-        int c;
-        do {
-            c = (int) PINS.getVolatile(this);
-        } while (c < 0 && !PINS.weakCompareAndSet(this, c, c & ~RETIRING));
     }
 
     /**
@@ -167,16 +185,21 @@ public final class NativeHandle {
      */
     public RuntimeException failure(Object owner, String verb, Throwable t) {
         if (isRetired() && t instanceof IllegalStateException) {
-            return new IllegalStateException(owner + " is closed (" + verb + " refused: closed by another thread)", t);
+            return closedUnder(owner, verb, t);
         }
         return Downcalls.unexpected(verb, t);
     }
 
-    /** Reopens the segment after the destroy verb failed: the object lives on, and so do its calls. */
+    /** Reopens the handle after the destroy verb failed: the object lives on, and so do its calls. */
     public void restore() {
         if (!segment.scope().isAlive()) {
             attach();
         }
-        restorePins();
+        synchronized (this) {
+            if (sessionMark != null && retired) {
+                InFlight.reregister(sessionMark);
+            }
+            retired = false;
+        }
     }
 }

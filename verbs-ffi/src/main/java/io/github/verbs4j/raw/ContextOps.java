@@ -62,6 +62,22 @@ public final class ContextOps {
     public static final MethodHandle POLL_CQ_BY_ADDRESS = Downcalls.functionPointer(FunctionDescriptor.of(ValueLayout.JAVA_INT,
             ValueLayout.ADDRESS, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG), true);
 
+    /**
+     * {@link #POST_SEND}'s shape with every pointer an address ({@code long}), the owner's
+     * ({@code struct ibv_qp *} or {@code struct ibv_srq *}) included: the linker then does no
+     * session handling at all. The caller guarantees that the owner outlives the call (verbs-core's
+     * {@code NativeHandle.enter}/{@code exit}, which a close waits for) and keeps the request's
+     * memory reachable.
+     */
+    public static final MethodHandle POST_ADDRESSES = Downcalls.functionPointer(FunctionDescriptor.of(ValueLayout.JAVA_INT,
+            ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG), true);
+    /** {@link #POLL_CQ} with the CQ and the completion array as addresses; as {@link #POST_ADDRESSES}. */
+    public static final MethodHandle POLL_CQ_ADDRESSES = Downcalls.functionPointer(FunctionDescriptor.of(ValueLayout.JAVA_INT,
+            ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG), true);
+    /** {@link #REQ_NOTIFY_CQ} with the CQ as an address; as {@link #POST_ADDRESSES}. */
+    public static final MethodHandle REQ_NOTIFY_CQ_ADDRESS = Downcalls.functionPointer(FunctionDescriptor.of(ValueLayout.JAVA_INT,
+            ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT), true);
+
     public static final long POLL_CQ_OFFSET = ibv_context_ops.poll_cq$offset();
     public static final long REQ_NOTIFY_CQ_OFFSET = ibv_context_ops.req_notify_cq$offset();
     public static final long POST_SEND_OFFSET = ibv_context_ops.post_send$offset();

@@ -1,0 +1,206 @@
+package io.github.verbs4j.internal;
+
+import io.github.verbs4j.raw.Membarrier;
+
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.lang.ref.WeakReference;
+import java.util.Arrays;
+import java.util.Locale;
+
+/**
+ * One thread's mark "a hot-path call of mine may be inside the provider with this object's
+ * pointer": the caller's side of {@link NativeHandle}'s close guard, which costs no atomic
+ * read-modify-write on shared memory.
+ *
+ * <p><b>The protocol</b> (an asymmetric Dekker handshake, as userspace RCU's membarrier flavour):
+ * <pre>
+ *   caller (every post, poll, notify)        close ({@link NativeHandle#retire})
+ *   mark.inside = handle      (opaque)       handle.retired = true     (volatile)
+ *   compiler barrier                         membarrier(PRIVATE_EXPEDITED)
+ *   if (handle.retired) refuse (volatile)    wait until no mark names handle
+ *   call the provider with the address       destroy verb
+ *   mark.inside = null        (release)
+ * </pre>
+ * Either the caller sees {@code retired} and never calls, or the close sees the mark and waits
+ * for it to clear: both sides missing each other would need the caller's store to pass its own
+ * later load, which the barrier on the close's side excludes ({@code membarrier} makes every
+ * running thread of the process execute a full fence; one not running passed one when it was
+ * switched out). The caller pays a plain store, a plain load and a plain store to a line only
+ * its own thread writes: on x86 the same instructions as without a guard, give or take three.
+ *
+ * <p><b>Compiler ordering.</b> The Java memory model lets a compiler move a store after a later
+ * load; the barrier between the two is {@link VarHandle#acquireFence()}, which in HotSpot's
+ * compilers is a memory barrier node that no memory access crosses (C2's {@code MemBarAcquire}
+ * takes and yields all of memory), and which emits no instruction on x86 (TSO: the one hardware
+ * reordering, a store passing a later load, is exactly what the {@code membarrier} call
+ * removes). On AArch64 it is a {@code dmb ishld}, which with the {@code membarrier} gives the
+ * same guarantee. The clearing store is a release, so the provider's own accesses are complete
+ * before the mark reads clear.
+ *
+ * <p><b>Without membarrier</b> (another OS or architecture, a kernel before 4.14, a seccomp
+ * filter refusing the syscall, or {@code -Dverbs4j.closeGuard=fence}) the caller's store is
+ * volatile (a full fence: on x86 one locked instruction on a line no other thread writes, still
+ * cheaper than a shared arena's acquire and release, which are two locked updates of a line all
+ * callers share), and the close side needs no barrier: volatile accesses are sequentially
+ * consistent.
+ *
+ * <p><b>Which record.</b> One per thread ({@link ThreadLocal}: virtual threads have their own; a
+ * virtual thread cannot unmount inside a downcall, and between its mark and the call it runs no
+ * code that parks). Records are kept in one list for {@link #awaitClear} to scan; records of
+ * threads that ended are dropped when the list has doubled since it was last pruned. A handle's
+ * sessions (the extended QP's and CQ's, several calls under one mark) use a record of the handle's
+ * own instead ({@link NativeHandle#enterSession}), listed until the handle is retired.
+ */
+public final class InFlight {
+
+    /** Whether the close side uses {@code membarrier(2)} and the callers only a compiler barrier. */
+    static final boolean ASYMMETRIC = chooseAsymmetric();
+
+    private static final VarHandle INSIDE;
+
+    static {
+        try {
+            INSIDE = MethodHandles.lookup().findVarHandle(InFlight.class, "inside", Object.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    private static final Object LOCK = new Object();
+    private static final ThreadLocal<InFlight> CURRENT = ThreadLocal.withInitial(InFlight::register);
+    /** Every record of a live thread (and some of ended ones); replaced, never changed, under {@link #LOCK}. */
+    private static volatile InFlight[] all = new InFlight[0];
+    private static int pruneAt = 64;
+
+    /** The thread whose record this is; null for a handle's session record. */
+    private final WeakReference<Thread> thread;
+    /** The {@link NativeHandle} a call of this thread is inside, or null; through {@link #INSIDE}. */
+    @SuppressWarnings("unused")
+    private volatile Object inside;
+
+    private InFlight(Thread thread) {
+        this.thread = thread == null ? null : new WeakReference<>(thread);
+    }
+
+    private static boolean chooseAsymmetric() {
+        String mode = System.getProperty("verbs4j.closeGuard", "membarrier").toLowerCase(Locale.ROOT);
+        return switch (mode) {
+            case "membarrier" -> Membarrier.register();
+            case "fence" -> false;
+            default -> throw new IllegalArgumentException("verbs4j.closeGuard=" + mode
+                    + ": expected membarrier (the default, a fence where unavailable) or fence");
+        };
+    }
+
+    /** How the close guard orders its two sides here: "membarrier" or "fence". */
+    public static String mode() {
+        return ASYMMETRIC ? "membarrier" : "fence";
+    }
+
+    /** The calling thread's record. */
+    static InFlight current() {
+        return CURRENT.get();
+    }
+
+    private static InFlight register() {
+        InFlight record = new InFlight(Thread.currentThread());
+        add(record);
+        return record;
+    }
+
+    /** A record tied to no thread (a handle's sessions'): scanned until {@link #unregister}. */
+    static InFlight registerUnowned() {
+        InFlight record = new InFlight(null);
+        add(record);
+        return record;
+    }
+
+    /** Adds {@code record} again after {@link #unregister} (a close that did not happen). */
+    static void reregister(InFlight record) {
+        add(record);
+    }
+
+    /** Stops scanning {@code record}, which no call may use any more. */
+    static void unregister(InFlight record) {
+        synchronized (LOCK) {
+            InFlight[] old = all;
+            for (int i = 0; i < old.length; i++) {
+                if (old[i] == record) {
+                    InFlight[] next = new InFlight[old.length - 1];
+                    System.arraycopy(old, 0, next, 0, i);
+                    System.arraycopy(old, i + 1, next, i, old.length - i - 1);
+                    all = next;
+                    return;
+                }
+            }
+        }
+    }
+
+    private static void add(InFlight record) {
+        synchronized (LOCK) {
+            InFlight[] old = all;
+            int n = 0;
+            InFlight[] next;
+            if (old.length >= pruneAt) {
+                next = new InFlight[old.length + 1];
+                for (InFlight r : old) {
+                    Thread t = r.thread == null ? null : r.thread.get();
+                    if (r.thread == null || (t != null && t.isAlive()) || INSIDE.getVolatile(r) != null) {
+                        next[n++] = r;
+                    }
+                }
+                pruneAt = Math.max(64, 2 * (n + 1));
+            } else {
+                next = new InFlight[old.length + 1];
+                System.arraycopy(old, 0, next, 0, old.length);
+                n = old.length;
+            }
+            next[n++] = record;
+            all = n == next.length ? next : Arrays.copyOf(next, n);
+        }
+    }
+
+    /** Publishes "inside {@code handle}"; the caller then reads the handle's retired state. */
+    void publish(Object handle) {
+        if (ASYMMETRIC) {
+            INSIDE.setOpaque(this, handle);
+            VarHandle.acquireFence(); // a compiler barrier between the store and the caller's next load
+        } else {
+            INSIDE.setVolatile(this, handle);
+        }
+    }
+
+    /** Clears the mark: the call returned (or never started). */
+    public void exit() {
+        INSIDE.setRelease(this, null);
+    }
+
+    /** The close side's barrier, between its volatile store of the retired state and {@link #awaitClear}. */
+    static void barrier() {
+        if (ASYMMETRIC) {
+            Membarrier.barrier();
+        }
+    }
+
+    /**
+     * Waits until no thread's mark names {@code handle}.
+     *
+     * @return false when a mark still named it at {@code deadline} ({@link System#nanoTime()})
+     */
+    static boolean awaitClear(Object handle, long deadline) {
+        for (InFlight r : all) {
+            for (int spins = 0; INSIDE.getVolatile(r) == handle; spins++) {
+                if (System.nanoTime() - deadline > 0) {
+                    return false;
+                }
+                if (spins < 100) {
+                    Thread.onSpinWait();
+                } else {
+                    Thread.yield();
+                }
+            }
+        }
+        return true;
+    }
+}

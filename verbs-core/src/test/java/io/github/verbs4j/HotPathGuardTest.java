@@ -1,0 +1,55 @@
+package io.github.verbs4j;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.Executable;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Every hot verb is refused by the close guard itself ({@code NativeHandle.enter}), not only by
+ * the owner's "closed" check in front of it: the handle is retired as {@code close()} retires it
+ * just before the destroy verb, while the owner still reads as open (as for a call that passed
+ * its owner's check just before another thread's close began). Restoring the handle (what a
+ * failed destroy does) makes the same calls work again, so the refusal came from the guard.
+ */
+class HotPathGuardTest {
+
+    private static void assertRefusedByGuard(Object owner, String verb, Executable call) {
+        IllegalStateException e = assertThrows(IllegalStateException.class, call);
+        assertEquals(owner + " is closed (" + verb + " refused: closed by another thread)", e.getMessage());
+    }
+
+    @Test
+    void everyHotVerbIsRefusedOnceItsOwnersHandleIsRetired() {
+        try (Rig rig = Rig.rc(); SharedReceiveQueue srq = rig.pd.createSrq(8, 1)) {
+            SendRequest write = SendRequest.rdmaWrite().local(rig.mrA, 0, 64).remote(rig.mrB.remote(), 0).signaled(true);
+            ReceiveRequest recv = ReceiveRequest.create().local(rig.mrB, 0, 64);
+            Completions wcs = new Completions(4);
+
+            rig.a.handle.retire(rig.a);
+            assertRefusedByGuard(rig.a, "ibv_post_send", () -> rig.a.postSend(write));
+            assertRefusedByGuard(rig.a, "ibv_post_recv", () -> rig.a.postRecv(recv));
+            assertRefusedByGuard(rig.a, "ibv_post_send", () -> rig.a.tryPostSend(write));
+            rig.cqA.handle.retire(rig.cqA);
+            assertRefusedByGuard(rig.cqA, "ibv_poll_cq", () -> rig.cqA.poll(wcs));
+            assertRefusedByGuard(rig.cqA, "ibv_req_notify_cq", () -> rig.cqA.requestNotify(false));
+            srq.handle.retire(srq);
+            assertRefusedByGuard(srq, "ibv_post_srq_recv", () -> srq.postRecv(recv));
+            assertRefusedByGuard(srq, "ibv_post_srq_recv", () -> srq.tryPostRecv(recv));
+
+            // what a failed destroy does: the objects live on, and so do their calls
+            rig.a.handle.restore();
+            rig.cqA.handle.restore();
+            srq.handle.restore();
+            rig.b.postRecv(ReceiveRequest.create().local(rig.mrB, 128, 64));
+            rig.a.postSend(write);
+            Completion wc = rig.next(rig.cqA);
+            assertTrue(wc.ok(), () -> "after restore: " + wc.status());
+            rig.cqA.requestNotify(false);
+            srq.postRecv(recv);
+            assertEquals(0, rig.cqA.poll(wcs));
+        }
+    }
+}
