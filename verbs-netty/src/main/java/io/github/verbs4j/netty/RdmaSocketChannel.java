@@ -358,7 +358,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements DuplexCh
                 releaseResources();
             }
             Throwable f = failure;
-            eventLoop().execute(() -> connected(f));
+            handBack(() -> connected(f));
         });
     }
 
@@ -377,8 +377,18 @@ public final class RdmaSocketChannel extends AbstractChannel implements DuplexCh
                 releaseResources();
             }
             Throwable f = failure;
-            eventLoop().execute(() -> accepted(f));
+            handBack(() -> accepted(f));
         });
+    }
+
+    /** Gives the set-up connection to the loop; when the loop has ended, releases it here. */
+    private void handBack(Runnable task) {
+        try {
+            eventLoop().execute(task);
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            open = false;
+            releaseResources();
+        }
     }
 
     private static Duration left(long deadline) {

@@ -25,7 +25,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Echo over the transport on softrdma: every byte back, in order, for message sizes from 64 B to 1 MiB. */
 @Timeout(120)
-class RdmaEchoTest {
+public class RdmaEchoTest {
 
     static EventLoopGroup group;
 
@@ -53,7 +53,7 @@ class RdmaEchoTest {
         }
     }
 
-    static Channel echoServer(EventLoopGroup group) {
+    public static Channel echoServer(EventLoopGroup group) {
         return new ServerBootstrap().group(group).channel(RdmaServerSocketChannel.class)
                 .childHandler(new ChannelInitializer<Channel>() {
                     @Override
@@ -64,7 +64,7 @@ class RdmaEchoTest {
     }
 
     /** Collects what the client reads until {@code expected} bytes came. */
-    static final class Collector extends ChannelInboundHandlerAdapter {
+    public static final class Collector extends ChannelInboundHandlerAdapter {
         final byte[] received;
         int count;
         final CompletableFuture<byte[]> done = new CompletableFuture<>();
