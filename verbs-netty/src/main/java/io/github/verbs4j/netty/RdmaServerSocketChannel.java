@@ -132,10 +132,8 @@ public final class RdmaServerSocketChannel extends AbstractServerChannel impleme
 
     @Override
     protected void doBeginRead() {
+        // queued requests are accepted on the loop's next pass, before it may block
         readPending = true;
-        if (!requests.isEmpty()) {
-            handler.wakeup();
-        }
     }
 
     @Override

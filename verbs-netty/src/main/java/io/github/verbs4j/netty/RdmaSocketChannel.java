@@ -263,11 +263,9 @@ public final class RdmaSocketChannel extends AbstractChannel implements DuplexCh
         if (inputShutdown) {
             return;
         }
+        // what already arrived is delivered on the loop's next pass (pollCompletions), which
+        // comes before the loop may block: no wakeup needed, this runs on the loop
         readPending = true;
-        if (rxCount > 0 || finReceived) {
-            // what already arrived is delivered on the loop's next pass (pollCompletions)
-            handler.wakeup();
-        }
     }
 
     @Override
@@ -474,9 +472,6 @@ public final class RdmaSocketChannel extends AbstractChannel implements DuplexCh
         handler.pollSetChanged();
         if (unsafe().outboundBuffer() != null && !unsafe().outboundBuffer().isEmpty()) {
             flushPending();
-        }
-        if (readPending) {
-            handler.wakeup();
         }
     }
 
