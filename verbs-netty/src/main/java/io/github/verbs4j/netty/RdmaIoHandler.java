@@ -1,0 +1,344 @@
+package io.github.verbs4j.netty;
+
+import io.github.verbs4j.CompletionChannel;
+import io.github.verbs4j.CompletionQueue;
+import io.github.verbs4j.Context;
+import io.github.verbs4j.ProtectionDomain;
+import io.netty.channel.IoHandle;
+import io.netty.channel.IoHandler;
+import io.netty.channel.IoHandlerContext;
+import io.netty.channel.IoHandlerFactory;
+import io.netty.channel.IoOps;
+import io.netty.channel.IoRegistration;
+import io.netty.util.concurrent.ThreadAwareExecutor;
+import io.netty.util.internal.logging.InternalLogger;
+import io.netty.util.internal.logging.InternalLoggerFactory;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The I/O handler of an RDMA event loop: {@code new MultiThreadIoEventLoopGroup(n, RdmaIoHandler.newFactory())}.
+ *
+ * <p>Each loop owns, per RDMA device its channels use, a completion channel and a protection
+ * domain; each connection's completion queue signals that loop's completion channel. A pass of
+ * {@link #run} polls every connection's completion queue. When a pass finds nothing for longer
+ * than the busy-poll budget, the loop arms notification on every queue, polls once more (a
+ * completion may have landed before the arm), and blocks in one {@code poll(2)} over the
+ * completion channels, the rdma_cm event channels of its channels and an eventfd that
+ * {@link #wakeup()} writes: an idle loop costs no CPU, and a task from another thread wakes it at once.
+ */
+public final class RdmaIoHandler implements IoHandler {
+
+    private static final InternalLogger logger = InternalLoggerFactory.getInstance(RdmaIoHandler.class);
+
+    /** Passes between two non-blocking looks at the CM event channels while the loop is busy. */
+    private static final int CM_CHECK_PASSES = 64;
+
+    private final ThreadAwareExecutor executor;
+    private final RdmaTransportOptions options;
+    private final Arena arena = Arena.ofShared();
+    private final int wakeupFd;
+    private final MemorySegment one;
+    private final MemorySegment drain;
+    private final List<Registration> registrations = new ArrayList<>();
+    /** Per device, made on first use (possibly by a connection-setup thread, hence concurrent). */
+    private final Map<Context, Device> devices = new ConcurrentHashMap<>();
+    private volatile boolean pollSetStale = true;
+    private MemorySegment pollFds;
+    private int pollCount;
+    /** What each entry of pollFds is: the handle whose CM fd it is, a device, or null for the wakeup fd. */
+    private Object[] pollOwners = new Object[0];
+    private long lastWorkNanos = System.nanoTime();
+    private int passes;
+
+    /** A device's resources on this loop. */
+    static final class Device {
+        final Context context;
+        final ProtectionDomain pd;
+        final CompletionChannel completions;
+
+        Device(Context context) {
+            this.context = context;
+            this.pd = context.allocatePd();
+            try {
+                this.completions = context.createCompletionChannel();
+            } catch (RuntimeException e) {
+                pd.close();
+                throw e;
+            }
+        }
+    }
+
+    private RdmaIoHandler(ThreadAwareExecutor executor, RdmaTransportOptions options) {
+        Rdma.ensureAvailability();
+        this.executor = executor;
+        this.options = options;
+        this.wakeupFd = Syscalls.eventfd();
+        this.one = arena.allocate(ValueLayout.JAVA_LONG);
+        one.set(ValueLayout.JAVA_LONG, 0, 1L);
+        this.drain = arena.allocate(ValueLayout.JAVA_LONG);
+    }
+
+    /** A factory with {@link RdmaTransportOptions#defaults()}. */
+    public static IoHandlerFactory newFactory() {
+        return newFactory(RdmaTransportOptions.defaults());
+    }
+
+    /**
+     * A factory for {@code new MultiThreadIoEventLoopGroup(n, factory)}.
+     *
+     * @throws UnsatisfiedLinkError from {@link Rdma#ensureAvailability()} when RDMA cannot be used here
+     */
+    public static IoHandlerFactory newFactory(RdmaTransportOptions options) {
+        Objects.requireNonNull(options, "options");
+        Rdma.ensureAvailability();
+        return executor -> new RdmaIoHandler(executor, options);
+    }
+
+    /** The options this loop runs with. */
+    RdmaTransportOptions options() {
+        return options;
+    }
+
+    /** This loop's resources for the device of {@code context}; made on first use. Thread-safe. */
+    Device device(Context context) {
+        Device d = devices.get(context);
+        if (d != null) {
+            return d;
+        }
+        d = devices.computeIfAbsent(context, Device::new);
+        pollSetStale = true;
+        wakeup();
+        return d;
+    }
+
+    /** A handle's CM fd changed (set up, closed): the poll set is rebuilt before the next wait. */
+    void pollSetChanged() {
+        pollSetStale = true;
+    }
+
+    @Override
+    public int run(IoHandlerContext context) {
+        int work = pollAll();
+        long now = System.nanoTime();
+        if (work > 0) {
+            lastWorkNanos = now;
+        }
+        if (++passes >= CM_CHECK_PASSES) {
+            passes = 0;
+            work += waitForEvents(0);
+        }
+        if (work > 0 || !context.canBlock()) {
+            return work;
+        }
+        RdmaNotificationMode mode = options.mode();
+        if (mode == RdmaNotificationMode.BUSY_POLL && !registrations.isEmpty()) {
+            return 0;
+        }
+        if (mode == RdmaNotificationMode.ADAPTIVE && now - lastWorkNanos < options.busyPollNanos()) {
+            return 0;
+        }
+        for (int i = 0; i < registrations.size(); i++) {
+            registrations.get(i).handle.armCompletions();
+        }
+        work = pollAll();
+        if (work > 0) {
+            lastWorkNanos = System.nanoTime();
+            return work;
+        }
+        long delay = context.delayNanos(System.nanoTime());
+        int timeoutMillis = delay == Long.MAX_VALUE ? -1 : (int) Math.min(Integer.MAX_VALUE, (delay + 999_999) / 1_000_000);
+        work = waitForEvents(timeoutMillis);
+        work += pollAll();
+        lastWorkNanos = System.nanoTime();
+        return work;
+    }
+
+    private int pollAll() {
+        int work = 0;
+        for (int i = 0; i < registrations.size(); i++) {
+            work += registrations.get(i).handle.pollCompletions();
+        }
+        return work;
+    }
+
+    /** One {@code poll(2)}; handles the CM channels and completion channels it reports. */
+    private int waitForEvents(int timeoutMillis) {
+        if (pollSetStale) {
+            rebuildPollSet();
+        }
+        int ready = Syscalls.poll(pollFds, pollCount, timeoutMillis);
+        if (ready <= 0) {
+            return 0;
+        }
+        int work = 0;
+        for (int i = 0; i < pollCount; i++) {
+            short revents = pollFds.get(ValueLayout.JAVA_SHORT, i * Syscalls.POLLFD_SIZE + 6);
+            if (revents == 0) {
+                continue;
+            }
+            Object owner = pollOwners[i];
+            if (owner == null) {
+                Syscalls.read(wakeupFd, drain);
+            } else if (owner instanceof Device d) {
+                // take (and so acknowledge, in batches) the events; the queues are polled next
+                while (d.completions.await(Duration.ZERO) != null) {
+                    work++;
+                }
+            } else {
+                Registration r = (Registration) owner;
+                if (r.valid) {
+                    r.handle.cmReadable();
+                    work++;
+                }
+            }
+        }
+        return work;
+    }
+
+    private void rebuildPollSet() {
+        pollSetStale = false;
+        List<Object> owners = new ArrayList<>();
+        List<Integer> fds = new ArrayList<>();
+        owners.add(null);
+        fds.add(wakeupFd);
+        for (Device d : devices.values()) {
+            owners.add(d);
+            fds.add(d.completions.fd());
+        }
+        for (Registration r : registrations) {
+            int fd = r.handle.cmFd();
+            if (fd >= 0) {
+                owners.add(r);
+                fds.add(fd);
+            }
+        }
+        pollCount = fds.size();
+        if (pollFds == null || pollFds.byteSize() < pollCount * Syscalls.POLLFD_SIZE) {
+            pollFds = arena.allocate(Math.max(16, Integer.highestOneBit(pollCount) * 2) * Syscalls.POLLFD_SIZE, 8);
+        }
+        for (int i = 0; i < pollCount; i++) {
+            pollFds.set(ValueLayout.JAVA_INT, i * Syscalls.POLLFD_SIZE, fds.get(i));
+            pollFds.set(ValueLayout.JAVA_SHORT, i * Syscalls.POLLFD_SIZE + 4, Syscalls.POLLIN);
+            pollFds.set(ValueLayout.JAVA_SHORT, i * Syscalls.POLLFD_SIZE + 6, (short) 0);
+        }
+        pollOwners = owners.toArray();
+    }
+
+    @Override
+    public IoRegistration register(IoHandle handle) {
+        if (!(handle instanceof RdmaIoHandle h)) {
+            throw new IllegalArgumentException("an RDMA event loop takes RDMA channels only, not " + handle);
+        }
+        Registration r = new Registration(h);
+        registrations.add(r);
+        pollSetStale = true;
+        h.registered();
+        return r;
+    }
+
+    @Override
+    public void wakeup() {
+        Syscalls.write(wakeupFd, one);
+    }
+
+    @Override
+    public boolean isCompatible(Class<? extends IoHandle> handleType) {
+        return RdmaIoHandle.class.isAssignableFrom(handleType);
+    }
+
+    @Override
+    public void prepareToDestroy() {
+        for (Registration r : new ArrayList<>(registrations)) {
+            try {
+                r.handle.close();
+            } catch (Exception e) {
+                logger.warn("closing {} as its event loop ends", r.handle, e);
+            }
+        }
+    }
+
+    @Override
+    public void destroy() {
+        for (Device d : devices.values()) {
+            try {
+                d.completions.close();
+                d.pd.close();
+            } catch (RuntimeException e) {
+                // a connection whose resources are still open (its close is in progress elsewhere)
+                logger.warn("releasing the RDMA resources of an ended event loop", e);
+            }
+        }
+        devices.clear();
+        Syscalls.close(wakeupFd);
+        arena.close();
+    }
+
+    /** Whether {@code cq} signals a completion channel of this loop. */
+    boolean owns(CompletionQueue cq) {
+        for (Device d : devices.values()) {
+            if (cq.channel() == d.completions) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    ThreadAwareExecutor executor() {
+        return executor;
+    }
+
+    private final class Registration implements IoRegistration {
+        final RdmaIoHandle handle;
+        boolean valid = true;
+
+        Registration(RdmaIoHandle handle) {
+            this.handle = handle;
+        }
+
+        @Override
+        @SuppressWarnings("unchecked")
+        public <T> T attachment() {
+            return (T) RdmaIoHandler.this;
+        }
+
+        @Override
+        public long submit(IoOps ops) {
+            // the channels drive the handler through RdmaIoHandle; there are no interest ops
+            return 0;
+        }
+
+        @Override
+        public boolean isValid() {
+            return valid;
+        }
+
+        @Override
+        public boolean cancel() {
+            if (!valid) {
+                return false;
+            }
+            valid = false;
+            if (executor.isExecutorThread(Thread.currentThread())) {
+                remove();
+            } else {
+                executor.execute(this::remove);
+            }
+            return true;
+        }
+
+        private void remove() {
+            registrations.remove(this);
+            pollSetStale = true;
+            handle.unregistered();
+        }
+    }
+}

@@ -1,0 +1,991 @@
+package io.github.verbs4j.netty;
+
+import io.github.verbs4j.Access;
+import io.github.verbs4j.Completion;
+import io.github.verbs4j.CompletionQueue;
+import io.github.verbs4j.Completions;
+import io.github.verbs4j.Errno;
+import io.github.verbs4j.MemoryRegion;
+import io.github.verbs4j.QueuePair;
+import io.github.verbs4j.ReceiveRequest;
+import io.github.verbs4j.SendRequest;
+import io.github.verbs4j.VerbsException;
+import io.github.verbs4j.WcStatus;
+import io.github.verbs4j.cm.CmEvent;
+import io.github.verbs4j.cm.CmEventException;
+import io.github.verbs4j.cm.CmEventType;
+import io.github.verbs4j.cm.CmId;
+import io.github.verbs4j.cm.ConnectParameters;
+import io.github.verbs4j.cm.EventChannel;
+import io.github.verbs4j.cm.PortSpace;
+import io.github.verbs4j.cm.QpInit;
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.AbstractChannel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelMetadata;
+import io.netty.channel.ChannelOutboundBuffer;
+import io.netty.channel.ChannelPipeline;
+import io.netty.channel.ChannelPromise;
+import io.netty.channel.ConnectTimeoutException;
+import io.netty.channel.EventLoop;
+import io.netty.channel.IoEventLoop;
+import io.netty.channel.IoRegistration;
+import io.netty.channel.RecvByteBufAllocator;
+import io.netty.channel.socket.ChannelInputShutdownEvent;
+import io.netty.channel.socket.ChannelInputShutdownReadComplete;
+import io.netty.channel.socket.DuplexChannel;
+import io.netty.util.concurrent.Future;
+import io.netty.util.internal.logging.InternalLogger;
+import io.netty.util.internal.logging.InternalLoggerFactory;
+
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.ConnectException;
+import java.net.InetSocketAddress;
+import java.net.SocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.AlreadyConnectedException;
+import java.nio.channels.ConnectionPendingException;
+import java.time.Duration;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A Netty channel over one RDMA reliable connection, set up through rdma_cm and addressed by the
+ * device's IP address and an rdma_cm port: {@code bootstrap.channel(RdmaSocketChannel.class)} on
+ * an event loop group of {@link RdmaIoHandler}.
+ *
+ * <p><b>On the wire</b>: each side registers a receive ring of {@code RDMA_RING_SLOTS} slots of
+ * {@code RDMA_SLOT_SIZE} bytes and posts a receive on every slot; the peer learns both sizes
+ * from the connection's private data and starts with one credit per slot. A message is one SEND
+ * of a 4-byte header and up to a slot's worth of payload: the header returns credits (slots the
+ * sender consumed and posted again) and carries the FIN of {@link #shutdownOutput()} and the CLOSE
+ * of {@link #close()}. Credits ride on data when there is data, or go alone once a quarter of the
+ * ring is owed; one credit is kept back for those credit-only messages, so two peers that both
+ * run out can always tell each other. SEND/RECV serves IB, RoCE and iWARP alike.
+ *
+ * <p><b>Writes</b> are copied into a registered send ring (one slot per message in flight) and
+ * posted in one chain per flush, only the last request (and every 16th) signaled; a message waits
+ * in Netty's outbound buffer while the peer gives no credit, so writability follows Netty's
+ * water marks, driven by credits. <b>Reads</b> deliver each message as a buffer of the channel's
+ * allocator, honouring {@code autoRead}, {@code read()} and the {@link RecvByteBufAllocator}.
+ *
+ * <p><b>Connection setup</b> (rdma_cm's address and route resolution, connect, accept) runs on a
+ * setup thread, since those calls of verbs-cm wait for their events; the event loop takes over
+ * the connection once it is established, and then reads its CM events without blocking.
+ */
+public final class RdmaSocketChannel extends AbstractChannel implements DuplexChannel {
+
+    private static final InternalLogger logger = InternalLoggerFactory.getInstance(RdmaSocketChannel.class);
+    private static final ChannelMetadata METADATA = new ChannelMetadata(false, 16);
+
+    /** The blocking rdma_cm calls of connection setup; daemon threads that end when idle. */
+    static final ExecutorService SETUP = Executors.newCachedThreadPool(r -> {
+        Thread t = new Thread(r, "rdma-connection-setup");
+        t.setDaemon(true);
+        return t;
+    });
+
+    static final int HEADER = 4;
+    static final int CREDIT_MASK = 0xffff;
+    static final int FIN = 1 << 16;
+    static final int CLOSE = 1 << 17;
+    static final long SEND_TAG = 1L << 62;
+    private static final int SIGNAL_EVERY = 16;
+    private static final long ACCEPT_TIMEOUT_MILLIS = 10_000;
+    private static final long CLOSE_LINGER_NANOS = TimeUnit.MILLISECONDS.toNanos(500);
+
+    private final RdmaSocketChannelConfig config;
+    private final boolean accepted;
+
+    // set up by the setup thread, handed to the loop (happens-before through execute)
+    private EventChannel events;
+    private CmId id;
+    private CompletionQueue cq;
+    private QueuePair qp;
+    private MemoryRegion recvRegion;
+    private MemoryRegion sendRegion;
+    private ReceiveRequest[] receives;
+    private SendRequest[] sends;
+    private ByteBuffer[] recvViews;
+    private ByteBuffer[] sendViews;
+    private Completions completions;
+    private byte[] peerParameters;
+    private int ringSlots;
+    private int slotSize;
+    private int sendSlots;
+    private int sendSlotSize;
+    private int maxInline;
+
+    // loop state
+    private volatile IoRegistration registration;
+    private RdmaIoHandler handler;
+    private volatile boolean open = true;
+    private volatile boolean ready;
+    private volatile InetSocketAddress local;
+    private volatile InetSocketAddress remote;
+    private boolean setupRunning;
+    private boolean readPending;
+    private boolean inputShutdown;
+    private volatile boolean outputShutdown;
+    private boolean finPending;
+    private boolean finReceived;
+    private boolean peerGone;
+    private int credits;
+    private int owed;
+    private long sendPosted;
+    private long sendCompleted;
+    private int[] rxQueue;
+    private int[] rxLength;
+    private int rxHead;
+    private int rxCount;
+    private ChannelPromise connectPromise;
+    private Future<?> connectTimeout;
+
+    /** A channel to connect ({@code bootstrap.channel(RdmaSocketChannel.class)}). */
+    public RdmaSocketChannel() {
+        super(null);
+        this.config = new RdmaSocketChannelConfig(this);
+        this.accepted = false;
+    }
+
+    /** A channel for a connection request that {@code parent} took; the id has its own event channel already. */
+    RdmaSocketChannel(RdmaServerSocketChannel parent, EventChannel events, CmId id, byte[] peerParameters) {
+        super(parent);
+        this.config = new RdmaSocketChannelConfig(this);
+        this.accepted = true;
+        this.events = events;
+        this.id = id;
+        this.peerParameters = peerParameters;
+        this.remote = id.remoteAddress();
+        this.local = id.localAddress();
+    }
+
+    @Override
+    public RdmaServerSocketChannel parent() {
+        return (RdmaServerSocketChannel) super.parent();
+    }
+
+    @Override
+    public RdmaSocketChannelConfig config() {
+        return config;
+    }
+
+    @Override
+    public ChannelMetadata metadata() {
+        return METADATA;
+    }
+
+    @Override
+    public boolean isOpen() {
+        return open;
+    }
+
+    @Override
+    public boolean isActive() {
+        return open && (accepted || ready);
+    }
+
+    @Override
+    public InetSocketAddress localAddress() {
+        return (InetSocketAddress) super.localAddress();
+    }
+
+    @Override
+    public InetSocketAddress remoteAddress() {
+        return (InetSocketAddress) super.remoteAddress();
+    }
+
+    @Override
+    protected SocketAddress localAddress0() {
+        return local;
+    }
+
+    @Override
+    protected SocketAddress remoteAddress0() {
+        return remote;
+    }
+
+    @Override
+    protected boolean isCompatible(EventLoop loop) {
+        return loop instanceof IoEventLoop l && l.isCompatible(RdmaUnsafe.class);
+    }
+
+    @Override
+    protected AbstractUnsafe newUnsafe() {
+        return new RdmaUnsafe();
+    }
+
+    @Override
+    protected void doRegister(ChannelPromise promise) {
+        ((IoEventLoop) eventLoop()).register((RdmaUnsafe) unsafe()).addListener(f -> {
+            if (f.isSuccess()) {
+                registration = (IoRegistration) f.getNow();
+                handler = registration.attachment();
+                promise.setSuccess();
+                if (accepted && !setupRunning && !ready && open) {
+                    startAccept();
+                }
+            } else {
+                promise.setFailure(f.cause());
+            }
+        });
+    }
+
+    @Override
+    protected void doDeregister() {
+        IoRegistration r = registration;
+        if (r != null) {
+            registration = null;
+            r.cancel();
+        }
+    }
+
+    @Override
+    protected void doBind(SocketAddress localAddress) {
+        // rdma_cm picks the source from the route; a bind names the source address for resolution
+        if (!(localAddress instanceof InetSocketAddress a)) {
+            throw new IllegalArgumentException("an RDMA channel binds to an InetSocketAddress, not " + localAddress);
+        }
+        local = a;
+    }
+
+    @Override
+    protected void doDisconnect() {
+        doClose();
+    }
+
+    @Override
+    protected void doBeginRead() {
+        if (inputShutdown) {
+            return;
+        }
+        // what already arrived is delivered on the loop's next pass (pollCompletions), which
+        // comes before the loop may block: no wakeup needed, this runs on the loop
+        readPending = true;
+    }
+
+    @Override
+    protected Object filterOutboundMessage(Object msg) {
+        if (msg instanceof ByteBuf) {
+            return msg;
+        }
+        throw new UnsupportedOperationException("unsupported message type: " + msg.getClass().getName()
+                + " (an RDMA channel writes ByteBufs)");
+    }
+
+    // ---------------------------------------------------------------- setup
+
+    private byte[] localParameters() {
+        ByteBuffer b = ByteBuffer.allocate(8);
+        b.putInt(ringSlots).putInt(slotSize);
+        return b.array();
+    }
+
+    /** The receive side: queues, ring, posted receives. On the setup thread. */
+    private void createQueues() {
+        ringSlots = config.ringSlots();
+        slotSize = config.slotSize();
+        RdmaIoHandler.Device device = handler.device(id.context());
+        int depth = config.sendDepth();
+        cq = id.context().createCq(depth + ringSlots + 1, device.completions, 0);
+        qp = id.createQueuePair(device.pd, cq, cq, new QpInit(depth, ringSlots, 1, 1, config.inlineSize(), false));
+        maxInline = qp.capabilities().maxInlineData();
+        sendSlots = Math.min(depth, qp.capabilities().maxSendWr());
+        recvRegion = device.pd.allocate((long) ringSlots * slotSize, Access.LOCAL_WRITE);
+        receives = new ReceiveRequest[ringSlots];
+        recvViews = new ByteBuffer[ringSlots];
+        rxQueue = new int[ringSlots];
+        rxLength = new int[ringSlots];
+        MemorySegment ring = recvRegion.segment();
+        for (int i = 0; i < ringSlots; i++) {
+            receives[i] = ReceiveRequest.withMaxSge(1).id(i).local(recvRegion, (long) i * slotSize, slotSize);
+            recvViews[i] = ring.asSlice((long) i * slotSize, slotSize).asByteBuffer();
+            qp.postRecv(receives[i]);
+        }
+        completions = cq.completions(64);
+    }
+
+    /** The send side, once the peer's ring is known. On the setup thread. */
+    private void createSendRing(byte[] peer) {
+        if (peer == null || peer.length < 8) {
+            throw new IllegalStateException("the peer sent no ring parameters: it is not an RDMA Netty channel");
+        }
+        ByteBuffer b = ByteBuffer.wrap(peer);
+        int peerSlots = b.getInt();
+        int peerSlotSize = b.getInt();
+        if (peerSlots < 4 || peerSlotSize < RdmaSocketChannelConfig.MIN_SLOT_SIZE
+                || peerSlotSize > RdmaSocketChannelConfig.MAX_SLOT_SIZE) {
+            throw new IllegalStateException("the peer's ring parameters are out of range: " + peerSlots + " slots of "
+                    + peerSlotSize + " bytes");
+        }
+        credits = peerSlots;
+        sendSlotSize = peerSlotSize;
+        sendRegion = qp.protectionDomain().allocate((long) sendSlots * sendSlotSize);
+        sends = new SendRequest[sendSlots];
+        sendViews = new ByteBuffer[sendSlots];
+        MemorySegment ring = sendRegion.segment();
+        for (int i = 0; i < sendSlots; i++) {
+            sends[i] = SendRequest.send().local(sendRegion, (long) i * sendSlotSize, HEADER);
+            sendViews[i] = ring.asSlice((long) i * sendSlotSize, sendSlotSize).asByteBuffer();
+        }
+    }
+
+    private void startConnect(InetSocketAddress to, InetSocketAddress from, int timeoutMillis) {
+        setupRunning = true;
+        long deadline = System.nanoTime() + (timeoutMillis > 0 ? TimeUnit.MILLISECONDS.toNanos(timeoutMillis)
+                : TimeUnit.DAYS.toNanos(1));
+        SETUP.execute(() -> {
+            Throwable failure = null;
+            try {
+                events = EventChannel.create();
+                id = events.createId(PortSpace.TCP);
+                id.resolveAddress(from, to, left(deadline));
+                id.resolveRoute(left(deadline));
+                createQueues();
+                CmEvent established = id.connect(ConnectParameters.defaults().withPrivateData(localParameters()),
+                        left(deadline));
+                createSendRing(established.privateData());
+                local = id.localAddress();
+                remote = id.remoteAddress() == null ? to : id.remoteAddress();
+            } catch (Throwable t) {
+                failure = connectFailure(t, to);
+                releaseResources();
+            }
+            Throwable f = failure;
+            handBack(() -> connected(f));
+        });
+    }
+
+    private void startAccept() {
+        setupRunning = true;
+        SETUP.execute(() -> {
+            Throwable failure = null;
+            try {
+                createQueues();
+                CmEvent established = id.accept(ConnectParameters.defaults().withPrivateData(localParameters()),
+                        Duration.ofMillis(ACCEPT_TIMEOUT_MILLIS));
+                createSendRing(peerParameters);
+                local = id.localAddress();
+            } catch (Throwable t) {
+                failure = t;
+                releaseResources();
+            }
+            Throwable f = failure;
+            handBack(() -> accepted(f));
+        });
+    }
+
+    /** Gives the set-up connection to the loop; when the loop has ended, releases it here. */
+    private void handBack(Runnable task) {
+        try {
+            eventLoop().execute(task);
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            open = false;
+            releaseResources();
+        }
+    }
+
+    private static Duration left(long deadline) {
+        long nanos = deadline - System.nanoTime();
+        if (nanos <= 0) {
+            throw VerbsException.timedOut("connection setup", "the connection", Duration.ZERO);
+        }
+        return Duration.ofNanos(nanos);
+    }
+
+    private static Throwable connectFailure(Throwable t, InetSocketAddress to) {
+        if (t instanceof CmEventException e) {
+            CmEventType type = e.event().type();
+            ConnectException c = new ConnectException(switch (type) {
+                case REJECTED -> "Connection refused: " + to;
+                case ADDR_ERROR, ROUTE_ERROR, UNREACHABLE -> "Network is unreachable: " + to + " (" + type + ")";
+                default -> "connection to " + to + " failed: " + type;
+            });
+            c.initCause(t);
+            return c;
+        }
+        if (t instanceof VerbsException v && v.is(Errno.ETIMEDOUT)) {
+            ConnectTimeoutException c = new ConnectTimeoutException("connection timed out: " + to);
+            c.initCause(t);
+            return c;
+        }
+        if (t instanceof VerbsException v && (v.is(Errno.ENETUNREACH) || v.is(Errno.EHOSTUNREACH)
+                || v.is(Errno.EADDRNOTAVAIL) || v.is(Errno.ENODEV))) {
+            ConnectException c = new ConnectException("Network is unreachable: " + to + " (" + v.getMessage() + ")");
+            c.initCause(t);
+            return c;
+        }
+        ConnectException c = new ConnectException("connection to " + to + " failed: " + t);
+        c.initCause(t);
+        return c;
+    }
+
+    /** On the loop: the client's setup ended. */
+    private void connected(Throwable failure) {
+        setupRunning = false;
+        if (connectTimeout != null) {
+            connectTimeout.cancel(false);
+            connectTimeout = null;
+        }
+        ChannelPromise promise = connectPromise;
+        connectPromise = null;
+        if (failure == null && (!open || promise == null || promise.isDone())) {
+            // closed or timed out meanwhile: nobody wants this connection any more
+            releaseResources();
+            return;
+        }
+        if (failure != null) {
+            if (promise != null && promise.tryFailure(failure)) {
+                unsafe().close(voidPromise());
+            }
+            return;
+        }
+        goLive();
+        boolean promiseSet = promise.trySuccess();
+        pipeline().fireChannelActive();
+        if (!promiseSet) {
+            unsafe().close(voidPromise());
+        }
+    }
+
+    /** On the loop: the server side's accept ended. */
+    private void accepted(Throwable failure) {
+        setupRunning = false;
+        if (failure == null && !open) {
+            releaseResources();
+            return;
+        }
+        if (failure != null) {
+            logger.debug("accepting a connection on {} failed", this, failure);
+            unsafe().close(voidPromise());
+            return;
+        }
+        goLive();
+    }
+
+    private void goLive() {
+        ready = true;
+        handler.pollSetChanged();
+        if (unsafe().outboundBuffer() != null && !unsafe().outboundBuffer().isEmpty()) {
+            flushPending();
+        }
+    }
+
+    // ---------------------------------------------------------------- the loop's work
+
+    private int pollCompletions() {
+        if (!ready) {
+            return 0;
+        }
+        int n = cq.poll(completions);
+        boolean sendFreed = false;
+        for (int i = 0; i < n; i++) {
+            Completion c = completions.get(i);
+            long wr = c.wrId();
+            if (c.status() != WcStatus.SUCCESS) {
+                completionFailed(c);
+                return n;
+            }
+            if ((wr & SEND_TAG) != 0) {
+                sendCompleted = (wr & ~SEND_TAG) + 1;
+                sendFreed = true;
+            } else {
+                received((int) wr, c.byteLength());
+            }
+        }
+        int work = n;
+        if (readPending && (rxCount > 0 || finReceived)) {
+            deliver();
+            work++;
+        }
+        if (n > 0 || sendFreed) {
+            if (ready && !outputShutdownForGood()) {
+                flushPending();
+            }
+            returnCredits();
+        }
+        return work;
+    }
+
+    private boolean outputShutdownForGood() {
+        return unsafe().outboundBuffer() == null && !finPending;
+    }
+
+    private void completionFailed(Completion c) {
+        if (!open) {
+            return;
+        }
+        IOException cause = new IOException("RDMA connection to " + remote + " failed: work completion " + c.status());
+        peerGone = true;
+        pipeline().fireExceptionCaught(cause);
+        unsafe().close(voidPromise());
+    }
+
+    private void received(int slot, int length) {
+        MemorySegment ring = recvRegion.segment();
+        long offset = (long) slot * slotSize;
+        int header = ring.get(ValueLayout.JAVA_INT_UNALIGNED, offset);
+        credits += header & CREDIT_MASK;
+        int payload = length - HEADER;
+        if (payload > 0 && !inputShutdown) {
+            rxQueue[(rxHead + rxCount) % ringSlots] = slot;
+            rxLength[slot] = payload;
+            rxCount++;
+        } else {
+            repost(slot);
+        }
+        if ((header & (FIN | CLOSE)) != 0) {
+            finReceived = true;
+        }
+    }
+
+    private void repost(int slot) {
+        if (qp.tryPostRecv(receives[slot]) == 0) {
+            owed++;
+        }
+    }
+
+    /** Hands queued messages to the pipeline as far as reading is requested. */
+    private void deliver() {
+        ChannelPipeline pipeline = pipeline();
+        if (rxCount > 0) {
+            RecvByteBufAllocator.Handle allocHandle = unsafe().recvBufAllocHandle();
+            allocHandle.reset(config);
+            do {
+                int slot = rxQueue[rxHead];
+                int length = rxLength[slot];
+                ByteBuf buf = config.getAllocator().ioBuffer(length);
+                ByteBuffer view = recvViews[slot];
+                view.limit(HEADER + length).position(HEADER);
+                buf.writeBytes(view);
+                rxHead = (rxHead + 1) % ringSlots;
+                rxCount--;
+                repost(slot);
+                allocHandle.attemptedBytesRead(length);
+                allocHandle.lastBytesRead(length);
+                allocHandle.incMessagesRead(1);
+                readPending = false;
+                pipeline.fireChannelRead(buf);
+            } while (rxCount > 0 && open && allocHandle.continueReading());
+            allocHandle.readComplete();
+            pipeline.fireChannelReadComplete();
+            returnCredits();
+        }
+        if (finReceived && rxCount == 0 && open && !inputShutdown) {
+            inputShutdown = true;
+            if (config.isAllowHalfClosure()) {
+                pipeline.fireUserEventTriggered(ChannelInputShutdownEvent.INSTANCE);
+                pipeline.fireUserEventTriggered(ChannelInputShutdownReadComplete.INSTANCE);
+            } else {
+                unsafe().close(voidPromise());
+            }
+        }
+    }
+
+    /** Returns owed credits alone once a quarter of the ring is owed and no data carries them. */
+    private void returnCredits() {
+        if (!ready || !open || owed < Math.max(2, ringSlots / 4) || credits < 1 || !sendSlotFree()) {
+            return;
+        }
+        post(fill(0, null, 0, 0, true), 1);
+    }
+
+    private boolean sendSlotFree() {
+        return sendPosted - sendCompleted < sendSlots;
+    }
+
+    /**
+     * Writes one message into the next send slot: header (owed credits and {@code flags}) and
+     * {@code length} bytes of {@code buf}; returns its request, not yet posted.
+     */
+    private SendRequest fill(int flags, ByteBuf buf, int index, int length, boolean signaled) {
+        int slot = (int) (sendPosted % sendSlots);
+        int give = Math.min(owed, CREDIT_MASK);
+        owed -= give;
+        credits--;
+        MemorySegment ring = sendRegion.segment();
+        long offset = (long) slot * sendSlotSize;
+        ring.set(ValueLayout.JAVA_INT_UNALIGNED, offset, give | flags);
+        if (length > 0) {
+            ByteBuffer view = sendViews[slot];
+            view.limit(HEADER + length).position(HEADER);
+            buf.getBytes(index, view);
+        }
+        int size = HEADER + length;
+        SendRequest r = sends[slot];
+        r.id(SEND_TAG | sendPosted).local(sendRegion, offset, size).inline(size <= maxInline)
+                .signaled(signaled || sendPosted % SIGNAL_EVERY == SIGNAL_EVERY - 1).next(null);
+        sendPosted++;
+        return r;
+    }
+
+    private void post(SendRequest head, int count) {
+        int rc = qp.tryPostSend(head);
+        if (rc != 0) {
+            throw new IllegalStateException(new IOException("ibv_post_send of " + count + " requests failed: "
+                    + Errno.describe(rc)));
+        }
+    }
+
+    private void flushPending() {
+        if (!ready || !open) {
+            return;
+        }
+        ChannelOutboundBuffer out = unsafe().outboundBuffer();
+        if (out != null && !out.isEmpty()) {
+            ((RdmaUnsafe) unsafe()).flushNow();
+        } else if (finPending) {
+            sendFin();
+        }
+    }
+
+    @Override
+    protected void doWrite(ChannelOutboundBuffer in) throws Exception {
+        if (!ready) {
+            return; // flushed once the connection is established
+        }
+        SendRequest head = null;
+        SendRequest tail = null;
+        int count = 0;
+        int maxPayload = sendSlotSize - HEADER;
+        while (true) {
+            Object msg = in.current();
+            if (msg == null) {
+                break;
+            }
+            ByteBuf buf = (ByteBuf) msg;
+            int readable = buf.readableBytes();
+            if (readable == 0) {
+                in.remove();
+                continue;
+            }
+            // the last credit is kept for a credit-only message
+            if (credits < 2 || !sendSlotFree()) {
+                break;
+            }
+            int n = Math.min(readable, maxPayload);
+            SendRequest r = fill(0, buf, buf.readerIndex(), n, false);
+            if (tail == null) {
+                head = r;
+            } else {
+                tail.next(r);
+            }
+            tail = r;
+            count++;
+            in.removeBytes(n);
+        }
+        if (tail != null) {
+            tail.signaled(true);
+            post(head, count);
+        }
+    }
+
+    private void sendFin() {
+        if (credits >= 1 && sendSlotFree()) {
+            finPending = false;
+            post(fill(FIN, null, 0, 0, true), 1);
+        }
+    }
+
+    @Override
+    protected void doShutdownOutput() {
+        outputShutdown = true;
+        if (ready) {
+            finPending = true;
+            sendFin();
+        } else {
+            finPending = true;
+        }
+    }
+
+    private void cmReadable() {
+        if (events == null || events.isClosed()) {
+            return;
+        }
+        CmEvent e;
+        while ((e = events.next(Duration.ZERO)) != null) {
+            CmEventType type = e.type();
+            if (type == CmEventType.DISCONNECTED || type == CmEventType.DEVICE_REMOVAL || type.isError()) {
+                peerGone = true;
+                // what arrived before the peer left is still delivered when reading is requested
+                if (readPending && rxCount > 0) {
+                    deliver();
+                }
+                if (open) {
+                    unsafe().close(voidPromise());
+                }
+                return;
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- close
+
+    @Override
+    protected void doClose() {
+        if (!open) {
+            return;
+        }
+        open = false;
+        if (connectPromise != null) {
+            connectPromise.tryFailure(new java.nio.channels.ClosedChannelException());
+            connectPromise = null;
+        }
+        if (setupRunning) {
+            return; // the setup thread hands its resources back to the loop, which releases them
+        }
+        if (ready && !peerGone) {
+            lingerForClose();
+        }
+        ready = false;
+        releaseResources();
+        if (handler != null) {
+            handler.pollSetChanged();
+        }
+    }
+
+    /**
+     * Tells the peer (CLOSE) and waits, at most 500 ms, until the sends posted before it were
+     * acknowledged: rdma_disconnect moves the queue pair to ERR, which would drop them.
+     */
+    private void lingerForClose() {
+        try {
+            if (credits >= 1 && sendSlotFree()) {
+                post(fill(FIN | CLOSE, null, 0, 0, true), 1);
+            }
+            long deadline = System.nanoTime() + CLOSE_LINGER_NANOS;
+            while (sendCompleted < sendPosted && System.nanoTime() - deadline < 0) {
+                int n = cq.poll(completions);
+                for (int i = 0; i < n; i++) {
+                    Completion c = completions.get(i);
+                    if (c.status() != WcStatus.SUCCESS) {
+                        return;
+                    }
+                    if ((c.wrId() & SEND_TAG) != 0) {
+                        sendCompleted = (c.wrId() & ~SEND_TAG) + 1;
+                    }
+                }
+                if (n == 0) {
+                    Thread.onSpinWait();
+                }
+            }
+        } catch (RuntimeException e) {
+            logger.debug("telling the peer of {} that it closes", this, e);
+        }
+    }
+
+    /** Disconnects and destroys whatever of the connection exists. Any thread that owns them. */
+    private void releaseResources() {
+        CmId i = id;
+        if (i != null) {
+            try {
+                if (qp != null && !i.isDisconnected()) {
+                    i.disconnect();
+                }
+            } catch (RuntimeException e) {
+                logger.debug("rdma_disconnect of {}", this, e);
+            }
+            close(i);
+        }
+        close(cq);
+        close(recvRegion);
+        close(sendRegion);
+        close(events);
+        id = null;
+        cq = null;
+        qp = null;
+        recvRegion = null;
+        sendRegion = null;
+        events = null;
+    }
+
+    private static void close(AutoCloseable c) {
+        if (c == null) {
+            return;
+        }
+        try {
+            c.close();
+        } catch (Exception e) {
+            logger.warn("releasing {} of an RDMA channel", c, e);
+        }
+    }
+
+    // ---------------------------------------------------------------- DuplexChannel
+
+    @Override
+    public boolean isInputShutdown() {
+        return inputShutdown || !isActive();
+    }
+
+    @Override
+    public boolean isOutputShutdown() {
+        return outputShutdown || !isActive();
+    }
+
+    @Override
+    public boolean isShutdown() {
+        return isInputShutdown() && isOutputShutdown();
+    }
+
+    @Override
+    public ChannelFuture shutdownOutput() {
+        return shutdownOutput(newPromise());
+    }
+
+    @Override
+    public ChannelFuture shutdownOutput(ChannelPromise promise) {
+        EventLoop loop = eventLoop();
+        if (loop.inEventLoop()) {
+            ((AbstractUnsafe) unsafe()).shutdownOutput(promise);
+        } else {
+            loop.execute(() -> ((AbstractUnsafe) unsafe()).shutdownOutput(promise));
+        }
+        return promise;
+    }
+
+    @Override
+    public ChannelFuture shutdownInput() {
+        return shutdownInput(newPromise());
+    }
+
+    @Override
+    public ChannelFuture shutdownInput(ChannelPromise promise) {
+        EventLoop loop = eventLoop();
+        if (loop.inEventLoop()) {
+            shutdownInput0(promise);
+        } else {
+            loop.execute(() -> shutdownInput0(promise));
+        }
+        return promise;
+    }
+
+    private void shutdownInput0(ChannelPromise promise) {
+        // what is queued and what still comes is dropped; its slots go back to the peer as credits
+        inputShutdown = true;
+        while (rxCount > 0) {
+            int slot = rxQueue[rxHead];
+            rxHead = (rxHead + 1) % ringSlots;
+            rxCount--;
+            repost(slot);
+        }
+        if (ready) {
+            returnCredits();
+        }
+        promise.setSuccess();
+    }
+
+    @Override
+    public ChannelFuture shutdown() {
+        return shutdown(newPromise());
+    }
+
+    @Override
+    public ChannelFuture shutdown(ChannelPromise promise) {
+        shutdownOutput().addListener(out -> shutdownInput().addListener(in -> {
+            Throwable cause = out.cause() != null ? out.cause() : in.cause();
+            if (cause == null) {
+                promise.setSuccess();
+            } else {
+                promise.setFailure(cause);
+            }
+        }));
+        return promise;
+    }
+
+    private final class RdmaUnsafe extends AbstractUnsafe implements RdmaIoHandle {
+
+        @Override
+        public void connect(SocketAddress remoteAddress, SocketAddress localAddress, ChannelPromise promise) {
+            if (!promise.setUncancellable() || !ensureOpen(promise)) {
+                return;
+            }
+            if (accepted || ready) {
+                promise.setFailure(new AlreadyConnectedException());
+                return;
+            }
+            if (connectPromise != null) {
+                promise.setFailure(new ConnectionPendingException());
+                return;
+            }
+            if (!(remoteAddress instanceof InetSocketAddress to)) {
+                promise.setFailure(new IllegalArgumentException(
+                        "an RDMA channel connects to an InetSocketAddress (the device's IP and an rdma_cm port), not "
+                                + remoteAddress));
+                return;
+            }
+            if (to.isUnresolved()) {
+                promise.setFailure(new java.nio.channels.UnresolvedAddressException());
+                return;
+            }
+            InetSocketAddress from = localAddress instanceof InetSocketAddress a ? a : local;
+            connectPromise = promise;
+            remote = to;
+            int timeoutMillis = config.getConnectTimeoutMillis();
+            if (timeoutMillis > 0) {
+                connectTimeout = eventLoop().schedule(() -> {
+                    ChannelPromise p = connectPromise;
+                    if (p != null && p.tryFailure(new ConnectTimeoutException("connection timed out after "
+                            + timeoutMillis + " ms: " + to))) {
+                        connectPromise = null;
+                        close(voidPromise());
+                    }
+                }, timeoutMillis, TimeUnit.MILLISECONDS);
+            }
+            promise.addListener(f -> {
+                if (f.isCancelled()) {
+                    if (connectTimeout != null) {
+                        connectTimeout.cancel(false);
+                    }
+                    connectPromise = null;
+                    close(voidPromise());
+                }
+            });
+            startConnect(to, from, timeoutMillis);
+        }
+
+        void flushNow() {
+            super.flush0();
+        }
+
+        @Override
+        protected void flush0() {
+            if (!ready) {
+                return;
+            }
+            super.flush0();
+        }
+
+        @Override
+        public int pollCompletions() {
+            return RdmaSocketChannel.this.pollCompletions();
+        }
+
+        @Override
+        public void armCompletions() {
+            if (ready) {
+                cq.requestNotify(false);
+            }
+        }
+
+        @Override
+        public int cmFd() {
+            return ready && events != null ? events.fd() : -1;
+        }
+
+        @Override
+        public void cmReadable() {
+            if (ready) {
+                RdmaSocketChannel.this.cmReadable();
+            }
+        }
+
+        @Override
+        public void close() {
+            close(voidPromise());
+        }
+    }
+}

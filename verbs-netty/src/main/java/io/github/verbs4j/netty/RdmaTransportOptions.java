@@ -1,0 +1,26 @@
+package io.github.verbs4j.netty;
+
+/**
+ * Per-event-loop settings of {@link RdmaIoHandler}.
+ *
+ * @param busyPollNanos how long a loop keeps polling its completion queues after the last work
+ *                      before it arms notification and blocks ({@link RdmaNotificationMode#ADAPTIVE})
+ * @param mode          how the loop waits for completions
+ */
+public record RdmaTransportOptions(long busyPollNanos, RdmaNotificationMode mode) {
+
+    /** Checks the values. */
+    public RdmaTransportOptions {
+        if (busyPollNanos < 0) {
+            throw new IllegalArgumentException("busyPollNanos must not be negative, got " + busyPollNanos);
+        }
+        if (mode == null) {
+            throw new NullPointerException("mode");
+        }
+    }
+
+    /** 50 microseconds of busy polling, then blocking ({@link RdmaNotificationMode#ADAPTIVE}). */
+    public static RdmaTransportOptions defaults() {
+        return new RdmaTransportOptions(50_000, RdmaNotificationMode.ADAPTIVE);
+    }
+}

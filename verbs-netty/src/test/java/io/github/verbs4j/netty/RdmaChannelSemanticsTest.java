@@ -1,0 +1,287 @@
+package io.github.verbs4j.netty;
+
+import io.github.verbs4j.cm.CmId;
+import io.github.verbs4j.cm.EventChannel;
+import io.github.verbs4j.cm.PortSpace;
+import io.netty.bootstrap.Bootstrap;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.ConnectTimeoutException;
+import io.netty.channel.EventLoop;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.socket.ChannelInputShutdownEvent;
+import io.netty.channel.socket.DuplexChannel;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+import java.net.ConnectException;
+import java.net.InetSocketAddress;
+import java.nio.channels.ClosedChannelException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Netty's channel semantics on the transport: half-close, connect failures, close with writes pending, reading on request, an idle loop. */
+@Timeout(120)
+class RdmaChannelSemanticsTest {
+
+    static EventLoopGroup group;
+
+    @BeforeAll
+    static void start() {
+        Rdma.ensureAvailability();
+        group = new MultiThreadIoEventLoopGroup(2, RdmaIoHandler.newFactory());
+    }
+
+    @AfterAll
+    static void stop() {
+        group.shutdownGracefully(0, 5, TimeUnit.SECONDS).syncUninterruptibly();
+    }
+
+    private static ByteBuf text(String s) {
+        return Unpooled.copiedBuffer(s, StandardCharsets.UTF_8);
+    }
+
+    /** Records what a channel reads (as strings) and its user events. */
+    static final class Recorder extends ChannelInboundHandlerAdapter {
+        final BlockingQueue<Object> seen = new LinkedBlockingQueue<>();
+        final CountDownLatch inactive = new CountDownLatch(1);
+        volatile ChannelHandlerContext ctx;
+
+        @Override
+        public void channelActive(ChannelHandlerContext ctx) {
+            this.ctx = ctx;
+            ctx.fireChannelActive();
+        }
+
+        @Override
+        public void handlerAdded(ChannelHandlerContext ctx) {
+            this.ctx = ctx;
+        }
+
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            ByteBuf buf = (ByteBuf) msg;
+            seen.add(buf.toString(StandardCharsets.UTF_8));
+            buf.release();
+        }
+
+        @Override
+        public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+            seen.add(evt);
+        }
+
+        @Override
+        public void channelInactive(ChannelHandlerContext ctx) {
+            inactive.countDown();
+        }
+
+        @Override
+        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+            seen.add(cause);
+        }
+    }
+
+    private static Channel server(Recorder childRecorder, boolean halfClosure, boolean autoRead, int ringSlots, int slotSize) {
+        return new ServerBootstrap().group(group).channel(RdmaServerSocketChannel.class)
+                .childOption(ChannelOption.ALLOW_HALF_CLOSURE, halfClosure)
+                .childOption(ChannelOption.AUTO_READ, autoRead)
+                .childOption(RdmaChannelOption.RDMA_RING_SLOTS, ringSlots)
+                .childOption(RdmaChannelOption.RDMA_SLOT_SIZE, slotSize)
+                .childHandler(new ChannelInitializer<Channel>() {
+                    @Override
+                    protected void initChannel(Channel ch) {
+                        ch.pipeline().addLast(childRecorder);
+                    }
+                }).bind(new InetSocketAddress("127.0.0.1", 0)).syncUninterruptibly().channel();
+    }
+
+    private static Channel client(Channel server, Object handler) {
+        return new Bootstrap().group(group).channel(RdmaSocketChannel.class)
+                .handler((io.netty.channel.ChannelHandler) handler)
+                .connect(server.localAddress()).syncUninterruptibly().channel();
+    }
+
+    @Test
+    void shutdownOutputGivesThePeerAnInputShutdownEventAndTheReverseDirectionKeepsWorking() throws Exception {
+        Recorder serverSide = new Recorder();
+        Channel server = server(serverSide, true, true, 32, 4096);
+        Recorder clientSide = new Recorder();
+        Channel client = client(server, clientSide);
+        try {
+            client.writeAndFlush(text("hello")).syncUninterruptibly();
+            ((DuplexChannel) client).shutdownOutput().syncUninterruptibly();
+            assertTrue(((DuplexChannel) client).isOutputShutdown());
+            assertEquals("hello", serverSide.seen.poll(10, TimeUnit.SECONDS));
+            assertEquals(ChannelInputShutdownEvent.INSTANCE, serverSide.seen.poll(10, TimeUnit.SECONDS));
+            DuplexChannel child = (DuplexChannel) serverSide.ctx.channel();
+            assertTrue(child.isInputShutdown());
+            assertTrue(child.isActive(), "a half-closed channel stays open when ALLOW_HALF_CLOSURE is set");
+            child.writeAndFlush(text("bye")).syncUninterruptibly();
+            // the client saw its own ChannelOutputShutdownEvent first
+            assertEquals(io.netty.channel.socket.ChannelOutputShutdownEvent.INSTANCE, clientSide.seen.poll(10, TimeUnit.SECONDS));
+            assertEquals("bye", clientSide.seen.poll(10, TimeUnit.SECONDS));
+            child.close().syncUninterruptibly();
+            assertTrue(clientSide.inactive.await(10, TimeUnit.SECONDS), "the client sees the close");
+        } finally {
+            client.close().syncUninterruptibly();
+            server.close().syncUninterruptibly();
+        }
+    }
+
+    @Test
+    void withoutHalfClosureThePeersShutdownOutputClosesTheChannel() throws Exception {
+        Recorder serverSide = new Recorder();
+        Channel server = server(serverSide, false, true, 32, 4096);
+        Channel client = client(server, new Recorder());
+        try {
+            client.writeAndFlush(text("x")).syncUninterruptibly();
+            ((DuplexChannel) client).shutdownOutput().syncUninterruptibly();
+            assertEquals("x", serverSide.seen.poll(10, TimeUnit.SECONDS));
+            assertTrue(serverSide.inactive.await(10, TimeUnit.SECONDS));
+        } finally {
+            client.close().syncUninterruptibly();
+            server.close().syncUninterruptibly();
+        }
+    }
+
+    @Test
+    void connectToAPortWithoutListenerIsRefused() {
+        Channel server = server(new Recorder(), false, true, 32, 4096);
+        InetSocketAddress address = (InetSocketAddress) server.localAddress();
+        server.close().syncUninterruptibly();
+        ChannelFuture f = new Bootstrap().group(group).channel(RdmaSocketChannel.class)
+                .handler(new Recorder()).connect(address).awaitUninterruptibly();
+        assertFalse(f.isSuccess());
+        assertInstanceOf(ConnectException.class, f.cause(), () -> String.valueOf(f.cause()));
+        assertFalse(f.channel().isOpen(), "a failed connect closes the channel");
+    }
+
+    @Test
+    void connectThatNobodyAnswersTimesOutWithConnectTimeoutException() {
+        // a listener that never takes its connection requests: the connect waits for an answer
+        try (EventChannel events = EventChannel.create(); CmId listener = events.createId(PortSpace.TCP)) {
+            listener.bind(new InetSocketAddress("127.0.0.1", 0));
+            listener.listen(4);
+            long start = System.nanoTime();
+            ChannelFuture f = new Bootstrap().group(group).channel(RdmaSocketChannel.class)
+                    .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, 300)
+                    .handler(new Recorder()).connect(listener.localAddress()).awaitUninterruptibly();
+            assertFalse(f.isSuccess());
+            assertInstanceOf(ConnectTimeoutException.class, f.cause(), () -> String.valueOf(f.cause()));
+            assertTrue(System.nanoTime() - start < TimeUnit.SECONDS.toNanos(30));
+            assertFalse(f.channel().isOpen());
+        }
+    }
+
+    @Test
+    void closeFailsTheWritesThatWaitForCreditsWithClosedChannelException() throws Exception {
+        // the server reads nothing, so the client runs out of credits after a handful of messages
+        Recorder serverSide = new Recorder();
+        Channel server = server(serverSide, false, false, 4, 256);
+        Channel client = client(server, new Recorder());
+        try {
+            List<ChannelFuture> writes = new ArrayList<>();
+            for (int i = 0; i < 50; i++) {
+                writes.add(client.write(Unpooled.wrappedBuffer(new byte[200])));
+            }
+            client.flush();
+            ChannelFuture last = writes.get(writes.size() - 1);
+            assertNull(last.awaitUninterruptibly(300, TimeUnit.MILLISECONDS) ? last.cause() : null,
+                    "the last write must still be pending");
+            assertFalse(last.isDone(), "the last write waits for credits");
+            assertFalse(client.isWritable() && writes.size() * 200 > client.config().getWriteBufferHighWaterMark(),
+                    "writability follows the water marks");
+            client.close().syncUninterruptibly();
+            assertTrue(last.awaitUninterruptibly(10, TimeUnit.SECONDS));
+            assertInstanceOf(ClosedChannelException.class, last.cause(), () -> String.valueOf(last.cause()));
+            assertTrue(writes.get(0).isSuccess(), "the first write went out before the credits ran out");
+        } finally {
+            client.close().syncUninterruptibly();
+            server.close().syncUninterruptibly();
+        }
+    }
+
+    @Test
+    void withAutoReadOffEachReadDeliversOneMessage() throws Exception {
+        Recorder serverSide = new Recorder();
+        Channel server = server(serverSide, false, false, 32, 4096);
+        Channel client = client(server, new Recorder());
+        try {
+            for (String s : new String[] {"one", "two", "three"}) {
+                client.writeAndFlush(text(s)).syncUninterruptibly();
+            }
+            assertNull(serverSide.seen.poll(300, TimeUnit.MILLISECONDS), "nothing is read before read()");
+            Channel child = serverSide.ctx.channel();
+            child.read();
+            assertEquals("one", serverSide.seen.poll(10, TimeUnit.SECONDS));
+            assertNull(serverSide.seen.poll(200, TimeUnit.MILLISECONDS), "one read() reads one message");
+            child.read();
+            assertEquals("two", serverSide.seen.poll(10, TimeUnit.SECONDS));
+            child.config().setAutoRead(true);
+            assertEquals("three", serverSide.seen.poll(10, TimeUnit.SECONDS));
+        } finally {
+            client.close().syncUninterruptibly();
+            server.close().syncUninterruptibly();
+        }
+    }
+
+    @Test
+    void anIdleLoopBlocksAndATaskWakesIt() throws Exception {
+        Recorder serverSide = new Recorder();
+        Channel server = server(serverSide, false, true, 32, 4096);
+        Channel client = client(server, new Recorder());
+        try {
+            client.writeAndFlush(text("warm")).syncUninterruptibly();
+            assertEquals("warm", serverSide.seen.poll(10, TimeUnit.SECONDS));
+            ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+            List<Thread> loops = new ArrayList<>();
+            for (var executor : group) {
+                loops.add(((EventLoop) executor).submit(Thread::currentThread).get(10, TimeUnit.SECONDS));
+            }
+            Thread.sleep(100);
+            long[] before = new long[loops.size()];
+            for (int i = 0; i < loops.size(); i++) {
+                before[i] = threads.getThreadCpuTime(loops.get(i).threadId());
+            }
+            Thread.sleep(1000);
+            for (int i = 0; i < loops.size(); i++) {
+                long used = threads.getThreadCpuTime(loops.get(i).threadId()) - before[i];
+                // a spinning loop would use close to the whole second
+                assertTrue(used < TimeUnit.MILLISECONDS.toNanos(200), loops.get(i) + " used " + used / 1_000_000
+                        + " ms of CPU in an idle second");
+            }
+            CompletableFuture<Boolean> ran = new CompletableFuture<>();
+            client.eventLoop().execute(() -> ran.complete(true));
+            assertTrue(ran.get(5, TimeUnit.SECONDS), "a task from another thread wakes the blocked loop");
+            client.writeAndFlush(text("after")).syncUninterruptibly();
+            assertEquals("after", serverSide.seen.poll(10, TimeUnit.SECONDS), "completions wake a blocked loop");
+        } finally {
+            client.close().syncUninterruptibly();
+            server.close().syncUninterruptibly();
+        }
+    }
+}

@@ -1,0 +1,23 @@
+package io.github.verbs4j.netty.testsuite;
+
+import io.netty.bootstrap.Bootstrap;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.testsuite.transport.TestsuitePermutation;
+import io.netty.testsuite.transport.socket.SocketBufReleaseTest;
+
+import java.net.SocketAddress;
+import java.util.List;
+
+/** Netty's {@link SocketBufReleaseTest} on this transport. */
+public class RdmaSocketBufReleaseTest extends SocketBufReleaseTest {
+
+    @Override
+    protected List<TestsuitePermutation.BootstrapComboFactory<ServerBootstrap, Bootstrap>> newFactories() {
+        return RdmaSocketTestPermutation.INSTANCE.socket();
+    }
+
+    @Override
+    protected SocketAddress newSocketAddress() {
+        return RdmaSocketTestPermutation.newSocketAddress();
+    }
+}

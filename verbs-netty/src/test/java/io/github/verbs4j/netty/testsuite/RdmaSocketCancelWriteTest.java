@@ -1,0 +1,23 @@
+package io.github.verbs4j.netty.testsuite;
+
+import io.netty.bootstrap.Bootstrap;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.testsuite.transport.TestsuitePermutation;
+import io.netty.testsuite.transport.socket.SocketCancelWriteTest;
+
+import java.net.SocketAddress;
+import java.util.List;
+
+/** Netty's {@link SocketCancelWriteTest} on this transport. */
+public class RdmaSocketCancelWriteTest extends SocketCancelWriteTest {
+
+    @Override
+    protected List<TestsuitePermutation.BootstrapComboFactory<ServerBootstrap, Bootstrap>> newFactories() {
+        return RdmaSocketTestPermutation.INSTANCE.socket();
+    }
+
+    @Override
+    protected SocketAddress newSocketAddress() {
+        return RdmaSocketTestPermutation.newSocketAddress();
+    }
+}

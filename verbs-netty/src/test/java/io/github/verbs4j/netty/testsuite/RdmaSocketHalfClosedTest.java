@@ -1,0 +1,27 @@
+package io.github.verbs4j.netty.testsuite;
+
+import io.netty.bootstrap.Bootstrap;
+import org.junit.jupiter.api.Tag;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.testsuite.transport.TestsuitePermutation;
+import io.netty.testsuite.transport.socket.SocketHalfClosedTest;
+
+import java.net.SocketAddress;
+import java.util.List;
+
+/** Netty's {@link SocketHalfClosedTest} on this transport. */
+// Known failing on the transport (docs/netty.md): two tests time out, after which later connects in the JVM fail UNREACHABLE.
+// Run with -Dverbs4j.netty.excludedGroups=none to see it.
+@Tag("transport-gap")
+public class RdmaSocketHalfClosedTest extends SocketHalfClosedTest {
+
+    @Override
+    protected List<TestsuitePermutation.BootstrapComboFactory<ServerBootstrap, Bootstrap>> newFactories() {
+        return RdmaSocketTestPermutation.INSTANCE.socket();
+    }
+
+    @Override
+    protected SocketAddress newSocketAddress() {
+        return RdmaSocketTestPermutation.newSocketAddress();
+    }
+}
