@@ -103,14 +103,13 @@ static void handle_shm_packet(const uint8_t *buf, size_t n, uint16_t sport, void
  * Progress by the polling thread: a thread polling an empty CQ takes the packets waiting in
  * the rings itself (and so runs the requester and the responder for them), so a reply is
  * placed without waiting for the agent to be scheduled. Each such poll is counted; while the
- * count moves by POLLER_MIN_POLLS or more a millisecond (a thread spinning on a CQ), the agent
- * does not spin on the rings and sleeps with the rings marked awake (senders ring no doorbell),
- * waking for datagrams, kicks and every millisecond for the timers: one busy thread per
- * process. When the polls stop the agent sees it at its next millisecond and takes the rings
- * back within two: a packet that came in between waits in the ring, none is lost.
+ * count moves the agent does not spin on the rings and sleeps with the rings marked awake
+ * (senders ring no doorbell), waking for datagrams, kicks and every millisecond for the
+ * timers: one busy thread per process. When the polls stop the agent sees the count still
+ * and takes the rings back within POLLER_GRACE_NS plus one sleep: a packet that came in
+ * between waits in the ring, none is lost.
  */
 #define POLLER_GRACE_NS 1000000ull
-#define POLLER_MIN_POLLS 64 /* empty polls in POLLER_GRACE_NS that make a busy poller */
 static unsigned long g_polls;
 
 static bool poll_hook(void)
@@ -180,22 +179,16 @@ static void *agent_main(void *arg)
 		rmsgs[j].msg_hdr.msg_name = &from[j];
 	}
 	struct epoll_event evs[16];
-	uint64_t last_scan = 0, last_work = 0, last_epoll = 0, polled_until = 0, poll_window = 0;
+	uint64_t last_scan = 0, last_work = 0, last_epoll = 0, polled_until = 0;
 	unsigned long polls_seen = 0;
 	const uint64_t spin = spin_ns();
 	for (;;) {
 		int tmo = (srd_timer_hinted() || srd_faults_pending()) ? 1 : 50;
 		uint64_t t0 = srd_now_ns();
-		if (t0 - poll_window >= POLLER_GRACE_NS) {
-			/* a spinning poller polls thousands of times a millisecond; a thread that
-			 * drains its CQ after each completion event only a few: the agent keeps the
-			 * rings for that one (its messages must not wait for the next epoll timeout) */
-			unsigned long polls = __atomic_load_n(&g_polls, __ATOMIC_RELAXED);
-			/* the rate over the time since the last look (the agent may have slept 50 ms) */
-			if ((uint64_t)(polls - polls_seen) * POLLER_GRACE_NS >= POLLER_MIN_POLLS * (t0 - poll_window))
-				polled_until = t0 + 2 * POLLER_GRACE_NS;
+		unsigned long polls = __atomic_load_n(&g_polls, __ATOMIC_RELAXED);
+		if (polls != polls_seen) {
 			polls_seen = polls;
-			poll_window = t0;
+			polled_until = t0 + POLLER_GRACE_NS;
 		}
 		int n;
 		if (t0 < polled_until && srd_shm_owned()) {
