@@ -99,24 +99,10 @@ static void handle_shm_packet(const uint8_t *buf, size_t n, uint16_t sport, void
 	handle_packet(buf, n, &from, 0);
 }
 
-/*
- * Progress by the polling thread: a thread polling an empty CQ takes the packets waiting in
- * the rings itself (and so runs the requester and the responder for them), so a reply is
- * placed without waiting for the agent to be scheduled. Each such poll is counted; while the
- * count moves the agent does not spin on the rings and sleeps with the rings marked awake
- * (senders ring no doorbell), waking for datagrams, kicks and every millisecond for the
- * timers: one busy thread per process. When the polls stop the agent sees the count still
- * and takes the rings back within POLLER_GRACE_NS plus one sleep: a packet that came in
- * between waits in the ring, none is lost.
- */
-#define POLLER_GRACE_NS 1000000ull
-static unsigned long g_polls;
-
+/* The poller's share: a thread polling an empty CQ takes a few packets from the rings
+ * itself, so a reply is placed without waiting for the agent to be scheduled. */
 static bool poll_hook(void)
 {
-	/* plain load and store, not an atomic add: any change will do, and pollers need not
-	 * contend for the line */
-	__atomic_store_n(&g_polls, __atomic_load_n(&g_polls, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
 	if (!srd_shm_pending())
 		return false;
 	srd_batch_begin();
@@ -179,23 +165,13 @@ static void *agent_main(void *arg)
 		rmsgs[j].msg_hdr.msg_name = &from[j];
 	}
 	struct epoll_event evs[16];
-	uint64_t last_scan = 0, last_work = 0, last_epoll = 0, polled_until = 0;
-	unsigned long polls_seen = 0;
+	uint64_t last_scan = 0, last_work = 0, last_epoll = 0;
 	const uint64_t spin = spin_ns();
 	for (;;) {
 		int tmo = (srd_timer_hinted() || srd_faults_pending()) ? 1 : 50;
 		uint64_t t0 = srd_now_ns();
-		unsigned long polls = __atomic_load_n(&g_polls, __ATOMIC_RELAXED);
-		if (polls != polls_seen) {
-			polls_seen = polls;
-			polled_until = t0 + POLLER_GRACE_NS;
-		}
 		int n;
-		if (t0 < polled_until && srd_shm_owned()) {
-			/* a thread polls a CQ and drains the rings: sleep, see to the rest */
-			n = srd_net_wait(evs, 16, 1, true);
-			last_epoll = srd_now_ns();
-		} else if (spin && srd_shm_owned() && t0 - last_work < spin) {
+		if (spin && srd_shm_owned() && t0 - last_work < spin) {
 			/* busy: poll the rings (no system call) for up to 10 us; sockets now and then */
 			for (unsigned i = 0; !srd_shm_pending() && !srd_net_wake_pending();
 			     i++) {
@@ -209,11 +185,11 @@ static void *agent_main(void *arg)
 			uint64_t t1 = srd_now_ns();
 			n = 0;
 			if (t1 - last_epoll > 10000 || !srd_shm_pending()) {
-				n = srd_net_wait(evs, 16, 0, false);
+				n = srd_net_wait(evs, 16, 0);
 				last_epoll = t1;
 			}
 		} else {
-			n = srd_net_wait(evs, 16, tmo, false);
+			n = srd_net_wait(evs, 16, tmo);
 			last_epoll = srd_now_ns();
 		}
 		bool kicked = srd_net_take_wake();

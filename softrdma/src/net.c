@@ -137,21 +137,16 @@ bool srd_timer_hinted(void)
 	return __atomic_load_n(&g_timers_hint, __ATOMIC_RELAXED) != 0;
 }
 
-int srd_net_wait(struct epoll_event *evs, int max, int tmo_ms, bool rings_polled)
+int srd_net_wait(struct epoll_event *evs, int max, int tmo_ms)
 {
 	if (!tmo_ms)
 		return epoll_wait(g_epfd, evs, max, 0);
-	/* asleep: kicks and same-host senders must wake us; neither may be waiting already.
-	 * While a thread polling a CQ drains the rings, senders need not ring for us. */
+	/* asleep: kicks and same-host senders must wake us; neither may be waiting already */
 	__atomic_store_n(&g_agent_sleeping, 1, __ATOMIC_SEQ_CST);
 	int n = 0;
-	if (!__atomic_load_n(&g_wake_pending, __ATOMIC_SEQ_CST)) {
-		if (rings_polled) {
-			n = epoll_wait(g_epfd, evs, max, tmo_ms);
-		} else if (srd_shm_sleep_begin()) {
-			n = epoll_wait(g_epfd, evs, max, tmo_ms);
-			srd_shm_sleep_end();
-		}
+	if (!__atomic_load_n(&g_wake_pending, __ATOMIC_SEQ_CST) && srd_shm_sleep_begin()) {
+		n = epoll_wait(g_epfd, evs, max, tmo_ms);
+		srd_shm_sleep_end();
 	}
 	__atomic_store_n(&g_agent_sleeping, 0, __ATOMIC_SEQ_CST);
 	return n;

@@ -58,10 +58,8 @@ void srd_qp_kick(struct srd_qp *qp);
 void srd_timer_hint(bool any);
 bool srd_timer_hinted(void);
 /* Waits for packets or a wake-up: tmo_ms 0 only looks; otherwise the agent sleeps (kicks and
- * same-host senders then wake it) unless a wake-up or a same-host packet already waits.
- * rings_polled: a polling thread drains the rings, so same-host senders do not wake it
- * (only kicks and datagrams do, or the timeout). */
-int srd_net_wait(struct epoll_event *evs, int max, int tmo_ms, bool rings_polled);
+ * same-host senders then wake it) unless a wake-up or a same-host packet already waits. */
+int srd_net_wait(struct epoll_event *evs, int max, int tmo_ms);
 int srd_net_event_fd(const struct epoll_event *ev); /* the socket's fd; -1 for a kick (drained) */
 
 #endif

@@ -4,9 +4,7 @@
  *   machine starves it) for far longer than the QP's whole retry budget costs the QP nothing:
  *   its RDMA WRITE completes with success and the bytes land once the peer runs again;
  * - a peer process that is gone fails the QP with IBV_WC_RETRY_EXC_ERR at its first timeout,
- *   not after retry_cnt more;
- * - a peer that polled its CQ (its poller drained the rings, its agent slept) and stopped
- *   polling still answers: its agent takes the rings back.
+ *   not after retry_cnt more.
  * Each case forks a peer before this process touches the device; the two talk through pipes.
  */
 #include <infiniband/verbs.h>
@@ -93,18 +91,6 @@ static void peer_main(int rd, int wr)
 	unsigned char want[64], req;
 	t_fill(want, sizeof(want), 28);
 	while (read(rd, &req, 1) == 1) {
-		if (req == 'p') {
-			/* poll the (empty) CQ for 100 ms, so the agent leaves the rings to this
-			 * thread, then stop polling: the agent must take them back */
-			struct ibv_wc wc;
-			uint64_t until = now_ms() + 100;
-			while (now_ms() < until)
-				ibv_poll_cq(s.cq, 1, &wc);
-			memset(s.buf, 0, sizeof(want));
-			unsigned char done = 1;
-			xwrite(wr, &done, 1);
-			continue;
-		}
 		unsigned char same = memcmp(s.buf, want, sizeof(want)) == 0;
 		xwrite(wr, &same, 1);
 	}
@@ -206,39 +192,6 @@ static void starved_peer_costs_no_retry(void)
 	side_close(&s);
 }
 
-/* The peer polls its CQ for a while and stops: a WRITE right after (the peer then blocked in
- * read, polling nothing) is answered by its agent, which took the rings back from the
- * poller; a lost hand-over would leave it unanswered (the timeout waits on an unread ring,
- * and retry_cnt 0 fails any real loss). */
-static void agent_takes_over_when_polls_stop(void)
-{
-	struct side s;
-	struct info peer;
-	int rd, wr;
-	pid_t pid = start_pair(&s, &peer, &rd, &wr, 14, 0);
-	for (int round = 0; round < 5; round++) {
-		unsigned char req = 'p', r = 0;
-		xwrite(wr, &req, 1);
-		xread(rd, &r, 1);
-		CHECK_EQ(post_write(&s, &peer), 0, "post the WRITE");
-		struct ibv_wc wc;
-		int n = wait_wc_until(s.cq, &wc, now_ms() + 5000);
-		CHECK_EQ(n, 1, "the WRITE after the peer's polls completes");
-		if (n == 1)
-			CHECK(wc.status == IBV_WC_SUCCESS, "round %d: status %s", round, ibv_wc_status_str(wc.status));
-		req = 1;
-		unsigned char same = 0;
-		xwrite(wr, &req, 1);
-		xread(rd, &same, 1);
-		CHECK_EQ(same, 1, "the peer's buffer holds the written bytes");
-	}
-	close(wr);
-	int st;
-	waitpid(pid, &st, 0);
-	close(rd);
-	side_close(&s);
-}
-
 /* timeout 18 (1.07 s), retry_cnt 7: after the budget that is 8.6 s; a gone peer fails it at the
  * first timeout */
 static void gone_peer_fails_at_once(void)
@@ -277,7 +230,6 @@ int main(void)
 		return 0;
 	}
 	starved_peer_costs_no_retry();
-	agent_takes_over_when_polls_stop();
 	gone_peer_fails_at_once();
 	return t_report();
 }
