@@ -28,9 +28,10 @@ struct srd_stats srd_st;
 static void print_stats(void)
 {
 	fprintf(stderr, "softrdma[%d]: tx %lu rx %lu nak_seq %lu rnr %lu timeouts %lu dup_rx %lu eagain %lu "
-		"invalid %lu read_gap %lu shm_tx %lu shm_rx %lu doorbells %lu\n", (int)getpid(), srd_st.tx, srd_st.rx,
-		srd_st.nak_seq, srd_st.rnr, srd_st.timeouts, srd_st.dup_rx, srd_st.eagain, srd_st.invalid,
-		srd_st.read_gap, srd_st.shm_tx, srd_st.shm_rx, srd_st.doorbells);
+		"invalid %lu read_gap %lu shm_tx %lu shm_rx %lu doorbells %lu unread_waits %lu peer_gone %lu\n", (int)getpid(),
+		srd_st.tx, srd_st.rx, srd_st.nak_seq, srd_st.rnr, srd_st.timeouts, srd_st.dup_rx, srd_st.eagain,
+		srd_st.invalid, srd_st.read_gap, srd_st.shm_tx, srd_st.shm_rx, srd_st.doorbells, srd_st.unread_waits,
+		srd_st.peer_gone);
 }
 
 /* ---------------------------------------------------------------- sockets, QPN table, wake-ups */
@@ -532,15 +533,20 @@ static void ring_doorbell(int fd, const struct sockaddr_in6 *to)
 }
 
 static void xmit_sock(struct srd_sock *sock, const uint8_t *sgid, const struct sockaddr_in6 *to,
-		      struct pkt_hdr *h, const void *payload, size_t len)
+		      struct pkt_hdr *h, const void *payload, size_t len, uint64_t *stamp)
 {
 	h->magic = PKT_MAGIC;
+	if (stamp)
+		*stamp = 0;
 	int fd = pick_fd(sock, to, sgid);
 	if (!g_faults && is_loopback(&to->sin6_addr)) {
 		/* a peer on this host with a ring: no datagram, no system call */
 		bool doorbell;
+		uint64_t st;
 		int r = srd_shm_send(ntohs(to->sin6_port), sock->port, h, sizeof(*h), payload,
-				     len, &doorbell);
+				     len, &doorbell, &st);
+		if (stamp)
+			*stamp = st;
 		if (r) {
 			if (doorbell)
 				ring_doorbell(fd, to);
@@ -593,7 +599,17 @@ void srd_xmit(struct srd_qp *qp, const struct sockaddr_in6 *to, struct pkt_hdr *
 {
 	const uint8_t *sgid = qp->ibqp.qp_type == IBV_QPT_UD ? h->sgid :
 			      qp->dev->gids[qp->attr.ah_attr.grh.sgid_index].raw;
-	xmit_sock(g_socks[qp->sock], sgid, to, h, payload, len);
+	uint64_t stamp;
+	xmit_sock(g_socks[qp->sock], sgid, to, h, payload, len, &stamp);
+	if (qp->ibqp.qp_type != IBV_QPT_UD)
+		__atomic_store_n(&qp->shm_stamp, stamp, __ATOMIC_RELAXED);
+}
+
+int srd_net_peer_state(const struct srd_qp *qp)
+{
+	if (qp->peer_local)
+		return SRD_PEER_UNKNOWN;
+	return srd_shm_peer_state(ntohs(qp->peer.sin6_port), __atomic_load_n(&qp->shm_stamp, __ATOMIC_RELAXED));
 }
 
 void srd_xmit_port(uint16_t port, const struct sockaddr_in6 *to, struct pkt_hdr *h, const void *payload,
@@ -601,7 +617,7 @@ void srd_xmit_port(uint16_t port, const struct sockaddr_in6 *to, struct pkt_hdr 
 {
 	for (int i = 0; i < g_nsocks; i++)
 		if (g_socks[i]->port == port) {
-			xmit_sock(g_socks[i], g_socks[i]->addrs[0].s6_addr, to, h, payload, len);
+			xmit_sock(g_socks[i], g_socks[i]->addrs[0].s6_addr, to, h, payload, len, NULL);
 			return;
 		}
 }

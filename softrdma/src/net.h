@@ -7,7 +7,7 @@
 #include <sys/epoll.h>
 
 struct srd_stats { unsigned long tx, rx, nak_seq, rnr, timeouts, dup_rx, eagain, invalid, read_gap, shm_tx,
-		   shm_rx, doorbells; };
+		   shm_rx, doorbells, unread_waits, peer_gone; };
 extern struct srd_stats srd_st;
 #define ST(x) __atomic_fetch_add(&srd_st.x, 1, __ATOMIC_RELAXED)
 
@@ -42,6 +42,9 @@ void srd_xmit(struct srd_qp *qp, const struct sockaddr_in6 *to, struct pkt_hdr *
 /* srd_xmit_port: a packet from our socket of port (QPN table read lock held). */
 void srd_xmit_port(uint16_t port, const struct sockaddr_in6 *to, struct pkt_hdr *h, const void *payload,
 		   size_t len);
+/* What became of the last packet qp sent through a same-host ring (shm.h's SRD_PEER_*):
+ * SRD_PEER_UNKNOWN when it went over UDP, to this process, or was lost in a full ring. */
+int srd_net_peer_state(const struct srd_qp *qp);
 void srd_batch_begin(void);
 void srd_batch_end(void);
 void srd_batch_flush(void); /* send what this thread's batch holds now */

@@ -8,6 +8,7 @@
  * Calls: responder, sq, pd, device (addresses), faults, net.
  */
 #include "requester.h"
+#include "shm.h"
 #include "responder.h"
 #include "sq.h"
 #include "pd.h"
@@ -45,6 +46,7 @@ void srd_req_reset(struct srd_qp *qp)
 	qp->outstanding_rd = 0;
 	qp->timer_deadline_ns = 0;
 	qp->rnr_wait = false;
+	__atomic_store_n(&qp->shm_stamp, 0, __ATOMIC_RELAXED);
 }
 
 /* The PSNs (packets) a message of opcode op and len bytes takes. */
@@ -1063,7 +1065,21 @@ bool srd_requester_service(struct srd_qp *qp, bool kick, uint64_t now)
 			}
 			qp->dbg_timeout_ns = now;
 			qp->dbg_rx_valid = qp->dbg_rx_invalid = 0;
-			if (qp->retry_left == 0) {
+			/*
+			 * "Lost" or "not read yet": a peer on this host whose ring still holds what we
+			 * sent it last (or a response waiting in our own ring) is alive and only not
+			 * scheduled; a NIC would have answered for it, so the wait costs no retry and
+			 * nothing is sent again (it is all still queued). A peer whose ring's owner is
+			 * gone will never answer: the QP fails now, as it would after its retries.
+			 */
+			int peer = srd_net_peer_state(qp);
+			if (peer == SRD_PEER_GONE) {
+				ST(peer_gone);
+				requester_fail(qp, IBV_WC_RETRY_EXC_ERR);
+			} else if (peer == SRD_PEER_UNREAD || srd_shm_pending()) {
+				ST(unread_waits);
+				arm_timer(qp);
+			} else if (qp->retry_left == 0) {
 				requester_fail(qp, IBV_WC_RETRY_EXC_ERR);
 			} else {
 				qp->retry_left--;

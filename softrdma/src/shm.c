@@ -41,6 +41,10 @@
 #define NSLOTS 512u
 #define RECHECK_NS 100000000ull   /* a sender re-checks a peer's ring every 100 ms */
 #define FULL_WAIT_NS 5000000ull   /* and waits at most 5 ms for room in a full one */
+/* A stamp: the peer's ring generation (16 bits) over the slot position + 1 (48 bits). */
+#define STAMP_POS_BITS 48
+#define STAMP_POS_MASK ((1ull << STAMP_POS_BITS) - 1)
+#define STAMP_GEN_MASK 0xffffu
 
 struct slot {
 	uint64_t seq;      /* == position + 1: published; == position: free for position */
@@ -68,6 +72,7 @@ struct own {
 struct peer {
 	pthread_mutex_t lock;
 	struct ring *r;    /* NULL: no ring (UDP) */
+	uint32_t gen;      /* rings mapped for this port so far: a stamp names the one it used */
 	int users;         /* senders inside r */
 	uint64_t checked_ns;
 	dev_t dev;
@@ -265,15 +270,19 @@ static void recheck(struct peer *p, uint16_t port, uint64_t now)
 	}
 	if (!r) {
 		r = open_ring(port, &p->dev, &p->ino);
-		if (r)
+		if (r) {
+			/* before the ring is published: a sender that sees r reads this generation */
+			__atomic_store_n(&p->gen, (p->gen + 1) & STAMP_GEN_MASK ? (p->gen + 1) & STAMP_GEN_MASK : 1,
+					 __ATOMIC_SEQ_CST);
 			__atomic_store_n(&p->r, r, __ATOMIC_SEQ_CST);
+		}
 	}
 	__atomic_store_n(&p->checked_ns, now, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&p->lock);
 }
 
 static int ring_put(struct ring *r, uint16_t sport, const void *hdr, size_t hlen, const void *payload,
-		    size_t len, bool *doorbell)
+		    size_t len, bool *doorbell, uint64_t *put_pos)
 {
 	uint64_t pos = __atomic_load_n(&r->tail, __ATOMIC_RELAXED);
 	uint64_t full_since = 0;
@@ -307,6 +316,7 @@ static int ring_put(struct ring *r, uint16_t sport, const void *hdr, size_t hlen
 		memcpy(s->data + hlen, payload, len);
 	s->len = (uint32_t)(hlen + len);
 	s->sport = sport;
+	*put_pos = pos;
 	__atomic_store_n(&s->seq, pos + 1, __ATOMIC_RELEASE);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&r->sleeping, __ATOMIC_RELAXED) &&
@@ -316,9 +326,10 @@ static int ring_put(struct ring *r, uint16_t sport, const void *hdr, size_t hlen
 }
 
 int srd_shm_send(uint16_t dport, uint16_t sport, const void *hdr, size_t hlen, const void *payload,
-		 size_t len, bool *doorbell)
+		 size_t len, bool *doorbell, uint64_t *stamp)
 {
 	*doorbell = false;
+	*stamp = 0;
 	if (!srd_shm_enabled() || hlen + len > MAX_PKT)
 		return 0;
 	struct peer *p = peer_get(dport);
@@ -331,11 +342,45 @@ int srd_shm_send(uint16_t dport, uint16_t sport, const void *hdr, size_t hlen, c
 		recheck(p, dport, now);
 	__atomic_add_fetch(&p->users, 1, __ATOMIC_SEQ_CST);
 	struct ring *r = __atomic_load_n(&p->r, __ATOMIC_SEQ_CST);
-	int ret = r ? ring_put(r, sport, hdr, hlen, payload, len, doorbell) : 0;
+	uint64_t gen = __atomic_load_n(&p->gen, __ATOMIC_SEQ_CST), pos = 0;
+	int ret = r ? ring_put(r, sport, hdr, hlen, payload, len, doorbell, &pos) : 0;
 	__atomic_sub_fetch(&p->users, 1, __ATOMIC_RELEASE);
+	if (ret > 0)
+		*stamp = gen << STAMP_POS_BITS | ((pos + 1) & STAMP_POS_MASK);
+	else if (!r && gen)
+		*stamp = gen << STAMP_POS_BITS; /* the port had a ring whose owner is gone: so is the peer */
 	if (ret < 0)
 		__atomic_store_n(&p->checked_ns, 0, __ATOMIC_RELEASE); /* full: is its owner alive? */
 	return ret;
+}
+
+/*
+ * Whether the packet of stamp still waits in the peer's ring: a slot's sequence stays
+ * position + 1 from its publication until the consumer takes it (then it becomes position +
+ * NSLOTS, free for the next lap). A ring this process no longer maps for the port (forgotten
+ * because its owner died or closed it), or one of another generation, is gone too.
+ */
+int srd_shm_peer_state(uint16_t dport, uint64_t stamp)
+{
+	if (!stamp)
+		return SRD_PEER_UNKNOWN;
+	struct peer *p = __atomic_load_n(&g_peers[dport], __ATOMIC_ACQUIRE);
+	if (!p)
+		return SRD_PEER_UNKNOWN;
+	__atomic_add_fetch(&p->users, 1, __ATOMIC_SEQ_CST);
+	struct ring *r = __atomic_load_n(&p->r, __ATOMIC_SEQ_CST);
+	uint64_t gen = __atomic_load_n(&p->gen, __ATOMIC_SEQ_CST);
+	int st;
+	if (!r || gen != stamp >> STAMP_POS_BITS || __atomic_load_n(&r->closed, __ATOMIC_ACQUIRE) ||
+	    !pid_alive(r->owner)) {
+		st = SRD_PEER_GONE;
+	} else {
+		uint64_t pos = (stamp & STAMP_POS_MASK) - 1;
+		uint64_t seq = __atomic_load_n(&r->slots[pos % NSLOTS].seq, __ATOMIC_ACQUIRE);
+		st = ((seq - 1) & STAMP_POS_MASK) == pos ? SRD_PEER_UNREAD : SRD_PEER_READ;
+	}
+	__atomic_sub_fetch(&p->users, 1, __ATOMIC_RELEASE);
+	return st;
 }
 
 /* head is written by the draining thread only, and read by any (atomically: a polling

@@ -10,10 +10,19 @@ bool srd_shm_enabled(void);
  * /dev/shm); false when it cannot (the port is then reached over UDP only). */
 bool srd_shm_create(uint16_t port);
 /* Carries one packet to the ring of dport. Returns 1 when carried (*doorbell: the
- * receiver sleeps and must be woken), 0 when dport has no ring of a live process
- * (send it over UDP), -1 when the ring stayed full (the packet is lost). */
+ * receiver sleeps and must be woken; *stamp: where it went, for srd_shm_peer_state),
+ * 0 when dport has no ring of a live process (send it over UDP), -1 when the ring
+ * stayed full (the packet is lost). *stamp: 0 unless 1 is returned or the port's ring
+ * was forgotten because its owner is gone (then the packet went over UDP to whoever holds
+ * the port now, and the stamp says the peer is gone). */
 int srd_shm_send(uint16_t dport, uint16_t sport, const void *hdr, size_t hlen, const void *payload,
-		 size_t len, bool *doorbell);
+		 size_t len, bool *doorbell, uint64_t *stamp);
+/* The fate of the packet srd_shm_send stamped (stamp 0: none was carried): */
+enum { SRD_PEER_UNKNOWN, /* no ring packet to judge by */
+       SRD_PEER_GONE,    /* the ring's owner is dead or has closed it */
+       SRD_PEER_UNREAD,  /* its owner lives and has not taken the packet yet */
+       SRD_PEER_READ };  /* its owner lives and took it */
+int srd_shm_peer_state(uint16_t dport, uint64_t stamp);
 /* Hands up to max packets waiting in our rings to fn (buf is valid during the call);
  * returns how many, 0 when another thread is draining. */
 int srd_shm_drain(void (*fn)(const uint8_t *buf, size_t n, uint16_t sport, void *arg), void *arg,

@@ -258,6 +258,7 @@ struct srd_qp {
 	int sock;                 /* index of the socket owning this QPN */
 	struct sockaddr_in6 peer; /* RC/UC destination */
 	bool peer_local;          /* destination QP lives in this process */
+	uint64_t shm_stamp;       /* the last packet sent to the peer's ring (shm.c), 0: none */
 	bool kick;                /* agent should run the send queue */
 	srd_lock_t resp_lock; /* responder state */
 	int state;                /* enum ibv_qp_state, read without locks */
