@@ -28,12 +28,14 @@ import io.netty.channel.ChannelPipeline;
 import io.netty.channel.ChannelPromise;
 import io.netty.channel.ConnectTimeoutException;
 import io.netty.channel.EventLoop;
+import io.netty.channel.FileRegion;
 import io.netty.channel.IoEventLoop;
 import io.netty.channel.IoRegistration;
 import io.netty.channel.RecvByteBufAllocator;
 import io.netty.channel.socket.ChannelInputShutdownEvent;
 import io.netty.channel.socket.ChannelInputShutdownReadComplete;
-import io.netty.channel.socket.DuplexChannel;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.util.UncheckedBooleanSupplier;
 import io.netty.util.concurrent.Future;
 import io.netty.util.internal.logging.InternalLogger;
 import io.netty.util.internal.logging.InternalLoggerFactory;
@@ -48,6 +50,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.AlreadyConnectedException;
 import java.nio.channels.ConnectionPendingException;
+import java.nio.channels.WritableByteChannel;
 import java.time.Duration;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -77,7 +80,7 @@ import java.util.concurrent.TimeUnit;
  * setup thread, since those calls of verbs-cm wait for their events; the event loop takes over
  * the connection once it is established, and then reads its CM events without blocking.
  */
-public final class RdmaSocketChannel extends AbstractChannel implements DuplexChannel {
+public final class RdmaSocketChannel extends AbstractChannel implements SocketChannel {
 
     private static final InternalLogger logger = InternalLoggerFactory.getInstance(RdmaSocketChannel.class);
     private static final ChannelMetadata METADATA = new ChannelMetadata(false, 16);
@@ -132,6 +135,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements DuplexCh
     private boolean inputShutdown;
     private volatile boolean outputShutdown;
     private boolean finPending;
+    private boolean writing;
     private boolean finReceived;
     private boolean peerGone;
     private int credits;
@@ -142,7 +146,9 @@ public final class RdmaSocketChannel extends AbstractChannel implements DuplexCh
     private int[] rxLength;
     private int rxHead;
     private int rxCount;
+    private int rxConsumed; // bytes of the head slot already handed to the pipeline
     private ChannelPromise connectPromise;
+    private final SlotChannel regionTarget = new SlotChannel();
     private Future<?> connectTimeout;
 
     /** A channel to connect ({@code bootstrap.channel(RdmaSocketChannel.class)}). */
@@ -268,13 +274,22 @@ public final class RdmaSocketChannel extends AbstractChannel implements DuplexCh
         readPending = true;
     }
 
+    void clearReadPending() {
+        EventLoop loop = isRegistered() ? eventLoop() : null;
+        if (loop == null || loop.inEventLoop()) {
+            readPending = false;
+        } else {
+            loop.execute(() -> readPending = false);
+        }
+    }
+
     @Override
     protected Object filterOutboundMessage(Object msg) {
-        if (msg instanceof ByteBuf) {
+        if (msg instanceof ByteBuf || msg instanceof FileRegion) {
             return msg;
         }
         throw new UnsupportedOperationException("unsupported message type: " + msg.getClass().getName()
-                + " (an RDMA channel writes ByteBufs)");
+                + " (an RDMA channel writes ByteBufs and FileRegions)");
     }
 
     // ---------------------------------------------------------------- setup
@@ -470,9 +485,9 @@ public final class RdmaSocketChannel extends AbstractChannel implements DuplexCh
     private void goLive() {
         ready = true;
         handler.pollSetChanged();
-        if (unsafe().outboundBuffer() != null && !unsafe().outboundBuffer().isEmpty()) {
-            flushPending();
-        }
+        // what was written, and a FIN asked for (shutdownOutput in channelActive of an accepted
+        // channel, whose outbound buffer is then gone), before the connection was established
+        flushPending();
     }
 
     // ---------------------------------------------------------------- the loop's work
@@ -498,7 +513,9 @@ public final class RdmaSocketChannel extends AbstractChannel implements DuplexCh
             }
         }
         int work = n;
-        if (readPending && (rxCount > 0 || finReceived)) {
+        // data waits for a read to be requested; the peer's FIN, once all data before it is read,
+        // is delivered as Netty's transports deliver end of input: whether or not a read is pending
+        if ((readPending && rxCount > 0) || (finReceived && rxCount == 0 && !inputShutdown && open)) {
             deliver();
             work++;
         }
@@ -549,28 +566,49 @@ public final class RdmaSocketChannel extends AbstractChannel implements DuplexCh
         }
     }
 
+    /**
+     * Whether the read loop goes on. More data is known to be there (the caller checked the
+     * queue), so the handle is told so rather than left to guess it from a buffer that a short
+     * message did not fill.
+     */
+    private static boolean continueReading(RecvByteBufAllocator.Handle allocHandle) {
+        return allocHandle instanceof RecvByteBufAllocator.ExtendedHandle extended
+                ? extended.continueReading(UncheckedBooleanSupplier.TRUE_SUPPLIER)
+                : allocHandle.continueReading();
+    }
+
     /** Hands queued messages to the pipeline as far as reading is requested. */
     private void deliver() {
         ChannelPipeline pipeline = pipeline();
         if (rxCount > 0) {
             RecvByteBufAllocator.Handle allocHandle = unsafe().recvBufAllocHandle();
             allocHandle.reset(config);
+            // one read loop: each buffer is the allocator's (its size is the handle's guess) and
+            // takes what it can of the head message; a message larger than the buffer is
+            // handed on over several reads, as a stream socket's bytes are
             do {
                 int slot = rxQueue[rxHead];
-                int length = rxLength[slot];
-                ByteBuf buf = config.getAllocator().ioBuffer(length);
+                int left = rxLength[slot] - rxConsumed;
+                ByteBuf buf = allocHandle.allocate(config.getAllocator());
+                int n = Math.min(left, buf.writableBytes());
+                allocHandle.attemptedBytesRead(buf.writableBytes());
                 ByteBuffer view = recvViews[slot];
-                view.limit(HEADER + length).position(HEADER);
+                int from = HEADER + rxConsumed;
+                view.limit(from + n).position(from);
                 buf.writeBytes(view);
-                rxHead = (rxHead + 1) % ringSlots;
-                rxCount--;
-                repost(slot);
-                allocHandle.attemptedBytesRead(length);
-                allocHandle.lastBytesRead(length);
+                if (n == left) {
+                    rxConsumed = 0;
+                    rxHead = (rxHead + 1) % ringSlots;
+                    rxCount--;
+                    repost(slot);
+                } else {
+                    rxConsumed += n;
+                }
+                allocHandle.lastBytesRead(n);
                 allocHandle.incMessagesRead(1);
                 readPending = false;
                 pipeline.fireChannelRead(buf);
-            } while (rxCount > 0 && open && allocHandle.continueReading());
+            } while (rxCount > 0 && open && continueReading(allocHandle));
             allocHandle.readComplete();
             pipeline.fireChannelReadComplete();
             returnCredits();
@@ -603,24 +641,76 @@ public final class RdmaSocketChannel extends AbstractChannel implements DuplexCh
      * {@code length} bytes of {@code buf}; returns its request, not yet posted.
      */
     private SendRequest fill(int flags, ByteBuf buf, int index, int length, boolean signaled) {
+        if (length > 0) {
+            ByteBuffer view = sendViews[(int) (sendPosted % sendSlots)];
+            view.limit(HEADER + length).position(HEADER);
+            buf.getBytes(index, view);
+        }
+        return filled(flags, length, signaled);
+    }
+
+    /** Writes the header of the next send slot, whose payload of {@code length} bytes is in place. */
+    private SendRequest filled(int flags, int length, boolean signaled) {
         int slot = (int) (sendPosted % sendSlots);
         int give = Math.min(owed, CREDIT_MASK);
         owed -= give;
         credits--;
-        MemorySegment ring = sendRegion.segment();
         long offset = (long) slot * sendSlotSize;
-        ring.set(ValueLayout.JAVA_INT_UNALIGNED, offset, give | flags);
-        if (length > 0) {
-            ByteBuffer view = sendViews[slot];
-            view.limit(HEADER + length).position(HEADER);
-            buf.getBytes(index, view);
-        }
+        sendRegion.segment().set(ValueLayout.JAVA_INT_UNALIGNED, offset, give | flags);
         int size = HEADER + length;
         SendRequest r = sends[slot];
         r.id(SEND_TAG | sendPosted).local(sendRegion, offset, size).inline(size <= maxInline)
                 .signaled(signaled || sendPosted % SIGNAL_EVERY == SIGNAL_EVERY - 1).next(null);
         sendPosted++;
         return r;
+    }
+
+    /**
+     * Copies up to {@code max} bytes of a file region into the payload of the next send slot and
+     * returns how many: there is no sendfile onto an RDMA queue pair, so the region is copied, as
+     * Netty's transports without zero-copy file transfer do.
+     */
+    private int copyRegion(FileRegion region, int max) throws IOException {
+        ByteBuffer view = sendViews[(int) (sendPosted % sendSlots)];
+        view.limit(HEADER + max).position(HEADER);
+        regionTarget.into = view;
+        try {
+            while (view.hasRemaining() && region.transferred() < region.count()) {
+                if (region.transferTo(regionTarget, region.transferred()) <= 0) {
+                    break;
+                }
+            }
+        } finally {
+            regionTarget.into = null;
+        }
+        return view.position() - HEADER;
+    }
+
+    /** A channel over the payload of a send slot: takes what fits, never more. */
+    private static final class SlotChannel implements WritableByteChannel {
+        ByteBuffer into;
+
+        @Override
+        public int write(ByteBuffer src) {
+            int n = Math.min(src.remaining(), into.remaining());
+            if (n == 0) {
+                return 0;
+            }
+            int limit = src.limit();
+            src.limit(src.position() + n);
+            into.put(src);
+            src.limit(limit);
+            return n;
+        }
+
+        @Override
+        public boolean isOpen() {
+            return true;
+        }
+
+        @Override
+        public void close() {
+        }
     }
 
     private void post(SendRequest head, int count) {
@@ -648,6 +738,15 @@ public final class RdmaSocketChannel extends AbstractChannel implements DuplexCh
         if (!ready) {
             return; // flushed once the connection is established
         }
+        writing = true;
+        try {
+            doWrite0(in);
+        } finally {
+            writing = false;
+        }
+    }
+
+    private void doWrite0(ChannelOutboundBuffer in) throws Exception {
         SendRequest head = null;
         SendRequest tail = null;
         int count = 0;
@@ -656,6 +755,32 @@ public final class RdmaSocketChannel extends AbstractChannel implements DuplexCh
             Object msg = in.current();
             if (msg == null) {
                 break;
+            }
+            if (msg instanceof FileRegion region) {
+                if (region.transferred() >= region.count()) {
+                    in.remove();
+                    continue;
+                }
+                if (credits < 2 || !sendSlotFree()) {
+                    break;
+                }
+                int n = copyRegion(region, (int) Math.min(region.count() - region.transferred(), maxPayload));
+                if (n == 0) {
+                    break; // nothing more could be read from the region now
+                }
+                SendRequest r = filled(0, n, false);
+                if (tail == null) {
+                    head = r;
+                } else {
+                    tail.next(r);
+                }
+                tail = r;
+                count++;
+                in.progress(n);
+                if (region.transferred() >= region.count()) {
+                    in.remove();
+                }
+                continue;
             }
             ByteBuf buf = (ByteBuf) msg;
             int readable = buf.readableBytes();
@@ -682,6 +807,9 @@ public final class RdmaSocketChannel extends AbstractChannel implements DuplexCh
             tail.signaled(true);
             post(head, count);
         }
+        if (finPending) {
+            sendFin();
+        }
     }
 
     private void sendFin() {
@@ -694,11 +822,11 @@ public final class RdmaSocketChannel extends AbstractChannel implements DuplexCh
     @Override
     protected void doShutdownOutput() {
         outputShutdown = true;
-        if (ready) {
-            finPending = true;
+        finPending = true;
+        // inside doWrite (a write's listener shuts the output down) the FIN waits for the sends
+        // that doWrite has filled and not yet posted, so that it follows the data
+        if (ready && !writing) {
             sendFin();
-        } else {
-            finPending = true;
         }
     }
 
@@ -866,6 +994,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements DuplexCh
     private void shutdownInput0(ChannelPromise promise) {
         // what is queued and what still comes is dropped; its slots go back to the peer as credits
         inputShutdown = true;
+        rxConsumed = 0;
         while (rxCount > 0) {
             int slot = rxQueue[rxHead];
             rxHead = (rxHead + 1) % ringSlots;
@@ -928,10 +1057,12 @@ public final class RdmaSocketChannel extends AbstractChannel implements DuplexCh
             if (timeoutMillis > 0) {
                 connectTimeout = eventLoop().schedule(() -> {
                     ChannelPromise p = connectPromise;
-                    if (p != null && p.tryFailure(new ConnectTimeoutException("connection timed out after "
-                            + timeoutMillis + " ms: " + to))) {
+                    if (p != null && !p.isDone()) {
+                        // closed before the promise fails: whoever waits on it sees a closed channel
                         connectPromise = null;
                         close(voidPromise());
+                        p.tryFailure(new ConnectTimeoutException("connection timed out after "
+                                + timeoutMillis + " ms: " + to));
                     }
                 }, timeoutMillis, TimeUnit.MILLISECONDS);
             }
