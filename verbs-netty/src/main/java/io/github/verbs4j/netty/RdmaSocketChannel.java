@@ -192,7 +192,9 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
 
     @Override
     public boolean isActive() {
-        return open && (accepted || ready);
+        // an accepted channel too is active once its connection is established, not when it is
+        // registered: what channelActive writes is then sent at once, as on an accepted TCP socket
+        return open && ready;
     }
 
     @Override
@@ -231,10 +233,12 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             if (f.isSuccess()) {
                 registration = (IoRegistration) f.getNow();
                 handler = registration.attachment();
-                promise.setSuccess();
+                // the accept starts before the registration is reported, so that a handler that
+                // blocks its loop in channelRegistered cannot hold it back
                 if (accepted && !setupRunning && !ready && open) {
                     startAccept();
                 }
+                promise.setSuccess();
             } else {
                 promise.setFailure(f.cause());
             }
@@ -454,8 +458,10 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             return;
         }
         if (failure != null) {
-            if (promise != null && promise.tryFailure(failure)) {
+            if (promise != null && !promise.isDone()) {
+                // closed before the promise fails: whoever waits on it sees a closed channel
                 unsafe().close(voidPromise());
+                promise.tryFailure(failure);
             }
             return;
         }
@@ -480,6 +486,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             return;
         }
         goLive();
+        pipeline().fireChannelActive();
     }
 
     private void goLive() {
@@ -502,6 +509,9 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             Completion c = completions.get(i);
             long wr = c.wrId();
             if (c.status() != WcStatus.SUCCESS) {
+                if (peerGone) {
+                    continue; // the peer has left: its queue pair answers no more, the data here is still read
+                }
                 completionFailed(c);
                 return n;
             }
@@ -626,7 +636,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
 
     /** Returns owed credits alone once a quarter of the ring is owed and no data carries them. */
     private void returnCredits() {
-        if (!ready || !open || owed < Math.max(2, ringSlots / 4) || credits < 1 || !sendSlotFree()) {
+        if (!ready || !open || peerGone || owed < Math.max(2, ringSlots / 4) || credits < 1 || !sendSlotFree()) {
             return;
         }
         post(fill(0, null, 0, 0, true), 1);
@@ -751,7 +761,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         SendRequest tail = null;
         int count = 0;
         int maxPayload = sendSlotSize - HEADER;
-        while (true) {
+        while (open) { // a listener of a completed write may have closed the channel
             Object msg = in.current();
             if (msg == null) {
                 break;
@@ -776,9 +786,15 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
                 }
                 tail = r;
                 count++;
-                in.progress(n);
                 if (region.transferred() >= region.count()) {
+                    tail.signaled(true);
+                    post(head, count);
+                    head = tail = null;
+                    count = 0;
+                    in.progress(n);
                     in.remove();
+                } else {
+                    in.progress(n);
                 }
                 continue;
             }
@@ -801,13 +817,22 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             }
             tail = r;
             count++;
+            if (n == readable) {
+                // the message is complete: its sends are posted before it leaves the outbound
+                // buffer, whose promise listeners may close the channel or shut its output down
+                // (writeAndFlush(..).addListener(CLOSE)), which must come after the data
+                tail.signaled(true);
+                post(head, count);
+                head = tail = null;
+                count = 0;
+            }
             in.removeBytes(n);
         }
         if (tail != null) {
             tail.signaled(true);
             post(head, count);
         }
-        if (finPending) {
+        if (finPending && open && ready) {
             sendFin();
         }
     }
@@ -839,9 +864,14 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             CmEventType type = e.type();
             if (type == CmEventType.DISCONNECTED || type == CmEventType.DEVICE_REMOVAL || type.isError()) {
                 peerGone = true;
-                // what arrived before the peer left is still delivered when reading is requested
-                if (readPending && rxCount > 0) {
-                    deliver();
+                // what arrived before the peer left is still read, as a TCP socket's data before
+                // its EOF: the disconnect is the end of input once the queue is read
+                if (rxCount > 0 && open && !inputShutdown) {
+                    finReceived = true;
+                    if (readPending) {
+                        deliver();
+                    }
+                    return;
                 }
                 if (open) {
                     unsafe().close(voidPromise());
