@@ -6,7 +6,6 @@ import io.github.verbs4j.cm.CmId;
 import io.github.verbs4j.cm.EventChannel;
 import io.github.verbs4j.cm.PortSpace;
 import io.netty.channel.AbstractServerChannel;
-import io.netty.channel.ChannelConfig;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.ChannelPipeline;
 import io.netty.channel.ChannelPromise;
@@ -16,6 +15,8 @@ import io.netty.channel.IoEventLoop;
 import io.netty.channel.IoRegistration;
 import io.netty.channel.RecvByteBufAllocator;
 import io.netty.channel.ServerChannel;
+import io.netty.channel.socket.ServerSocketChannel;
+import io.netty.channel.socket.ServerSocketChannelConfig;
 import io.netty.util.internal.logging.InternalLogger;
 import io.netty.util.internal.logging.InternalLoggerFactory;
 
@@ -30,7 +31,7 @@ import java.util.Map;
  * ({@code serverBootstrap.channel(RdmaServerSocketChannel.class)}) and accepts each connection
  * request as an {@link RdmaSocketChannel}. {@code SO_BACKLOG} is the backlog of {@code rdma_listen}.
  */
-public final class RdmaServerSocketChannel extends AbstractServerChannel implements ServerChannel {
+public final class RdmaServerSocketChannel extends AbstractServerChannel implements ServerSocketChannel {
 
     private static final InternalLogger logger = InternalLoggerFactory.getInstance(RdmaServerSocketChannel.class);
 
@@ -49,7 +50,7 @@ public final class RdmaServerSocketChannel extends AbstractServerChannel impleme
     }
 
     @Override
-    public ChannelConfig config() {
+    public ServerSocketChannelConfig config() {
         return config;
     }
 
@@ -66,6 +67,11 @@ public final class RdmaServerSocketChannel extends AbstractServerChannel impleme
     @Override
     public InetSocketAddress localAddress() {
         return (InetSocketAddress) super.localAddress();
+    }
+
+    @Override
+    public InetSocketAddress remoteAddress() {
+        return null;
     }
 
     @Override
@@ -265,9 +271,15 @@ public final class RdmaServerSocketChannel extends AbstractServerChannel impleme
         }
     }
 
-    /** Netty's options, and SO_BACKLOG for rdma_listen. */
-    private static final class ServerConfig extends DefaultChannelConfig {
+    /**
+     * Netty's options, and SO_BACKLOG for rdma_listen. The TCP settings of
+     * {@link ServerSocketChannelConfig} (receive buffer size, address reuse) are kept and reported
+     * back without effect: an rdma_cm listener has no TCP socket.
+     */
+    private static final class ServerConfig extends DefaultChannelConfig implements ServerSocketChannelConfig {
         volatile int backlog = 128;
+        private volatile boolean reuseAddress;
+        private volatile int receiveBufferSize;
 
         ServerConfig(ServerChannel channel) {
             super(channel);
@@ -291,14 +303,112 @@ public final class RdmaServerSocketChannel extends AbstractServerChannel impleme
         public <T> boolean setOption(ChannelOption<T> option, T value) {
             validate(option, value);
             if (option == ChannelOption.SO_BACKLOG) {
-                int b = (Integer) value;
-                if (b < 0) {
-                    throw new IllegalArgumentException("SO_BACKLOG must not be negative, got " + b);
-                }
-                backlog = b;
+                setBacklog((Integer) value);
                 return true;
             }
             return super.setOption(option, value);
+        }
+
+        @Override
+        public int getBacklog() {
+            return backlog;
+        }
+
+        @Override
+        public ServerConfig setBacklog(int b) {
+            if (b < 0) {
+                throw new IllegalArgumentException("SO_BACKLOG must not be negative, got " + b);
+            }
+            backlog = b;
+            return this;
+        }
+
+        @Override
+        public boolean isReuseAddress() {
+            return reuseAddress;
+        }
+
+        @Override
+        public ServerConfig setReuseAddress(boolean reuseAddress) {
+            this.reuseAddress = reuseAddress;
+            return this;
+        }
+
+        @Override
+        public int getReceiveBufferSize() {
+            return receiveBufferSize;
+        }
+
+        @Override
+        public ServerConfig setReceiveBufferSize(int receiveBufferSize) {
+            this.receiveBufferSize = receiveBufferSize;
+            return this;
+        }
+
+        @Override
+        public ServerConfig setPerformancePreferences(int connectionTime, int latency, int bandwidth) {
+            return this;
+        }
+
+        @Override
+        public ServerConfig setConnectTimeoutMillis(int connectTimeoutMillis) {
+            super.setConnectTimeoutMillis(connectTimeoutMillis);
+            return this;
+        }
+
+        @Override
+        @Deprecated
+        public ServerConfig setMaxMessagesPerRead(int maxMessagesPerRead) {
+            super.setMaxMessagesPerRead(maxMessagesPerRead);
+            return this;
+        }
+
+        @Override
+        public ServerConfig setWriteSpinCount(int writeSpinCount) {
+            super.setWriteSpinCount(writeSpinCount);
+            return this;
+        }
+
+        @Override
+        public ServerConfig setAllocator(io.netty.buffer.ByteBufAllocator allocator) {
+            super.setAllocator(allocator);
+            return this;
+        }
+
+        @Override
+        public ServerConfig setRecvByteBufAllocator(RecvByteBufAllocator allocator) {
+            super.setRecvByteBufAllocator(allocator);
+            return this;
+        }
+
+        @Override
+        public ServerConfig setAutoRead(boolean autoRead) {
+            super.setAutoRead(autoRead);
+            return this;
+        }
+
+        @Override
+        public ServerConfig setMessageSizeEstimator(io.netty.channel.MessageSizeEstimator estimator) {
+            super.setMessageSizeEstimator(estimator);
+            return this;
+        }
+
+        @Override
+        public ServerConfig setWriteBufferHighWaterMark(int writeBufferHighWaterMark) {
+            super.setWriteBufferHighWaterMark(writeBufferHighWaterMark);
+            return this;
+        }
+
+        @Override
+        public ServerConfig setWriteBufferLowWaterMark(int writeBufferLowWaterMark) {
+            super.setWriteBufferLowWaterMark(writeBufferLowWaterMark);
+            return this;
+        }
+
+        @Override
+        public ServerConfig setWriteBufferWaterMark(io.netty.channel.WriteBufferWaterMark writeBufferWaterMark) {
+            super.setWriteBufferWaterMark(writeBufferWaterMark);
+            return this;
         }
     }
 }

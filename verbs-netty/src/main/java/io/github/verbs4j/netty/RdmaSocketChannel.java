@@ -28,12 +28,14 @@ import io.netty.channel.ChannelPipeline;
 import io.netty.channel.ChannelPromise;
 import io.netty.channel.ConnectTimeoutException;
 import io.netty.channel.EventLoop;
+import io.netty.channel.FileRegion;
 import io.netty.channel.IoEventLoop;
 import io.netty.channel.IoRegistration;
 import io.netty.channel.RecvByteBufAllocator;
 import io.netty.channel.socket.ChannelInputShutdownEvent;
 import io.netty.channel.socket.ChannelInputShutdownReadComplete;
-import io.netty.channel.socket.DuplexChannel;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.util.UncheckedBooleanSupplier;
 import io.netty.util.concurrent.Future;
 import io.netty.util.internal.logging.InternalLogger;
 import io.netty.util.internal.logging.InternalLoggerFactory;
@@ -48,6 +50,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.AlreadyConnectedException;
 import java.nio.channels.ConnectionPendingException;
+import java.nio.channels.WritableByteChannel;
 import java.time.Duration;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -77,7 +80,7 @@ import java.util.concurrent.TimeUnit;
  * setup thread, since those calls of verbs-cm wait for their events; the event loop takes over
  * the connection once it is established, and then reads its CM events without blocking.
  */
-public final class RdmaSocketChannel extends AbstractChannel implements DuplexChannel {
+public final class RdmaSocketChannel extends AbstractChannel implements SocketChannel {
 
     private static final InternalLogger logger = InternalLoggerFactory.getInstance(RdmaSocketChannel.class);
     private static final ChannelMetadata METADATA = new ChannelMetadata(false, 16);
@@ -132,6 +135,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements DuplexCh
     private boolean inputShutdown;
     private volatile boolean outputShutdown;
     private boolean finPending;
+    private boolean writing;
     private boolean finReceived;
     private boolean peerGone;
     private int credits;
@@ -142,7 +146,9 @@ public final class RdmaSocketChannel extends AbstractChannel implements DuplexCh
     private int[] rxLength;
     private int rxHead;
     private int rxCount;
+    private int rxConsumed; // bytes of the head slot already handed to the pipeline
     private ChannelPromise connectPromise;
+    private final SlotChannel regionTarget = new SlotChannel();
     private Future<?> connectTimeout;
 
     /** A channel to connect ({@code bootstrap.channel(RdmaSocketChannel.class)}). */
@@ -186,7 +192,9 @@ public final class RdmaSocketChannel extends AbstractChannel implements DuplexCh
 
     @Override
     public boolean isActive() {
-        return open && (accepted || ready);
+        // an accepted channel too is active once its connection is established, not when it is
+        // registered: what channelActive writes is then sent at once, as on an accepted TCP socket
+        return open && ready;
     }
 
     @Override
@@ -225,10 +233,12 @@ public final class RdmaSocketChannel extends AbstractChannel implements DuplexCh
             if (f.isSuccess()) {
                 registration = (IoRegistration) f.getNow();
                 handler = registration.attachment();
-                promise.setSuccess();
+                // the accept starts before the registration is reported, so that a handler that
+                // blocks its loop in channelRegistered cannot hold it back
                 if (accepted && !setupRunning && !ready && open) {
                     startAccept();
                 }
+                promise.setSuccess();
             } else {
                 promise.setFailure(f.cause());
             }
@@ -268,13 +278,22 @@ public final class RdmaSocketChannel extends AbstractChannel implements DuplexCh
         readPending = true;
     }
 
+    void clearReadPending() {
+        EventLoop loop = isRegistered() ? eventLoop() : null;
+        if (loop == null || loop.inEventLoop()) {
+            readPending = false;
+        } else {
+            loop.execute(() -> readPending = false);
+        }
+    }
+
     @Override
     protected Object filterOutboundMessage(Object msg) {
-        if (msg instanceof ByteBuf) {
+        if (msg instanceof ByteBuf || msg instanceof FileRegion) {
             return msg;
         }
         throw new UnsupportedOperationException("unsupported message type: " + msg.getClass().getName()
-                + " (an RDMA channel writes ByteBufs)");
+                + " (an RDMA channel writes ByteBufs and FileRegions)");
     }
 
     // ---------------------------------------------------------------- setup
@@ -439,8 +458,10 @@ public final class RdmaSocketChannel extends AbstractChannel implements DuplexCh
             return;
         }
         if (failure != null) {
-            if (promise != null && promise.tryFailure(failure)) {
+            if (promise != null && !promise.isDone()) {
+                // closed before the promise fails: whoever waits on it sees a closed channel
                 unsafe().close(voidPromise());
+                promise.tryFailure(failure);
             }
             return;
         }
@@ -465,14 +486,15 @@ public final class RdmaSocketChannel extends AbstractChannel implements DuplexCh
             return;
         }
         goLive();
+        pipeline().fireChannelActive();
     }
 
     private void goLive() {
         ready = true;
         handler.pollSetChanged();
-        if (unsafe().outboundBuffer() != null && !unsafe().outboundBuffer().isEmpty()) {
-            flushPending();
-        }
+        // what was written, and a FIN asked for (shutdownOutput in channelActive of an accepted
+        // channel, whose outbound buffer is then gone), before the connection was established
+        flushPending();
     }
 
     // ---------------------------------------------------------------- the loop's work
@@ -487,6 +509,9 @@ public final class RdmaSocketChannel extends AbstractChannel implements DuplexCh
             Completion c = completions.get(i);
             long wr = c.wrId();
             if (c.status() != WcStatus.SUCCESS) {
+                if (peerGone) {
+                    continue; // the peer has left: its queue pair answers no more, the data here is still read
+                }
                 completionFailed(c);
                 return n;
             }
@@ -498,7 +523,9 @@ public final class RdmaSocketChannel extends AbstractChannel implements DuplexCh
             }
         }
         int work = n;
-        if (readPending && (rxCount > 0 || finReceived)) {
+        // data waits for a read to be requested; the peer's FIN, once all data before it is read,
+        // is delivered as Netty's transports deliver end of input: whether or not a read is pending
+        if ((readPending && rxCount > 0) || (finReceived && rxCount == 0 && !inputShutdown && open)) {
             deliver();
             work++;
         }
@@ -549,28 +576,49 @@ public final class RdmaSocketChannel extends AbstractChannel implements DuplexCh
         }
     }
 
+    /**
+     * Whether the read loop goes on. More data is known to be there (the caller checked the
+     * queue), so the handle is told so rather than left to guess it from a buffer that a short
+     * message did not fill.
+     */
+    private static boolean continueReading(RecvByteBufAllocator.Handle allocHandle) {
+        return allocHandle instanceof RecvByteBufAllocator.ExtendedHandle extended
+                ? extended.continueReading(UncheckedBooleanSupplier.TRUE_SUPPLIER)
+                : allocHandle.continueReading();
+    }
+
     /** Hands queued messages to the pipeline as far as reading is requested. */
     private void deliver() {
         ChannelPipeline pipeline = pipeline();
         if (rxCount > 0) {
             RecvByteBufAllocator.Handle allocHandle = unsafe().recvBufAllocHandle();
             allocHandle.reset(config);
+            // one read loop: each buffer is the allocator's (its size is the handle's guess) and
+            // takes what it can of the head message; a message larger than the buffer is
+            // handed on over several reads, as a stream socket's bytes are
             do {
                 int slot = rxQueue[rxHead];
-                int length = rxLength[slot];
-                ByteBuf buf = config.getAllocator().ioBuffer(length);
+                int left = rxLength[slot] - rxConsumed;
+                ByteBuf buf = allocHandle.allocate(config.getAllocator());
+                int n = Math.min(left, buf.writableBytes());
+                allocHandle.attemptedBytesRead(buf.writableBytes());
                 ByteBuffer view = recvViews[slot];
-                view.limit(HEADER + length).position(HEADER);
+                int from = HEADER + rxConsumed;
+                view.limit(from + n).position(from);
                 buf.writeBytes(view);
-                rxHead = (rxHead + 1) % ringSlots;
-                rxCount--;
-                repost(slot);
-                allocHandle.attemptedBytesRead(length);
-                allocHandle.lastBytesRead(length);
+                if (n == left) {
+                    rxConsumed = 0;
+                    rxHead = (rxHead + 1) % ringSlots;
+                    rxCount--;
+                    repost(slot);
+                } else {
+                    rxConsumed += n;
+                }
+                allocHandle.lastBytesRead(n);
                 allocHandle.incMessagesRead(1);
                 readPending = false;
                 pipeline.fireChannelRead(buf);
-            } while (rxCount > 0 && open && allocHandle.continueReading());
+            } while (rxCount > 0 && open && continueReading(allocHandle));
             allocHandle.readComplete();
             pipeline.fireChannelReadComplete();
             returnCredits();
@@ -588,7 +636,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements DuplexCh
 
     /** Returns owed credits alone once a quarter of the ring is owed and no data carries them. */
     private void returnCredits() {
-        if (!ready || !open || owed < Math.max(2, ringSlots / 4) || credits < 1 || !sendSlotFree()) {
+        if (!ready || !open || peerGone || owed < Math.max(2, ringSlots / 4) || credits < 1 || !sendSlotFree()) {
             return;
         }
         post(fill(0, null, 0, 0, true), 1);
@@ -603,24 +651,76 @@ public final class RdmaSocketChannel extends AbstractChannel implements DuplexCh
      * {@code length} bytes of {@code buf}; returns its request, not yet posted.
      */
     private SendRequest fill(int flags, ByteBuf buf, int index, int length, boolean signaled) {
+        if (length > 0) {
+            ByteBuffer view = sendViews[(int) (sendPosted % sendSlots)];
+            view.limit(HEADER + length).position(HEADER);
+            buf.getBytes(index, view);
+        }
+        return filled(flags, length, signaled);
+    }
+
+    /** Writes the header of the next send slot, whose payload of {@code length} bytes is in place. */
+    private SendRequest filled(int flags, int length, boolean signaled) {
         int slot = (int) (sendPosted % sendSlots);
         int give = Math.min(owed, CREDIT_MASK);
         owed -= give;
         credits--;
-        MemorySegment ring = sendRegion.segment();
         long offset = (long) slot * sendSlotSize;
-        ring.set(ValueLayout.JAVA_INT_UNALIGNED, offset, give | flags);
-        if (length > 0) {
-            ByteBuffer view = sendViews[slot];
-            view.limit(HEADER + length).position(HEADER);
-            buf.getBytes(index, view);
-        }
+        sendRegion.segment().set(ValueLayout.JAVA_INT_UNALIGNED, offset, give | flags);
         int size = HEADER + length;
         SendRequest r = sends[slot];
         r.id(SEND_TAG | sendPosted).local(sendRegion, offset, size).inline(size <= maxInline)
                 .signaled(signaled || sendPosted % SIGNAL_EVERY == SIGNAL_EVERY - 1).next(null);
         sendPosted++;
         return r;
+    }
+
+    /**
+     * Copies up to {@code max} bytes of a file region into the payload of the next send slot and
+     * returns how many: there is no sendfile onto an RDMA queue pair, so the region is copied, as
+     * Netty's transports without zero-copy file transfer do.
+     */
+    private int copyRegion(FileRegion region, int max) throws IOException {
+        ByteBuffer view = sendViews[(int) (sendPosted % sendSlots)];
+        view.limit(HEADER + max).position(HEADER);
+        regionTarget.into = view;
+        try {
+            while (view.hasRemaining() && region.transferred() < region.count()) {
+                if (region.transferTo(regionTarget, region.transferred()) <= 0) {
+                    break;
+                }
+            }
+        } finally {
+            regionTarget.into = null;
+        }
+        return view.position() - HEADER;
+    }
+
+    /** A channel over the payload of a send slot: takes what fits, never more. */
+    private static final class SlotChannel implements WritableByteChannel {
+        ByteBuffer into;
+
+        @Override
+        public int write(ByteBuffer src) {
+            int n = Math.min(src.remaining(), into.remaining());
+            if (n == 0) {
+                return 0;
+            }
+            int limit = src.limit();
+            src.limit(src.position() + n);
+            into.put(src);
+            src.limit(limit);
+            return n;
+        }
+
+        @Override
+        public boolean isOpen() {
+            return true;
+        }
+
+        @Override
+        public void close() {
+        }
     }
 
     private void post(SendRequest head, int count) {
@@ -648,14 +748,55 @@ public final class RdmaSocketChannel extends AbstractChannel implements DuplexCh
         if (!ready) {
             return; // flushed once the connection is established
         }
+        writing = true;
+        try {
+            doWrite0(in);
+        } finally {
+            writing = false;
+        }
+    }
+
+    private void doWrite0(ChannelOutboundBuffer in) throws Exception {
         SendRequest head = null;
         SendRequest tail = null;
         int count = 0;
         int maxPayload = sendSlotSize - HEADER;
-        while (true) {
+        while (open) { // a listener of a completed write may have closed the channel
             Object msg = in.current();
             if (msg == null) {
                 break;
+            }
+            if (msg instanceof FileRegion region) {
+                if (region.transferred() >= region.count()) {
+                    in.remove();
+                    continue;
+                }
+                if (credits < 2 || !sendSlotFree()) {
+                    break;
+                }
+                int n = copyRegion(region, (int) Math.min(region.count() - region.transferred(), maxPayload));
+                if (n == 0) {
+                    break; // nothing more could be read from the region now
+                }
+                SendRequest r = filled(0, n, false);
+                if (tail == null) {
+                    head = r;
+                } else {
+                    tail.next(r);
+                }
+                tail = r;
+                count++;
+                if (region.transferred() >= region.count()) {
+                    tail.signaled(true);
+                    post(head, count);
+                    head = tail = null;
+                    count = 0;
+                    in.progress(n);
+                    in.remove();
+                } else {
+                    in.progress(n);
+                }
+                continue;
             }
             ByteBuf buf = (ByteBuf) msg;
             int readable = buf.readableBytes();
@@ -676,11 +817,23 @@ public final class RdmaSocketChannel extends AbstractChannel implements DuplexCh
             }
             tail = r;
             count++;
+            if (n == readable) {
+                // the message is complete: its sends are posted before it leaves the outbound
+                // buffer, whose promise listeners may close the channel or shut its output down
+                // (writeAndFlush(..).addListener(CLOSE)), which must come after the data
+                tail.signaled(true);
+                post(head, count);
+                head = tail = null;
+                count = 0;
+            }
             in.removeBytes(n);
         }
         if (tail != null) {
             tail.signaled(true);
             post(head, count);
+        }
+        if (finPending && open && ready) {
+            sendFin();
         }
     }
 
@@ -694,11 +847,11 @@ public final class RdmaSocketChannel extends AbstractChannel implements DuplexCh
     @Override
     protected void doShutdownOutput() {
         outputShutdown = true;
-        if (ready) {
-            finPending = true;
+        finPending = true;
+        // inside doWrite (a write's listener shuts the output down) the FIN waits for the sends
+        // that doWrite has filled and not yet posted, so that it follows the data
+        if (ready && !writing) {
             sendFin();
-        } else {
-            finPending = true;
         }
     }
 
@@ -711,9 +864,14 @@ public final class RdmaSocketChannel extends AbstractChannel implements DuplexCh
             CmEventType type = e.type();
             if (type == CmEventType.DISCONNECTED || type == CmEventType.DEVICE_REMOVAL || type.isError()) {
                 peerGone = true;
-                // what arrived before the peer left is still delivered when reading is requested
-                if (readPending && rxCount > 0) {
-                    deliver();
+                // what arrived before the peer left is still read, as a TCP socket's data before
+                // its EOF: the disconnect is the end of input once the queue is read
+                if (rxCount > 0 && open && !inputShutdown) {
+                    finReceived = true;
+                    if (readPending) {
+                        deliver();
+                    }
+                    return;
                 }
                 if (open) {
                     unsafe().close(voidPromise());
@@ -866,6 +1024,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements DuplexCh
     private void shutdownInput0(ChannelPromise promise) {
         // what is queued and what still comes is dropped; its slots go back to the peer as credits
         inputShutdown = true;
+        rxConsumed = 0;
         while (rxCount > 0) {
             int slot = rxQueue[rxHead];
             rxHead = (rxHead + 1) % ringSlots;
@@ -928,10 +1087,12 @@ public final class RdmaSocketChannel extends AbstractChannel implements DuplexCh
             if (timeoutMillis > 0) {
                 connectTimeout = eventLoop().schedule(() -> {
                     ChannelPromise p = connectPromise;
-                    if (p != null && p.tryFailure(new ConnectTimeoutException("connection timed out after "
-                            + timeoutMillis + " ms: " + to))) {
+                    if (p != null && !p.isDone()) {
+                        // closed before the promise fails: whoever waits on it sees a closed channel
                         connectPromise = null;
                         close(voidPromise());
+                        p.tryFailure(new ConnectTimeoutException("connection timed out after "
+                                + timeoutMillis + " ms: " + to));
                     }
                 }, timeoutMillis, TimeUnit.MILLISECONDS);
             }

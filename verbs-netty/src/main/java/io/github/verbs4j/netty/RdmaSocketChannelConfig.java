@@ -3,7 +3,7 @@ package io.github.verbs4j.netty;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.DefaultChannelConfig;
-import io.netty.channel.socket.DuplexChannelConfig;
+import io.netty.channel.socket.SocketChannelConfig;
 
 import java.util.Map;
 
@@ -12,9 +12,12 @@ import java.util.Map;
  * RDMA ring options of {@link RdmaChannelOption}, which take effect when the connection is set up.
  * Socket options that mean nothing on RDMA ({@code SO_SNDBUF}, {@code TCP_NODELAY}...) are unknown
  * here: {@link #setOption} returns {@code false} and the bootstrap logs a warning, as for any
- * option a Netty transport does not know.
+ * option a Netty transport does not know. The typed accessors of {@link SocketChannelConfig}
+ * ({@link #setTcpNoDelay}, {@link #setSoLinger}...) exist so that code written against Netty's
+ * {@code SocketChannel} runs unchanged: they keep the value given and report it back, and it has
+ * no effect on the RDMA connection (there is no TCP socket under it).
  */
-public final class RdmaSocketChannelConfig extends DefaultChannelConfig implements DuplexChannelConfig {
+public final class RdmaSocketChannelConfig extends DefaultChannelConfig implements SocketChannelConfig {
 
     static final int MIN_SLOT_SIZE = 256;
     static final int MAX_SLOT_SIZE = 16 << 20;
@@ -24,6 +27,15 @@ public final class RdmaSocketChannelConfig extends DefaultChannelConfig implemen
     private volatile int slotSize = 64 * 1024;
     private volatile int sendDepth = 64;
     private volatile int inlineSize = 64;
+
+    // SocketChannelConfig's TCP settings: kept and reported back, without effect on RDMA
+    private volatile boolean tcpNoDelay = true;
+    private volatile int soLinger = -1;
+    private volatile int sendBufferSize;
+    private volatile int receiveBufferSize;
+    private volatile boolean keepAlive;
+    private volatile int trafficClass;
+    private volatile boolean reuseAddress;
 
     RdmaSocketChannelConfig(Channel channel) {
         super(channel);
@@ -94,6 +106,12 @@ public final class RdmaSocketChannelConfig extends DefaultChannelConfig implemen
     public RdmaSocketChannelConfig setAllowHalfClosure(boolean allowHalfClosure) {
         this.allowHalfClosure = allowHalfClosure;
         return this;
+    }
+
+    @Override
+    protected void autoReadCleared() {
+        // as Netty's own transports: turning autoRead off cancels a read requested and not yet done
+        ((RdmaSocketChannel) channel).clearReadPending();
     }
 
     int ringSlots() {
@@ -176,6 +194,88 @@ public final class RdmaSocketChannelConfig extends DefaultChannelConfig implemen
     @Override
     public RdmaSocketChannelConfig setConnectTimeoutMillis(int connectTimeoutMillis) {
         super.setConnectTimeoutMillis(connectTimeoutMillis);
+        return this;
+    }
+
+    @Override
+    public boolean isTcpNoDelay() {
+        return tcpNoDelay;
+    }
+
+    @Override
+    public RdmaSocketChannelConfig setTcpNoDelay(boolean tcpNoDelay) {
+        this.tcpNoDelay = tcpNoDelay;
+        return this;
+    }
+
+    @Override
+    public int getSoLinger() {
+        return soLinger;
+    }
+
+    @Override
+    public RdmaSocketChannelConfig setSoLinger(int soLinger) {
+        this.soLinger = soLinger;
+        return this;
+    }
+
+    @Override
+    public int getSendBufferSize() {
+        return sendBufferSize;
+    }
+
+    @Override
+    public RdmaSocketChannelConfig setSendBufferSize(int sendBufferSize) {
+        this.sendBufferSize = sendBufferSize;
+        return this;
+    }
+
+    @Override
+    public int getReceiveBufferSize() {
+        return receiveBufferSize;
+    }
+
+    @Override
+    public RdmaSocketChannelConfig setReceiveBufferSize(int receiveBufferSize) {
+        this.receiveBufferSize = receiveBufferSize;
+        return this;
+    }
+
+    @Override
+    public boolean isKeepAlive() {
+        return keepAlive;
+    }
+
+    @Override
+    public RdmaSocketChannelConfig setKeepAlive(boolean keepAlive) {
+        this.keepAlive = keepAlive;
+        return this;
+    }
+
+    @Override
+    public int getTrafficClass() {
+        return trafficClass;
+    }
+
+    @Override
+    public RdmaSocketChannelConfig setTrafficClass(int trafficClass) {
+        this.trafficClass = trafficClass;
+        return this;
+    }
+
+    @Override
+    public boolean isReuseAddress() {
+        return reuseAddress;
+    }
+
+    @Override
+    public RdmaSocketChannelConfig setReuseAddress(boolean reuseAddress) {
+        this.reuseAddress = reuseAddress;
+        return this;
+    }
+
+    @Override
+    public RdmaSocketChannelConfig setPerformancePreferences(int connectionTime, int latency, int bandwidth) {
         return this;
     }
 }

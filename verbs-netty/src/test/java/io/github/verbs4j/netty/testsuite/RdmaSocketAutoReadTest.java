@@ -1,7 +1,6 @@
 package io.github.verbs4j.netty.testsuite;
 
 import io.netty.bootstrap.Bootstrap;
-import org.junit.jupiter.api.Tag;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.testsuite.transport.TestsuitePermutation;
 import io.netty.testsuite.transport.socket.SocketAutoReadTest;
@@ -10,9 +9,6 @@ import java.net.SocketAddress;
 import java.util.List;
 
 /** Netty's {@link SocketAutoReadTest} on this transport. */
-// Known failing on the transport (docs/netty.md): testAutoReadOffDuringReadOnlyReadsOneTime: more than one read with autoRead off.
-// Run with -Dverbs4j.netty.excludedGroups=none to see it.
-@Tag("transport-gap")
 public class RdmaSocketAutoReadTest extends SocketAutoReadTest {
 
     @Override

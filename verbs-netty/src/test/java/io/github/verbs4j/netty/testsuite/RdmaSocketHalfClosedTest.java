@@ -10,7 +10,10 @@ import java.net.SocketAddress;
 import java.util.List;
 
 /** Netty's {@link SocketHalfClosedTest} on this transport. */
-// Known failing on the transport (docs/netty.md): two tests time out, after which later connects in the JVM fail UNREACHABLE.
+// Known failing on the transport (docs/netty.md): testAutoCloseFalseDoesShutdownOutput (a write
+// after the peer closed succeeds: the write's promise completes when it is posted, not when the
+// peer acknowledges it) and testHalfClosureOnlyOneEventWhenAutoRead (no ChannelInputShutdownEvent
+// seen in one of its runs); the other four pass.
 // Run with -Dverbs4j.netty.excludedGroups=none to see it.
 @Tag("transport-gap")
 public class RdmaSocketHalfClosedTest extends SocketHalfClosedTest {

@@ -1,7 +1,6 @@
 package io.github.verbs4j.netty.testsuite;
 
 import io.netty.bootstrap.Bootstrap;
-import org.junit.jupiter.api.Tag;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.testsuite.transport.TestsuitePermutation;
 import io.netty.testsuite.transport.socket.SocketReadPendingTest;
@@ -10,9 +9,6 @@ import java.net.SocketAddress;
 import java.util.List;
 
 /** Netty's {@link SocketReadPendingTest} on this transport. */
-// Known failing on the transport (docs/netty.md): expected 2 reads, got 1.
-// Run with -Dverbs4j.netty.excludedGroups=none to see it.
-@Tag("transport-gap")
 public class RdmaSocketReadPendingTest extends SocketReadPendingTest {
 
     @Override

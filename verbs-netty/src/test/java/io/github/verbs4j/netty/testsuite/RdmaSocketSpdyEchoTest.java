@@ -1,7 +1,6 @@
 package io.github.verbs4j.netty.testsuite;
 
 import io.netty.bootstrap.Bootstrap;
-import org.junit.jupiter.api.Tag;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.testsuite.transport.TestsuitePermutation;
 import io.netty.testsuite.transport.socket.SocketSpdyEchoTest;
@@ -10,9 +9,6 @@ import java.net.SocketAddress;
 import java.util.List;
 
 /** Netty's {@link SocketSpdyEchoTest} on this transport. */
-// Known failing on the transport (docs/netty.md): both tests: rdma_connect is REJECTED.
-// Run with -Dverbs4j.netty.excludedGroups=none to see it.
-@Tag("transport-gap")
 public class RdmaSocketSpdyEchoTest extends SocketSpdyEchoTest {
 
     @Override
