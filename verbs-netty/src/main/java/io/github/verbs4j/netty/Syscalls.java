@@ -9,8 +9,11 @@ import java.lang.invoke.MethodHandle;
 
 /**
  * The few libc calls of the event loop's wait: {@code poll(2)} over several descriptors and the
- * {@code eventfd(2)} that wakes it. verbs4j's own poll wrapper waits on one descriptor and is not
- * exported beyond verbs4j's core modules, so the transport binds these itself.
+ * {@code eventfd(2)} that wakes it. The raw layer's {@code Poll.awaitAnyReadable} does the same
+ * wait over the generated {@code pollfd} layout, with errno captured, but verbs-ffi exports its raw
+ * package to core, cm and the test harness only; until the transport may use it (or core offers a
+ * public wait over several descriptors), this second binding of {@code poll(2)}, with the
+ * {@code pollfd} offsets written by hand, stands in for it and should then be removed.
  */
 final class Syscalls {
 
