@@ -106,7 +106,7 @@ public final class NativeHandle {
     private synchronized InFlight createSessionMark(Object owner, String verb) {
         if (sessionMark == null) {
             if (retired) {
-                throw closedUnder(owner, verb, null);
+                throw refusedUnder(owner, verb, null);
             }
             sessionMark = InFlight.registerUnowned();
         }
@@ -117,12 +117,22 @@ public final class NativeHandle {
         mark.publish(this);
         if (retired) {
             mark.exit();
-            throw closedUnder(owner, verb, null);
+            throw refusedUnder(owner, verb, null);
         }
         return mark;
     }
 
-    private static IllegalStateException closedUnder(Object owner, String verb, Throwable cause) {
+    /**
+     * The refusal of a call on a retired handle. It says "being closed" while {@link #retire} still
+     * waits for calls in flight (the owner's state is then "closing" too, so a caller that passed
+     * the owner's own check a moment earlier reads the same state as one refused by that check),
+     * and "closed" once the retire completed.
+     */
+    private IllegalStateException refusedUnder(Object owner, String verb, Throwable cause) {
+        if (segment.scope().isAlive()) {
+            return new IllegalStateException(owner + " is being closed (" + verb
+                    + " refused: a close on another thread began)", cause);
+        }
         return new IllegalStateException(owner + " is closed (" + verb + " refused: closed by another thread)", cause);
     }
 
@@ -185,7 +195,7 @@ public final class NativeHandle {
      */
     public RuntimeException failure(Object owner, String verb, Throwable t) {
         if (isRetired() && t instanceof IllegalStateException) {
-            return closedUnder(owner, verb, t);
+            return refusedUnder(owner, verb, t);
         }
         return Downcalls.unexpected(verb, t);
     }

@@ -50,7 +50,7 @@ class NativeHandleTest {
             }
             IllegalStateException refused = assertThrows(IllegalStateException.class,
                     () -> handle.enter("qp 1", "ibv_poll_cq"));
-            assertEquals("qp 1 is closed (ibv_poll_cq refused: closed by another thread)", refused.getMessage());
+            assertEquals("qp 1 is being closed (ibv_poll_cq refused: a close on another thread began)", refused.getMessage());
             Thread.sleep(200);
             assertFalse(close.isDone(), "retire returned while a call was still inside the handle");
 
