@@ -150,6 +150,9 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     private ChannelPromise connectPromise;
     private final SlotChannel regionTarget = new SlotChannel();
     private Future<?> connectTimeout;
+    private final WriteBatch writeBatch = new WriteBatch();
+    /** Chains of data requests that flushes posted: how a test sees that a flush batches. Loop only. */
+    long chainsPosted;
 
     /** A channel to connect ({@code bootstrap.channel(RdmaSocketChannel.class)}). */
     public RdmaSocketChannel() {
@@ -756,60 +759,104 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         }
     }
 
+    /**
+     * Posts what the outbound buffer holds in as few chains as credits and send slots allow:
+     * normally one per flush, a file region ending its chain. The messages leave the outbound
+     * buffer (and their promises complete) only after their chain was posted, since a listener
+     * may close the channel or shut its output down ({@code writeAndFlush(..).addListener(CLOSE)}),
+     * and the CLOSE or FIN it posts must follow the data.
+     */
     private void doWrite0(ChannelOutboundBuffer in) throws Exception {
-        SendRequest head = null;
-        SendRequest tail = null;
-        int count = 0;
-        int maxPayload = sendSlotSize - HEADER;
+        WriteBatch batch = writeBatch;
         while (open) { // a listener of a completed write may have closed the channel
-            Object msg = in.current();
-            if (msg == null) {
+            batch.reset();
+            in.forEachFlushedMessage(batch);
+            if (batch.count > 0) {
+                batch.tail.signaled(true);
+                post(batch.head, batch.count);
+                chainsPosted++;
+            }
+            boolean removed = removeWritten(in, batch);
+            if (batch.failure != null) {
+                throw batch.failure;
+            }
+            if (batch.count == 0 && !removed) {
+                break; // out of credits or send slots, or nothing left
+            }
+        }
+        if (finPending && open && ready) {
+            sendFin();
+        }
+    }
+
+    /**
+     * Takes the messages a posted batch carried out of the outbound buffer: the buffers it sent
+     * whole, the part it sent of the next one, and the progress of its file region. Each removal
+     * completes a promise whose listener may close the channel, which empties the buffer.
+     *
+     * @return whether anything left the buffer
+     */
+    private boolean removeWritten(ChannelOutboundBuffer in, WriteBatch batch) {
+        boolean removed = false;
+        long bytes = batch.bufferBytes;
+        while (true) {
+            if (!(in.current() instanceof ByteBuf buf)) {
                 break;
             }
-            if (msg instanceof FileRegion region) {
-                if (region.transferred() >= region.count()) {
-                    in.remove();
-                    continue;
-                }
-                if (credits < 2 || !sendSlotFree()) {
-                    break;
-                }
-                int n = copyRegion(region, (int) Math.min(region.count() - region.transferred(), maxPayload));
-                if (n == 0) {
-                    break; // nothing more could be read from the region now
-                }
-                SendRequest r = filled(0, n, false);
-                if (tail == null) {
-                    head = r;
-                } else {
-                    tail.next(r);
-                }
-                tail = r;
-                count++;
-                if (region.transferred() >= region.count()) {
-                    tail.signaled(true);
-                    post(head, count);
-                    head = tail = null;
-                    count = 0;
-                    in.progress(n);
-                    in.remove();
-                } else {
-                    in.progress(n);
-                }
-                continue;
-            }
-            ByteBuf buf = (ByteBuf) msg;
             int readable = buf.readableBytes();
-            if (readable == 0) {
+            if (readable <= bytes) {
+                bytes -= readable;
+                if (readable > 0) {
+                    in.progress(readable);
+                }
                 in.remove();
-                continue;
-            }
-            // the last credit is kept for a credit-only message
-            if (credits < 2 || !sendSlotFree()) {
+                removed = true;
+            } else {
+                if (bytes > 0) {
+                    buf.skipBytes((int) bytes);
+                    in.progress(bytes);
+                }
                 break;
             }
-            int n = Math.min(readable, maxPayload);
-            SendRequest r = fill(0, buf, buf.readerIndex(), n, false);
+        }
+        FileRegion region = batch.region;
+        if (region != null && in.current() == region) {
+            if (batch.regionBytes > 0) {
+                in.progress(batch.regionBytes);
+            }
+            if (region.transferred() >= region.count()) {
+                in.remove();
+                removed = true;
+            }
+        }
+        return removed;
+    }
+
+    /**
+     * Fills send slots from the flushed messages without taking any out of the outbound buffer,
+     * as long as credits and slots last; a file region is the last message of its batch. Reused
+     * from flush to flush, so a flush allocates nothing.
+     */
+    private final class WriteBatch implements ChannelOutboundBuffer.MessageProcessor {
+        SendRequest head;
+        SendRequest tail;
+        int count;
+        /** Bytes of the buffers sent by this batch, counted from the first buffer's reader index. */
+        long bufferBytes;
+        FileRegion region;
+        long regionBytes;
+        Exception failure;
+
+        void reset() {
+            head = tail = null;
+            count = 0;
+            bufferBytes = 0;
+            region = null;
+            regionBytes = 0;
+            failure = null;
+        }
+
+        private void append(SendRequest r) {
             if (tail == null) {
                 head = r;
             } else {
@@ -817,23 +864,43 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             }
             tail = r;
             count++;
-            if (n == readable) {
-                // the message is complete: its sends are posted before it leaves the outbound
-                // buffer, whose promise listeners may close the channel or shut its output down
-                // (writeAndFlush(..).addListener(CLOSE)), which must come after the data
-                tail.signaled(true);
-                post(head, count);
-                head = tail = null;
-                count = 0;
+        }
+
+        /** Whether another message may be filled: the last credit is kept for a credit-only message. */
+        private boolean room() {
+            return credits >= 2 && sendSlotFree();
+        }
+
+        @Override
+        public boolean processMessage(Object msg) {
+            int maxPayload = sendSlotSize - HEADER;
+            if (msg instanceof FileRegion r) {
+                region = r;
+                try {
+                    while (r.transferred() < r.count() && room()) {
+                        int n = copyRegion(r, (int) Math.min(r.count() - r.transferred(), maxPayload));
+                        if (n == 0) {
+                            break; // nothing more could be read from the region now
+                        }
+                        append(filled(0, n, false));
+                        regionBytes += n;
+                    }
+                } catch (IOException | RuntimeException e) {
+                    // what was filled before is still posted, so that the send ring stays in step
+                    failure = e;
+                }
+                return false;
             }
-            in.removeBytes(n);
-        }
-        if (tail != null) {
-            tail.signaled(true);
-            post(head, count);
-        }
-        if (finPending && open && ready) {
-            sendFin();
+            ByteBuf buf = (ByteBuf) msg;
+            int readable = buf.readableBytes();
+            int sent = 0;
+            while (sent < readable && room()) {
+                int n = Math.min(readable - sent, maxPayload);
+                append(fill(0, buf, buf.readerIndex() + sent, n, false));
+                sent += n;
+            }
+            bufferBytes += sent;
+            return sent == readable;
         }
     }
 

@@ -226,6 +226,85 @@ class RdmaChannelSemanticsTest {
     }
 
     @Test
+    void oneFlushPostsTheMessagesItCanSendAsOneChainAndTheirPromisesCompleteAfterward() throws Exception {
+        Recorder serverSide = new Recorder();
+        Channel server = server(serverSide, false, true, 128, 256);
+        Channel client = new Bootstrap().group(group).channel(RdmaSocketChannel.class)
+                .option(RdmaChannelOption.RDMA_SEND_DEPTH, 128)
+                .handler(new Recorder())
+                .connect(server.localAddress()).syncUninterruptibly().channel();
+        try {
+            int messages = 64;
+            StringBuilder expected = new StringBuilder();
+            List<ChannelFuture> writes = new ArrayList<>();
+            // all on the loop, so that no completion is handled (and no credit returned) between
+            // the writes and the flush: the count is that flush's alone
+            long chains = client.eventLoop().submit(() -> {
+                RdmaSocketChannel ch = (RdmaSocketChannel) client;
+                long before = ch.chainsPosted;
+                List<ChannelFuture> done = new ArrayList<>();
+                for (int i = 0; i < messages; i++) {
+                    String s = String.format("message %05d;", i);
+                    expected.append(s);
+                    writes.add(ch.write(text(s)));
+                }
+                for (ChannelFuture w : writes) {
+                    if (w.isDone()) {
+                        done.add(w);
+                    }
+                }
+                assertTrue(done.isEmpty(), "nothing is sent before the flush");
+                ch.flush();
+                return ch.chainsPosted - before;
+            }).get(10, TimeUnit.SECONDS);
+            assertEquals(1, chains, "64 small messages with credits and send slots for all: one post");
+            for (ChannelFuture w : writes) {
+                assertTrue(w.awaitUninterruptibly(10, TimeUnit.SECONDS) && w.isSuccess(), () -> String.valueOf(w.cause()));
+            }
+            StringBuilder received = new StringBuilder();
+            while (received.length() < expected.length()) {
+                Object seen = serverSide.seen.poll(10, TimeUnit.SECONDS);
+                assertInstanceOf(String.class, seen, "received " + received.length() + " of " + expected.length());
+                received.append((String) seen);
+            }
+            assertEquals(expected.toString(), received.toString());
+        } finally {
+            client.close().syncUninterruptibly();
+            server.close().syncUninterruptibly();
+        }
+    }
+
+    @Test
+    void aFlushBeyondTheCreditsPostsWhatTheyAllowAndTheRestAsCreditsReturn() throws Exception {
+        // 8 slots at the server: 7 messages per chain at most (one credit is kept back)
+        Recorder serverSide = new Recorder();
+        Channel server = server(serverSide, false, true, 8, 256);
+        Channel client = client(server, new Recorder());
+        try {
+            StringBuilder expected = new StringBuilder();
+            ChannelFuture last = null;
+            for (int i = 0; i < 100; i++) {
+                String s = String.format("m%03d;", i);
+                expected.append(s);
+                last = client.write(text(s));
+            }
+            client.flush();
+            assertTrue(last.awaitUninterruptibly(10, TimeUnit.SECONDS) && last.isSuccess(), () -> "last write: "
+                    + client.isActive());
+            StringBuilder received = new StringBuilder();
+            while (received.length() < expected.length()) {
+                Object seen = serverSide.seen.poll(10, TimeUnit.SECONDS);
+                assertInstanceOf(String.class, seen, "received " + received.length() + " of " + expected.length());
+                received.append((String) seen);
+            }
+            assertEquals(expected.toString(), received.toString());
+        } finally {
+            client.close().syncUninterruptibly();
+            server.close().syncUninterruptibly();
+        }
+    }
+
+    @Test
     void withAutoReadOffEachReadDeliversOneMessage() throws Exception {
         Recorder serverSide = new Recorder();
         Channel server = server(serverSide, false, false, 32, 4096);
