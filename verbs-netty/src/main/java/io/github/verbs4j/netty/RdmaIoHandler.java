@@ -23,6 +23,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 
 /**
  * The I/O handler of an RDMA event loop: {@code new MultiThreadIoEventLoopGroup(n, RdmaIoHandler.newFactory())}.
@@ -49,6 +50,11 @@ public final class RdmaIoHandler implements IoHandler {
     private final MemorySegment one;
     private final MemorySegment drain;
     private final List<Registration> registrations = new ArrayList<>();
+    /**
+     * Channels closed for Netty (deregistered already) whose connections wait until the sends
+     * before their CLOSE are acknowledged: polled on every pass, armed before the loop blocks.
+     */
+    private final List<RdmaSocketChannel> lingering = new ArrayList<>();
     /** Per device, made on first use (possibly by a connection-setup thread, hence concurrent). */
     private final Map<Context, Device> devices = new ConcurrentHashMap<>();
     private volatile boolean pollSetStale = true;
@@ -149,6 +155,9 @@ public final class RdmaIoHandler implements IoHandler {
         for (int i = 0; i < registrations.size(); i++) {
             registrations.get(i).handle.armCompletions();
         }
+        for (int i = 0; i < lingering.size(); i++) {
+            lingering.get(i).armLinger();
+        }
         work = pollAll();
         if (work > 0) {
             lastWorkNanos = System.nanoTime();
@@ -167,7 +176,23 @@ public final class RdmaIoHandler implements IoHandler {
         for (int i = 0; i < registrations.size(); i++) {
             work += registrations.get(i).handle.pollCompletions();
         }
+        // from the end: a close that finishes takes itself out of the list
+        for (int i = lingering.size() - 1; i >= 0; i--) {
+            if (i < lingering.size() && lingering.get(i).pollLinger()) {
+                work++;
+            }
+        }
         return work;
+    }
+
+    /** A closed channel's connection waits for its last sends' acknowledgement on this loop. */
+    void linger(RdmaSocketChannel channel) {
+        lingering.add(channel);
+    }
+
+    /** Its close finished. */
+    void unlinger(RdmaSocketChannel channel) {
+        lingering.remove(channel);
     }
 
     /** One {@code poll(2)}; handles the CM channels and completion channels it reports. */
@@ -268,6 +293,17 @@ public final class RdmaIoHandler implements IoHandler {
 
     @Override
     public void destroy() {
+        // the closes of prepareToDestroy: no later pass polls them, so their sends are awaited
+        // here, 500 ms at most in all, on the ending loop's thread
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(500);
+        while (!lingering.isEmpty() && System.nanoTime() - deadline < 0) {
+            if (pollAll() == 0) {
+                Thread.onSpinWait();
+            }
+        }
+        while (!lingering.isEmpty()) {
+            lingering.get(lingering.size() - 1).finishClose();
+        }
         for (Device d : devices.values()) {
             try {
                 d.completions.close();

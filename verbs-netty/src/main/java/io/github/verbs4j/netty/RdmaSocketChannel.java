@@ -151,6 +151,9 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     private final SlotChannel regionTarget = new SlotChannel();
     private Future<?> connectTimeout;
     private final WriteBatch writeBatch = new WriteBatch();
+    /** Closed for Netty, the connection not yet released: sends before the CLOSE await their acknowledgement. */
+    private boolean lingering;
+    private Future<?> lingerTimer;
     /** Chains of data requests that flushes posted: how a test sees that a flush batches. Loop only. */
     long chainsPosted;
 
@@ -963,44 +966,107 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         if (setupRunning) {
             return; // the setup thread hands its resources back to the loop, which releases them
         }
-        if (ready && !peerGone) {
-            lingerForClose();
-        }
+        boolean wasReady = ready;
         ready = false;
-        releaseResources();
+        // the channel is closed for Netty from here on (closeFuture, channelInactive); what the
+        // peer still has to acknowledge is waited for by the loop, not here
+        if (!(wasReady && !peerGone && startLinger())) {
+            releaseResources();
+        }
         if (handler != null) {
             handler.pollSetChanged();
         }
     }
 
     /**
-     * Tells the peer (CLOSE) and waits, at most 500 ms, until the sends posted before it were
-     * acknowledged: rdma_disconnect moves the queue pair to ERR, which would drop them.
+     * Tells the peer (CLOSE) and, while sends posted before it are not yet acknowledged, leaves
+     * the release to the loop: rdma_disconnect moves the queue pair to ERR, which would drop
+     * them. The loop polls the queue among its lingering closes and releases it once those sends
+     * completed, or when a timer of 500 ms fires, whichever comes first.
+     *
+     * @return whether the release waits
      */
-    private void lingerForClose() {
+    private boolean startLinger() {
         try {
             if (credits >= 1 && sendSlotFree()) {
                 post(fill(FIN | CLOSE, null, 0, 0, true), 1);
             }
-            long deadline = System.nanoTime() + CLOSE_LINGER_NANOS;
-            while (sendCompleted < sendPosted && System.nanoTime() - deadline < 0) {
-                int n = cq.poll(completions);
-                for (int i = 0; i < n; i++) {
-                    Completion c = completions.get(i);
-                    if (c.status() != WcStatus.SUCCESS) {
-                        return;
-                    }
-                    if ((c.wrId() & SEND_TAG) != 0) {
-                        sendCompleted = (c.wrId() & ~SEND_TAG) + 1;
-                    }
-                }
-                if (n == 0) {
-                    Thread.onSpinWait();
-                }
-            }
         } catch (RuntimeException e) {
             logger.debug("telling the peer of {} that it closes", this, e);
+            return false;
         }
+        if (sendCompleted >= sendPosted || handler == null) {
+            return false;
+        }
+        lingering = true;
+        handler.linger(this);
+        try {
+            lingerTimer = eventLoop().schedule(this::finishClose, CLOSE_LINGER_NANOS, TimeUnit.NANOSECONDS);
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            // the loop is ending: its handler releases what still lingers as it is destroyed
+        }
+        return true;
+    }
+
+    /**
+     * On the loop, while the close lingers: takes the queue's completions and releases the
+     * connection once every send was acknowledged or one failed (the peer left).
+     *
+     * @return whether the close finished
+     */
+    boolean pollLinger() {
+        if (!lingering) {
+            return true;
+        }
+        try {
+            int n = cq.poll(completions);
+            for (int i = 0; i < n; i++) {
+                Completion c = completions.get(i);
+                if (c.status() != WcStatus.SUCCESS) {
+                    sendCompleted = sendPosted; // nothing more will be acknowledged
+                    break;
+                }
+                if ((c.wrId() & SEND_TAG) != 0) {
+                    sendCompleted = (c.wrId() & ~SEND_TAG) + 1;
+                }
+                // a receive: the peer's data after this side closed, dropped as a closed socket's
+            }
+        } catch (RuntimeException e) {
+            logger.debug("polling the completions of {} as it closes", this, e);
+            sendCompleted = sendPosted;
+        }
+        if (sendCompleted < sendPosted) {
+            return false;
+        }
+        finishClose();
+        return true;
+    }
+
+    /** Whether this closed channel's connection still waits for its last sends' acknowledgement: for tests. Loop only. */
+    boolean releasePending() {
+        return lingering;
+    }
+
+    /** On the loop, before it blocks: a lingering close's completions wake it. */
+    void armLinger() {
+        if (lingering) {
+            cq.requestNotify(false);
+        }
+    }
+
+    /** On the loop: ends a lingering close (its sends were acknowledged, or time ran out) and releases the connection. */
+    void finishClose() {
+        if (!lingering) {
+            return;
+        }
+        lingering = false;
+        if (lingerTimer != null) {
+            lingerTimer.cancel(false);
+            lingerTimer = null;
+        }
+        handler.unlinger(this);
+        releaseResources();
+        handler.pollSetChanged();
     }
 
     /** Disconnects and destroys whatever of the connection exists. Any thread that owns them. */

@@ -305,6 +305,51 @@ class RdmaChannelSemanticsTest {
     }
 
     @Test
+    void closeReturnsAtOnceAndReleasesTheConnectionOnceTheSendsBeforeItWereAcknowledged() throws Exception {
+        Recorder serverSide = new Recorder();
+        Channel server = server(serverSide, false, true, 64, 4096);
+        Channel client = client(server, new Recorder());
+        RdmaSocketChannel ch = (RdmaSocketChannel) client;
+        try {
+            StringBuilder expected = new StringBuilder();
+            // on the loop: the flush posts, close follows before any completion can be polled,
+            // so the close must leave the sends' acknowledgement to the loop instead of waiting
+            boolean[] state = client.eventLoop().submit(() -> {
+                for (int i = 0; i < 32; i++) {
+                    String s = String.format("%04d", i).repeat(250);
+                    expected.append(s);
+                    ch.write(text(s));
+                }
+                ch.flush();
+                ChannelFuture closed = ch.close();
+                return new boolean[] {closed.isSuccess(), ch.closeFuture().isDone(), ch.isOpen(), ch.isActive(),
+                        ch.releasePending()};
+            }).get(10, TimeUnit.SECONDS);
+            assertTrue(state[0], "the close promise succeeds as close returns");
+            assertTrue(state[1], "the closeFuture is done as close returns");
+            assertFalse(state[2], "closed");
+            assertFalse(state[3], "inactive");
+            assertTrue(state[4], "the release waits for the sends before CLOSE, on the loop");
+            StringBuilder received = new StringBuilder();
+            while (received.length() < expected.length()) {
+                Object seen = serverSide.seen.poll(10, TimeUnit.SECONDS);
+                assertInstanceOf(String.class, seen, "received " + received.length() + " of " + expected.length());
+                received.append((String) seen);
+            }
+            assertEquals(expected.toString(), received.toString(), "what was written before close reached the peer");
+            assertTrue(serverSide.inactive.await(10, TimeUnit.SECONDS), "the peer saw the CLOSE");
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (client.eventLoop().submit(ch::releasePending).get(10, TimeUnit.SECONDS)) {
+                assertTrue(System.nanoTime() - deadline < 0, "the lingering close was never released");
+                Thread.sleep(10);
+            }
+        } finally {
+            client.close().syncUninterruptibly();
+            server.close().syncUninterruptibly();
+        }
+    }
+
+    @Test
     void withAutoReadOffEachReadDeliversOneMessage() throws Exception {
         Recorder serverSide = new Recorder();
         Channel server = server(serverSide, false, false, 32, 4096);
