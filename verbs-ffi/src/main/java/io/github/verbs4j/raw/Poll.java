@@ -145,6 +145,50 @@ public final class Poll {
         }
     }
 
+    /**
+     * Waits until one of the {@code nfds} descriptors already written into {@code pollfds} is
+     * readable or in error, at most {@code timeoutMillis} (negative: without a bound), and leaves
+     * each entry's {@code revents} for {@link #revents}: for any number of descriptors, where
+     * {@link #awaitAnyReadable}'s mask holds 32. A descriptor not open is reported through its
+     * {@code revents} (POLLNVAL), not as a failure of the wait. Allocates nothing; an interrupted
+     * {@code poll} is retried with the time left.
+     *
+     * @return how many entries have events, 0 when the time ran out, or a negative errno
+     */
+    public static int awaitAny(MemorySegment pollfds, int nfds, MemorySegment errno, long timeoutMillis) {
+        long deadline = timeoutMillis < 0 ? 0 : System.nanoTime() + Math.min(timeoutMillis, Long.MAX_VALUE / 2_000_000L) * 1_000_000L;
+        try {
+            while (true) {
+                for (int i = 0; i < nfds; i++) {
+                    MemorySegment pfd = pollfds.asSlice(i * POLLFD_SIZE, POLLFD_SIZE);
+                    pollfd.events(pfd, POLLIN);
+                    pollfd.revents(pfd, (short) 0);
+                }
+                int wait = timeoutMillis < 0 ? -1
+                        : (int) Math.min(Integer.MAX_VALUE, Math.max(0, (deadline - System.nanoTime() + 999_999) / 1_000_000));
+                int n = (int) POLL.invokeExact(errno, pollfds, (long) nfds, wait);
+                if (n < 0) {
+                    int e = Downcalls.errno(errno);
+                    if (e == EINTR) {
+                        continue;
+                    }
+                    return -e;
+                }
+                if (n == 0 && timeoutMillis >= 0 && deadline - System.nanoTime() > 0) {
+                    continue;
+                }
+                return n;
+            }
+        } catch (Throwable t) {
+            throw Downcalls.unexpected("poll", t);
+        }
+    }
+
+    /** The {@code revents} of entry {@code index} of a {@code struct pollfd} array after a wait. */
+    public static short revents(MemorySegment pollfds, int index) {
+        return pollfd.revents(pollfds.asSlice(index * POLLFD_SIZE, POLLFD_SIZE));
+    }
+
     /** Writes {@code fd} as entry {@code index} of a {@code struct pollfd} array. */
     public static void setFd(MemorySegment pollfds, int index, int fd) {
         pollfd.fd(pollfds.asSlice(index * POLLFD_SIZE, POLLFD_SIZE), fd);

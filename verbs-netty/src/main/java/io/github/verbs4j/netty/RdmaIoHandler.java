@@ -3,7 +3,9 @@ package io.github.verbs4j.netty;
 import io.github.verbs4j.CompletionChannel;
 import io.github.verbs4j.CompletionQueue;
 import io.github.verbs4j.Context;
+import io.github.verbs4j.PollSet;
 import io.github.verbs4j.ProtectionDomain;
+import io.github.verbs4j.VerbsException;
 import io.netty.channel.IoHandle;
 import io.netty.channel.IoHandler;
 import io.netty.channel.IoHandlerContext;
@@ -58,9 +60,8 @@ public final class RdmaIoHandler implements IoHandler {
     /** Per device, made on first use (possibly by a connection-setup thread, hence concurrent). */
     private final Map<Context, Device> devices = new ConcurrentHashMap<>();
     private volatile boolean pollSetStale = true;
-    private MemorySegment pollFds;
-    private int pollCount;
-    /** What each entry of pollFds is: the handle whose CM fd it is, a device, or null for the wakeup fd. */
+    private final PollSet pollSet = new PollSet();
+    /** What each entry of pollSet is: the handle whose CM fd it is, a device, or null for the wakeup fd. */
     private Object[] pollOwners = new Object[0];
     private long lastWorkNanos = System.nanoTime();
     private int passes;
@@ -200,14 +201,21 @@ public final class RdmaIoHandler implements IoHandler {
         if (pollSetStale) {
             rebuildPollSet();
         }
-        int ready = Syscalls.poll(pollFds, pollCount, timeoutMillis);
-        if (ready <= 0) {
+        int ready;
+        try {
+            ready = pollSet.await(timeoutMillis);
+        } catch (VerbsException e) {
+            // poll(2) itself failed (EINVAL, ENOMEM): the next pass rebuilds the set and waits again
+            logger.debug("waiting on {}", pollSet, e);
+            pollSetStale = true;
+            return 0;
+        }
+        if (ready == 0) {
             return 0;
         }
         int work = 0;
-        for (int i = 0; i < pollCount; i++) {
-            short revents = pollFds.get(ValueLayout.JAVA_SHORT, i * Syscalls.POLLFD_SIZE + 6);
-            if (revents == 0) {
+        for (int i = 0; i < pollOwners.length; i++) {
+            if (!pollSet.isReady(i)) {
                 continue;
             }
             Object owner = pollOwners[i];
@@ -232,28 +240,19 @@ public final class RdmaIoHandler implements IoHandler {
     private void rebuildPollSet() {
         pollSetStale = false;
         List<Object> owners = new ArrayList<>();
-        List<Integer> fds = new ArrayList<>();
+        pollSet.clear();
         owners.add(null);
-        fds.add(wakeupFd);
+        pollSet.add(wakeupFd);
         for (Device d : devices.values()) {
             owners.add(d);
-            fds.add(d.completions.fd());
+            pollSet.add(d.completions.fd());
         }
         for (Registration r : registrations) {
             int fd = r.handle.cmFd();
             if (fd >= 0) {
                 owners.add(r);
-                fds.add(fd);
+                pollSet.add(fd);
             }
-        }
-        pollCount = fds.size();
-        if (pollFds == null || pollFds.byteSize() < pollCount * Syscalls.POLLFD_SIZE) {
-            pollFds = arena.allocate(Math.max(16, Integer.highestOneBit(pollCount) * 2) * Syscalls.POLLFD_SIZE, 8);
-        }
-        for (int i = 0; i < pollCount; i++) {
-            pollFds.set(ValueLayout.JAVA_INT, i * Syscalls.POLLFD_SIZE, fds.get(i));
-            pollFds.set(ValueLayout.JAVA_SHORT, i * Syscalls.POLLFD_SIZE + 4, Syscalls.POLLIN);
-            pollFds.set(ValueLayout.JAVA_SHORT, i * Syscalls.POLLFD_SIZE + 6, (short) 0);
         }
         pollOwners = owners.toArray();
     }
