@@ -181,6 +181,9 @@ SRD_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 	struct srd_cq *cq = container_of(ibcq, struct srd_cq, ibcq);
 	if (__atomic_load_n(&cq->refs, __ATOMIC_ACQUIRE))
 		return EBUSY; /* QPs still complete into it */
+	bool checking = srd_close_race_checking();
+	if (checking && !srd_close_race_destroy(&cq->inside, "ibv_destroy_cq"))
+		return EBUSY;
 	if (ibcq->channel) {
 		struct srd_channel *ch = container_of(ibcq->channel, struct srd_channel, ibch);
 		/* drop undelivered events for this CQ, then wait for the acks of the delivered ones */
@@ -209,7 +212,8 @@ SRD_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 		pthread_cond_wait(&cq->ev_cond, &cq->ev_lock);
 	pthread_mutex_unlock(&cq->ev_lock);
 	free(cq->ring);
-	free(cq);
+	if (!checking) /* checked: a late call reads the struct's mark (closerace.h) */
+		free(cq);
 	return 0;
 }
 
@@ -245,7 +249,22 @@ void srd_cq_push(struct srd_cq *cq, const struct ibv_wc *wc, bool solicited)
 
 bool (*srd_cq_idle_hook)(void);
 
+static int poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc);
+
 int srd_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
+{
+	if (srd_close_race_checking()) {
+		struct srd_cq *cq = container_of(ibcq, struct srd_cq, ibcq);
+		if (!srd_close_race_enter(&cq->inside, "poll_cq"))
+			return -1;
+		int rc = poll_cq(ibcq, n, wc);
+		srd_close_race_exit(&cq->inside);
+		return rc;
+	}
+	return poll_cq(ibcq, n, wc);
+}
+
+static int poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 {
 	struct srd_cq *cq = container_of(ibcq, struct srd_cq, ibcq);
 	if (n < 0)
@@ -276,10 +295,15 @@ take:
 int srd_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
 	struct srd_cq *cq = container_of(ibcq, struct srd_cq, ibcq);
+	bool checking = srd_close_race_checking();
+	if (checking && !srd_close_race_enter(&cq->inside, "req_notify_cq"))
+		return EINVAL;
 	srd_lock(&cq->lock);
 	if (cq->armed != 1)
 		cq->armed = solicited_only ? 2 : 1;
 	srd_unlock(&cq->lock);
+	if (checking)
+		srd_close_race_exit(&cq->inside);
 	return 0;
 }
 

@@ -400,6 +400,9 @@ SRD_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 		free(qp);
 		return 0;
 	}
+	bool checking = srd_close_race_checking();
+	if (checking && !srd_close_race_destroy(&qp->inside, "ibv_destroy_qp"))
+		return EBUSY;
 	if (qp->xrc == SRD_XRC_TGT) {
 		int rc = srd_xrc_tgt_remove(qp);
 		if (rc)
@@ -426,7 +429,8 @@ SRD_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	free(qp->sq);
 	free(qp->sq_sges);
 	free(qp->sq_inline);
-	free(qp);
+	if (!checking) /* checked: a late call reads the struct's mark (closerace.h) */
+		free(qp);
 	return 0;
 }
 

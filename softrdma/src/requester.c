@@ -764,6 +764,16 @@ void srd_requester_rx(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t 
 
 int srd_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
+	if (srd_close_race_checking()) {
+		struct srd_qp *qp = srd_qp_of(ibqp);
+		if (!srd_close_race_enter(&qp->inside, "post_send")) {
+			*bad = wr;
+			return EINVAL;
+		}
+		int rc = srd_post_send_wrs(ibqp, wr, bad, false);
+		srd_close_race_exit(&qp->inside);
+		return rc;
+	}
 	return srd_post_send_wrs(ibqp, wr, bad, false);
 }
 

@@ -136,6 +136,9 @@ SRD_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	struct srd_srq *srq = container_of(ibsrq, struct srd_srq, ibsrq);
 	if (__atomic_load_n(&srq->refs, __ATOMIC_ACQUIRE))
 		return EBUSY;
+	bool checking = srd_close_race_checking();
+	if (checking && !srd_close_race_destroy(&srq->inside, "ibv_destroy_srq"))
+		return EBUSY;
 	if (srq->xrcd) {
 		srd_xrc_srq_remove(srq);
 		srd_net_free_srqn(srq->srqn);
@@ -143,7 +146,8 @@ SRD_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	}
 	UNREF(PD_OF(ibsrq->pd));
 	srd_rq_free(&srq->rq);
-	free(srq);
+	if (!checking) /* checked: a late call reads the struct's mark (closerace.h) */
+		free(srq);
 	return 0;
 }
 
@@ -243,6 +247,15 @@ static int rq_post(struct srd_rq *rq, struct ibv_recv_wr *wr, int max_sge, int m
 int srd_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	struct srd_srq *srq = container_of(ibsrq, struct srd_srq, ibsrq);
+	if (srd_close_race_checking()) {
+		if (!srd_close_race_enter(&srq->inside, "post_srq_recv")) {
+			*bad = wr;
+			return EINVAL;
+		}
+		int rc = rq_post(&srq->rq, wr, srq->rq.max_sge, srq->rq.cap, bad);
+		srd_close_race_exit(&srq->inside);
+		return rc;
+	}
 	return rq_post(&srq->rq, wr, srq->rq.max_sge, srq->rq.cap, bad);
 }
 
@@ -288,7 +301,24 @@ void srd_recv_complete(struct srd_qp *qp, const struct srd_rwqe *rw, enum ibv_wc
 	srd_cq_commit(cq, wc, solicited);
 }
 
+static int post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+
 int srd_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	if (srd_close_race_checking()) {
+		struct srd_qp *qp = srd_qp_of(ibqp);
+		if (!srd_close_race_enter(&qp->inside, "post_recv")) {
+			*bad = wr;
+			return EINVAL;
+		}
+		int rc = post_recv(ibqp, wr, bad);
+		srd_close_race_exit(&qp->inside);
+		return rc;
+	}
+	return post_recv(ibqp, wr, bad);
+}
+
+static int post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	struct srd_qp *qp = srd_qp_of(ibqp);
 	if (qp->srq || qp->xrc || qp->state == IBV_QPS_RESET) { /* XRC QPs have no receive queue */

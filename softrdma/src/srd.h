@@ -24,6 +24,7 @@
 #include <netinet/in.h>
 #include <time.h>
 #include "lock.h"
+#include "closerace.h"
 
 #define SRD_EXPORT __attribute__((visibility("default")))
 #define SRD_MAX_DEVICES 8
@@ -114,6 +115,7 @@ struct srd_cq {
 	bool overflow;
 	unsigned empty_polls;
 	int refs; /* QPs using it */
+	struct srd_inside inside; /* the close-race check's (closerace.h) */
 	pthread_mutex_t ev_lock;
 	pthread_cond_t ev_cond;
 	unsigned events, acked;
@@ -138,6 +140,7 @@ struct srd_srq {
 	struct srd_rq rq;
 	unsigned limit;
 	int refs; /* QPs using it */
+	struct srd_inside inside; /* the close-race check's (closerace.h) */
 	/* XRC SRQ (xrc.c): its domain handle, the CQ its receive completions go to, its number */
 	struct srd_xrcd *xrcd;
 	struct ibv_cq *xcq;
@@ -216,6 +219,7 @@ struct srd_qp {
 		struct ibv_qp_ex qpx; /* ibv_qp_to_qp_ex: starts with the ibv_qp */
 	};
 	struct srd_xbatch *xb;    /* NULL unless created with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS */
+	struct srd_inside inside; /* the close-race check's (closerace.h) */
 	struct srd_device *dev;
 	/* attributes as last set */
 	struct ibv_qp_attr attr;

@@ -17,7 +17,7 @@ for o in "${objs[@]}"; do
 done
 # layer of each unit: a unit may use units of strictly lower layers
 declare -A layer=(
-	[lock]=-1 [odp]=-1
+	[lock]=-1 [odp]=-1 [closerace]=-1
 	[events]=0 [device]=0 [faults]=0 [pd]=0 [misc]=0 [shm]=0
 	[cq]=1 [net]=1 [xrc]=1
 	[rq]=2

@@ -124,7 +124,11 @@ public final class CompletionQueue implements AutoCloseable {
         int n;
         // every pointer by address: a close waits for the mark (NativeHandle.enter), and the
         // segments' checks and session handling would cost more than the call (ContextOps)
-        InFlight mark = handle.enter(this, "ibv_poll_cq");
+        InFlight cached = batch.mark;
+        InFlight mark = handle.enter(cached, this, "ibv_poll_cq");
+        if (mark != cached) {
+            batch.mark = mark; // another thread used it last (or none): keep this thread's record
+        }
         try {
             n = (int) ContextOps.POLL_CQ_ADDRESSES.invokeExact(pollFn, handle.address(), batch.capacity,
                     batch.array.address());

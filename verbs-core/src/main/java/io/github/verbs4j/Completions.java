@@ -2,6 +2,8 @@ package io.github.verbs4j;
 
 import io.github.verbs4j.ffi.ibv_wc;
 
+import io.github.verbs4j.internal.InFlight;
+
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
@@ -16,6 +18,12 @@ import java.lang.foreign.MemorySegment;
 public final class Completions {
 
     final MemorySegment array;
+    /**
+     * The close guard's record of the thread that polled into this batch last
+     * ({@code NativeHandle.enter(InFlight, ...)}): reused while the same thread polls into it, so a poll
+     * does not look the record up in a thread-local each time. Any thread may overwrite it.
+     */
+    InFlight mark;
     final int capacity;
     private final Completion[] views;
     int count;

@@ -822,7 +822,11 @@ public final class QueuePair implements AutoCloseable {
         int rc;
         // every pointer by address: a close waits for the mark (NativeHandle.enter), and the
         // segments' checks and session handling would cost more than the call (ContextOps)
-        InFlight mark = handle.enter(this, "ibv_post_send");
+        InFlight cached = request.mark;
+        InFlight mark = handle.enter(cached, this, "ibv_post_send");
+        if (mark != cached) {
+            request.mark = mark; // another thread used it last (or none): keep this thread's record
+        }
         try {
             rc = (int) ContextOps.POST_ADDRESSES.invokeExact(postSendFn, handle.address(), request.wr.address(),
                     request.badWr.address());
@@ -900,7 +904,11 @@ public final class QueuePair implements AutoCloseable {
         }
         request.validate(pd, capabilities.maxRecvSge(), this);
         int rc;
-        InFlight mark = handle.enter(this, "ibv_post_recv");
+        InFlight cached = request.mark;
+        InFlight mark = handle.enter(cached, this, "ibv_post_recv");
+        if (mark != cached) {
+            request.mark = mark; // another thread used it last (or none): keep this thread's record
+        }
         try {
             rc = (int) ContextOps.POST_ADDRESSES.invokeExact(postRecvFn, handle.address(), request.wr.address(),
                     request.badWr.address());

@@ -2,6 +2,8 @@ package io.github.verbs4j;
 
 import io.github.verbs4j.ffi.ibv_recv_wr;
 
+import io.github.verbs4j.internal.InFlight;
+
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
@@ -31,6 +33,12 @@ public final class ReceiveRequest {
     private final ScatterGatherList sgl;
     final MemorySegment wr;
     final MemorySegment badWr;
+    /**
+     * The close guard's record of the thread that posted this request last
+     * ({@code NativeHandle.enter(InFlight, ...)}): reused while the same thread posts it, so a post
+     * does not look the record up in a thread-local each time. Any thread may overwrite it.
+     */
+    InFlight mark;
     private int sgeCount;
     private ReceiveRequest next;
     /** The QP or SRQ this request was last checked for in full, or {@code null}: cleared by the setters the checks read. */

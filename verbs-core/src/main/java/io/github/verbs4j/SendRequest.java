@@ -4,6 +4,8 @@ import io.github.verbs4j.ffi.RdmaCore;
 import io.github.verbs4j.ffi.ibv_mw_bind_info;
 import io.github.verbs4j.ffi.ibv_send_wr;
 
+import io.github.verbs4j.internal.InFlight;
+
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
@@ -89,6 +91,12 @@ public final class SendRequest {
 
     final MemorySegment wr;
     final MemorySegment badWr;
+    /**
+     * The close guard's record of the thread that posted this request last
+     * ({@code NativeHandle.enter(InFlight, ...)}): reused while the same thread posts it, so a post
+     * does not look the record up in a thread-local each time. Any thread may overwrite it.
+     */
+    InFlight mark;
     /** Unregistered memory sent inline as the only entry ({@link #inlineData}), or {@code null}. */
     private MemorySegment inlineData;
     private final ScatterGatherList sgl;

@@ -175,7 +175,11 @@ public final class SharedReceiveQueue implements AutoCloseable {
         int rc;
         // every pointer by address: a close waits for the mark (NativeHandle.enter), and the
         // segments' checks and session handling would cost more than the call (ContextOps)
-        InFlight mark = handle.enter(this, "ibv_post_srq_recv");
+        InFlight cached = request.mark;
+        InFlight mark = handle.enter(cached, this, "ibv_post_srq_recv");
+        if (mark != cached) {
+            request.mark = mark; // another thread used it last (or none): keep this thread's record
+        }
         try {
             rc = (int) ContextOps.POST_ADDRESSES.invokeExact(postFn, handle.address(), request.wr.address(),
                     request.badWr.address());

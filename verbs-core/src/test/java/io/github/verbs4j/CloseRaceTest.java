@@ -3,6 +3,11 @@ package io.github.verbs4j;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.SymbolLookup;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -23,16 +28,83 @@ import static org.junit.jupiter.api.Assertions.fail;
  * ends with a result or an {@link IllegalStateException} saying the owner is closed. (Before the
  * owners' handles were guarded, a QP destroyed under a concurrent post aborted the JVM.)
  *
+ * <p>On softrdma the classic race runs under softrdma's close-race check
+ * ({@code softrdma_close_race_check}): every post, poll and notify lingers
+ * {@value #LINGER_NANOS} ns inside the provider, and a destroy that runs while one of them is
+ * inside (or a call on an object already destroyed) is counted and refused. The count must stay
+ * 0: the close guard makes every destroy wait for the calls in flight. With the guard disabled
+ * ({@code -Dverbs4j.closeGuard=off}, for this demonstration only) the test fails: a close meets
+ * EBUSY or a post meets EINVAL, and the count rises (docs/architecture.md, "Showing that the
+ * guard holds").
+ *
  * <p>Sized for CI; {@code -Dverbs4j.stress.rounds=N} runs longer.
  */
 class CloseRaceTest {
 
     private static final int ROUNDS = Integer.getInteger("verbs4j.stress.rounds", Rig.onSoftrdma() ? 12 : 3);
     private static final int QPS = 3;
+    /** How long a checked call stays inside softrdma: wide enough that a destroy not waiting for it meets it. */
+    private static final int LINGER_NANOS = 2_000;
+
+    /**
+     * softrdma's close-race check, or nothing on another provider: the C side is softrdma's own
+     * ({@code softrdma/src/closerace.h}), exported for tests only.
+     */
+    private static final class RaceCheck implements AutoCloseable {
+        private final MethodHandle check;
+        private final MethodHandle races;
+        private final long before;
+
+        private RaceCheck(MethodHandle check, MethodHandle races) throws Throwable {
+            this.check = check;
+            this.races = races;
+            this.before = races == null ? 0 : (long) races.invokeExact();
+            if (check != null) {
+                check.invokeExact(1, LINGER_NANOS);
+            }
+        }
+
+        static RaceCheck start() throws Throwable {
+            if (!Rig.onSoftrdma()) {
+                return new RaceCheck(null, null);
+            }
+            SymbolLookup lib = io.github.verbs4j.raw.NativeLibraries.verbs();
+            Linker linker = Linker.nativeLinker();
+            MethodHandle check = linker.downcallHandle(lib.find("softrdma_close_race_check").orElseThrow(),
+                    FunctionDescriptor.ofVoid(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
+            MethodHandle races = linker.downcallHandle(lib.find("softrdma_close_races").orElseThrow(),
+                    FunctionDescriptor.of(ValueLayout.JAVA_LONG));
+            return new RaceCheck(check, races);
+        }
+
+        /** Races softrdma counted since {@link #start}; 0 on another provider. */
+        long counted() throws Throwable {
+            return races == null ? 0 : (long) races.invokeExact() - before;
+        }
+
+        @Override
+        public void close() {
+            if (check != null) {
+                try {
+                    check.invokeExact(0, 0);
+                } catch (Throwable t) {
+                    throw new AssertionError("softrdma_close_race_check(0, 0)", t);
+                }
+            }
+        }
+    }
 
     @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
-    void closingQueuePairsAndQueuesUnderPostingAndPollingThreads() throws Exception {
+    void closingQueuePairsAndQueuesUnderPostingAndPollingThreads() throws Throwable {
+        try (RaceCheck check = RaceCheck.start()) {
+            closingUnderPostingAndPollingThreads();
+            assertEquals(0, check.counted(), "softrdma counted destroys that ran while a call on the object"
+                    + " was inside it (or calls on destroyed objects): the close guard did not hold (stderr names them)");
+        }
+    }
+
+    private void closingUnderPostingAndPollingThreads() throws Exception {
         Random random = new Random(20261122L);
         AtomicLong posted = new AtomicLong();
         AtomicLong polled = new AtomicLong();

@@ -4,7 +4,6 @@ import io.github.verbs4j.raw.Membarrier;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
-import java.lang.ref.WeakReference;
 import java.util.Arrays;
 import java.util.Locale;
 
@@ -47,15 +46,30 @@ import java.util.Locale;
  *
  * <p><b>Which record.</b> One per thread ({@link ThreadLocal}: virtual threads have their own; a
  * virtual thread cannot unmount inside a downcall, and between its mark and the call it runs no
- * code that parks). Records are kept in one list for {@link #awaitClear} to scan; records of
+ * code that parks). The lookup ({@code ThreadLocal.get}: a hash probe and a weak reference read)
+ * was most of the guard's cost, so the reusable objects of the hot path ({@code SendRequest},
+ * {@code ReceiveRequest}, {@code Completions}) keep the record of the thread that used them
+ * last, and {@link #of} takes it when its {@link #owner} is the calling thread (one compare with
+ * {@link Thread#currentThread()}, an intrinsic): the record is still the calling thread's own
+ * whichever thread uses the object, because the cache is one reference to a record whose owner
+ * is final, read once (a torn pair of fields could hand one thread another's record). Records are kept in one list for {@link #awaitClear} to scan; records of
  * threads that ended are dropped when the list has doubled since it was last pruned. A handle's
  * sessions (the extended QP's and CQ's, several calls under one mark) use a record of the handle's
  * own instead ({@link NativeHandle#enterSession}), listed until the handle is retired.
  */
 public final class InFlight {
 
+    /**
+     * {@code -Dverbs4j.closeGuard=off}, <b>for tests only</b>: callers publish no mark and a close
+     * waits for no call in flight (the owners' own check and the retired check stay), so a
+     * destroy can run under a post or poll. It exists to show that {@code CloseRaceTest} fails
+     * without the guard (docs/architecture.md, "Showing that the guard holds"); never use it
+     * otherwise. Read once; a constant to the compilers, so the guard's code is unchanged when on.
+     */
+    static final boolean OFF = "off".equalsIgnoreCase(System.getProperty("verbs4j.closeGuard"));
+
     /** Whether the close side uses {@code membarrier(2)} and the callers only a compiler barrier. */
-    static final boolean ASYMMETRIC = chooseAsymmetric();
+    static final boolean ASYMMETRIC = !OFF && chooseAsymmetric();
 
     private static final VarHandle INSIDE;
 
@@ -73,14 +87,18 @@ public final class InFlight {
     private static volatile InFlight[] all = new InFlight[0];
     private static int pruneAt = 64;
 
-    /** The thread whose record this is; null for a handle's session record. */
-    private final WeakReference<Thread> thread;
+    /**
+     * The thread whose record this is; null for a handle's session record. Held strongly: a
+     * record of an ended thread leaves the list at the next prune, and then lives only as long
+     * as an object that cached it.
+     */
+    private final Thread owner;
     /** The {@link NativeHandle} a call of this thread is inside, or null; through {@link #INSIDE}. */
     @SuppressWarnings("unused")
     private volatile Object inside;
 
     private InFlight(Thread thread) {
-        this.thread = thread == null ? null : new WeakReference<>(thread);
+        this.owner = thread;
     }
 
     private static boolean chooseAsymmetric() {
@@ -89,18 +107,27 @@ public final class InFlight {
             case "membarrier" -> Membarrier.register();
             case "fence" -> false;
             default -> throw new IllegalArgumentException("verbs4j.closeGuard=" + mode
-                    + ": expected membarrier (the default, a fence where unavailable) or fence");
+                    + ": expected membarrier (the default, a fence where unavailable), fence, or off (tests only)");
         };
     }
 
-    /** How the close guard orders its two sides here: "membarrier" or "fence". */
+    /** How the close guard orders its two sides here: "membarrier", "fence", or "off" (tests only). */
     public static String mode() {
-        return ASYMMETRIC ? "membarrier" : "fence";
+        return OFF ? "off" : ASYMMETRIC ? "membarrier" : "fence";
     }
 
     /** The calling thread's record. */
     static InFlight current() {
         return CURRENT.get();
+    }
+
+    /**
+     * The calling thread's record: {@code cached} when it is that (an object of the hot path keeps
+     * the record of the thread that used it last), else the one found through the thread-local.
+     * The caller stores the result back into its cache when it differs from {@code cached}.
+     */
+    public static InFlight of(InFlight cached) {
+        return cached != null && cached.owner == Thread.currentThread() ? cached : CURRENT.get();
     }
 
     private static InFlight register() {
@@ -145,8 +172,7 @@ public final class InFlight {
             if (old.length >= pruneAt) {
                 next = new InFlight[old.length + 1];
                 for (InFlight r : old) {
-                    Thread t = r.thread == null ? null : r.thread.get();
-                    if (r.thread == null || (t != null && t.isAlive()) || INSIDE.getVolatile(r) != null) {
+                    if (r.owner == null || r.owner.isAlive() || INSIDE.getVolatile(r) != null) {
                         next[n++] = r;
                     }
                 }
@@ -166,7 +192,7 @@ public final class InFlight {
         if (ASYMMETRIC) {
             INSIDE.setOpaque(this, handle);
             VarHandle.acquireFence(); // a compiler barrier between the store and the caller's next load
-        } else {
+        } else if (!OFF) {
             INSIDE.setVolatile(this, handle);
         }
     }
@@ -189,6 +215,9 @@ public final class InFlight {
      * @return false when a mark still named it at {@code deadline} ({@link System#nanoTime()})
      */
     static boolean awaitClear(Object handle, long deadline) {
+        if (OFF) {
+            return true; // the guard disabled for a test: the destroy does not wait
+        }
         for (InFlight r : all) {
             for (int spins = 0; INSIDE.getVolatile(r) == handle; spins++) {
                 if (System.nanoTime() - deadline > 0) {

@@ -95,6 +95,23 @@ class Verbs4jToolTest {
     }
 
     @Test
+    void theWarmUpIsAnOptionOfThePingPongs() {
+        for (String command : List.of("rc-pingpong", "ud-pingpong")) {
+            ToolRun negative = inProcess(command, "--warmup", "-1");
+            assertEquals(2, negative.exitCode(), negative.err());
+            assertEquals("verbs4j " + command + ": -w: the warm-up is 0 or more round trips, not -1"
+                    + " (see 'verbs4j " + command + " --help')\n", negative.err());
+            ToolRun notANumber = inProcess(command, "-w", "many");
+            assertEquals(2, notANumber.exitCode(), notANumber.err());
+            assertTrue(notANumber.err().contains("'many' is not an int"), notANumber.err());
+            ToolRun help = inProcess(command, "--help");
+            assertEquals(0, help.exitCode(), help.err());
+            assertTrue(help.out().contains("-w, --warmup=<n>") && help.out().contains("(default "
+                    + PingPongCommand.DEFAULT_WARMUP + "; 0: none)"), help.out());
+        }
+    }
+
+    @Test
     void helpListsTheCommands() {
         ToolRun help = inProcess("--help");
         assertEquals(0, help.exitCode());
