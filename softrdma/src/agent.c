@@ -244,6 +244,7 @@ static void *agent_main(void *arg)
 				hold_until = t0 + hold;
 				last_work = t0; /* and it spins now, as after any traffic */
 				streak = 0;
+				ST(agent_hold);
 			}
 		}
 		int n;
@@ -306,7 +307,8 @@ static void *agent_main(void *arg)
 		}
 		kicked |= srd_net_take_wake();
 		uint64_t now = srd_now_ns();
-		if (work || kicked)
+		/* a single take does not start the agent spinning: the poller is expected back */
+		if ((work || kicked) && !(take && now >= hold_until))
 			last_work = now;
 		if (srd_faults_pending())
 			srd_faults_flush(now);

@@ -31,10 +31,10 @@ static void print_stats(void)
 {
 	fprintf(stderr, "softrdma[%d]: tx %lu rx %lu nak_seq %lu rnr %lu timeouts %lu dup_rx %lu eagain %lu "
 		"invalid %lu read_gap %lu shm_tx %lu shm_rx %lu doorbells %lu unread_waits %lu peer_gone %lu "
-		"agent_takeback %lu agent_handed_waits %lu\n", (int)getpid(),
+		"agent_takeback %lu agent_hold %lu agent_handed_waits %lu\n", (int)getpid(),
 		srd_st.tx, srd_st.rx, srd_st.nak_seq, srd_st.rnr, srd_st.timeouts, srd_st.dup_rx, srd_st.eagain,
 		srd_st.invalid, srd_st.read_gap, srd_st.shm_tx, srd_st.shm_rx, srd_st.doorbells, srd_st.unread_waits,
-		srd_st.peer_gone, srd_st.agent_takeback, srd_st.agent_handed_waits);
+		srd_st.peer_gone, srd_st.agent_takeback, srd_st.agent_hold, srd_st.agent_handed_waits);
 }
 
 /* ---------------------------------------------------------------- sockets, QPN table, wake-ups */

@@ -7,7 +7,7 @@
 #include <sys/epoll.h>
 
 struct srd_stats { unsigned long tx, rx, nak_seq, rnr, timeouts, dup_rx, eagain, invalid, read_gap, shm_tx,
-		   shm_rx, doorbells, unread_waits, peer_gone, agent_takeback, agent_handed_waits; };
+		   shm_rx, doorbells, unread_waits, peer_gone, agent_takeback, agent_hold, agent_handed_waits; };
 extern struct srd_stats srd_st;
 #define ST(x) __atomic_fetch_add(&srd_st.x, 1, __ATOMIC_RELAXED)
 
