@@ -29,12 +29,17 @@ struct srd_stats srd_st;
 
 static void print_stats(void)
 {
+	/* at exit, while the agent may still count: a snapshot, each counter read atomically */
+	struct srd_stats v;
+	unsigned long *src = (unsigned long *)&srd_st, *dst = (unsigned long *)&v;
+	for (size_t i = 0; i < sizeof(v) / sizeof(unsigned long); i++)
+		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
 	fprintf(stderr, "softrdma[%d]: tx %lu rx %lu nak_seq %lu rnr %lu timeouts %lu dup_rx %lu eagain %lu "
 		"invalid %lu read_gap %lu shm_tx %lu shm_rx %lu doorbells %lu unread_waits %lu peer_gone %lu "
 		"agent_takeback %lu agent_hold %lu agent_handed_waits %lu\n", (int)getpid(),
-		srd_st.tx, srd_st.rx, srd_st.nak_seq, srd_st.rnr, srd_st.timeouts, srd_st.dup_rx, srd_st.eagain,
-		srd_st.invalid, srd_st.read_gap, srd_st.shm_tx, srd_st.shm_rx, srd_st.doorbells, srd_st.unread_waits,
-		srd_st.peer_gone, srd_st.agent_takeback, srd_st.agent_hold, srd_st.agent_handed_waits);
+		v.tx, v.rx, v.nak_seq, v.rnr, v.timeouts, v.dup_rx, v.eagain,
+		v.invalid, v.read_gap, v.shm_tx, v.shm_rx, v.doorbells, v.unread_waits,
+		v.peer_gone, v.agent_takeback, v.agent_hold, v.agent_handed_waits);
 }
 
 /* ---------------------------------------------------------------- sockets, QPN table, wake-ups */
