@@ -21,6 +21,7 @@
 #include <string.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/prctl.h>
 
 void (*srd_xrc_ctrl_hook)(const struct pkt_hdr *h, const uint8_t *payload, const struct sockaddr_in6 *from);
 
@@ -99,10 +100,48 @@ static void handle_shm_packet(const uint8_t *buf, size_t n, uint16_t sport, void
 	handle_packet(buf, n, &from, 0);
 }
 
-/* The poller's share: a thread polling an empty CQ takes a few packets from the rings
- * itself, so a reply is placed without waiting for the agent to be scheduled. */
+static void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ volatile("yield");
+#endif
+}
+
+/*
+ * Progress by the polling thread. A thread polling an empty CQ takes up to 16 packets from
+ * the rings itself (one consumer at a time: srd_shm_drain), so it runs the requester and the
+ * responder for them and a reply is placed without waiting for the agent to be scheduled.
+ * Each such poll moves g_polls. While it moved within HANDOVER_NS the agent leaves the rings
+ * to the poller: it neither spins nor drains them, and waits HANDOVER_WAIT_NS at a time in
+ * epoll (woken at once by datagrams and kicks; the rings stay marked awake, so senders ring
+ * no doorbell and the poller's fast path signals nothing). So a ping-pong keeps one busy
+ * thread per process, the application's poller.
+ *
+ * A poller may stop polling at any moment: it blocks for a completion event, or (as
+ * ib_write_lat) spins on memory and waits for an RDMA WRITE that no CQ reports. So at each
+ * wake-up the agent looks at the rings: a packet that stays there for CONFIRM_NS while the
+ * agent watches is one no poller takes, and the agent takes it. Three such takes in a row
+ * (each within TAKE_STREAK_NS of the last) and the agent keeps the rings for a hold (1 ms,
+ * doubled while holds keep failing at once after their end, up to 8 ms) in which it runs as
+ * without pollers (spin after traffic, then sleep with the doorbell armed). A packet thus waits at
+ * most one bounded wait plus CONFIRM_NS; once the polls stop for HANDOVER_NS the agent runs
+ * as without pollers too, and a packet that came in meanwhile waits in its ring, none is lost.
+ */
+#define HANDOVER_NS 50000ull       /* a poll this recent: the poller drives the rings */
+#define HANDOVER_WAIT_NS 50000ull  /* the agent's bounded wait meanwhile */
+#define CONFIRM_NS 5000ull         /* how long a waiting packet may stay before the agent takes it */
+#define TAKE_STREAK_NS 200000ull  /* takes this close together make a streak */
+#define HOLD_MIN_NS 1000000ull
+#define HOLD_MAX_NS 8000000ull
+static unsigned long g_polls;
+
 static bool poll_hook(void)
 {
+	/* a plain store, no locked instruction: racing pollers may lose a count, the agent
+	 * only asks whether it moved */
+	__atomic_store_n(&g_polls, __atomic_load_n(&g_polls, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
 	if (!srd_shm_pending())
 		return false;
 	srd_batch_begin();
@@ -111,21 +150,26 @@ static bool poll_hook(void)
 	return got > 0;
 }
 
+/* While handed over: whether a poller takes the packets waiting in the rings (within
+ * CONFIRM_NS), or whether they stay there. */
+static bool poller_takes(uint64_t t0)
+{
+	uint64_t taken = srd_shm_taken();
+	for (unsigned i = 0;; i++) {
+		if (!srd_shm_pending() || srd_shm_taken() != taken)
+			return true;
+		if ((i & 15) == 15 && srd_now_ns() - t0 > CONFIRM_NS)
+			return false;
+		cpu_relax();
+	}
+}
+
 /* How long the agent busy-polls its rings after the last packet or kick before it sleeps
  * (SOFTRDMA_SPIN_US, default 50; 0 = never spin). */
 static uint64_t spin_ns(void)
 {
 	const char *v = getenv("SOFTRDMA_SPIN_US");
 	return (v ? strtoull(v, NULL, 10) : 50ull) * 1000ull;
-}
-
-static void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ volatile("yield");
-#endif
 }
 
 struct scan { uint64_t now; bool any; };
@@ -166,12 +210,51 @@ static void *agent_main(void *arg)
 	}
 	struct epoll_event evs[16];
 	uint64_t last_scan = 0, last_work = 0, last_epoll = 0;
+	uint64_t polled_at = 0, hold_until = 0, hold = HOLD_MIN_NS, last_take = 0;
+	unsigned streak = 0;
+	unsigned long polls_seen = __atomic_load_n(&g_polls, __ATOMIC_RELAXED);
 	const uint64_t spin = spin_ns();
+	/* the bounded waits below are tens of microseconds: the default 50 us timer slack
+	 * would double them */
+	prctl(PR_SET_TIMERSLACK, 5000UL, 0, 0, 0);
 	for (;;) {
 		int tmo = (srd_timer_hinted() || srd_faults_pending()) ? 1 : 50;
 		uint64_t t0 = srd_now_ns();
+		unsigned long polls = __atomic_load_n(&g_polls, __ATOMIC_RELAXED);
+		if (polls != polls_seen) {
+			polls_seen = polls;
+			polled_at = t0;
+		}
+		bool handed = t0 >= hold_until && t0 - polled_at < HANDOVER_NS && srd_shm_owned();
+		bool take = false;
+		if (handed && srd_shm_pending() && !poller_takes(t0)) {
+			/* the poller leaves packets in the rings: it lost its CPU for a moment, or it
+			 * spins on memory or blocks: the agent takes them now */
+			ST(agent_takeback);
+			take = true;
+			handed = false;
+			streak = t0 - last_take < TAKE_STREAK_NS ? streak + 1 : 1;
+			last_take = t0;
+			if (streak >= 3) {
+				/* again and again: keep the rings for a while. A hold that fails at once
+				 * again (a memory spinner that polls its send CQ between messages) makes
+				 * the next longer; one after a handover that lasted starts over */
+				hold = t0 - hold_until < HOLD_MIN_NS ? (hold * 2 < HOLD_MAX_NS ? hold * 2 : HOLD_MAX_NS)
+								     : HOLD_MIN_NS;
+				hold_until = t0 + hold;
+				last_work = t0; /* and it spins now, as after any traffic */
+				streak = 0;
+				ST(agent_hold);
+			}
+		}
 		int n;
-		if (spin && srd_shm_owned() && t0 - last_work < spin) {
+		if (handed) {
+			n = srd_net_wait_ns(evs, 16, HANDOVER_WAIT_NS);
+			last_epoll = srd_now_ns();
+		} else if (take && t0 >= hold_until) {
+			n = srd_net_wait(evs, 16, 0);
+			last_epoll = t0;
+		} else if (spin && srd_shm_owned() && t0 - last_work < spin) {
 			/* busy: poll the rings (no system call) for up to 10 us; sockets now and then */
 			for (unsigned i = 0; !srd_shm_pending() && !srd_net_wake_pending();
 			     i++) {
@@ -216,13 +299,16 @@ static void *agent_main(void *arg)
 			}
 			srd_batch_end();
 		}
-		srd_batch_begin();
-		if (srd_shm_drain(handle_shm_packet, NULL, 256))
-			work = true;
-		srd_batch_end();
+		if (!handed) {
+			srd_batch_begin();
+			if (srd_shm_drain(handle_shm_packet, NULL, 256))
+				work = true;
+			srd_batch_end();
+		}
 		kicked |= srd_net_take_wake();
 		uint64_t now = srd_now_ns();
-		if (work || kicked)
+		/* a single take does not start the agent spinning: the poller is expected back */
+		if ((work || kicked) && !(take && now >= hold_until))
 			last_work = now;
 		if (srd_faults_pending())
 			srd_faults_flush(now);

@@ -342,10 +342,14 @@ static int x_start_poll(struct ibv_cq_ex *x, struct ibv_poll_cq_attr *attr)
 	if (attr && attr->comp_mask)
 		return EINVAL;
 	if (!__atomic_load_n(&cq->count, __ATOMIC_ACQUIRE)) {
-		/* as srd_poll_cq: an empty spin hands the core to the agent now and then */
-		if ((++cq->empty_polls & 7) == 0)
-			sched_yield();
-		return ENOENT;
+		/* as srd_poll_cq: the poller takes waiting packets itself, and an empty spin
+		 * hands the core over now and then */
+		bool (*hook)(void) = __atomic_load_n(&srd_cq_idle_hook, __ATOMIC_ACQUIRE);
+		if (!(hook && hook() && __atomic_load_n(&cq->count, __ATOMIC_ACQUIRE))) {
+			if ((++cq->empty_polls & 7) == 0)
+				sched_yield();
+			return ENOENT;
+		}
 	}
 	srd_lock(&cq->lock);
 	int rc = x_take(cq);

@@ -16,6 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/uio.h>
@@ -27,11 +29,17 @@ struct srd_stats srd_st;
 
 static void print_stats(void)
 {
+	/* at exit, while the agent may still count: a snapshot, each counter read atomically */
+	struct srd_stats v;
+	unsigned long *src = (unsigned long *)&srd_st, *dst = (unsigned long *)&v;
+	for (size_t i = 0; i < sizeof(v) / sizeof(unsigned long); i++)
+		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
 	fprintf(stderr, "softrdma[%d]: tx %lu rx %lu nak_seq %lu rnr %lu timeouts %lu dup_rx %lu eagain %lu "
-		"invalid %lu read_gap %lu shm_tx %lu shm_rx %lu doorbells %lu unread_waits %lu peer_gone %lu\n", (int)getpid(),
-		srd_st.tx, srd_st.rx, srd_st.nak_seq, srd_st.rnr, srd_st.timeouts, srd_st.dup_rx, srd_st.eagain,
-		srd_st.invalid, srd_st.read_gap, srd_st.shm_tx, srd_st.shm_rx, srd_st.doorbells, srd_st.unread_waits,
-		srd_st.peer_gone);
+		"invalid %lu read_gap %lu shm_tx %lu shm_rx %lu doorbells %lu unread_waits %lu peer_gone %lu "
+		"agent_takeback %lu agent_hold %lu agent_handed_waits %lu\n", (int)getpid(),
+		v.tx, v.rx, v.nak_seq, v.rnr, v.timeouts, v.dup_rx, v.eagain,
+		v.invalid, v.read_gap, v.shm_tx, v.shm_rx, v.doorbells, v.unread_waits,
+		v.peer_gone, v.agent_takeback, v.agent_hold, v.agent_handed_waits);
 }
 
 /* ---------------------------------------------------------------- sockets, QPN table, wake-ups */
@@ -147,6 +155,34 @@ int srd_net_wait(struct epoll_event *evs, int max, int tmo_ms)
 	if (!__atomic_load_n(&g_wake_pending, __ATOMIC_SEQ_CST) && srd_shm_sleep_begin()) {
 		n = epoll_wait(g_epfd, evs, max, tmo_ms);
 		srd_shm_sleep_end();
+	}
+	__atomic_store_n(&g_agent_sleeping, 0, __ATOMIC_SEQ_CST);
+	return n;
+}
+
+int srd_net_wait_ns(struct epoll_event *evs, int max, uint64_t ns)
+{
+	ST(agent_handed_waits);
+	__atomic_store_n(&g_agent_sleeping, 1, __ATOMIC_SEQ_CST);
+	int n = 0;
+	if (!__atomic_load_n(&g_wake_pending, __ATOMIC_SEQ_CST)) {
+		struct timespec ts = { (time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull) };
+		/* the system call, not glibc's wrapper (2.35+): the library keeps loading on an older glibc */
+#ifdef SYS_epoll_pwait2
+		n = (int)syscall(SYS_epoll_pwait2, g_epfd, evs, max, &ts, NULL, (size_t)0);
+#else
+		n = -1;
+		errno = ENOSYS;
+#endif
+		if (n < 0 && errno == ENOSYS) { /* before Linux 5.11: no nanosecond timeout */
+			n = epoll_wait(g_epfd, evs, max, 0);
+			if (n == 0) {
+				nanosleep(&ts, NULL);
+				n = epoll_wait(g_epfd, evs, max, 0);
+			}
+		}
+		if (n < 0)
+			n = 0;
 	}
 	__atomic_store_n(&g_agent_sleeping, 0, __ATOMIC_SEQ_CST);
 	return n;

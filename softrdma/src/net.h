@@ -7,7 +7,7 @@
 #include <sys/epoll.h>
 
 struct srd_stats { unsigned long tx, rx, nak_seq, rnr, timeouts, dup_rx, eagain, invalid, read_gap, shm_tx,
-		   shm_rx, doorbells, unread_waits, peer_gone; };
+		   shm_rx, doorbells, unread_waits, peer_gone, agent_takeback, agent_hold, agent_handed_waits; };
 extern struct srd_stats srd_st;
 #define ST(x) __atomic_fetch_add(&srd_st.x, 1, __ATOMIC_RELAXED)
 
@@ -60,6 +60,9 @@ bool srd_timer_hinted(void);
 /* Waits for packets or a wake-up: tmo_ms 0 only looks; otherwise the agent sleeps (kicks and
  * same-host senders then wake it) unless a wake-up or a same-host packet already waits. */
 int srd_net_wait(struct epoll_event *evs, int max, int tmo_ms);
+/* Waits at most ns for datagrams and kicks while a polling thread drains the same-host rings
+ * (they stay marked awake: senders ring no doorbell). */
+int srd_net_wait_ns(struct epoll_event *evs, int max, uint64_t ns);
 int srd_net_event_fd(const struct epoll_event *ev); /* the socket's fd; -1 for a kick (drained) */
 
 #endif
