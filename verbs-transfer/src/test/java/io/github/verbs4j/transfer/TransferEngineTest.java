@@ -86,6 +86,19 @@ class TransferEngineTest {
     }
 
     @Test
+    void optionsHaveAWitherForEveryFieldAndCheckEachValue() {
+        TransferOptions o = TransferOptions.defaults().withQpsPerPeer(3).withMaxOutstanding(4).withChunkSize(4096)
+                .withMaxBatches(5).withConnectTimeout(Duration.ofSeconds(2));
+        assertEquals(new TransferOptions(3, 4, 4096, 5, Duration.ofSeconds(2)), o);
+        assertEquals(TransferOptions.defaults(), o.withQpsPerPeer(2).withMaxOutstanding(16).withChunkSize(1 << 20)
+                .withMaxBatches(16).withConnectTimeout(Duration.ofSeconds(10)));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> o.withMaxBatches(0));
+        assertEquals("maxBatches must be positive, got 0", e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> o.withConnectTimeout(Duration.ZERO));
+        assertThrows(NullPointerException.class, () -> o.withConnectTimeout(null));
+    }
+
+    @Test
     void aBatchNotFinishedInTimeThrowsAndMarksItsRequestsTimedOut() {
         // one chunk in flight at a time: 1024 chunks cannot finish within a wait of zero
         TransferOptions options = TestNet.options().withQpsPerPeer(1).withMaxOutstanding(1).withChunkSize(64);
