@@ -30,7 +30,7 @@ import java.nio.ByteOrder;
  * flags ({@link #signaled}, {@link #solicited}, {@link #fence}) set last; {@link #sge} and
  * {@link #inlineData} then give its local data (several calls gather in order), {@link #udAddress}
  * its UD destination. Inline data are copied when set: the buffer may be reused at once. An
- * operation the QP was not created for ({@link QueuePair.Builder#sendOps}) is refused.
+ * operation the QP was not created for ({@link QueuePairBuilder#sendOps}) is refused.
  *
  * <p>A request reaches the provider whole, when the next operation starts or at commit: its
  * builder with {@code wr_id} and {@code wr_flags} ({@code IBV_SEND_INLINE} added when its data
@@ -547,7 +547,7 @@ public final class PostSession implements AutoCloseable {
         }
         if (fn == null || (ops & op.flag()) == 0) {
             throw fail(new IllegalStateException(qp + " was not created for " + op
-                    + " (QueuePair.Builder.sendOps)"));
+                    + " (QueuePairBuilder.sendOps)"));
         }
         flush();
         kind = newKind;

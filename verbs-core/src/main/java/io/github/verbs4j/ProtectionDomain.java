@@ -273,10 +273,10 @@ public final class ProtectionDomain implements AutoCloseable {
         return mw;
     }
 
-    /** Starts a queue pair of {@code type} in this domain; see {@link QueuePair.Builder}. */
-    public QueuePair.Builder queuePair(QpType type) {
+    /** Starts a queue pair of {@code type} in this domain; see {@link QueuePairBuilder}. */
+    public QueuePairBuilder queuePair(QpType type) {
         life.ensureOpen(this);
-        return new QueuePair.Builder(this, Objects.requireNonNull(type, "type"));
+        return new QueuePairBuilder(this, Objects.requireNonNull(type, "type"));
     }
 
     /**

@@ -5,7 +5,7 @@ import io.github.verbs4j.ffi.RdmaCore;
 /**
  * An operation of the post-send API ({@code ibv_qp_ex}, {@code ibv_wr_*}) that a queue pair is
  * created for ({@code IBV_QP_EX_WITH_*} in {@code ibv_qp_init_attr_ex.send_ops_flags}): see
- * {@link QueuePair.Builder#sendOps(SendOp...)} and {@link PostSession}. Only the operations
+ * {@link QueuePairBuilder#sendOps(SendOp...)} and {@link PostSession}. Only the operations
  * named at creation may be built; a provider refuses, with EOPNOTSUPP, an operation it cannot do
  * on the QP's type (rxe and softrdma: RC all ten below; UC writes, sends, BIND_MW and
  * SEND_WITH_INV; UD sends only).

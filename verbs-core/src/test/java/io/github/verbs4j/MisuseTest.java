@@ -337,7 +337,7 @@ class MisuseTest {
             assertThrows(IllegalArgumentException.class, () -> ctx.createCq(0));
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                     () -> pd.queuePair(QpType.RC).build());
-            assertEquals("QueuePair.Builder: sendCq is required", e.getMessage());
+            assertEquals("QueuePairBuilder: sendCq is required", e.getMessage());
             VerbsException tooBig = assertThrows(VerbsException.class, () -> ctx.createCq(Integer.MAX_VALUE));
             assertEquals("ibv_create_cq", tooBig.verb());
             assertEquals("EINVAL", tooBig.errnoName());

@@ -3,6 +3,7 @@ package io.github.verbs4j.channel;
 import io.github.verbs4j.Completion;
 import io.github.verbs4j.MemoryRegion;
 import io.github.verbs4j.QueuePair;
+import io.github.verbs4j.RdmaTimeoutException;
 import io.github.verbs4j.WcStatus;
 import io.github.verbs4j.cm.CmId;
 
@@ -335,29 +336,61 @@ public final class Channel implements AutoCloseable {
     // ---- receiving --------------------------------------------------------------------------
 
     /**
-     * The next message, or {@code null} when none arrived within {@code timeout}. Close the
-     * message to give its slots back: the peer stalls once its credits are used up.
+     * The next message, waiting up to {@code timeout} for one. Close the message to give its
+     * slots back: the peer stalls once its credits are used up.
      *
-     * <p><b>Errors</b>: {@link PeerLostException} once the peer went away (after the messages
-     * that arrived before); {@link ChannelClosedException} after {@link #close()}, or once the
-     * peer closed and every message it sent was returned.
+     * <p><b>Errors</b>: {@link RdmaTimeoutException} when none arrived within {@code timeout}
+     * (to look without waiting, {@link #poll()}); {@link PeerLostException} once the peer went
+     * away (after the messages that arrived before); {@link ChannelClosedException} after
+     * {@link #close()}, or once the peer closed and every message it sent was returned.
      *
      * @throws InterruptedException when interrupted while waiting
      */
     public Message receive(Duration timeout) throws InterruptedException {
-        return receive(timeout.isNegative() ? 0 : saturatedNanos(timeout));
+        Message m = receive(timeout.isNegative() ? 0 : saturatedNanos(timeout));
+        if (m == null) {
+            throw timedOut(timeout);
+        }
+        return m;
     }
 
     /**
-     * {@link #receive(Duration)} with the timeout as a number and unit (allocates nothing).
+     * {@link #receive(Duration)} with the timeout as a number and unit (allocates nothing
+     * unless it times out).
      *
-     * @return the next message, or {@code null} on timeout
+     * @return the next message
+     * @throws RdmaTimeoutException when none arrived within the timeout
      * @throws InterruptedException when interrupted while waiting
      */
     public Message receive(long timeout, TimeUnit unit) throws InterruptedException {
-        return receive(Math.max(0, unit.toNanos(timeout)));
+        Message m = receive(Math.max(0, unit.toNanos(timeout)));
+        if (m == null) {
+            throw timedOut(Duration.of(Math.max(0, timeout), unit.toChronoUnit()));
+        }
+        return m;
     }
 
+    /**
+     * The next message if one has arrived, else {@code null} at once: "nothing yet", the one
+     * {@code null} of the channel's receive side, for a caller that polls several channels
+     * itself (allocates nothing). Errors as {@link #receive(Duration)}, except that it never
+     * times out.
+     */
+    public Message poll() {
+        try {
+            return receive(0L);
+        } catch (InterruptedException e) {
+            // a zero wait never blocks, so nothing here can be interrupted
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private RdmaTimeoutException timedOut(Duration timeout) {
+        return new RdmaTimeoutException(null, "a message from " + peerName(), timeout);
+    }
+
+    /** The next message, or {@code null} when none arrived within {@code timeoutNanos}. */
     private synchronized Message receive(long timeoutNanos) throws InterruptedException {
         long deadline = System.nanoTime() + timeoutNanos;
         if (appPolling && !receiver.hasMessage()) {

@@ -1,5 +1,7 @@
 package io.github.verbs4j.channel;
 
+import io.github.verbs4j.Deadline;
+import io.github.verbs4j.RdmaTimeoutException;
 import io.github.verbs4j.cm.CmEvent;
 import io.github.verbs4j.cm.CmId;
 import io.github.verbs4j.cm.EventChannel;
@@ -7,7 +9,6 @@ import io.github.verbs4j.cm.PortSpace;
 
 import java.net.InetSocketAddress;
 import java.time.Duration;
-import java.util.Objects;
 
 /**
  * A listening rdma_cm id whose accepted connections become {@link Channel}s of its
@@ -69,22 +70,23 @@ public final class ChannelServer implements AutoCloseable {
     }
 
     /**
-     * Accepts the next connection, or returns {@code null} when none came within {@code timeout}.
+     * Accepts the next connection, waiting up to {@code timeout} for it (the request and the
+     * handshake together).
      *
-     * <p><b>Errors</b>: {@link IllegalArgumentException} when the connecting peer is not a
+     * <p><b>Errors</b>: {@link RdmaTimeoutException} when no connection request came within
+     * {@code timeout} (its verb is {@code rdma_get_cm_event}); {@link IllegalArgumentException} when the connecting peer is not a
      * channel (it is rejected); {@link UnsupportedOperationException} (the peer is rejected) for
      * {@link ChannelOptions.Notification#IMMEDIATE} over an iWARP device;
      * {@link io.github.verbs4j.cm.CmEventException} and
      * {@link io.github.verbs4j.VerbsException} when the peer vanished during the handshake.
      */
     public Channel accept(Duration timeout) {
-        Objects.requireNonNull(timeout, "timeout");
-        long deadline = System.nanoTime() + timeout.toNanos();
+        Deadline deadline = Deadline.after(timeout);
         CmEvent request = listener.getRequest(timeout);
         if (request == null) {
-            return null;
+            throw deadline.timedOut("rdma_get_cm_event", "a connection request on " + localAddress());
         }
-        return group.accept(request, Duration.ofNanos(Math.max(1_000_000, deadline - System.nanoTime())));
+        return group.accept(request, Duration.ofNanos(Math.max(1_000_000, deadline.remainingNanos())));
     }
 
     /** Stops listening (pending requests are rejected). Idempotent. */

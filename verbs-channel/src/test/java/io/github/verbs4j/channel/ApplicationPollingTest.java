@@ -1,11 +1,13 @@
 package io.github.verbs4j.channel;
 
+import io.github.verbs4j.RdmaTimeoutException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.time.Duration;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -55,7 +57,10 @@ class ApplicationPollingTest {
             clientReceives.get(T.toSeconds(), TimeUnit.SECONDS);
             assertEquals(n, p.accepted().receivedCount());
             assertEquals(n / 2, p.client().receivedCount());
-            assertNull(p.accepted().receive(50, TimeUnit.MILLISECONDS), "a message beyond the stream arrived");
+            RdmaTimeoutException none = assertThrows(RdmaTimeoutException.class,
+                    () -> p.accepted().receive(50, TimeUnit.MILLISECONDS), "a message beyond the stream arrived");
+            assertEquals(Duration.ofMillis(50), none.timeout());
+            assertNull(p.accepted().poll(), "a message beyond the stream arrived");
         }
     }
 

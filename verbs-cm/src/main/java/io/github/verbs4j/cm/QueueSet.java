@@ -67,12 +67,12 @@ final class QueueSet {
         this.messageSize = options.messageSize();
         this.receiveSlots = options.receiveSlots();
         this.spinPolls = options.spinPolls();
-        this.cqEntries = options.completionQueueSize();
+        this.cqEntries = options.completionQueueEntries();
         List<AutoCloseable> made = new ArrayList<>();
         try {
             pd = add(made, context.allocatePd());
             channel = add(made, context.createCompletionChannel());
-            cq = add(made, context.createCq(options.completionQueueSize(), channel, 0));
+            cq = add(made, context.createCq(options.completionQueueEntries(), channel, 0));
             srq = shared ? add(made, pd.createSrq(receiveSlots, 1)) : null;
             receiveBuffers = add(made, pd.allocate((long) messageSize * receiveSlots, Access.LOCAL_WRITE));
             wcs = cq.completions(32);

@@ -661,17 +661,19 @@ public final class RdmaConnection implements AutoCloseable {
 
     /**
      * Waits until the peer disconnects (a DISCONNECTED event: the peer called disconnect, closed
-     * its connection or its process died). {@code true} once disconnected, {@code false} on timeout.
+     * its connection or its process died); returns at once when it already did.
+     *
+     * @throws io.github.verbs4j.RdmaTimeoutException when no DISCONNECTED came within
+     *         {@code timeout} (its verb is {@code rdma_get_cm_event})
      */
-    public boolean awaitDisconnect(Duration timeout) {
+    public void awaitDisconnect(Duration timeout) {
         ensureOpen();
         Deadline deadline = Deadline.after(timeout);
         while (!id.hasDisconnectedEvent()) {
             if (id.awaitEvent(deadline.remaining()) == null) {
-                return false;
+                throw deadline.timedOut("rdma_get_cm_event", "the peer's DISCONNECTED on " + this);
             }
         }
-        return true;
     }
 
     private void ensureOpen() {

@@ -34,7 +34,7 @@ import java.util.Objects;
  *
  * <pre>{@code
  * try (RdmaServer server = RdmaServer.builder(new InetSocketAddress("10.0.0.1", 0))
- *         .options(EndpointOptions.builder().receiveSlots(256).build())
+ *         .options(EndpointOptions.defaults().withReceiveSlots(256))
  *         .sharedQueues(true).backlog(64).listen()) { ... }
  * }</pre>
  *
@@ -114,7 +114,7 @@ public final class RdmaServer implements AutoCloseable {
         /**
          * Whether the connections share one protection domain, completion queue and shared receive
          * queue (default {@code false}: a set per connection). The shared completion queue has
-         * {@link EndpointOptions#completionQueueSize()} entries and must hold the receive slots and
+         * {@link EndpointOptions#completionQueueEntries()} entries and must hold the receive slots and
          * the send queues of all connections at once: size it for the connections expected (an
          * accept that could overflow it fails with {@link IllegalStateException} saying so).
          */

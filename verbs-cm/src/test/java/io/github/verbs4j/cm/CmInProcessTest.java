@@ -1,6 +1,8 @@
 package io.github.verbs4j.cm;
 
+import io.github.verbs4j.Errno;
 import io.github.verbs4j.QpState;
+import io.github.verbs4j.RdmaTimeoutException;
 import io.github.verbs4j.RemoteBuffer;
 import io.github.verbs4j.TransportType;
 import io.github.verbs4j.VerbsException;
@@ -104,11 +106,11 @@ class CmInProcessTest {
                         client.rdmaBuffer().segment().asSlice(2000, 1000).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE));
 
                 client.disconnect();
-                assertTrue(serverSide.awaitDisconnect(T));
+                serverSide.awaitDisconnect(T);
                 // the kernel's CM gives the disconnecting side its DISCONNECTED when the peer answers
                 // the DREQ, which it does as its id is destroyed (softrdma answers at once)
                 serverSide.close();
-                assertTrue(client.awaitDisconnect(T));
+                client.awaitDisconnect(T);
                 assertEquals(QpState.ERR, CmTestNet.state(client.queuePair()));
             }
         }
@@ -121,11 +123,18 @@ class CmInProcessTest {
             CompletableFuture<RdmaConnection> accepted = CompletableFuture.supplyAsync(() -> server.accept(T));
             try (RdmaConnection client = new RdmaClient(EndpointOptions.defaults()).connect(HOST, port, T);
                  RdmaConnection serverSide = accepted.get(FUTURE_SECONDS, TimeUnit.SECONDS)) {
+                // while both stay connected a wait for the peer's disconnect runs out, and says so
+                RdmaTimeoutException none = assertThrows(RdmaTimeoutException.class,
+                        () -> serverSide.awaitDisconnect(Duration.ofMillis(100)));
+                assertEquals("rdma_get_cm_event", none.verb());
+                assertTrue(none.is(Errno.ETIMEDOUT));
+                assertEquals(Duration.ofMillis(100), none.timeout());
+                assertEquals(QpState.RTS, CmTestNet.state(serverSide.queuePair()), "a timed-out wait changed the connection");
                 client.disconnect();
-                assertTrue(serverSide.awaitDisconnect(T));
+                serverSide.awaitDisconnect(T);
                 // the passive side answers (rdma_disconnect after DISCONNECTED: the kernel CM's DREP)
                 serverSide.disconnect();
-                assertTrue(client.awaitDisconnect(T), "the disconnecting side heard nothing while its peer stayed open");
+                client.awaitDisconnect(T); // throws when the disconnecting side heard nothing while its peer stayed open
                 assertEquals(QpState.ERR, CmTestNet.state(client.queuePair()));
                 assertEquals(QpState.ERR, CmTestNet.state(serverSide.queuePair()));
             }

@@ -46,22 +46,29 @@ class RdmaConnectionTest {
     @Test
     void optionsAreCheckedAndNamed() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> EndpointOptions.builder().sendQueueDepth(0));
+                () -> EndpointOptions.defaults().withSendQueueDepth(0));
         assertEquals("sendQueueDepth must be within 1..65536, got 0", e.getMessage());
         e = assertThrows(IllegalArgumentException.class,
-                () -> EndpointOptions.builder().sendQueueDepth(32).receiveSlots(8).completionQueueSize(20).build());
+                () -> EndpointOptions.defaults().withSendQueueDepth(32).withReceiveSlots(8).withCompletionQueueSize(20));
         assertTrue(e.getMessage().startsWith("completionQueueSize 20 could overflow"), e.getMessage());
-        EndpointOptions o = EndpointOptions.builder().sendQueueDepth(32).receiveSlots(8).build();
-        assertEquals(40, o.completionQueueSize());
-        assertEquals(o, o.toBuilder().build());
+        EndpointOptions o = EndpointOptions.defaults().withSendQueueDepth(32).withReceiveSlots(8);
+        assertEquals(0, o.completionQueueSize());
+        assertEquals(40, o.completionQueueEntries());
+        assertEquals(48, o.withCompletionQueueSize(48).completionQueueEntries());
+        assertEquals(o, o.withSpinPolls(7).withSpinPolls(o.spinPolls()));
+        assertEquals(EndpointOptions.defaults(), new EndpointOptions(4096, 8, 64 * 1024, 16, 0, 0, 1, 1, 200,
+                ConnectParameters.defaults()));
+        e = assertThrows(IllegalArgumentException.class, () -> EndpointOptions.defaults().withMessageSize(0));
+        assertEquals("messageSize must be at least 1, got 0", e.getMessage());
+        assertThrows(NullPointerException.class, () -> EndpointOptions.defaults().withParameters(null));
     }
 
     @Test
     void manyOutstandingReadsAndWritesCompleteThroughOneCallback() throws Exception {
         int depth = 64;
         int chunk = 256;
-        EndpointOptions options = EndpointOptions.builder().sendQueueDepth(depth).rdmaBufferSize(depth * chunk)
-                .parameters(ConnectParameters.defaults().withDepths(16, 16)).build();
+        EndpointOptions options = EndpointOptions.defaults().withSendQueueDepth(depth).withRdmaBufferSize(depth * chunk)
+                .withParameters(ConnectParameters.defaults().withDepths(16, 16));
         RdmaConnection[] p = pair(options);
         try (RdmaConnection client = p[0]; RdmaConnection server = p[1]) {
             MemorySegment remoteBytes = server.rdmaBuffer().segment();
@@ -142,7 +149,7 @@ class RdmaConnectionTest {
                 + " to arrive within the spin budget (the blocking path may allocate); under the emulated one-CPU VM"
                 + " the kernel's rxe/siw often need longer, so the loop would measure the blocking path instead");
         // spin long enough that no wait blocks (the blocking path may allocate; it is not the hot path)
-        EndpointOptions options = EndpointOptions.builder().sendQueueDepth(32).spinPolls(1_000_000).build();
+        EndpointOptions options = EndpointOptions.defaults().withSendQueueDepth(32).withSpinPolls(1_000_000);
         RdmaConnection[] p = pair(options);
         try (RdmaConnection client = p[0]; RdmaConnection server = p[1]; Arena arena = Arena.ofConfined()) {
             RemoteBuffer remote = server.remote();
@@ -219,7 +226,7 @@ class RdmaConnectionTest {
 
     @Test
     void aBlockedReceiveEndsWhenThePeerDisconnects() throws Exception {
-        RdmaConnection[] p = pair(EndpointOptions.builder().spinPolls(0).build());
+        RdmaConnection[] p = pair(EndpointOptions.defaults().withSpinPolls(0));
         try (RdmaConnection client = p[0]; RdmaConnection server = p[1]) {
             CompletableFuture<Throwable> waiting = CompletableFuture.supplyAsync(() -> {
                 try {
@@ -240,7 +247,7 @@ class RdmaConnectionTest {
 
     @Test
     void sendQueueDepthIsWhatWasAsked() throws Exception {
-        RdmaConnection[] p = pair(EndpointOptions.builder().sendQueueDepth(40).receiveSlots(24).build());
+        RdmaConnection[] p = pair(EndpointOptions.defaults().withSendQueueDepth(40).withReceiveSlots(24));
         try (RdmaConnection client = p[0]; RdmaConnection server = p[1]) {
             assertEquals(40, client.sendQueueDepth());
             assertTrue(client.queuePair().capabilities().maxSendWr() >= 40);

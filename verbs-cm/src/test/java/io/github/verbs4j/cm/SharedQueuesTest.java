@@ -42,9 +42,9 @@ class SharedQueuesTest {
         org.junit.jupiter.api.Assumptions.assumeFalse(CmTestNet.iwarp(), "in the siw tier, siw0 refused a client's"
                 + " ibv_create_cq with ENOENT partway through the 64 connections (each client end has its own CQ) after"
                 + " two minutes under emulation; the sharing itself is checked on softrdma and rxe0");
-        EndpointOptions serverOptions = EndpointOptions.builder().messageSize(512).receiveSlots(256)
-                .completionQueueSize(CONNECTIONS * 16 + 256).build();
-        EndpointOptions clientOptions = EndpointOptions.builder().messageSize(512).receiveSlots(4).build();
+        EndpointOptions serverOptions = EndpointOptions.defaults().withMessageSize(512).withReceiveSlots(256)
+                .withCompletionQueueSize(CONNECTIONS * 16 + 256);
+        EndpointOptions clientOptions = EndpointOptions.defaults().withMessageSize(512).withReceiveSlots(4);
         List<RdmaConnection> clients = new ArrayList<>();
         List<RdmaConnection> accepted = new ArrayList<>();
         try (RdmaServer server = RdmaServer.builder(new InetSocketAddress(CmInProcessTest.ADDR, 0))
@@ -120,8 +120,8 @@ class SharedQueuesTest {
     @Test
     void anAcceptThatCouldOverflowTheSharedQueueSaysSo() throws Exception {
         // 8 receive slots + 16 send requests: room for one connection only
-        EndpointOptions options = EndpointOptions.builder().receiveSlots(8).sendQueueDepth(16)
-                .completionQueueSize(24).build();
+        EndpointOptions options = EndpointOptions.defaults().withReceiveSlots(8).withSendQueueDepth(16)
+                .withCompletionQueueSize(24);
         try (RdmaServer server = RdmaServer.builder(new InetSocketAddress(CmInProcessTest.ADDR, 0))
                 .options(options).sharedQueues(true).listen()) {
             int port = server.localAddress().getPort();

@@ -16,6 +16,7 @@ import io.github.verbs4j.PostSession;
 import io.github.verbs4j.ProtectionDomain;
 import io.github.verbs4j.QpType;
 import io.github.verbs4j.QueuePair;
+import io.github.verbs4j.QueuePairBuilder;
 import io.github.verbs4j.ReceiveRequest;
 import io.github.verbs4j.SendOp;
 import io.github.verbs4j.SendRequest;
@@ -194,7 +195,7 @@ abstract class PingPongCommand implements Callable<Integer> {
         base = buf.address() - mr.address();
         buf.fill(FILL);
         CompletionQueue cq = own(channel == null ? ctx.createCq(rxDepth + 1) : ctx.createCq(rxDepth + 1, channel, 0));
-        QueuePair.Builder qpb = pd.queuePair(qpType()).cq(cq).maxSendWr(1).maxRecvWr(rxDepth)
+        QueuePairBuilder qpb = pd.queuePair(qpType()).cq(cq).maxSendWr(1).maxRecvWr(rxDepth)
                 .maxSendSge(1).maxRecvSge(1);
         if (newSend()) {
             qpb.sendOps(SendOp.SEND); // ibv_create_qp_ex, as the stock tool's -N

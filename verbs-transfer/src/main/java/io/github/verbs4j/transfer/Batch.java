@@ -1,5 +1,7 @@
 package io.github.verbs4j.transfer;
 
+import io.github.verbs4j.Deadline;
+import io.github.verbs4j.RdmaTimeoutException;
 import io.github.verbs4j.WcStatus;
 
 import java.time.Duration;
@@ -22,7 +24,9 @@ import java.util.Objects;
  *
  * <p><b>Failures</b> are per request, never an exception of the batch: a lost peer fails that
  * peer's requests ({@link TransferStatus#PEER_LOST}), a refused access fails its own request
- * ({@link TransferStatus#ACCESS_ERROR}); everything else completes.
+ * ({@link TransferStatus#ACCESS_ERROR}); everything else completes. The one exception is the
+ * timeout: {@link #await(Duration)} throws {@link RdmaTimeoutException} when requests were not
+ * final in time, after marking them {@link TransferStatus#TIMED_OUT}.
  *
  * <p><b>Thread-safety</b>: one thread builds and drives a batch; several batches may be in
  * flight on one engine, from several threads (the engine's progress is serialized).
@@ -158,22 +162,39 @@ public final class Batch {
     }
 
     /**
-     * Makes progress until every request is final or {@code timeout} passed; at the timeout the
+     * Makes progress until every request is final or {@code timeout} passed. At the timeout the
      * requests not yet final become {@link TransferStatus#TIMED_OUT} (their chunks not yet posted
-     * never are).
+     * never are) and it throws; the requests that finished keep their status.
      *
-     * @return {@code true} when every request finished (done or failed) before the timeout
+     * @throws RdmaTimeoutException when a request was not final within {@code timeout} (also
+     *         when an earlier {@code await} of this round timed out)
+     * @throws IllegalStateException before {@link #submit()}
      */
-    public boolean await(Duration timeout) {
-        return awaitNanos(timeout.toNanos());
+    public void await(Duration timeout) {
+        Deadline deadline = Deadline.after(timeout);
+        if (!awaitUntil(deadline.nanoTime())) {
+            throw timedOut(timeout);
+        }
     }
 
-    /** As {@link #await(Duration)}, with the timeout in nanoseconds. */
-    public boolean awaitNanos(long timeoutNanos) {
+    /**
+     * As {@link #await(Duration)}, with the timeout in nanoseconds (allocates nothing unless it
+     * times out; a negative timeout is zero).
+     *
+     * @throws RdmaTimeoutException when a request was not final within the timeout
+     */
+    public void awaitNanos(long timeoutNanos) {
+        long timeout = Math.max(0, timeoutNanos);
+        if (!awaitUntil(System.nanoTime() + timeout)) {
+            throw timedOut(Duration.ofNanos(timeout));
+        }
+    }
+
+    /** Whether every request finished before {@code deadline} (a {@link System#nanoTime()}). */
+    private boolean awaitUntil(long deadline) {
         if (!submitted) {
             throw new IllegalStateException("submit() the batch first");
         }
-        long deadline = System.nanoTime() + timeoutNanos;
         int idle = 0;
         while (!isDone()) {
             if (engine.progress() > 0) {
@@ -187,6 +208,12 @@ public final class Batch {
             }
         }
         return !timedOut;
+    }
+
+    private RdmaTimeoutException timedOut(Duration timeout) {
+        // a wait of the engine's own: no one verb timed out
+        return new RdmaTimeoutException(null, count(TransferStatus.TIMED_OUT) + " of " + size
+                + " requests of a batch", timeout);
     }
 
     /** Whether every request is final. */

@@ -52,4 +52,14 @@ public record TransferOptions(int qpsPerPeer, int maxOutstanding, int chunkSize,
     public TransferOptions withChunkSize(int bytes) {
         return new TransferOptions(qpsPerPeer, maxOutstanding, bytes, maxBatches, connectTimeout);
     }
+
+    /** These options with at most {@code n} batches in flight on the engine. */
+    public TransferOptions withMaxBatches(int n) {
+        return new TransferOptions(qpsPerPeer, maxOutstanding, chunkSize, n, connectTimeout);
+    }
+
+    /** These options allowing {@code timeout} for connecting one queue pair or one directory look-up. */
+    public TransferOptions withConnectTimeout(Duration timeout) {
+        return new TransferOptions(qpsPerPeer, maxOutstanding, chunkSize, maxBatches, timeout);
+    }
 }

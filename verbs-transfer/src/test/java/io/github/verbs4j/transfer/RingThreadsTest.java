@@ -11,6 +11,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
 /**
@@ -24,6 +26,20 @@ class RingThreadsTest {
 
     static final int RANKS = 3;
     static final int COUNT = 96 << 10;
+
+    @Test
+    void aWildcardOrUnresolvedRendezvousIsRefusedUpFront() {
+        InetSocketAddress wildcard = new InetSocketAddress("0.0.0.0", 0);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Ring.rendezvous(wildcard));
+        assertEquals("open the rendezvous on the address of an RDMA device, not " + wildcard, e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> Ring.rendezvous(new InetSocketAddress(0)));
+        assertThrows(IllegalArgumentException.class,
+                () -> Ring.rendezvous(InetSocketAddress.createUnresolved("rank0.invalid", 7000)));
+        // nothing was left bound: a rendezvous on the device's address still opens
+        try (Ring.Rendezvous ok = Ring.rendezvous(TestNet.anyPort())) {
+            assertTrue(ok.address().getPort() > 0);
+        }
+    }
 
     @Test
     void threeRanksInThreadsAllreduceAndBroadcastElementByElement() throws Exception {

@@ -74,8 +74,7 @@ final class TestNet {
     /** Engine options with the connect/look-up timeout stretched by {@link #SLOWDOWN}. */
     static TransferOptions options() {
         TransferOptions d = TransferOptions.defaults();
-        return new TransferOptions(d.qpsPerPeer(), d.maxOutstanding(), d.chunkSize(), d.maxBatches(),
-                d.connectTimeout().multipliedBy(SLOWDOWN));
+        return d.withConnectTimeout(d.connectTimeout().multipliedBy(SLOWDOWN));
     }
 
     static InetSocketAddress anyPort() {

@@ -1,5 +1,7 @@
 package io.github.verbs4j.transfer;
 
+import io.github.verbs4j.Errno;
+import io.github.verbs4j.RdmaTimeoutException;
 import io.github.verbs4j.VerbsException;
 import io.github.verbs4j.WcStatus;
 import io.github.verbs4j.testsupport.ThreadMeter;
@@ -18,6 +20,7 @@ import java.util.NoSuchElementException;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -68,16 +71,60 @@ class TransferEngineTest {
             Segment local = engine.allocate("local", 64 << 10);
             Batch b = engine.batch(2);
             int bad = b.read(local, 0, forged, 0, 1024);
-            assertTrue(b.submit().await(T));
+            b.submit().await(T);
             assertEquals(TransferStatus.ACCESS_ERROR, b.status(bad));
             assertEquals(WcStatus.REMOTE_ACCESS_ERROR, b.completionStatus(bad));
             // one queue pair is in error now; the peer is not lost, the other one carries the rest
             b.reset();
             int good = b.read(local, 0, remote, 0, 32 << 10);
-            assertTrue(b.submit().await(T));
+            b.submit().await(T);
             assertEquals(TransferStatus.DONE, b.status(good));
             for (int i = 0; i < 32 << 10; i++) {
                 assertEquals(TestNet.pattern(5, i), local.memory().get(ValueLayout.JAVA_BYTE, i), "byte " + i);
+            }
+        }
+    }
+
+    @Test
+    void optionsHaveAWitherForEveryFieldAndCheckEachValue() {
+        TransferOptions o = TransferOptions.defaults().withQpsPerPeer(3).withMaxOutstanding(4).withChunkSize(4096)
+                .withMaxBatches(5).withConnectTimeout(Duration.ofSeconds(2));
+        assertEquals(new TransferOptions(3, 4, 4096, 5, Duration.ofSeconds(2)), o);
+        assertEquals(TransferOptions.defaults(), o.withQpsPerPeer(2).withMaxOutstanding(16).withChunkSize(1 << 20)
+                .withMaxBatches(16).withConnectTimeout(Duration.ofSeconds(10)));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> o.withMaxBatches(0));
+        assertEquals("maxBatches must be positive, got 0", e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> o.withConnectTimeout(Duration.ZERO));
+        assertThrows(NullPointerException.class, () -> o.withConnectTimeout(null));
+    }
+
+    @Test
+    void aBatchNotFinishedInTimeThrowsAndMarksItsRequestsTimedOut() {
+        // one chunk in flight at a time: 1024 chunks cannot finish within a wait of zero
+        TransferOptions options = TestNet.options().withQpsPerPeer(1).withMaxOutstanding(1).withChunkSize(64);
+        try (TransferEngine target = TransferEngine.open("target", TestNet.anyPort(), options);
+             TransferEngine engine = TransferEngine.open("initiator", TestNet.anyPort(), options)) {
+            Segment data = target.allocate("data", 64 << 10);
+            for (int i = 0; i < 64 << 10; i++) {
+                data.memory().set(ValueLayout.JAVA_BYTE, i, TestNet.pattern(3, i));
+            }
+            RemoteSegment remote = engine.connect(target.localAddress()).lookup("data", T);
+            Segment local = engine.allocate("local", 64 << 10);
+            Batch b = engine.batch(1);
+            int slow = b.read(local, 0, remote, 0, 64 << 10);
+            RdmaTimeoutException late = assertThrows(RdmaTimeoutException.class, () -> b.submit().await(Duration.ZERO));
+            assertNull(late.verb(), "no one verb timed out");
+            assertTrue(late.is(Errno.ETIMEDOUT));
+            assertEquals(TransferStatus.TIMED_OUT, b.status(slow));
+            assertTrue(b.isDone());
+            assertThrows(RdmaTimeoutException.class, () -> b.awaitNanos(0), "the round stays timed out");
+            // the engine goes on: the next round of the same batch completes, every byte read
+            b.reset();
+            int r = b.read(local, 0, remote, 0, 4096);
+            b.submit().await(T);
+            assertEquals(TransferStatus.DONE, b.status(r));
+            for (int i = 0; i < 4096; i++) {
+                assertEquals(TestNet.pattern(3, i), local.memory().get(ValueLayout.JAVA_BYTE, i), "byte " + i);
             }
         }
     }
@@ -99,11 +146,11 @@ class TransferEngineTest {
                 }
                 Batch b = engine.batch(2);
                 int w = b.write(local, 0, remote, 0, size);
-                assertTrue(b.submit().await(T));
+                b.submit().await(T);
                 assertEquals(TransferStatus.DONE, b.status(w));
                 b.reset();
                 int r = b.read(local, size, remote, 0, size);
-                assertTrue(b.submit().await(T));
+                b.submit().await(T);
                 assertEquals(TransferStatus.DONE, b.status(r));
                 assertArrayEquals(local.memory().asSlice(0, size).toArray(ValueLayout.JAVA_BYTE),
                         mapped.toArray(ValueLayout.JAVA_BYTE));
@@ -158,7 +205,8 @@ class TransferEngineTest {
                         }
                     }
                     b.submit();
-                    if (!b.awaitNanos(T.toNanos()) || b.count(TransferStatus.DONE) != 32) {
+                    b.awaitNanos(T.toNanos());
+                    if (b.count(TransferStatus.DONE) != 32) {
                         throw new AssertionError("round " + round + " did not complete: " + b);
                     }
                     chunks += 32 * 4;

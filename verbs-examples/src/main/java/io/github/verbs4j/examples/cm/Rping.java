@@ -66,8 +66,8 @@ final class Rping {
 
     /** Messages of 16 bytes, two receives posted (rping's max_recv_wr), one READ/WRITE each way (rping's conn params). */
     private EndpointOptions options(int rdmaBytes) {
-        return EndpointOptions.builder().messageSize(INFO_SIZE).receiveSlots(2).rdmaBufferSize(rdmaBytes)
-                .parameters(ConnectParameters.defaults()).build();
+        return EndpointOptions.defaults().withMessageSize(INFO_SIZE).withReceiveSlots(2).withRdmaBufferSize(rdmaBytes)
+                .withParameters(ConnectParameters.defaults());
     }
 
     int runClient() {

@@ -239,9 +239,16 @@ public final class Ring implements AutoCloseable {
 
     /**
      * Opens rank 0's rendezvous on {@code address} (the address of an RDMA device; port 0 picks one).
+     *
+     * <p><b>Errors</b>: {@link IllegalArgumentException} for a wildcard or unresolved address,
+     * before anything is made: rank 0's own ring connections go out from the rendezvous's
+     * device, which a wildcard does not name (as {@code TransferEngine.open} refuses it).
      */
     public static Rendezvous rendezvous(InetSocketAddress address) {
         Objects.requireNonNull(address, "address");
+        if (address.getAddress() == null || address.getAddress().isAnyLocalAddress()) {
+            throw new IllegalArgumentException("open the rendezvous on the address of an RDMA device, not " + address);
+        }
         EventChannel channel = EventChannel.create();
         try {
             CmId listener = channel.createId(PortSpace.TCP);

@@ -1,0 +1,245 @@
+package io.github.verbs4j;
+
+import io.github.verbs4j.ffi.RdmaCore;
+import io.github.verbs4j.ffi.ibv_qp_cap;
+import io.github.verbs4j.ffi.ibv_qp_init_attr;
+import io.github.verbs4j.ffi.ibv_qp_init_attr_ex;
+import io.github.verbs4j.internal.Lifecycle;
+import io.github.verbs4j.raw.Downcalls;
+import io.github.verbs4j.raw.ExtendedOps;
+import io.github.verbs4j.raw.VerbsFunctions;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * Collects the creation attributes of a queue pair ({@code struct ibv_qp_init_attr}).
+ * Defaults: 16 send and 16 receive requests, 1 scatter/gather entry each, no inline data,
+ * only signaled requests complete.
+ */
+public final class QueuePairBuilder {
+    final ProtectionDomain pd;
+    final QpType type;
+    CompletionQueue sendCq;
+    CompletionQueue recvCq;
+    SharedReceiveQueue srq;
+    private int maxSendWr = 16;
+    private int maxRecvWr = 16;
+    private int maxSendSge = 1;
+    private int maxRecvSge = 1;
+    private int maxInline;
+    private boolean signalAll;
+    private long sendOps;
+
+    QueuePairBuilder(ProtectionDomain pd, QpType type) {
+        this.pd = pd;
+        this.type = type;
+    }
+
+    /** The completion queue of send requests (required). */
+    public QueuePairBuilder sendCq(CompletionQueue cq) {
+        this.sendCq = cq;
+        return this;
+    }
+
+    /** The completion queue of receive requests (required, except for XRC_SEND, which receives nothing). */
+    public QueuePairBuilder recvCq(CompletionQueue cq) {
+        this.recvCq = cq;
+        return this;
+    }
+
+    /** Both completion queues. */
+    public QueuePairBuilder cq(CompletionQueue cq) {
+        return sendCq(cq).recvCq(cq);
+    }
+
+    /** Receive from a shared receive queue instead of the QP's own. */
+    public QueuePairBuilder srq(SharedReceiveQueue srq) {
+        this.srq = srq;
+        return this;
+    }
+
+    /** Send requests the QP holds at once (default 16). */
+    public QueuePairBuilder maxSendWr(int n) {
+        this.maxSendWr = positive("maxSendWr", n);
+        return this;
+    }
+
+    /** Receive requests the QP holds at once (default 16; ignored with an SRQ). */
+    public QueuePairBuilder maxRecvWr(int n) {
+        this.maxRecvWr = positive("maxRecvWr", n);
+        return this;
+    }
+
+    /** Scatter/gather entries per send request (default 1). */
+    public QueuePairBuilder maxSendSge(int n) {
+        this.maxSendSge = positive("maxSendSge", n);
+        return this;
+    }
+
+    /** Scatter/gather entries per receive request (default 1; ignored with an SRQ). */
+    public QueuePairBuilder maxRecvSge(int n) {
+        this.maxRecvSge = positive("maxRecvSge", n);
+        return this;
+    }
+
+    /** Bytes that may be sent inline ({@link SendRequest#inline(boolean)}). */
+    public QueuePairBuilder maxInline(int bytes) {
+        if (bytes < 0) {
+            throw new IllegalArgumentException("maxInline must not be negative: " + bytes);
+        }
+        this.maxInline = bytes;
+        return this;
+    }
+
+    /** Whether every send request completes ({@code sq_sig_all}), signaled or not. */
+    public QueuePairBuilder signalAll(boolean all) {
+        this.signalAll = all;
+        return this;
+    }
+
+    /**
+     * Creates an extended QP ({@code ibv_create_qp_ex} with
+     * {@code IBV_QP_INIT_ATTR_SEND_OPS_FLAGS}) that can post through the post-send API
+     * ({@link QueuePair#startPosting()}) for these operations; the classic
+     * {@link QueuePair#postSend} works on it too. The device refuses (EOPNOTSUPP) an
+     * operation it cannot do on the QP type.
+     */
+    public QueuePairBuilder sendOps(SendOp... ops) {
+        long f = 0;
+        for (SendOp op : ops) {
+            f |= op.flag();
+        }
+        if (f == 0) {
+            throw new IllegalArgumentException("sendOps needs at least one operation");
+        }
+        this.sendOps = f;
+        return this;
+    }
+
+    private static int positive(String what, int n) {
+        if (n < 1) {
+            throw new IllegalArgumentException(what + " must be at least 1, got " + n);
+        }
+        return n;
+    }
+
+    /**
+     * Creates the queue pair ({@code ibv_create_qp}), in state RESET.
+     *
+     * <p><b>Errors</b>: {@link IllegalArgumentException} when a completion queue is missing or
+     * belongs to another context, or the SRQ to another protection domain;
+     * {@link IllegalStateException} when one of them is closed; {@link VerbsException}
+     * (EINVAL: capabilities beyond the device's, ENOMEM, EOPNOTSUPP for an unsupported type).
+     */
+    public QueuePair build() {
+        pd.life.ensureOpen(pd);
+        if (sendCq == null) {
+            throw new IllegalArgumentException("QueuePairBuilder: sendCq is required");
+        }
+        boolean xrc = type == QpType.XRC_SEND;
+        if (recvCq == null && !xrc) {
+            throw new IllegalArgumentException("QueuePairBuilder: recvCq is required");
+        }
+        if (xrc && (recvCq != null || srq != null)) {
+            throw new IllegalArgumentException("an XRC_SEND QP receives nothing: no recvCq, no srq"
+                    + " (its messages land in XRC SRQs of the target's domain)");
+        }
+        for (CompletionQueue cq : xrc ? new CompletionQueue[] {sendCq} : new CompletionQueue[] {sendCq, recvCq}) {
+            cq.life.ensureOpen(cq);
+            if (cq.context != pd.context) {
+                throw new IllegalArgumentException(cq + " belongs to another context than " + pd);
+            }
+        }
+        if (srq != null) {
+            srq.life.ensureOpen(srq);
+            if (srq.pd != pd) {
+                throw new IllegalArgumentException(srq + " belongs to another protection domain than " + pd);
+            }
+        }
+        Iwarp.checkQpType(pd.context, type);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Downcalls.errnoSegment(arena);
+            MemorySegment init = arena.allocate(ibv_qp_init_attr.layout());
+            ibv_qp_init_attr.send_cq(init, sendCq.handle.pointer());
+            ibv_qp_init_attr.recv_cq(init, recvCq == null ? MemorySegment.NULL : recvCq.handle.pointer());
+            ibv_qp_init_attr.srq(init, srq == null ? MemorySegment.NULL : srq.handle.pointer());
+            MemorySegment cap = ibv_qp_init_attr.cap(init);
+            ibv_qp_cap.max_send_wr(cap, maxSendWr);
+            ibv_qp_cap.max_recv_wr(cap, srq == null ? maxRecvWr : 0);
+            ibv_qp_cap.max_send_sge(cap, maxSendSge);
+            ibv_qp_cap.max_recv_sge(cap, srq == null ? maxRecvSge : 0);
+            ibv_qp_cap.max_inline_data(cap, maxInline);
+            ibv_qp_init_attr.qp_type(init, type.value());
+            ibv_qp_init_attr.sq_sig_all(init, signalAll ? 1 : 0);
+            if (sendOps != 0) {
+                return buildExtended(arena, errno);
+            }
+            MemorySegment qp = (MemorySegment) VerbsFunctions.need(VerbsFunctions.CREATE_QP, "ibv_create_qp").invokeExact(errno, pd.pd, init);
+            if (Downcalls.isNull(qp)) {
+                throw new VerbsException("ibv_create_qp", Downcalls.errno(errno), type + " with " + maxSendWr
+                        + "/" + maxRecvWr + " requests, " + maxSendSge + "/" + maxRecvSge + " SGEs, " + maxInline
+                        + " inline bytes");
+            }
+            QpCapabilities granted = new QpCapabilities(ibv_qp_cap.max_send_wr(cap), ibv_qp_cap.max_recv_wr(cap),
+                    ibv_qp_cap.max_send_sge(cap), ibv_qp_cap.max_recv_sge(cap), ibv_qp_cap.max_inline_data(cap));
+            return QueuePair.register(new QueuePair(this, qp, granted),
+                    () -> Lifecycle.destroyVerb("ibv_destroy_qp", VerbsFunctions.DESTROY_QP, qp));
+        } catch (Throwable t) {
+            throw Downcalls.unexpected("ibv_create_qp", t);
+        }
+    }
+
+    /** ibv_create_qp_ex through verbs_context->create_qp_ex, with the post-send operations. */
+    private QueuePair buildExtended(Arena arena, MemorySegment errno) throws Throwable {
+        MemorySegment create = ExtendedOps.createQpEx(pd.context.ctx);
+        if (create == null) {
+            throw new VerbsException("ibv_create_qp_ex", Errno.EOPNOTSUPP, "the provider has no extended QPs");
+        }
+        MemorySegment init = arena.allocate(ibv_qp_init_attr_ex.layout());
+        ibv_qp_init_attr_ex.send_cq(init, sendCq.handle.pointer());
+        ibv_qp_init_attr_ex.recv_cq(init, recvCq == null ? MemorySegment.NULL : recvCq.handle.pointer());
+        ibv_qp_init_attr_ex.srq(init, srq == null ? MemorySegment.NULL : srq.handle.pointer());
+        MemorySegment cap = ibv_qp_init_attr_ex.cap(init);
+        ibv_qp_cap.max_send_wr(cap, maxSendWr);
+        ibv_qp_cap.max_recv_wr(cap, srq == null ? maxRecvWr : 0);
+        ibv_qp_cap.max_send_sge(cap, maxSendSge);
+        ibv_qp_cap.max_recv_sge(cap, srq == null ? maxRecvSge : 0);
+        ibv_qp_cap.max_inline_data(cap, maxInline);
+        ibv_qp_init_attr_ex.qp_type(init, type.value());
+        ibv_qp_init_attr_ex.sq_sig_all(init, signalAll ? 1 : 0);
+        ibv_qp_init_attr_ex.comp_mask(init, RdmaCore.IBV_QP_INIT_ATTR_PD() | RdmaCore.IBV_QP_INIT_ATTR_SEND_OPS_FLAGS());
+        ibv_qp_init_attr_ex.pd(init, pd.pd);
+        ibv_qp_init_attr_ex.send_ops_flags(init, sendOps);
+        MemorySegment qp = (MemorySegment) ExtendedOps.CREATE_QP_EX.invokeExact(create, errno, pd.context.ctx, init);
+        if (Downcalls.isNull(qp)) {
+            throw new VerbsException("ibv_create_qp_ex", Downcalls.errno(errno), type + " with send ops 0x"
+                    + Long.toHexString(sendOps) + ", " + maxSendWr + "/" + maxRecvWr + " requests, " + maxSendSge
+                    + "/" + maxRecvSge + " SGEs, " + maxInline + " inline bytes");
+        }
+        Lifecycle.Destroy undo = () -> Lifecycle.destroyVerb("ibv_destroy_qp", VerbsFunctions.DESTROY_QP, qp);
+        MemorySegment qpx = (MemorySegment) QpEx.TO_QP_EX.invokeExact(qp);
+        if (qpx.address() != qp.address()) {
+            undo.destroy();
+            throw new IllegalStateException("ibv_qp_to_qp_ex returned " + qpx + " for " + qp
+                    + ": the provider's ibv_qp_ex does not start with its ibv_qp");
+        }
+        QpCapabilities granted = new QpCapabilities(ibv_qp_cap.max_send_wr(cap), ibv_qp_cap.max_recv_wr(cap),
+                ibv_qp_cap.max_send_sge(cap), ibv_qp_cap.max_recv_sge(cap), ibv_qp_cap.max_inline_data(cap));
+        QueuePair result;
+        try {
+            result = new QueuePair(this, qp, granted, null, sendOps);
+        } catch (RuntimeException e) {
+            undo.destroy(); // the provider's ibv_qp_ex lacks what PostSession needs
+            throw e;
+        }
+        return QueuePair.register(result, undo);
+    }
+
+    /** Bound on first use: a libibverbs older than rdma-core's ABI 1.6 lacks the symbol. */
+    private static final class QpEx {
+        /** {@code struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *)} (exported, no errno). */
+        static final java.lang.invoke.MethodHandle TO_QP_EX = Downcalls.plain(io.github.verbs4j.raw.NativeLibraries.verbs(),
+                "ibv_qp_to_qp_ex", RdmaCore.ibv_qp_to_qp_ex$descriptor());
+    }
+}
