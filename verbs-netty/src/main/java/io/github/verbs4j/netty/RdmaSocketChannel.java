@@ -935,7 +935,10 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             if (type == CmEventType.DISCONNECTED || type == CmEventType.DEVICE_REMOVAL || type.isError()) {
                 peerGone = true;
                 // what arrived before the peer left is still read, as a TCP socket's data before
-                // its EOF: the disconnect is the end of input once the queue is read
+                // its EOF: the disconnect is the end of input once the queue is read. The loop
+                // hands CM events over before it polls the queues, so the peer's last messages
+                // may still sit unpolled in the completion queue: take them first
+                drainCompletions();
                 if (rxCount > 0 && open && !inputShutdown) {
                     finReceived = true;
                     if (readPending) {
@@ -947,6 +950,18 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
                     unsafe().close(voidPromise());
                 }
                 return;
+            }
+        }
+    }
+
+    /**
+     * Polls the completion queue until it is empty (bounded: a queue holds at most the ring's
+     * receives and the sends in flight), for a disconnect that must not overtake the data before it.
+     */
+    private void drainCompletions() {
+        for (int i = 0; i < 4 * ringSlots && open && ready; i++) {
+            if (pollCompletions() == 0) {
+                break;
             }
         }
     }
