@@ -164,6 +164,14 @@ static bool poller_takes(uint64_t t0)
 	}
 }
 
+/* Whether the agent hands the rings to polling threads (SOFTRDMA_HANDOVER, default 1; 0 keeps
+ * the rings with the agent as before the handover existed, for A/B runs: softrdma/bench/handover-ab.sh) */
+static bool handover_enabled(void)
+{
+	const char *v = getenv("SOFTRDMA_HANDOVER");
+	return !v || strcmp(v, "0") != 0;
+}
+
 /* How long the agent busy-polls its rings after the last packet or kick before it sleeps
  * (SOFTRDMA_SPIN_US, default 50; 0 = never spin). */
 static uint64_t spin_ns(void)
@@ -214,9 +222,11 @@ static void *agent_main(void *arg)
 	unsigned streak = 0;
 	unsigned long polls_seen = __atomic_load_n(&g_polls, __ATOMIC_RELAXED);
 	const uint64_t spin = spin_ns();
+	const bool handover = handover_enabled();
 	/* the bounded waits below are tens of microseconds: the default 50 us timer slack
 	 * would double them */
-	prctl(PR_SET_TIMERSLACK, 5000UL, 0, 0, 0);
+	if (handover)
+		prctl(PR_SET_TIMERSLACK, 5000UL, 0, 0, 0);
 	for (;;) {
 		int tmo = (srd_timer_hinted() || srd_faults_pending()) ? 1 : 50;
 		uint64_t t0 = srd_now_ns();
@@ -225,7 +235,7 @@ static void *agent_main(void *arg)
 			polls_seen = polls;
 			polled_at = t0;
 		}
-		bool handed = t0 >= hold_until && t0 - polled_at < HANDOVER_NS && srd_shm_owned();
+		bool handed = handover && t0 >= hold_until && t0 - polled_at < HANDOVER_NS && srd_shm_owned();
 		bool take = false;
 		if (handed && srd_shm_pending() && !poller_takes(t0)) {
 			/* the poller leaves packets in the rings: it lost its CPU for a moment, or it
