@@ -104,45 +104,21 @@ public final class Poll {
      *         the time ran out, or a negative errno ({@code -EBADF} for a descriptor not open)
      */
     public static int awaitAnyReadable(MemorySegment pollfds, int nfds, MemorySegment errno, long timeoutMillis) {
-        long deadline = timeoutMillis < 0 ? 0 : System.nanoTime() + Math.min(timeoutMillis, Long.MAX_VALUE / 2_000_000L) * 1_000_000L;
-        try {
-            while (true) {
-                for (int i = 0; i < nfds; i++) {
-                    MemorySegment pfd = pollfds.asSlice(i * POLLFD_SIZE, POLLFD_SIZE);
-                    pollfd.events(pfd, POLLIN);
-                    pollfd.revents(pfd, (short) 0);
-                }
-                int wait = timeoutMillis < 0 ? -1
-                        : (int) Math.min(Integer.MAX_VALUE, Math.max(0, (deadline - System.nanoTime() + 999_999) / 1_000_000));
-                int n = (int) POLL.invokeExact(errno, pollfds, (long) nfds, wait);
-                if (n < 0) {
-                    int e = Downcalls.errno(errno);
-                    if (e == EINTR) {
-                        continue;
-                    }
-                    return -e;
-                }
-                if (n == 0) {
-                    if (timeoutMillis >= 0 && deadline - System.nanoTime() > 0) {
-                        continue;
-                    }
-                    return 0;
-                }
-                int mask = 0;
-                for (int i = 0; i < nfds; i++) {
-                    short revents = pollfd.revents(pollfds.asSlice(i * POLLFD_SIZE, POLLFD_SIZE));
-                    if ((revents & POLLNVAL) != 0) {
-                        return -EBADF;
-                    }
-                    if (revents != 0) {
-                        mask |= 1 << i;
-                    }
-                }
-                return mask;
-            }
-        } catch (Throwable t) {
-            throw Downcalls.unexpected("poll", t);
+        int n = awaitAny(pollfds, nfds, errno, timeoutMillis);
+        if (n <= 0) {
+            return n;
         }
+        int mask = 0;
+        for (int i = 0; i < nfds; i++) {
+            short revents = revents(pollfds, i);
+            if ((revents & POLLNVAL) != 0) {
+                return -EBADF;
+            }
+            if (revents != 0) {
+                mask |= 1 << i;
+            }
+        }
+        return mask;
     }
 
     /**
