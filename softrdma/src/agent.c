@@ -14,6 +14,7 @@
 #include "net.h"
 #include "faults.h"
 #include "shm.h"
+#include "lock.h"
 #include "pd.h"
 #include "cq.h"
 #include <stdio.h>
@@ -100,15 +101,6 @@ static void handle_shm_packet(const uint8_t *buf, size_t n, uint16_t sport, void
 	handle_packet(buf, n, &from, 0);
 }
 
-static void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ volatile("yield");
-#endif
-}
-
 /*
  * Progress by the polling thread. A thread polling an empty CQ takes up to 16 packets from
  * the rings itself (one consumer at a time: srd_shm_drain), so it runs the requester and the
@@ -160,7 +152,7 @@ static bool poller_takes(uint64_t t0)
 			return true;
 		if ((i & 15) == 15 && srd_now_ns() - t0 > CONFIRM_NS)
 			return false;
-		cpu_relax();
+		srd_cpu_relax();
 	}
 }
 
@@ -268,7 +260,7 @@ static void *agent_main(void *arg)
 			/* busy: poll the rings (no system call) for up to 10 us; sockets now and then */
 			for (unsigned i = 0; !srd_shm_pending() && !srd_net_wake_pending();
 			     i++) {
-				cpu_relax();
+				srd_cpu_relax();
 				if ((i & 63) == 63) {
 					if (srd_now_ns() - t0 > 10000)
 						break;

@@ -17,15 +17,6 @@
 
 /* ---------------------------------------------------------------- srd_lock */
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
-#endif
-}
-
 static long futex(int *uaddr, int op, int val)
 {
 	return syscall(SYS_futex, uaddr, op, val, NULL, NULL, 0);
@@ -35,7 +26,7 @@ void srd_mutex_slow(srd_mutex_t *l)
 {
 	/* a short spin first: holders of these locks usually leave within a microsecond */
 	for (int i = 0; i < 64; i++) {
-		cpu_relax();
+		srd_cpu_relax();
 		int free_ = 0;
 		if (__atomic_load_n(&l->v, __ATOMIC_RELAXED) == 0 &&
 		    __atomic_compare_exchange_n(&l->v, &free_, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
@@ -139,7 +130,7 @@ struct srd_reader *srd_br_register(void)
 static void backoff(unsigned *spins)
 {
 	if (++*spins < 64) {
-		cpu_relax();
+		srd_cpu_relax();
 	} else if (*spins < 256) {
 		sched_yield();
 	} else {

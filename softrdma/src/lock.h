@@ -32,6 +32,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* One spin-wait pause (PAUSE on x86, YIELD on AArch64), also a compiler barrier: for every
+ * busy-wait loop of softrdma. */
+static inline void srd_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
 /* The futex mutex under srd_lock_t: taking and releasing it uncontended is one atomic
  * instruction each. */
 typedef struct {

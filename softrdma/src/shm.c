@@ -23,6 +23,7 @@
  * Calls: nothing of softrdma.
  */
 #include "shm.h"
+#include "lock.h"
 #include "wire.h"
 #include <dirent.h>
 #include <errno.h>
@@ -85,15 +86,6 @@ static pthread_mutex_t g_own_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct peer *g_peers[65536];
 static int g_enabled = -1;
 static pthread_once_t g_sweep_once = PTHREAD_ONCE_INIT;
-
-static void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ volatile("yield");
-#endif
-}
 
 bool srd_shm_enabled(void)
 {
@@ -264,7 +256,7 @@ static void recheck(struct peer *p, uint16_t port, uint64_t now)
 	if (r && (__atomic_load_n(&r->closed, __ATOMIC_ACQUIRE) || !pid_alive(r->owner))) {
 		__atomic_store_n(&p->r, NULL, __ATOMIC_SEQ_CST);
 		while (__atomic_load_n(&p->users, __ATOMIC_SEQ_CST))
-			cpu_relax();
+			srd_cpu_relax();
 		munmap(r, sizeof(struct ring));
 		r = NULL;
 	}
