@@ -119,6 +119,17 @@ class RdmaChannelSemanticsTest {
                 }).bind(new InetSocketAddress("127.0.0.1", 0)).syncUninterruptibly().channel();
     }
 
+    /** The text {@code recorder} saw until {@code length} characters arrived; fails when a read took over 10 s. */
+    private static String receive(Recorder recorder, int length) throws InterruptedException {
+        StringBuilder received = new StringBuilder();
+        while (received.length() < length) {
+            Object seen = recorder.seen.poll(10, TimeUnit.SECONDS);
+            assertInstanceOf(String.class, seen, "received " + received.length() + " of " + length);
+            received.append((String) seen);
+        }
+        return received.toString();
+    }
+
     private static Channel client(Channel server, Object handler) {
         return new Bootstrap().group(group).channel(RdmaSocketChannel.class)
                 .handler((io.netty.channel.ChannelHandler) handler)
@@ -261,13 +272,8 @@ class RdmaChannelSemanticsTest {
             for (ChannelFuture w : writes) {
                 assertTrue(w.awaitUninterruptibly(10, TimeUnit.SECONDS) && w.isSuccess(), () -> String.valueOf(w.cause()));
             }
-            StringBuilder received = new StringBuilder();
-            while (received.length() < expected.length()) {
-                Object seen = serverSide.seen.poll(10, TimeUnit.SECONDS);
-                assertInstanceOf(String.class, seen, "received " + received.length() + " of " + expected.length());
-                received.append((String) seen);
-            }
-            assertEquals(expected.toString(), received.toString());
+            String received = receive(serverSide, expected.length());
+            assertEquals(expected.toString(), received);
         } finally {
             client.close().syncUninterruptibly();
             server.close().syncUninterruptibly();
@@ -291,13 +297,8 @@ class RdmaChannelSemanticsTest {
             client.flush();
             assertTrue(last.awaitUninterruptibly(10, TimeUnit.SECONDS) && last.isSuccess(), () -> "last write: "
                     + client.isActive());
-            StringBuilder received = new StringBuilder();
-            while (received.length() < expected.length()) {
-                Object seen = serverSide.seen.poll(10, TimeUnit.SECONDS);
-                assertInstanceOf(String.class, seen, "received " + received.length() + " of " + expected.length());
-                received.append((String) seen);
-            }
-            assertEquals(expected.toString(), received.toString());
+            String received = receive(serverSide, expected.length());
+            assertEquals(expected.toString(), received);
         } finally {
             client.close().syncUninterruptibly();
             server.close().syncUninterruptibly();
@@ -330,13 +331,8 @@ class RdmaChannelSemanticsTest {
             assertFalse(state[2], "closed");
             assertFalse(state[3], "inactive");
             assertTrue(state[4], "the release waits for the sends before CLOSE, on the loop");
-            StringBuilder received = new StringBuilder();
-            while (received.length() < expected.length()) {
-                Object seen = serverSide.seen.poll(10, TimeUnit.SECONDS);
-                assertInstanceOf(String.class, seen, "received " + received.length() + " of " + expected.length());
-                received.append((String) seen);
-            }
-            assertEquals(expected.toString(), received.toString(), "what was written before close reached the peer");
+            String received = receive(serverSide, expected.length());
+            assertEquals(expected.toString(), received, "what was written before close reached the peer");
             assertTrue(serverSide.inactive.await(10, TimeUnit.SECONDS), "the peer saw the CLOSE");
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
             while (client.eventLoop().submit(ch::releasePending).get(10, TimeUnit.SECONDS)) {
