@@ -173,14 +173,6 @@ SRD_EXPORT int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode 
 SRD_EXPORT int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece) { (void)qp; (void)ece; return EOPNOTSUPP; }
 SRD_EXPORT int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece) { (void)qp; (void)ece; return EOPNOTSUPP; }
 
-SRD_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
-{ (void)cmd_fd; errno = EOPNOTSUPP; return NULL; }
-SRD_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *c, uint32_t h)
-{ (void)c; (void)h; errno = EOPNOTSUPP; return NULL; }
-SRD_EXPORT void ibv_unimport_pd(struct ibv_pd *pd) { (void)pd; }
-SRD_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t h)
-{ (void)pd; (void)h; errno = EOPNOTSUPP; return NULL; }
-SRD_EXPORT void ibv_unimport_mr(struct ibv_mr *mr) { (void)mr; }
 SRD_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *c, uint32_t h)
 { (void)c; (void)h; errno = EOPNOTSUPP; return NULL; }
 SRD_EXPORT void ibv_unimport_dm(struct ibv_dm *dm) { (void)dm; }

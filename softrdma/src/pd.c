@@ -25,17 +25,88 @@ SRD_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 	}
 	pd->ibpd.context = context;
 	pd->ibpd.handle = (uint32_t)(uintptr_t)pd;
+	struct srd_ucontext *u = srd_ctx_of(context)->uctx;
+	pthread_mutex_lock(&u->lock);
+	pd->next = u->pds;
+	u->pds = pd;
+	pthread_mutex_unlock(&u->lock);
 	return &pd->ibpd;
 }
 
-
-SRD_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
+/* an imported PD's own users gone: it goes, and its origin loses the reference it held */
+static void unimport_pd(struct srd_pd *pd)
 {
-	/* like the kernel: a PD still holding objects cannot go */
-	if (__atomic_load_n(&PD_OF(pd)->refs, __ATOMIC_ACQUIRE))
+	UNREF(pd->origin);
+	free(pd);
+}
+
+SRD_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
+{
+	struct srd_pd *pd = PD_OF(ibpd);
+	/* like the kernel: a PD still holding objects cannot go. An allocated PD that another
+	 * context imported counts its imports as users: unlike the kernel, whose imported object
+	 * outlives the first context's dealloc, softrdma keeps the memory an import points at. */
+	if (pd->origin) { /* the dealloc of an imported PD: it ends the import */
+		if (__atomic_load_n(&pd->refs, __ATOMIC_ACQUIRE))
+			return EBUSY;
+		unimport_pd(pd);
+		return 0;
+	}
+	struct srd_ucontext *u = srd_ctx_of(ibpd->context)->uctx;
+	pthread_mutex_lock(&u->lock); /* an import takes its reference under it */
+	if (__atomic_load_n(&pd->refs, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_unlock(&u->lock);
 		return EBUSY;
-	free(PD_OF(pd));
+	}
+	for (struct srd_pd **pp = &u->pds; *pp; pp = &(*pp)->next)
+		if (*pp == pd) {
+			*pp = pd->next;
+			break;
+		}
+	pthread_mutex_unlock(&u->lock);
+	free(pd);
 	return 0;
+}
+
+/*
+ * ibv_import_pd: a PD of this context's ucontext (an allocated one, found by its handle), as
+ * a PD of this context. Its objects and the original's pass each other's "same PD" checks
+ * (srd_pd_canon). NULL with EINVAL for a handle the ucontext does not hold.
+ */
+SRD_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *context, uint32_t handle)
+{
+	struct srd_ucontext *u = srd_ctx_of(context)->uctx;
+	struct srd_pd *imp = calloc(1, sizeof(*imp)), *origin = NULL;
+	if (!imp) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_lock(&u->lock);
+	for (struct srd_pd *pd = u->pds; pd; pd = pd->next)
+		if (pd->ibpd.handle == handle) {
+			origin = pd;
+			REF(origin);
+			break;
+		}
+	pthread_mutex_unlock(&u->lock);
+	if (!origin) {
+		free(imp);
+		errno = EINVAL;
+		return NULL;
+	}
+	imp->ibpd.context = context;
+	imp->ibpd.handle = handle;
+	imp->origin = origin;
+	return &imp->ibpd;
+}
+
+/* ibv_unimport_pd: the imported PD object goes (it must have no users left, as with dealloc;
+ * with users it stays: the call has no way to report). An allocated PD is left alone. */
+SRD_EXPORT void ibv_unimport_pd(struct ibv_pd *ibpd)
+{
+	struct srd_pd *pd = ibpd ? PD_OF(ibpd) : NULL;
+	if (pd && pd->origin && !__atomic_load_n(&pd->refs, __ATOMIC_ACQUIRE))
+		unimport_pd(pd);
 }
 
 /* ---------------------------------------------------------------- MR */
@@ -143,7 +214,7 @@ static inline const struct srd_key_ent *key_mr(uint32_t key)
 	struct srd_mr *mr = slot_get(key);
 	if (!mr || mr->kind != SRD_KEY_MR)
 		return NULL;
-	*e = (struct srd_key_ent){ .key = key, .gen = gen, .pd = mr->ibmr.pd, .access = mr->access,
+	*e = (struct srd_key_ent){ .key = key, .gen = gen, .pd = srd_pd_canon(mr->ibmr.pd), .access = mr->access,
 				   .iova = mr->iova, .length = mr->ibmr.length, .addr = (uintptr_t)mr->ibmr.addr };
 	return e;
 }
@@ -272,9 +343,58 @@ SRD_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t 
 	return ibv_reg_mr_iova2(pd, addr, length, iova, (unsigned)access);
 }
 
+/*
+ * ibv_import_mr: the region with this handle (its key-table index), registered on pd's PD or
+ * one it shares (an import of it, or its origin), as an object of pd: the same keys and length;
+ * its address NULL, as the kernel's import reports it. NULL with EINVAL for any other handle.
+ * The import is an alias: the region stays in the table under its own object.
+ */
+SRD_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t handle)
+{
+	struct srd_mr *imp = calloc(1, sizeof(*imp));
+	if (!imp) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	srd_mr_rdlock();
+	struct srd_mr *mr = handle < g_mr_cap ? g_mrs[handle] : NULL;
+	bool found = mr && mr->kind == SRD_KEY_MR && srd_pd_canon(mr->ibmr.pd) == srd_pd_canon(pd);
+	if (found) {
+		imp->ibmr = mr->ibmr;
+		imp->iova = mr->iova;
+		imp->access = mr->access;
+	}
+	srd_mr_unlock();
+	if (!found) {
+		free(imp);
+		errno = EINVAL;
+		return NULL;
+	}
+	imp->ibmr.context = pd->context;
+	imp->ibmr.pd = pd;
+	imp->ibmr.addr = NULL;
+	imp->imported = true;
+	REF(PD_OF(pd));
+	return &imp->ibmr;
+}
+
+/* ibv_unimport_mr: an imported region object goes (the region stays); others are left alone */
+SRD_EXPORT void ibv_unimport_mr(struct ibv_mr *ibmr)
+{
+	struct srd_mr *mr = ibmr ? container_of(ibmr, struct srd_mr, ibmr) : NULL;
+	if (mr && mr->imported) {
+		UNREF(PD_OF(ibmr->pd));
+		free(mr);
+	}
+}
+
 SRD_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 {
 	struct srd_mr *mr = container_of(ibmr, struct srd_mr, ibmr);
+	if (mr->imported) { /* the dereg of an imported region ends the import */
+		ibv_unimport_mr(ibmr);
+		return 0;
+	}
 	srd_br_wrlock(&srd_mr_table_lock);
 	if (mr->nmw) {
 		/* like rxe (IBA 10.6.7.2.6): a region with bound memory windows stays */
@@ -370,7 +490,7 @@ SRD_EXPORT int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, v
 		return IBV_REREG_MR_ERR_INPUT;
 	}
 	struct srd_mr *mr = container_of(ibmr, struct srd_mr, ibmr);
-	if (mr->kind != SRD_KEY_MR) {
+	if (mr->kind != SRD_KEY_MR || mr->imported) { /* an import is not the region's owner */
 		errno = EINVAL;
 		return IBV_REREG_MR_ERR_INPUT;
 	}
@@ -397,6 +517,7 @@ int srd_resolve_sgl(struct ibv_pd *pd, const struct ibv_sge *sge, int n, int nee
 {
 	uint64_t t = 0;
 	bool lazy = (need & SRD_NEED_LAZY) != 0;
+	pd = srd_pd_canon(pd);
 	need &= ~SRD_NEED_LAZY;
 	for (int i = 0; i < n; i++) {
 		out[i].p = NULL;
@@ -429,6 +550,7 @@ uint8_t *srd_resolve_rkey(struct ibv_pd *pd, const void *qp, uint32_t rkey, uint
 			  int need, bool *odp)
 {
 	*odp = false;
+	pd = srd_pd_canon(pd);
 	const struct srd_key_ent *k = key_mr(rkey);
 	struct srd_mr *mr = k ? NULL : slot_get(rkey);
 	if (mr && mr->kind == SRD_KEY_MW) {
@@ -436,7 +558,7 @@ uint8_t *srd_resolve_rkey(struct ibv_pd *pd, const void *qp, uint32_t rkey, uint
 		uint8_t *p = NULL;
 		pthread_mutex_lock(&g_mw_lock);
 		if (mr->ibmr.lkey == rkey && mw->state == SRD_MW_VALID && mw->mr && mw->length &&
-		    mw->ibmw.pd == pd && (mw->ibmw.type != IBV_MW_TYPE_2 || mw->qp == qp) &&
+		    srd_pd_canon(mw->ibmw.pd) == pd && (mw->ibmw.type != IBV_MW_TYPE_2 || mw->qp == qp) &&
 		    (mw->access & (unsigned)need) == (unsigned)need) {
 			uint64_t off = (mw->access & IBV_ACCESS_ZERO_BASED) ? va : va - mw->addr;
 			bool in = (mw->access & IBV_ACCESS_ZERO_BASED) || va >= mw->addr;
@@ -559,7 +681,7 @@ int srd_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t 
 			rc = EFAULT;
 			break;
 		}
-		if (slot->kind != SRD_KEY_MR || slot->ibmr.pd != pd || !(slot->access & IBV_ACCESS_ON_DEMAND)) {
+		if (slot->kind != SRD_KEY_MR || srd_pd_canon(slot->ibmr.pd) != srd_pd_canon(pd) || !(slot->access & IBV_ACCESS_ON_DEMAND)) {
 			rc = EINVAL;
 			break;
 		}
@@ -662,12 +784,12 @@ static bool bind_ok(const struct srd_mw *mw, const struct srd_mr *mr, struct ibv
 			return false;
 	} else {
 		/* a bound type 2 window must be invalidated before it is bound again */
-		if (mw->state != SRD_MW_FREE || qp_pd != mw->ibmw.pd || !mr || !length)
+		if (mw->state != SRD_MW_FREE || srd_pd_canon(qp_pd) != srd_pd_canon(mw->ibmw.pd) || !mr || !length)
 			return false;
 	}
 	if (!mr)
 		return true;
-	if (mr->ibmr.pd != mw->ibmw.pd || (mr->access & IBV_ACCESS_ZERO_BASED) ||
+	if (srd_pd_canon(mr->ibmr.pd) != srd_pd_canon(mw->ibmw.pd) || (mr->access & IBV_ACCESS_ZERO_BASED) ||
 	    !(mr->access & IBV_ACCESS_MW_BIND))
 		return false;
 	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
@@ -727,7 +849,7 @@ int srd_mw_invalidate(struct ibv_pd *pd, uint32_t rkey)
 	if (slot && slot->kind == SRD_KEY_MW) {
 		struct srd_mw *mw = container_of(slot, struct srd_mw, slot);
 		pthread_mutex_lock(&g_mw_lock);
-		if (slot->ibmr.lkey == rkey && mw->ibmw.type == IBV_MW_TYPE_2 && mw->ibmw.pd == pd) {
+		if (slot->ibmr.lkey == rkey && mw->ibmw.type == IBV_MW_TYPE_2 && srd_pd_canon(mw->ibmw.pd) == srd_pd_canon(pd)) {
 			if (mw->mr)
 				mw->mr->nmw--;
 			mw->mr = NULL;

@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 #include <netinet/in.h>
 #include <time.h>
 #include "lock.h"
@@ -51,9 +52,27 @@ struct srd_device {
 	int index;
 };
 
+/*
+ * What the kernel calls a ucontext: the namespace of object handles behind a context's command
+ * fd. ibv_open_device makes one (its cmd_fd a memfd, so a dup of it can be told apart from any
+ * other fd by its inode); ibv_import_device opens another context on the same one, and
+ * ibv_import_pd/ibv_import_mr find objects of it by handle (context.c owns its life, pd.c the
+ * list of its PDs).
+ */
+struct srd_ucontext {
+	int refs;              /* contexts on it; under context.c's registry lock */
+	dev_t st_dev;          /* the memfd's identity */
+	ino_t st_ino;
+	struct srd_device *dev;
+	pthread_mutex_t lock;  /* pds */
+	struct srd_pd *pds;    /* the PDs allocated on it (not the imported ones) */
+	struct srd_ucontext *next;
+};
+
 struct srd_context {
 	struct verbs_context vctx;
 	struct srd_device *dev;
+	struct srd_ucontext *uctx;
 	pthread_mutex_t async_lock;
 	struct srd_async_node *async_head, *async_tail;
 };
@@ -65,7 +84,9 @@ struct srd_async_node {
 
 struct srd_pd {
 	struct ibv_pd ibpd;
-	int refs; /* MRs, QPs, SRQs, AHs using it */
+	int refs; /* MRs, QPs, SRQs, AHs using it; for an allocated PD also its imports */
+	struct srd_pd *origin; /* an imported PD: the PD it names (whose checks it shares); else NULL */
+	struct srd_pd *next;   /* in its ucontext's list (allocated PDs only) */
 };
 
 /* A key-table entry: a memory region, or the key of a memory window (kind SRD_KEY_MW,
@@ -78,6 +99,7 @@ struct srd_mr {
 	int access;
 	int kind;        /* SRD_KEY_MR, SRD_KEY_MW */
 	int nmw;         /* memory windows bound to this region (the MW lock) */
+	bool imported;   /* an ibv_import_mr alias: not in the key table, names a region that is */
 };
 
 enum srd_mw_state { SRD_MW_FREE = 0, SRD_MW_VALID };
@@ -294,6 +316,12 @@ struct srd_qp {
 
 #define REF(x) __atomic_add_fetch(&(x)->refs, 1, __ATOMIC_ACQ_REL)
 #define PD_OF(p) container_of((p), struct srd_pd, ibpd)
+/* the PD whose objects a PD shares: an imported PD's origin, else the PD itself. Every
+ * "same PD" check (keys against a QP, windows against regions) compares these. */
+static inline struct ibv_pd *srd_pd_canon(struct ibv_pd *p)
+{
+	return p && PD_OF(p)->origin ? &PD_OF(p)->origin->ibpd : p;
+}
 #define UNREF(x) __atomic_sub_fetch(&(x)->refs, 1, __ATOMIC_ACQ_REL)
 
 static inline struct srd_context *srd_ctx_of(struct ibv_context *c)

@@ -9,12 +9,18 @@
  *    peer's SEND_WITH_INV or ibv_dealloc_mw (type 2) it ends in REM_ACCESS_ERR;
  *  - ODP: the QPs' access flags are the regions' own (ON_DEMAND included), RDMA WRITE, READ,
  *    FETCH_AND_ADD and CMP_AND_SWP on on-demand regions.
+ *  - shared PD (tests/test_shared_pd.py): a second context imported from a dup of the first's
+ *    command fd, the first's PD and region imported into it by handle, an extended RC QP of the
+ *    second context on the imported PD writing with the new post-send API through the imported
+ *    region's keys, both ways.
  */
 #define _GNU_SOURCE
 #include <infiniband/verbs.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include "testlib.h"
+#include <fcntl.h>
+#include <unistd.h>
 
 #define MSG 1024
 
@@ -368,6 +374,103 @@ static void test_odp(void)
 	player_down(&s);
 }
 
+/* one signaled RDMA WRITE of MSG bytes through the extended QP's new post-send API */
+static int wr_write(struct player *p, uint32_t lkey)
+{
+	struct ibv_qp_ex *qx = ibv_qp_to_qp_ex(p->qp);
+	ibv_wr_start(qx);
+	qx->wr_id = 0x52;
+	qx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_rdma_write(qx, p->peer_rkey, p->peer_addr);
+	ibv_wr_set_sge(qx, lkey, (uintptr_t)p->buf, MSG);
+	if (ibv_wr_complete(qx))
+		return -2;
+	return wc_status(p, NULL);
+}
+
+static void test_imported_pd(void)
+{
+	const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	struct player orig, c, imp;
+	player_up(&orig, access, IBV_QP_EX_WITH_RDMA_WRITE); /* the resources the import names */
+	player_up(&c, access, IBV_QP_EX_WITH_RDMA_WRITE);
+
+	/* what cannot be imported */
+	errno = 0;
+	CHECK(!ibv_import_device(-1) && errno == EBADF, "import of a closed fd: EBADF (errno %d)", errno);
+	int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	errno = 0;
+	CHECK(!ibv_import_device(devnull) && errno == EINVAL, "import of a fd that is no context's: EINVAL (errno %d)",
+	      errno);
+	close(devnull);
+	errno = 0;
+	CHECK(!ibv_import_pd(c.ctx, orig.pd->handle) && errno == EINVAL,
+	      "a PD of another context's ucontext is not imported: EINVAL (errno %d)", errno);
+
+	int fd = dup(orig.ctx->cmd_fd);
+	CHECK(orig.ctx->cmd_fd >= 0 && fd >= 0, "the context has a command fd (%d)", orig.ctx->cmd_fd);
+	memset(&imp, 0, sizeof(imp));
+	imp.ctx = ibv_import_device(fd);
+	CHECK(imp.ctx != NULL, "ibv_import_device: %s", strerror(errno));
+	if (!imp.ctx)
+		exit(t_report());
+	CHECK(imp.ctx != orig.ctx && imp.ctx->device == orig.ctx->device && imp.ctx->cmd_fd == fd,
+	      "the imported context: another context of the same device, on the fd given");
+	errno = 0;
+	CHECK(!ibv_import_pd(imp.ctx, orig.pd->handle ^ 0x5a5a5a5au) && errno == EINVAL,
+	      "an unknown PD handle: EINVAL (errno %d)", errno);
+	imp.pd = ibv_import_pd(imp.ctx, orig.pd->handle);
+	CHECK(imp.pd && imp.pd->context == imp.ctx && imp.pd->handle == orig.pd->handle, "ibv_import_pd: %s",
+	      strerror(errno));
+	imp.mr = imp.pd ? ibv_import_mr(imp.pd, orig.mr->handle) : NULL;
+	CHECK(imp.mr && imp.mr->lkey == orig.mr->lkey && imp.mr->rkey == orig.mr->rkey &&
+	      imp.mr->length == orig.mr->length && imp.mr->pd == imp.pd && !imp.mr->addr,
+	      "ibv_import_mr: the region's keys and length, no address (%s)", strerror(errno));
+	errno = 0;
+	CHECK(!ibv_import_mr(c.pd, orig.mr->handle) && errno == EINVAL,
+	      "a region of another PD is not imported: EINVAL (errno %d)", errno);
+	if (!imp.pd || !imp.mr)
+		exit(t_report());
+	CHECK_EQ(ibv_dealloc_pd(orig.pd), EBUSY, "the original PD stays while it has users and imports");
+
+	/* the server's resources of the imported context, on the imported PD and region */
+	imp.cq = ibv_create_cq(imp.ctx, 64, NULL, NULL, 0);
+	struct ibv_qp_init_attr_ex ia = { .send_cq = imp.cq, .recv_cq = imp.cq, .qp_type = IBV_QPT_RC,
+					  .cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
+						   .max_recv_sge = 1 },
+					  .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+					  .pd = imp.pd, .send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE };
+	imp.qp = imp.cq ? ibv_create_qp_ex(imp.ctx, &ia) : NULL;
+	CHECK(imp.qp && !ibv_query_gid(imp.ctx, 1, 1, &imp.gid), "a QP on the imported PD: %s", strerror(errno));
+	if (!imp.qp)
+		exit(t_report());
+	imp.buf = orig.buf; /* the imported region's memory: the original's */
+	players_connect(&c, &imp, access);
+	c.peer_rkey = imp.mr->rkey;
+	c.peer_addr = (uintptr_t)orig.buf;
+	imp.peer_rkey = c.mr->rkey;
+	imp.peer_addr = (uintptr_t)c.buf;
+	for (unsigned i = 0; i < 10; i++) { /* rdma_traffic's iterations */
+		t_fill(c.buf, MSG, 40 + i);
+		CHECK(wr_write(&c, c.mr->lkey) == IBV_WC_SUCCESS, "client writes into the imported region (%u)", i);
+		CHECK(!memcmp(orig.buf, c.buf, MSG), "the client's bytes arrive in the imported region (%u)", i);
+		t_fill(orig.buf, MSG, 80 + i);
+		CHECK(wr_write(&imp, imp.mr->lkey) == IBV_WC_SUCCESS, "the imported QP writes from the imported region (%u)",
+		      i);
+		CHECK(!memcmp(c.buf, orig.buf, MSG), "the imported side's bytes arrive at the client (%u)", i);
+	}
+
+	/* unimport as the test's tearDown does; then the original goes as usual */
+	CHECK_EQ(ibv_destroy_qp(imp.qp), 0, "destroy the imported side's QP");
+	CHECK_EQ(ibv_destroy_cq(imp.cq), 0, "destroy the imported side's CQ");
+	ibv_unimport_mr(imp.mr);
+	ibv_unimport_pd(imp.pd);
+	CHECK_EQ(ibv_close_device(imp.ctx), 0, "close the imported context");
+	CHECK(fcntl(fd, F_GETFD) == -1 && errno == EBADF, "the imported context closed the fd it owned");
+	player_down(&c);
+	player_down(&orig);
+}
+
 int main(void)
 {
 	test_mw_type1();
@@ -377,5 +480,6 @@ int main(void)
 	test_mw_type2(INVAL_DEALLOC);
 	test_wr_bind_mw();
 	test_odp();
+	test_imported_pd();
 	return t_report();
 }
