@@ -127,6 +127,13 @@ abstract class PerfCommand implements Callable<Integer> {
             description = "Iterations per size (default 1000 for latency, 5000 for bandwidth). Client side.")
     Integer iters;
 
+    @Option(names = {"-w", "--warmup"}, paramLabel = "<n>",
+            description = "Client side: untimed iterations of the first size before the measured ones, run over the"
+                    + " same connection as rounds of -n iterations each (the server answers them as any round), so the"
+                    + " measured rounds run on compiled code on both sides (default " + PingPongCommand.DEFAULT_WARMUP
+                    + "; 0: none).")
+    Integer warmup;
+
     @Option(names = {"-e", "--events"}, description = "Sleep on completion events instead of polling (not for write-lat, which spins on memory).")
     boolean events;
 
@@ -229,8 +236,11 @@ abstract class PerfCommand implements Callable<Integer> {
         if (inlineSize != null && inlineSize > 0 && !carriesInline()) {
             throw new CommandLine.ParameterException(cl, kind().command + " sends no data: -I does not apply");
         }
-        if (host == null && (size != null || all || iters != null)) {
-            throw new CommandLine.ParameterException(cl, "-s, -a and -n are client options: the server follows the client");
+        if (warmup != null && warmup < 0) {
+            throw new CommandLine.ParameterException(cl, "-w: the warm-up is 0 or more iterations, not " + warmup);
+        }
+        if (host == null && (size != null || all || iters != null || warmup != null)) {
+            throw new CommandLine.ParameterException(cl, "-s, -a, -n and -w are client options: the server follows the client");
         }
     }
 
@@ -445,40 +455,59 @@ abstract class PerfCommand implements Callable<Integer> {
             qp.connect(peer, connectOptions(gidIndex));
             banner(peer, n);
             addresses(local, peer);
+            // the warm-up: whole rounds of the first size, unreported, until warm iterations ran
+            int warm = warmup != null ? warmup : PingPongCommand.DEFAULT_WARMUP;
+            int rounds = (int) ((warm + (long) n - 1) / n);
+            if (rounds > 0) {
+                out.printf(" Warm-up: %d rounds of %d iterations at %d bytes, not reported%n", rounds, n, sizes.get(0));
+                out.flush();
+            }
+            for (int r = 0; r < rounds; r++) {
+                round(wire, sizes.get(0), n, false);
+            }
             out.println(SEPARATOR);
             out.println(kind().latency
                     ? " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] "
                     : " #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]");
             out.flush();
             for (int s : sizes) {
-                prepareSize(s, n);
-                wire.send("GO " + s);
-                wire.expect("READY");
-                if (kind().latency) {
-                    long[] samples = new long[n];
-                    switch (kind()) {
-                        case SEND_LAT -> sendLatency(s, n, true, samples);
-                        case WRITE_LAT -> writeLatency(s, n, true, samples);
-                        case READ_LAT -> oneSidedLatency(s, n, samples, SendRequest.rdmaRead());
-                        case ATOMIC_LAT -> oneSidedLatency(8, n, samples, SendRequest.fetchAndAdd(1));
-                        default -> throw new AssertionError(kind());
-                    }
-                    wire.send("DONE");
-                    wire.expect("DONE");
-                    reportLatency(s, n, samples, kind() == Kind.SEND_LAT || kind() == Kind.WRITE_LAT);
-                } else {
-                    long[] timing = bandwidth(s, n);
-                    wire.send("DONE");
-                    // the server answers once it has everything: SEND bandwidth counts delivered messages
-                    wire.expect("DONE");
-                    reportBandwidth(s, n, timing);
-                }
+                round(wire, s, n, true);
             }
             wire.send("BYE");
         }
         out.println(SEPARATOR);
         out.flush();
         return 0;
+    }
+
+    /** One round of size s, n iterations (GO, READY, the loop, DONE both ways); reported when asked. */
+    private void round(PerfWire wire, int s, int n, boolean report) {
+        prepareSize(s, n);
+        wire.send("GO " + s);
+        wire.expect("READY");
+        if (kind().latency) {
+            long[] samples = new long[n];
+            switch (kind()) {
+                case SEND_LAT -> sendLatency(s, n, true, samples);
+                case WRITE_LAT -> writeLatency(s, n, true, samples);
+                case READ_LAT -> oneSidedLatency(s, n, samples, SendRequest.rdmaRead());
+                case ATOMIC_LAT -> oneSidedLatency(8, n, samples, SendRequest.fetchAndAdd(1));
+                default -> throw new AssertionError(kind());
+            }
+            wire.send("DONE");
+            wire.expect("DONE");
+            if (report) {
+                reportLatency(s, n, samples, kind() == Kind.SEND_LAT || kind() == Kind.WRITE_LAT);
+            }
+        } else {
+            long[] timing = bandwidth(s, n);
+            wire.send("DONE");
+            // the server answers once it has everything: SEND bandwidth counts delivered messages
+            wire.expect("DONE");
+            if (report) {
+                reportBandwidth(s, n, timing);
+            }
+        }
     }
 
     // ---- the loops

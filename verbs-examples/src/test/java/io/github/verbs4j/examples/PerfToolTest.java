@@ -17,6 +17,7 @@ import java.util.concurrent.TimeUnit;
 
 import static io.github.verbs4j.examples.ToolRun.inProcess;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -108,6 +109,9 @@ class PerfToolTest {
             "send-bw    | -s 4096 -n 200 -Q 128 -I 64",
             "send-lat   | -s 512 -n 200 -I 0",
             "write-lat  | -s 64 -n 200 -I 64",
+            // the warm-up: none, and rounds of -n that do not divide it (4 unreported rounds of 300)
+            "send-lat   | -s 64 -n 300 -w 0",
+            "write-bw   | -s 4096 -n 300 -w 1000",
     })
     void clientAndServerAgreeAndTheNumbersAreSane(String command, String flags) {
         List<String> args = List.of(flags.trim().split(" "));
@@ -128,6 +132,15 @@ class PerfToolTest {
             }
             // both sides name each other's QP
             assertTrue(server.out().contains(" remote address: "), server.describe());
+            // the warm-up ran as whole unreported rounds of -n (default 20000 iterations)
+            int warmup = args.contains("-w") ? Integer.parseInt(args.get(args.indexOf("-w") + 1)) : 20_000;
+            int rounds = (warmup + iters - 1) / iters;
+            if (rounds > 0) {
+                assertTrue(client.out().contains(" Warm-up: " + rounds + " rounds of " + iters + " iterations at " + size
+                        + " bytes, not reported\n"), client.describe());
+            } else {
+                assertFalse(client.out().contains("Warm-up"), client.describe());
+            }
         }
     }
 
@@ -278,7 +291,13 @@ class PerfToolTest {
 
         ToolRun serverSize = inProcess("read-bw", "-s", "16");
         assertEquals(2, serverSize.exitCode(), serverSize.err());
-        assertTrue(serverSize.err().contains("-s, -a and -n are client options"), serverSize.err());
+        assertTrue(serverSize.err().contains("-s, -a, -n and -w are client options"), serverSize.err());
+        ToolRun serverWarmup = inProcess("send-lat", "-w", "10");
+        assertEquals(2, serverWarmup.exitCode(), serverWarmup.err());
+        assertTrue(serverWarmup.err().contains("-s, -a, -n and -w are client options"), serverWarmup.err());
+        ToolRun negativeWarmup = inProcess("send-lat", "-w", "-1", "localhost");
+        assertEquals(2, negativeWarmup.exitCode(), negativeWarmup.err());
+        assertTrue(negativeWarmup.err().contains("-w: the warm-up is 0 or more iterations, not -1"), negativeWarmup.err());
     }
 
     @Test
