@@ -51,6 +51,8 @@ public final class CompletionQueue implements AutoCloseable {
     private final CompletionChannel channel;
     private final MemorySegment pollFn;
     private final MemorySegment notifyFn;
+    /** The close guard's record of the thread that armed this queue last (requestNotify). */
+    private InFlight notifyMark;
     private final AtomicInteger unackedEvents = new AtomicInteger();
 
     /** The extended polling interface ({@code ibv_create_cq_ex}), or null for a classic queue. */
@@ -166,7 +168,14 @@ public final class CompletionQueue implements AutoCloseable {
         // refused from the moment a close begins, so that close() never waits on a stream of new calls
         life.ensureOpen(this);
         int rc;
-        InFlight mark = handle.enter(this, "ibv_req_notify_cq");
+        // the record cached in the queue, as posts and polls cache it in their request objects:
+        // taken only when it is this thread's (InFlight.of), so a queue armed by several threads
+        // is correct too, each paying the thread-local lookup when another armed it last
+        InFlight cached = notifyMark;
+        InFlight mark = handle.enter(cached, this, "ibv_req_notify_cq");
+        if (mark != cached) {
+            notifyMark = mark;
+        }
         try {
             rc = (int) ContextOps.REQ_NOTIFY_CQ_ADDRESS.invokeExact(notifyFn, handle.address(), solicitedOnly ? 1 : 0);
         } catch (Throwable t) {
