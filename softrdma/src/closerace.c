@@ -44,7 +44,7 @@ bool srd_close_race_destroy(struct srd_inside *in, const char *verb)
 	__atomic_store_n(&in->destroyed, 1, __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&in->calls, __ATOMIC_SEQ_CST)) {
 		__atomic_store_n(&in->destroyed, 0, __ATOMIC_SEQ_CST);
-		report("a destroy while a post, poll or notify on that object is inside the provider", verb);
+		report("a destroy while a post, poll, notify or session on that object is inside the provider", verb);
 		return false;
 	}
 	return true;

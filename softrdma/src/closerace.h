@@ -3,7 +3,8 @@
 /*
  * The close-race check: shows a binding's close guard at work. A test turns it on
  * (softrdma_close_race_check, exported for tests only); from then on every post, poll and
- * notify on a QP, SRQ or CQ counts itself inside its object for its length (and lingers there
+ * notify on a QP, SRQ or CQ, and every extended session (wr_start..wr_complete/wr_abort on a
+ * QP, start_poll..end_poll on a CQ), counts itself inside its object for its length (and lingers there
  * for the given spin, so that a race has a window wide enough to hit), and a destroy of an
  * object that a call is inside, or a call on an object already destroyed, is counted
  * (softrdma_close_races), reported on stderr and refused: the destroy returns EBUSY and leaves

@@ -334,6 +334,8 @@ static int x_take(struct srd_cq *cq)
 	return 0;
 }
 
+static int start_poll_take(struct srd_cq *cq);
+
 /* start_poll takes the CQ's lock, which end_poll releases; on ENOENT nothing is held
  * (the caller must not call end_poll then). */
 static int x_start_poll(struct ibv_cq_ex *x, struct ibv_poll_cq_attr *attr)
@@ -341,6 +343,22 @@ static int x_start_poll(struct ibv_cq_ex *x, struct ibv_poll_cq_attr *attr)
 	struct srd_cq *cq = xcq(x);
 	if (attr && attr->comp_mask)
 		return EINVAL;
+	if (srd_close_race_checking()) {
+		/* the session is inside the CQ from start_poll to end_poll (closerace.h) */
+		if (!srd_close_race_enter(&cq->inside, "start_poll"))
+			return EINVAL;
+		int rc = start_poll_take(cq);
+		if (rc)
+			srd_close_race_exit(&cq->inside); /* no session: nothing is held */
+		else
+			cq->poll_inside = true;
+		return rc;
+	}
+	return start_poll_take(cq);
+}
+
+static int start_poll_take(struct srd_cq *cq)
+{
 	if (!__atomic_load_n(&cq->count, __ATOMIC_ACQUIRE)) {
 		/* as srd_poll_cq: the poller takes waiting packets itself, and an empty spin
 		 * hands the core over now and then */
@@ -365,7 +383,12 @@ static int x_next_poll(struct ibv_cq_ex *x)
 
 static void x_end_poll(struct ibv_cq_ex *x)
 {
-	srd_unlock(&xcq(x)->lock);
+	struct srd_cq *cq = xcq(x);
+	bool inside = cq->poll_inside; /* read under the lock the session holds */
+	cq->poll_inside = false;
+	srd_unlock(&cq->lock);
+	if (inside)
+		srd_close_race_exit(&cq->inside);
 }
 
 static enum ibv_wc_opcode x_read_opcode(struct ibv_cq_ex *x) { return xcq(x)->cur.opcode; }

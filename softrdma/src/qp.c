@@ -1019,6 +1019,24 @@ static void x_start(struct ibv_qp_ex *qx)
 	b->n = 0;
 	b->err = 0;
 	b->open = true;
+	if (srd_close_race_checking() && !b->inside) {
+		/* the session is inside the QP from wr_start to wr_complete/wr_abort (closerace.h);
+		 * on a destroyed QP it is refused: wr_complete answers EINVAL */
+		struct srd_qp *qp = container_of(qx, struct srd_qp, qpx);
+		if (srd_close_race_enter(&qp->inside, "wr_start"))
+			b->inside = true;
+		else
+			b->err = EINVAL;
+	}
+}
+
+/* the session ends: out of the QP for the close-race check */
+static void x_session_end(struct ibv_qp_ex *qx, struct srd_xbatch *b)
+{
+	if (b->inside) {
+		b->inside = false;
+		srd_close_race_exit(&container_of(qx, struct srd_qp, qpx)->inside);
+	}
 }
 
 static int x_complete(struct ibv_qp_ex *qx)
@@ -1027,14 +1045,17 @@ static int x_complete(struct ibv_qp_ex *qx)
 	if (!b->open)
 		return EINVAL;
 	b->open = false;
-	if (b->err)
-		return b->err;
-	if (!b->n)
-		return 0;
-	for (int i = 0; i < b->n; i++)
-		b->wr[i].next = i + 1 < b->n ? &b->wr[i + 1] : NULL;
-	struct ibv_send_wr *bad = NULL;
-	return srd_post_send_wrs(&qx->qp_base, b->wr, &bad, true);
+	int rc = 0;
+	if (b->err) {
+		rc = b->err;
+	} else if (b->n) {
+		for (int i = 0; i < b->n; i++)
+			b->wr[i].next = i + 1 < b->n ? &b->wr[i + 1] : NULL;
+		struct ibv_send_wr *bad = NULL;
+		rc = srd_post_send_wrs(&qx->qp_base, b->wr, &bad, true);
+	}
+	x_session_end(qx, b);
+	return rc;
 }
 
 static void x_abort(struct ibv_qp_ex *qx)
@@ -1042,6 +1063,7 @@ static void x_abort(struct ibv_qp_ex *qx)
 	struct srd_xbatch *b = xb_of(qx);
 	b->open = false;
 	b->n = 0;
+	x_session_end(qx, b);
 }
 
 static struct srd_xbatch *xbatch_new(struct srd_qp *qp, uint64_t ops)

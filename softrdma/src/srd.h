@@ -138,6 +138,7 @@ struct srd_cq {
 	unsigned empty_polls;
 	int refs; /* QPs using it */
 	struct srd_inside inside; /* the close-race check's (closerace.h) */
+	bool poll_inside;         /* the check counts a start_poll..end_poll session inside it */
 	pthread_mutex_t ev_lock;
 	pthread_cond_t ev_cond;
 	unsigned events, acked;
@@ -233,6 +234,7 @@ struct srd_xbatch {
 	int n;                      /* WRs built so far */
 	int err;                    /* first error of this batch, returned by wr_complete */
 	bool open;                  /* between wr_start and wr_complete/wr_abort */
+	bool inside;                /* the close-race check counts this session inside its QP */
 };
 
 struct srd_qp {

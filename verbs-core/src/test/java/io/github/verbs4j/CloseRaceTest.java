@@ -29,7 +29,8 @@ import static org.junit.jupiter.api.Assertions.fail;
  * owners' handles were guarded, a QP destroyed under a concurrent post aborted the JVM.)
  *
  * <p>On softrdma the classic race runs under softrdma's close-race check
- * ({@code softrdma_close_race_check}): every post, poll and notify lingers
+ * ({@code softrdma_close_race_check}): every post, poll and notify (and every extended posting
+ * or polling session, from its start to its end) lingers
  * {@value #LINGER_NANOS} ns inside the provider, and a destroy that runs while one of them is
  * inside (or a call on an object already destroyed) is counted and refused. The count must stay
  * 0: the close guard makes every destroy wait for the calls in flight. With the guard disabled
@@ -193,7 +194,18 @@ class CloseRaceTest {
      */
     @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
-    void closingExtendedQueuePairsAndQueuesUnderPostingAndPollingSessions() throws Exception {
+    void closingExtendedQueuePairsAndQueuesUnderPostingAndPollingSessions() throws Throwable {
+        // softrdma's check counts a session (wr_start..wr_complete, start_poll..end_poll) inside
+        // its QP or CQ for its whole length, as the close guard's session mark does
+        try (RaceCheck check = RaceCheck.start()) {
+            closingUnderPostingAndPollingSessions();
+            assertEquals(0, check.counted(), "softrdma counted destroys that ran while a posting or polling session"
+                    + " on the object was open (or sessions on destroyed objects): the close guard did not hold"
+                    + " (stderr names them)");
+        }
+    }
+
+    private void closingUnderPostingAndPollingSessions() throws Exception {
         Random random = new Random(20261123L);
         AtomicLong posted = new AtomicLong();
         AtomicLong polled = new AtomicLong();
