@@ -227,7 +227,11 @@ public final class Batch {
         return status[index];
     }
 
-    /** The completion status behind a failed request, or {@code null} (done, pending, timed out, local error). */
+    /**
+     * The completion status behind a failed request, or {@code null}: done, pending, timed out,
+     * local error, and a {@link TransferStatus#PEER_LOST} request none of whose chunks failed on
+     * the wire (the peer was found lost, through rdma_cm's DISCONNECTED, before they were posted).
+     */
     public WcStatus completionStatus(int index) {
         check(index);
         return completion[index];

@@ -76,6 +76,12 @@ public final class TransferEngine implements AutoCloseable {
     private final TransferOptions options;
     private final EventChannel serviceChannel;
     private final EventChannel activeChannel;
+    /**
+     * Where the connections this engine made report their rdma_cm events once established (moved
+     * here from {@link #activeChannel}, whose events the connects in progress wait for): the
+     * service thread reads it, so a peer's DISCONNECTED fails its requests at once.
+     */
+    private final EventChannel peerEvents;
     private final CmId listener;
     private final Context context;
     private final ProtectionDomain pd;
@@ -99,11 +105,13 @@ public final class TransferEngine implements AutoCloseable {
     }
 
     private TransferEngine(String name, TransferOptions options, EventChannel serviceChannel, EventChannel activeChannel,
-            CmId listener, Context context, ProtectionDomain pd, CompletionQueue sendCq, CompletionQueue recvCq) {
+            EventChannel peerEvents, CmId listener, Context context, ProtectionDomain pd, CompletionQueue sendCq,
+            CompletionQueue recvCq) {
         this.name = name;
         this.options = options;
         this.serviceChannel = serviceChannel;
         this.activeChannel = activeChannel;
+        this.peerEvents = peerEvents;
         this.listener = listener;
         this.context = context;
         this.pd = pd;
@@ -133,6 +141,7 @@ public final class TransferEngine implements AutoCloseable {
         try {
             EventChannel serviceChannel = add(made, EventChannel.create());
             EventChannel activeChannel = add(made, EventChannel.create());
+            EventChannel peerEvents = add(made, EventChannel.create());
             CmId listener = add(made, serviceChannel.createId(PortSpace.TCP));
             listener.bind(listen);
             listener.listen(64);
@@ -143,8 +152,8 @@ public final class TransferEngine implements AutoCloseable {
             ProtectionDomain pd = add(made, context.allocatePd());
             CompletionQueue sendCq = add(made, context.createCq(64));
             CompletionQueue recvCq = add(made, context.createCq(64));
-            TransferEngine engine = new TransferEngine(name, options, serviceChannel, activeChannel, listener, context, pd,
-                    sendCq, recvCq);
+            TransferEngine engine = new TransferEngine(name, options, serviceChannel, activeChannel, peerEvents, listener,
+                    context, pd, sendCq, recvCq);
             engine.service.start();
             return engine;
         } catch (RuntimeException | Error e) {
@@ -303,6 +312,9 @@ public final class TransferEngine implements AutoCloseable {
                 }
             }
             TransferPeer p = new TransferPeer(this, peer, cq, controlCq, control, ids, depth);
+            for (CmId id : ids) {
+                id.migrate(peerEvents); // established: from now on only DISCONNECTED and the like come
+            }
             synchronized (this) {
                 ensureOpen();
                 peers.add(p);
@@ -534,6 +546,7 @@ public final class TransferEngine implements AutoCloseable {
                 }
                 answerLookups();
                 dropDisconnected();
+                watchPeers();
             } catch (RuntimeException e) {
                 if (state.isClosed()) {
                     return;
@@ -619,6 +632,29 @@ public final class TransferEngine implements AutoCloseable {
         }
     }
 
+    /**
+     * Takes the rdma_cm events of the connections this engine made: a DISCONNECTED (the peer's
+     * process died, or it closed the connection) or DEVICE_REMOVAL marks the peer lost at once,
+     * rather than after the transport's retries run out (about half a second with rdma_cm's
+     * defaults), and moves its queue pairs to ERR so that the chunks in flight flush.
+     */
+    private void watchPeers() {
+        for (CmEvent e; (e = peerEvents.next(Duration.ZERO)) != null; ) {
+            if (e.type() == CmEventType.DISCONNECTED || e.type() == CmEventType.DEVICE_REMOVAL) {
+                peerDisconnected(e.id());
+            }
+        }
+    }
+
+    private synchronized void peerDisconnected(CmId id) {
+        for (TransferPeer p : peerArray) {
+            if (p.owns(id)) {
+                p.disconnected();
+                return;
+            }
+        }
+    }
+
     // ---------------------------------------------------------------- lifecycle
 
     private void ensureOpen() {
@@ -659,7 +695,7 @@ public final class TransferEngine implements AutoCloseable {
             for (Segment s : segments.values()) {
                 order.add(s.region);
             }
-            order.addAll(List.of(listener, serviceSendCq, serviceRecvCq, pd, activeChannel, serviceChannel));
+            order.addAll(List.of(listener, serviceSendCq, serviceRecvCq, pd, peerEvents, activeChannel, serviceChannel));
             accepted.clear();
             segments.clear();
             released = true;

@@ -16,7 +16,8 @@ import java.util.Set;
 import java.util.zip.CRC32C;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -190,10 +191,10 @@ class TransferProcessTest {
                     assertEquals(TransferStatus.DONE, s, "request " + i + " to the healthy peer");
                 } else if (s == TransferStatus.PEER_LOST) {
                     lost++;
+                    // null: never posted (the peer was already lost); else the chunk in flight that failed
                     WcStatus why = batch.completionStatus(i);
-                    assertNotNull(why, "request " + i + " has no completion status");
-                    assertTrue(Set.of(WcStatus.RETRY_EXCEEDED, WcStatus.WR_FLUSH_ERROR, WcStatus.RNR_RETRY_EXCEEDED)
-                            .contains(why), "request " + i + ": " + why);
+                    assertTrue(why == null || Set.of(WcStatus.RETRY_EXCEEDED, WcStatus.WR_FLUSH_ERROR,
+                            WcStatus.RNR_RETRY_EXCEEDED).contains(why), "request " + i + ": " + why);
                 } else {
                     assertEquals(TransferStatus.DONE, s, "request " + i + " to the victim");
                     done++;
@@ -207,6 +208,79 @@ class TransferProcessTest {
             assertTrue(vp.isLost());
             a.out().println("EXIT");
             a.expect("BYE");
+        }
+    }
+
+    /**
+     * A peer killed with SIGKILL while chunks to it are in flight: rdma_cm's DISCONNECTED, not the
+     * transport's retries (about half a second), ends its requests. The chunks in flight flush
+     * (PEER_LOST with WR_FLUSH_ERR), the requests not posted yet and those of a batch submitted
+     * afterwards are never posted (PEER_LOST, no completion status); none claims RETRY_EXC_ERR.
+     * The victim's packets are held 20 ms each (softrdma's delay fault) so that chunks are in
+     * flight when it dies; the delay between the kill and the batch's end is printed.
+     */
+    @Test
+    void aKilledPeerIsSeenThroughRdmaCmNotAfterTheRetries() throws Exception {
+        assumeTrue(TestNet.onSoftrdma(), "needs softrdma's delay fault to keep chunks in flight when the peer dies");
+        TransferOptions options = TestNet.options().withQpsPerPeer(2).withMaxOutstanding(4).withChunkSize(16 << 10);
+        try (TestNet.Child victim = TestNet.start(SegmentPeer.class, Map.of("SOFTRDMA_FAULTS", "seed=5,delay=1:20ms"),
+                "2", Long.toString(PEER_BYTES));
+             TransferEngine engine = TransferEngine.open("initiator", TestNet.anyPort(), options)) {
+            TransferPeer vp = engine.connect(new InetSocketAddress(TestNet.ADDRESS,
+                    Integer.parseInt(victim.expect("READY "))));
+            RemoteSegment rv = vp.lookup("data", T);
+            Segment local = engine.allocate("local", PEER_BYTES);
+            int requests = 64;
+            long piece = PEER_BYTES / requests;
+            Batch batch = engine.batch(requests);
+            for (int i = 0; i < requests; i++) {
+                batch.read(local, i * piece, rv, (requests - 1 - i) * piece, piece);
+            }
+            batch.submit();
+            long deadline = System.nanoTime() + T.toNanos();
+            while (batch.count(TransferStatus.DONE) < 1 && System.nanoTime() < deadline) {
+                batch.poll();
+            }
+            long killed = System.nanoTime();
+            victim.process().destroyForcibly();
+            batch.await(T); // an RdmaTimeoutException when the batch did not finish in T
+            long seenMicros = (System.nanoTime() - killed) / 1000;
+            int lost = 0;
+            int flushed = 0;
+            for (int i = 0; i < requests; i++) {
+                TransferStatus s = batch.status(i);
+                if (s == TransferStatus.DONE) {
+                    assertEquals(patternCrc(2, (requests - 1 - i) * piece, piece), crc(local.memory(), i * piece, piece),
+                            "checksum of READ " + i);
+                    continue;
+                }
+                assertEquals(TransferStatus.PEER_LOST, s, "request " + i);
+                lost++;
+                WcStatus why = batch.completionStatus(i);
+                if (why != null) {
+                    assertEquals(WcStatus.WR_FLUSH_ERROR, why, "request " + i + " (the loss came through rdma_cm)");
+                    flushed++;
+                }
+            }
+            System.out.printf("killed peer: its %d open requests failed %.1f ms after SIGKILL (%d flushed in flight,"
+                    + " %d never posted), %d done before%n", lost, seenMicros / 1000.0, flushed, lost - flushed,
+                    requests - lost);
+            assertTrue(lost > 0, "every request finished before the peer died");
+            assertTrue(vp.isLost());
+            assertNull(vp.lostBecause(), "no completion showed the loss: rdma_cm did");
+
+            // requests submitted after the loss are never posted: final at submit
+            Batch later = engine.batch(4);
+            for (int i = 0; i < 4; i++) {
+                later.write(local, i * piece, rv, i * piece, piece);
+            }
+            later.submit();
+            assertTrue(later.isDone(), "requests to a lost peer are final at submit");
+            for (int i = 0; i < 4; i++) {
+                assertEquals(TransferStatus.PEER_LOST, later.status(i));
+                assertNull(later.completionStatus(i), "never posted: no completion");
+            }
+            assertNotEquals(0, later.count(TransferStatus.PEER_LOST));
         }
     }
 }
