@@ -203,6 +203,8 @@ public final class TransferPeer implements AutoCloseable {
         ByteBuffer out = control.segment().asSlice(CONTROL_BYTES, CONTROL_BYTES).asByteBuffer();
         out.put(LOOKUP).put((byte) n.length).put(n);
         lanes[0].qp.postSend(controlSend.local(control, CONTROL_BYTES, out.position()));
+        long idleSince = System.nanoTime();
+        boolean armed = false;
         while (true) {
             int got = controlCq.poll(controlCompletions);
             if (got > 0) {
@@ -224,7 +226,15 @@ public final class TransferPeer implements AutoCloseable {
             if (deadline.expired()) {
                 throw deadline.timedOut("the directory's answer for '" + name + "' from " + address);
             }
-            Thread.onSpinWait();
+            if (System.nanoTime() - idleSince < engine.spinNanos()) {
+                Thread.onSpinWait();
+            } else if (!armed) {
+                controlCq.requestNotify(false); // then polled once more before blocking
+                armed = true;
+            } else {
+                engine.awaitEvents(deadline.nanoTime());
+                armed = false;
+            }
         }
     }
 

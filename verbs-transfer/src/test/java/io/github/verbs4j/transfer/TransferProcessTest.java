@@ -1,6 +1,7 @@
 package io.github.verbs4j.transfer;
 
 import io.github.verbs4j.WcStatus;
+import io.github.verbs4j.testsupport.ThreadMeter;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
@@ -242,6 +243,9 @@ class TransferProcessTest {
                 batch.poll();
             }
             long killed = System.nanoTime();
+            // when this JVM saw the process end: most of the delay is the killed JVM's teardown
+            java.util.concurrent.CompletableFuture<Long> exited = victim.process().onExit()
+                    .thenApply(p -> (System.nanoTime() - killed) / 1000);
             victim.process().destroyForcibly();
             batch.await(T); // an RdmaTimeoutException when the batch did not finish in T
             long seenMicros = (System.nanoTime() - killed) / 1000;
@@ -263,8 +267,9 @@ class TransferProcessTest {
                 }
             }
             System.out.printf("killed peer: its %d open requests failed %.1f ms after SIGKILL (%d flushed in flight,"
-                    + " %d never posted), %d done before%n", lost, seenMicros / 1000.0, flushed, lost - flushed,
-                    requests - lost);
+                    + " %d never posted), %d done before; the process's end was seen here after %.1f ms%n", lost,
+                    seenMicros / 1000.0, flushed, lost - flushed, requests - lost,
+                    exited.get(T.toSeconds(), java.util.concurrent.TimeUnit.SECONDS) / 1000.0);
             assertTrue(lost > 0, "every request finished before the peer died");
             assertTrue(vp.isLost());
             assertNull(vp.lostBecause(), "no completion showed the loss: rdma_cm did");
@@ -281,6 +286,48 @@ class TransferProcessTest {
                 assertNull(later.completionStatus(i), "never posted: no completion");
             }
             assertNotEquals(0, later.count(TransferStatus.PEER_LOST));
+        }
+    }
+
+    /**
+     * A thread awaiting a batch from a slow peer leaves the core idle: every packet the peer sends
+     * is held 20 ms (softrdma's delay fault), 40 READs go one at a time, so the await lasts at
+     * least 800 ms, nearly all of it waiting; once its spin is spent the thread blocks on the
+     * engine's completion channel. Its CPU time stays under 30 % of the wall time (a spinning
+     * wait takes all of it); the share is printed. The bytes are checked too.
+     */
+    @Test
+    void awaitingASlowPeerBlocksInsteadOfSpinning() throws Exception {
+        assumeTrue(TestNet.onSoftrdma(), "needs softrdma's delay fault: a peer whose every packet is held 20 ms");
+        TransferOptions options = TestNet.options().withQpsPerPeer(1).withMaxOutstanding(1).withChunkSize(4096);
+        try (TestNet.Child slow = TestNet.start(SegmentPeer.class, Map.of("SOFTRDMA_FAULTS", "seed=9,delay=1:20ms"),
+                "3", Long.toString(PEER_BYTES));
+             TransferEngine engine = TransferEngine.open("initiator", TestNet.anyPort(), options)) {
+            RemoteSegment remote = engine.connect(new InetSocketAddress(TestNet.ADDRESS,
+                    Integer.parseInt(slow.expect("READY ")))).lookup("data", T);
+            int requests = 40;
+            Segment local = engine.allocate("local", requests * 4096L);
+            Batch batch = engine.batch(requests);
+            for (int i = 0; i < requests; i++) {
+                batch.read(local, i * 4096L, remote, (i * 7L % requests) * 4096, 4096);
+            }
+            long cpu0 = ThreadMeter.cpuNanos();
+            long wall0 = System.nanoTime();
+            batch.submit().await(T);
+            long cpu = ThreadMeter.cpuNanos() - cpu0;
+            long wall = System.nanoTime() - wall0;
+            System.out.printf("awaiting a slow peer: %.1f ms of CPU in %.1f ms (%.1f %%)%n", cpu / 1e6, wall / 1e6,
+                    100.0 * cpu / wall);
+            for (int i = 0; i < requests; i++) {
+                assertEquals(TransferStatus.DONE, batch.status(i), "request " + i);
+                assertEquals(patternCrc(3, (i * 7L % requests) * 4096, 4096), crc(local.memory(), i * 4096L, 4096),
+                        "checksum of READ " + i);
+            }
+            assertTrue(wall >= requests * 20_000_000L, "the peer's packets were not held: " + wall / 1_000_000 + " ms");
+            assertTrue(cpu < 0.3 * wall, "the awaiting thread used " + cpu / 1_000_000 + " ms of CPU in "
+                    + wall / 1_000_000 + " ms");
+            slow.out().println("EXIT");
+            slow.expect("BYE");
         }
     }
 }

@@ -4,11 +4,13 @@ import io.github.verbs4j.Access;
 import io.github.verbs4j.CloseState;
 import io.github.verbs4j.Closer;
 import io.github.verbs4j.Completion;
+import io.github.verbs4j.CompletionChannel;
 import io.github.verbs4j.CompletionQueue;
 import io.github.verbs4j.Completions;
 import io.github.verbs4j.Context;
 import io.github.verbs4j.Deadline;
 import io.github.verbs4j.MemoryRegion;
+import io.github.verbs4j.PollSet;
 import io.github.verbs4j.ProtectionDomain;
 import io.github.verbs4j.QueuePair;
 import io.github.verbs4j.RdmaTimeoutException;
@@ -72,6 +74,10 @@ import java.util.concurrent.TimeoutException;
  * naming the neighbour); a host or link gone without a word shows after the transport's retries.
  * A rank that does not come within the timeout ends the wait with {@link RdmaTimeoutException}.
  *
+ * <p><b>Waiting</b>: a rank polls its completion queue for {@link #SPIN_WAIT} without a result,
+ * then blocks on its completion channel (and the neighbours' rdma_cm events) until a completion
+ * wakes it, so a rank that waits for a slower neighbour leaves the core to it.
+ *
  * <p><b>Thread-safety</b>: one thread at a time; {@link #close()} is idempotent.
  */
 public final class Ring implements AutoCloseable {
@@ -85,8 +91,20 @@ public final class Ring implements AutoCloseable {
     private static final int TAG_SCATTER = 1 << 16;
     private static final int TAG_GATHER = 2 << 16;
     private static final int TAG_BCAST = 3 << 16;
-    /** How often a rank that waits looks at its neighbours' rdma_cm events (a killed neighbour shows there first). */
-    private static final long NEIGHBOUR_CHECK_NANOS = 1_000_000;
+    /**
+     * How long a wait polls the completion queue without a result before it blocks on the
+     * completion channel (and the neighbours' rdma_cm events): a few round trips, so that a step
+     * whose chunk is on its way is not put to sleep, while a rank that waits for a slower neighbour
+     * leaves the core to it (on a shared machine, the neighbour may need that very core).
+     */
+    public static final Duration SPIN_WAIT = Duration.ofNanos(50_000);
+    private static final long SPIN_NANOS = SPIN_WAIT.toNanos();
+    /**
+     * The longest single block of a wait: a bound on a wake-up lost to a race the arming does not
+     * cover (none is known), not how a completion or a neighbour's loss is noticed.
+     */
+    private static final long MAX_BLOCK_MILLIS = 50;
+    private static final long NOT_IDLE = Long.MIN_VALUE;
     /**
      * How long send completions may still come after a neighbour disconnected: one that closed
      * its ring cleanly acknowledged this rank's last requests before its DISCONNECTED was sent,
@@ -108,6 +126,12 @@ public final class Ring implements AutoCloseable {
     private final Closer owned;
     private final MemoryRegion buffer;
     private final CompletionQueue cq;
+    /** The queue's completion channel: what a wait blocks on once its spin is spent. */
+    private final CompletionChannel completionEvents;
+    /** The completion channel and the neighbours' rdma_cm event channels, waited on together. */
+    private final PollSet waitSet = new PollSet(3);
+    /** When the current wait began to find nothing (System.nanoTime), or {@link #NOT_IDLE}. */
+    private long idleSince = NOT_IDLE;
     private final Completions wcs = new Completions(64);
     private final QueuePair right;
     private final QueuePair left;
@@ -120,8 +144,6 @@ public final class Ring implements AutoCloseable {
     private String rightGone;
     /** When the first neighbour was seen gone (System.nanoTime), for the grace of send completions. */
     private long goneAt;
-    /** When the neighbours' rdma_cm events are looked at next while nothing completes (System.nanoTime). */
-    private long nextNeighbourCheck;
     private final long rightAddress;
     private final int rightRkey;
     private final SendRequest write = SendRequest.rdmaWrite().signaled().id(WRITE_ID);
@@ -140,7 +162,8 @@ public final class Ring implements AutoCloseable {
     private final CloseState state = new CloseState();
 
     private Ring(int rank, int size, long maxBytes, Duration timeout, Closer owned, MemoryRegion buffer,
-            CompletionQueue cq, CmId rightId, CmId leftId, long rightAddress, int rightRkey, int sendDepth) {
+            CompletionQueue cq, CompletionChannel completionEvents, EventChannel leftEvents, EventChannel rightEvents,
+            CmId rightId, CmId leftId, long rightAddress, int rightRkey, int sendDepth) {
         this.rank = rank;
         this.size = size;
         this.maxBytes = maxBytes;
@@ -148,6 +171,10 @@ public final class Ring implements AutoCloseable {
         this.owned = owned;
         this.buffer = buffer;
         this.cq = cq;
+        this.completionEvents = completionEvents;
+        waitSet.add(completionEvents.fd());
+        waitSet.add(leftEvents.fd());
+        waitSet.add(rightEvents.fd());
         this.rightId = rightId;
         this.leftId = leftId;
         this.right = rightId.queuePair();
@@ -365,6 +392,7 @@ public final class Ring implements AutoCloseable {
         final CmId listener;
         final Context context;
         final ProtectionDomain pd;
+        final CompletionChannel completionEvents;
         final CompletionQueue cq;
         final MemoryRegion buffer;
         final long maxBytes;
@@ -382,7 +410,8 @@ public final class Ring implements AutoCloseable {
                     throw new IllegalArgumentException(at + " selects no RDMA device");
                 }
                 pd = add(context.allocatePd());
-                cq = add(context.createCq(4096));
+                completionEvents = add(context.createCompletionChannel());
+                cq = add(context.createCq(4096, completionEvents, 0));
                 buffer = add(pd.allocate(2 * maxBytes + 4 * SCRATCH, Access.LOCAL_WRITE, Access.REMOTE_WRITE));
             } catch (RuntimeException | Error e) {
                 closeAll(e);
@@ -454,7 +483,8 @@ public final class Ring implements AutoCloseable {
                 owned.register(rightId);
                 owned.register(leftId);
                 listener.close();
-                return new Ring(rank, size, maxBytes, deadline.timeout(), owned, buffer, cq, rightId, leftId,
+                return new Ring(rank, size, maxBytes, deadline.timeout(), owned, buffer, cq, completionEvents,
+                        listenChannel, connectChannel, rightId, leftId,
                         address, rkey, depth);
             } catch (ExecutionException e) {
                 if (rightId != null) {
@@ -658,17 +688,41 @@ public final class Ring implements AutoCloseable {
         }
     }
 
+    /**
+     * One round of a wait: takes what completed; when nothing did for {@link #SPIN_WAIT}, arms the
+     * queue, takes what completed meanwhile, looks at the neighbours' rdma_cm events and blocks
+     * until a completion or an event arrives (or {@link #MAX_BLOCK_MILLIS}). The caller loops
+     * until what it needs has come.
+     */
     private void pollOnce(long deadline, String what, int need) {
-        int n = takeCompletions();
-        if (n == 0) {
-            long now = System.nanoTime();
-            if (now - nextNeighbourCheck >= 0) {
-                nextNeighbourCheck = now + NEIGHBOUR_CHECK_NANOS;
-                watchNeighbours(need, now);
-            }
-            if (now - deadline > 0) {
-                throw new RdmaTimeoutException(null, what + " (rank " + rank + " of " + size + ")", timeout);
-            }
+        if (takeCompletions() > 0) {
+            idleSince = NOT_IDLE;
+            return;
+        }
+        long now = System.nanoTime();
+        if (now - deadline > 0) {
+            idleSince = NOT_IDLE;
+            throw new RdmaTimeoutException(null, what + " (rank " + rank + " of " + size + ")", timeout);
+        }
+        if (idleSince == NOT_IDLE) {
+            idleSince = now;
+        }
+        if (now - idleSince < SPIN_NANOS) {
+            Thread.onSpinWait();
+            return;
+        }
+        cq.requestNotify(false);
+        if (takeCompletions() > 0) {
+            idleSince = NOT_IDLE;
+            return;
+        }
+        if (watchNeighbours(need, now)) {
+            idleSince = NOT_IDLE;
+            return;
+        }
+        long millis = Math.min(MAX_BLOCK_MILLIS, (deadline - now + 999_999) / 1_000_000);
+        if (millis > 0 && waitSet.await(millis) > 0 && waitSet.isReady(0)) {
+            completionEvents.await(Duration.ZERO); // the queue's one event: it is armed again before the next block
         }
     }
 
@@ -712,8 +766,11 @@ public final class Ring implements AutoCloseable {
      * rank may still wait for the other one: only the side the wait needs counts. What that side
      * sent before it disconnected completed here before its DISCONNECTED was sent, so the queue is
      * polled once more before the ring is broken; send completions get {@link #SEND_GRACE_NANOS}.
+     *
+     * @return whether the wait is to poll again rather than block: completions were taken, or the
+     *         ring was broken (its flushes are on their way)
      */
-    private void watchNeighbours(int need, long now) {
+    private boolean watchNeighbours(int need, long now) {
         if (leftGone == null) {
             leftGone = watch(leftId, "left", Math.floorMod(rank - 1, size), now);
         }
@@ -721,11 +778,12 @@ public final class Ring implements AutoCloseable {
             rightGone = watch(rightId, "right", (rank + 1) % size, now);
         }
         String broken = null;
+        int took = 0;
         if (need == NEED_LEFT && leftGone != null) {
-            takeCompletions(); // what the left neighbour sent before it went
+            took = takeCompletions(); // what the left neighbour sent before it went
             broken = immReceived == 0 ? leftGone : null;
         } else if (need == NEED_RIGHT && rightGone != null) {
-            takeCompletions();
+            took = takeCompletions();
             broken = readyReceived == 0 ? rightGone : null;
         } else if (need == NEED_SENDS && now - goneAt > SEND_GRACE_NANOS) {
             // only the sends to a side that is gone wait for nothing
@@ -742,6 +800,7 @@ public final class Ring implements AutoCloseable {
                 }
             }
         }
+        return took > 0 || broken != null;
     }
 
     /** What rdma_cm reported of {@code id}'s neighbour, when it reported it gone now; else {@code null}. */
