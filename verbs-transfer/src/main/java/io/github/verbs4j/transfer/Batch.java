@@ -162,7 +162,9 @@ public final class Batch {
     }
 
     /**
-     * Makes progress until every request is final or {@code timeout} passed. At the timeout the
+     * Makes progress until every request is final or {@code timeout} passed: it polls for
+     * {@link TransferOptions#spinWait()} without a result, then blocks on the engine's completion
+     * channel (and the peers' rdma_cm events) until a completion wakes it. At the timeout the
      * requests not yet final become {@link TransferStatus#TIMED_OUT} (their chunks not yet posted
      * never are) and it throws; the requests that finished keep their status.
      *
@@ -195,16 +197,21 @@ public final class Batch {
         if (!submitted) {
             throw new IllegalStateException("submit() the batch first");
         }
-        int idle = 0;
+        long spin = engine.spinNanos();
+        long idleSince = System.nanoTime();
         while (!isDone()) {
-            if (engine.progress() > 0) {
-                idle = 0;
-            } else if (++idle > 1000) {
-                Thread.yield();
-            }
-            if (System.nanoTime() - deadline > 0 && !isDone()) {
+            boolean moved = engine.progress() > 0;
+            long now = System.nanoTime();
+            if (now - deadline > 0 && !isDone()) {
                 engine.timeOut(this);
                 return false;
+            }
+            if (moved) {
+                idleSince = now;
+            } else if (now - idleSince < spin) {
+                Thread.onSpinWait();
+            } else {
+                engine.awaitEvents(deadline); // nothing moved for the spin budget: block until something does
             }
         }
         return !timedOut;
@@ -227,7 +234,11 @@ public final class Batch {
         return status[index];
     }
 
-    /** The completion status behind a failed request, or {@code null} (done, pending, timed out, local error). */
+    /**
+     * The completion status behind a failed request, or {@code null}: done, pending, timed out,
+     * local error, and a {@link TransferStatus#PEER_LOST} request none of whose chunks failed on
+     * the wire (the peer was found lost, through rdma_cm's DISCONNECTED, before they were posted).
+     */
     public WcStatus completionStatus(int index) {
         check(index);
         return completion[index];

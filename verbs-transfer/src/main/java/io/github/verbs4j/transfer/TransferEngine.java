@@ -4,10 +4,12 @@ import io.github.verbs4j.Access;
 import io.github.verbs4j.CloseState;
 import io.github.verbs4j.Closer;
 import io.github.verbs4j.Completion;
+import io.github.verbs4j.CompletionChannel;
 import io.github.verbs4j.CompletionQueue;
 import io.github.verbs4j.Completions;
 import io.github.verbs4j.Context;
 import io.github.verbs4j.MemoryRegion;
+import io.github.verbs4j.PollSet;
 import io.github.verbs4j.ProtectionDomain;
 import io.github.verbs4j.QueuePair;
 import io.github.verbs4j.ReceiveRequest;
@@ -32,6 +34,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * A batch transfer engine: registers local segments, publishes their descriptors to peers over
@@ -72,10 +76,29 @@ public final class TransferEngine implements AutoCloseable {
 
     private static final Access[] SEGMENT_ACCESS = {Access.LOCAL_WRITE, Access.REMOTE_READ, Access.REMOTE_WRITE};
 
+    /**
+     * The longest single block of a wait: a bound on a wake-up lost to a race the arming does not
+     * cover (none is known), not how a completion is noticed.
+     */
+    static final long MAX_BLOCK_MILLIS = 50;
+
     private final String name;
     private final TransferOptions options;
     private final EventChannel serviceChannel;
     private final EventChannel activeChannel;
+    /**
+     * Where the connections this engine made report their rdma_cm events once established (moved
+     * here from {@link #activeChannel}, whose events the connects in progress wait for): the
+     * service thread reads it, so a peer's DISCONNECTED fails its requests at once.
+     */
+    private final EventChannel peerEvents;
+    /** The completion channel of every peer's queues: what a wait blocks on once its spin is spent. */
+    private final CompletionChannel completionEvents;
+    /** Held by the one thread that blocks for the engine ({@link #awaitEvents}); the others wait for it. */
+    private final ReentrantLock blocking = new ReentrantLock();
+    /** {@link #completionEvents} and {@link #peerEvents}, waited on together (under {@link #blocking}). */
+    private final PollSet waitSet = new PollSet(2);
+    private final long spinNanos;
     private final CmId listener;
     private final Context context;
     private final ProtectionDomain pd;
@@ -99,11 +122,17 @@ public final class TransferEngine implements AutoCloseable {
     }
 
     private TransferEngine(String name, TransferOptions options, EventChannel serviceChannel, EventChannel activeChannel,
-            CmId listener, Context context, ProtectionDomain pd, CompletionQueue sendCq, CompletionQueue recvCq) {
+            EventChannel peerEvents, CompletionChannel completionEvents, CmId listener, Context context,
+            ProtectionDomain pd, CompletionQueue sendCq, CompletionQueue recvCq) {
         this.name = name;
         this.options = options;
         this.serviceChannel = serviceChannel;
         this.activeChannel = activeChannel;
+        this.peerEvents = peerEvents;
+        this.completionEvents = completionEvents;
+        this.spinNanos = options.spinWait().toNanos();
+        waitSet.add(completionEvents.fd());
+        waitSet.add(peerEvents.fd());
         this.listener = listener;
         this.context = context;
         this.pd = pd;
@@ -133,6 +162,7 @@ public final class TransferEngine implements AutoCloseable {
         try {
             EventChannel serviceChannel = add(made, EventChannel.create());
             EventChannel activeChannel = add(made, EventChannel.create());
+            EventChannel peerEvents = add(made, EventChannel.create());
             CmId listener = add(made, serviceChannel.createId(PortSpace.TCP));
             listener.bind(listen);
             listener.listen(64);
@@ -141,10 +171,11 @@ public final class TransferEngine implements AutoCloseable {
                 throw new IllegalArgumentException(listen + " selects no RDMA device");
             }
             ProtectionDomain pd = add(made, context.allocatePd());
+            CompletionChannel completionEvents = add(made, context.createCompletionChannel());
             CompletionQueue sendCq = add(made, context.createCq(64));
             CompletionQueue recvCq = add(made, context.createCq(64));
-            TransferEngine engine = new TransferEngine(name, options, serviceChannel, activeChannel, listener, context, pd,
-                    sendCq, recvCq);
+            TransferEngine engine = new TransferEngine(name, options, serviceChannel, activeChannel, peerEvents,
+                    completionEvents, listener, context, pd, sendCq, recvCq);
             engine.service.start();
             return engine;
         } catch (RuntimeException | Error e) {
@@ -279,8 +310,8 @@ public final class TransferEngine implements AutoCloseable {
         int depth = options.maxOutstanding();
         List<AutoCloseable> made = new ArrayList<>();
         try {
-            CompletionQueue cq = add(made, context.createCq(qps * depth + 4));
-            CompletionQueue controlCq = add(made, context.createCq(8));
+            CompletionQueue cq = add(made, context.createCq(qps * depth + 4, completionEvents, 0));
+            CompletionQueue controlCq = add(made, context.createCq(8, completionEvents, 0));
             MemoryRegion control = add(made, pd.allocate(2 * TransferPeer.CONTROL_BYTES, Access.LOCAL_WRITE));
             CmId[] ids = new CmId[qps];
             synchronized (activeChannel) {
@@ -303,6 +334,9 @@ public final class TransferEngine implements AutoCloseable {
                 }
             }
             TransferPeer p = new TransferPeer(this, peer, cq, controlCq, control, ids, depth);
+            for (CmId id : ids) {
+                id.migrate(peerEvents); // established: from now on only DISCONNECTED and the like come
+            }
             synchronized (this) {
                 ensureOpen();
                 peers.add(p);
@@ -321,7 +355,17 @@ public final class TransferEngine implements AutoCloseable {
         }
     }
 
-    synchronized void closePeer(TransferPeer p) {
+    void closePeer(TransferPeer p) {
+        // not while a wait takes the completion events of the queues about to go
+        blocking.lock();
+        try {
+            closePeerLocked(p);
+        } finally {
+            blocking.unlock();
+        }
+    }
+
+    private synchronized void closePeerLocked(TransferPeer p) {
         if (p.isClosed()) {
             return;
         }
@@ -496,6 +540,64 @@ public final class TransferEngine implements AutoCloseable {
         return work;
     }
 
+    /** How long a wait polls without a result before it blocks ({@link TransferOptions#spinWait()}), in nanoseconds. */
+    long spinNanos() {
+        return spinNanos;
+    }
+
+    /**
+     * Blocks the calling thread, which found nothing to do for its spin budget, until a completion
+     * or an rdma_cm event of a peer arrives, {@code deadline} (System.nanoTime) passes, or at most
+     * {@link #MAX_BLOCK_MILLIS}; the caller polls again after. Every peer's data queue is armed
+     * ({@code ibv_req_notify_cq}) and polled once more before the wait, so a completion that came
+     * in between is not slept through. One thread blocks for the engine at a time; another that
+     * comes meanwhile waits until that one wakes and then returns, to poll for itself. A caller
+     * that polls a queue of its own (a look-up's) arms that one itself and polls it before this.
+     * Allocates nothing.
+     */
+    void awaitEvents(long deadline) {
+        if (!blocking.tryLock()) {
+            try {
+                long wait = Math.min(deadline - System.nanoTime(), MAX_BLOCK_MILLIS * 1_000_000L);
+                if (wait > 0 && blocking.tryLock(wait, TimeUnit.NANOSECONDS)) {
+                    blocking.unlock();
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            return;
+        }
+        try {
+            synchronized (this) {
+                if (released) {
+                    return;
+                }
+                for (TransferPeer p : peerArray) {
+                    if (!p.isClosed()) {
+                        p.cq.requestNotify(false);
+                    }
+                }
+                if (progressLocked() > 0) {
+                    return;
+                }
+            }
+            long millis = Math.min(MAX_BLOCK_MILLIS, (deadline - System.nanoTime() + 999_999) / 1_000_000);
+            if (millis <= 0 || waitSet.await(millis) == 0) {
+                return;
+            }
+            if (waitSet.isReady(0)) {
+                while (completionEvents.await(Duration.ZERO) != null) {
+                    // each queue that fired: it is armed again before the next wait
+                }
+            }
+            if (waitSet.isReady(1)) {
+                watchPeers();
+            }
+        } finally {
+            blocking.unlock();
+        }
+    }
+
     synchronized void timeOut(Batch b) {
         progressLocked();
         if (b.isDone()) {
@@ -534,6 +636,7 @@ public final class TransferEngine implements AutoCloseable {
                 }
                 answerLookups();
                 dropDisconnected();
+                watchPeers();
             } catch (RuntimeException e) {
                 if (state.isClosed()) {
                     return;
@@ -619,6 +722,29 @@ public final class TransferEngine implements AutoCloseable {
         }
     }
 
+    /**
+     * Takes the rdma_cm events of the connections this engine made: a DISCONNECTED (the peer's
+     * process died, or it closed the connection) or DEVICE_REMOVAL marks the peer lost at once,
+     * rather than after the transport's retries run out (about half a second with rdma_cm's
+     * defaults), and moves its queue pairs to ERR so that the chunks in flight flush.
+     */
+    private void watchPeers() {
+        for (CmEvent e; (e = peerEvents.next(Duration.ZERO)) != null; ) {
+            if (e.type() == CmEventType.DISCONNECTED || e.type() == CmEventType.DEVICE_REMOVAL) {
+                peerDisconnected(e.id());
+            }
+        }
+    }
+
+    private synchronized void peerDisconnected(CmId id) {
+        for (TransferPeer p : peerArray) {
+            if (p.owns(id)) {
+                p.disconnected();
+                return;
+            }
+        }
+    }
+
     // ---------------------------------------------------------------- lifecycle
 
     private void ensureOpen() {
@@ -644,27 +770,35 @@ public final class TransferEngine implements AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        synchronized (this) {
-            // in this order, every one even when one fails (the first failure is thrown after)
-            List<AutoCloseable> order = new ArrayList<>();
-            for (TransferPeer p : peers.toArray(new TransferPeer[0])) {
-                order.add(() -> closePeer(p));
-            }
-            for (Accepted a : accepted) {
-                if (a != null) {
-                    order.add(a.id());
-                    order.add(a.buffer());
-                }
-            }
-            for (Segment s : segments.values()) {
-                order.add(s.region);
-            }
-            order.addAll(List.of(listener, serviceSendCq, serviceRecvCq, pd, activeChannel, serviceChannel));
-            accepted.clear();
-            segments.clear();
-            released = true;
-            Closer.closeAll(order);
+        blocking.lock(); // a wait that blocks wakes within MAX_BLOCK_MILLIS and finds the engine released
+        try {
+            releaseAll();
+        } finally {
+            blocking.unlock();
         }
+    }
+
+    private synchronized void releaseAll() {
+        // in this order, every one even when one fails (the first failure is thrown after)
+        List<AutoCloseable> order = new ArrayList<>();
+        for (TransferPeer p : peers.toArray(new TransferPeer[0])) {
+            order.add(() -> closePeerLocked(p));
+        }
+        for (Accepted a : accepted) {
+            if (a != null) {
+                order.add(a.id());
+                order.add(a.buffer());
+            }
+        }
+        for (Segment s : segments.values()) {
+            order.add(s.region);
+        }
+        order.addAll(List.of(listener, serviceSendCq, serviceRecvCq, completionEvents, pd, peerEvents, activeChannel,
+                serviceChannel));
+        accepted.clear();
+        segments.clear();
+        released = true;
+        Closer.closeAll(order);
     }
 
     @Override

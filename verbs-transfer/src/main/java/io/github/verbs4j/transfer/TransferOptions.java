@@ -11,8 +11,17 @@ import java.util.Objects;
  * @param chunkSize      the largest RDMA READ or WRITE one request is split into, in bytes
  * @param maxBatches     batches in flight on the engine at once
  * @param connectTimeout how long connecting one queue pair, or one directory look-up, may take
+ * @param spinWait       how long a thread that awaits a batch or a look-up polls the queues
+ *                       without a result before it blocks on the engine's completion channel
+ *                       (and the peers' rdma_cm events) until a completion wakes it; zero blocks
+ *                       at once. Spinning answers a completion a few microseconds sooner, blocking
+ *                       leaves the core to others (on a shared machine, to the very peer awaited)
  */
-public record TransferOptions(int qpsPerPeer, int maxOutstanding, int chunkSize, int maxBatches, Duration connectTimeout) {
+public record TransferOptions(int qpsPerPeer, int maxOutstanding, int chunkSize, int maxBatches, Duration connectTimeout,
+        Duration spinWait) {
+
+    /** The default {@link #spinWait()}: 50 µs, a few of softrdma's or a NIC's round trips. */
+    public static final Duration DEFAULT_SPIN_WAIT = Duration.ofNanos(50_000);
 
     public TransferOptions {
         if (qpsPerPeer < 1 || qpsPerPeer > 64) {
@@ -31,35 +40,52 @@ public record TransferOptions(int qpsPerPeer, int maxOutstanding, int chunkSize,
         if (connectTimeout.isNegative() || connectTimeout.isZero()) {
             throw new IllegalArgumentException("connectTimeout must be positive, got " + connectTimeout);
         }
+        Objects.requireNonNull(spinWait, "spinWait");
+        if (spinWait.isNegative() || spinWait.compareTo(Duration.ofSeconds(1)) > 0) {
+            throw new IllegalArgumentException("spinWait must be within 0..1 s, got " + spinWait);
+        }
     }
 
-    /** 2 queue pairs per peer, 16 chunks of at most 1 MiB in flight on each, 16 batches, 10 s to connect. */
+    /** Options with the {@link #DEFAULT_SPIN_WAIT}. */
+    public TransferOptions(int qpsPerPeer, int maxOutstanding, int chunkSize, int maxBatches, Duration connectTimeout) {
+        this(qpsPerPeer, maxOutstanding, chunkSize, maxBatches, connectTimeout, DEFAULT_SPIN_WAIT);
+    }
+
+    /**
+     * 2 queue pairs per peer, 16 chunks of at most 1 MiB in flight on each, 16 batches, 10 s to
+     * connect, 50 µs of polling before a wait blocks.
+     */
     public static TransferOptions defaults() {
-        return new TransferOptions(2, 16, 1 << 20, 16, Duration.ofSeconds(10));
+        return new TransferOptions(2, 16, 1 << 20, 16, Duration.ofSeconds(10), DEFAULT_SPIN_WAIT);
     }
 
     /** These options with {@code n} queue pairs per peer. */
     public TransferOptions withQpsPerPeer(int n) {
-        return new TransferOptions(n, maxOutstanding, chunkSize, maxBatches, connectTimeout);
+        return new TransferOptions(n, maxOutstanding, chunkSize, maxBatches, connectTimeout, spinWait);
     }
 
     /** These options with at most {@code n} chunks in flight per queue pair. */
     public TransferOptions withMaxOutstanding(int n) {
-        return new TransferOptions(qpsPerPeer, n, chunkSize, maxBatches, connectTimeout);
+        return new TransferOptions(qpsPerPeer, n, chunkSize, maxBatches, connectTimeout, spinWait);
     }
 
     /** These options with chunks of at most {@code bytes}. */
     public TransferOptions withChunkSize(int bytes) {
-        return new TransferOptions(qpsPerPeer, maxOutstanding, bytes, maxBatches, connectTimeout);
+        return new TransferOptions(qpsPerPeer, maxOutstanding, bytes, maxBatches, connectTimeout, spinWait);
     }
 
     /** These options with at most {@code n} batches in flight on the engine. */
     public TransferOptions withMaxBatches(int n) {
-        return new TransferOptions(qpsPerPeer, maxOutstanding, chunkSize, n, connectTimeout);
+        return new TransferOptions(qpsPerPeer, maxOutstanding, chunkSize, n, connectTimeout, spinWait);
     }
 
     /** These options allowing {@code timeout} for connecting one queue pair or one directory look-up. */
     public TransferOptions withConnectTimeout(Duration timeout) {
-        return new TransferOptions(qpsPerPeer, maxOutstanding, chunkSize, maxBatches, timeout);
+        return new TransferOptions(qpsPerPeer, maxOutstanding, chunkSize, maxBatches, timeout, spinWait);
+    }
+
+    /** These options polling for {@code spinWait} before a wait blocks (zero: block at once). */
+    public TransferOptions withSpinWait(Duration spinWait) {
+        return new TransferOptions(qpsPerPeer, maxOutstanding, chunkSize, maxBatches, connectTimeout, spinWait);
     }
 }

@@ -28,9 +28,12 @@ import java.util.List;
  * ({@link #lookup(String, Duration)}). Made by {@link TransferEngine#connect}; closed with the
  * engine, or by {@link #close()}.
  *
- * <p>When the peer goes away (a queue pair reports a transport retry failure) the connection is
- * {@linkplain #isLost() lost}: requests to it fail with {@link TransferStatus#PEER_LOST}, the
- * rest of their batches go on.
+ * <p>When the peer goes away the connection is {@linkplain #isLost() lost}: requests to it fail
+ * with {@link TransferStatus#PEER_LOST}, the rest of their batches go on. rdma_cm's DISCONNECTED
+ * shows it first when the peer's process dies or closes the connection (the engine's service
+ * thread takes the event within milliseconds and moves the queue pairs to ERR, so the chunks in
+ * flight flush); a queue pair's transport retry failure shows it when the peer's host or the link
+ * is gone without a word.
  */
 public final class TransferPeer implements AutoCloseable {
 
@@ -86,9 +89,42 @@ public final class TransferPeer implements AutoCloseable {
         return lost;
     }
 
-    /** The completion status that showed the peer gone, or {@code null} while it is not lost. */
+    /**
+     * The completion status that showed the peer gone (RETRY_EXC_ERR...), or {@code null}: while
+     * it is not lost, and when rdma_cm's DISCONNECTED showed it, before any completion failed.
+     */
     public WcStatus lostBecause() {
         return lostBecause;
+    }
+
+    /** Whether {@code id} is one of this connection's queue pairs' ids. */
+    boolean owns(CmId id) {
+        for (Lane l : lanes) {
+            if (l.id == id) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * rdma_cm reported the connection gone (DISCONNECTED, DEVICE_REMOVAL): the peer is lost, and
+     * every queue pair goes to ERR ({@code rdma_disconnect}) so that the chunks in flight complete
+     * as flushed (PEER_LOST, since the lanes' cause is set first) instead of waiting out the
+     * transport's retries. Called under the engine's lock.
+     */
+    void disconnected() {
+        if (state.isClosed()) {
+            return;
+        }
+        markLost(lostBecause);
+        for (Lane l : lanes) {
+            try {
+                l.id.disconnect();
+            } catch (RuntimeException e) {
+                // already disconnected on the device's side: its requests flush all the same
+            }
+        }
     }
 
     void markLost(WcStatus status) {
@@ -159,13 +195,16 @@ public final class TransferPeer implements AutoCloseable {
         Deadline deadline = Deadline.after(timeout);
         state.ensureOpen(this);
         if (lost) {
-            throw new IllegalStateException(this + " is lost (" + lostBecause + ")");
+            throw new IllegalStateException(this + " is lost ("
+                    + (lostBecause == null ? "rdma_cm reported it disconnected" : lostBecause) + ")");
         }
         engine.progress(); // reap the completions of earlier look-ups' SENDs, which share the send queue
         byte[] n = name.getBytes(StandardCharsets.UTF_8);
         ByteBuffer out = control.segment().asSlice(CONTROL_BYTES, CONTROL_BYTES).asByteBuffer();
         out.put(LOOKUP).put((byte) n.length).put(n);
         lanes[0].qp.postSend(controlSend.local(control, CONTROL_BYTES, out.position()));
+        long idleSince = System.nanoTime();
+        boolean armed = false;
         while (true) {
             int got = controlCq.poll(controlCompletions);
             if (got > 0) {
@@ -187,7 +226,15 @@ public final class TransferPeer implements AutoCloseable {
             if (deadline.expired()) {
                 throw deadline.timedOut("the directory's answer for '" + name + "' from " + address);
             }
-            Thread.onSpinWait();
+            if (System.nanoTime() - idleSince < engine.spinNanos()) {
+                Thread.onSpinWait();
+            } else if (!armed) {
+                controlCq.requestNotify(false); // then polled once more before blocking
+                armed = true;
+            } else {
+                engine.awaitEvents(deadline.nanoTime());
+                armed = false;
+            }
         }
     }
 

@@ -7,8 +7,10 @@ public enum TransferStatus {
     /** Every chunk completed successfully: the bytes are in place. */
     DONE,
     /**
-     * The peer is gone: its queue pair reported a transport retry or receiver-not-ready retry
-     * failure (the process died, the link is down), or every queue pair to it has failed.
+     * The peer is gone: rdma_cm reported its connection DISCONNECTED (its process died or closed
+     * the connection: chunks in flight then flush, chunks not posted never are), its queue pair
+     * reported a transport retry or receiver-not-ready retry failure (the host or the link is
+     * down), or every queue pair to it has failed.
      */
     PEER_LOST,
     /**

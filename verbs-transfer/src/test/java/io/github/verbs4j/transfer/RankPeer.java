@@ -8,7 +8,9 @@ import java.time.Duration;
 /**
  * A rank of {@link RingProcessTest} in a JVM of its own: joins the ring, runs the collectives on
  * its deterministic input and checks every element against the reference computed here, in Java;
- * prints {@code OK <rank>} or the first wrong element.
+ * prints {@code OK <rank>} or the first wrong element. With a sixth argument {@code hold} it prints
+ * {@code JOINED <rank>} once in the ring and waits for a line on its input first (the test that
+ * kills a neighbour).
  */
 public final class RankPeer {
 
@@ -20,7 +22,13 @@ public final class RankPeer {
         int size = Integer.parseInt(args[1]);
         InetSocketAddress rendezvous = new InetSocketAddress(args[2], Integer.parseInt(args[3]));
         int count = Integer.parseInt(args[4]);
+        boolean hold = args.length > 5 && args[5].equals("hold");
         try (Ring ring = Ring.join(rendezvous, rank, size, count * 8L, Duration.ofSeconds(60L * TestNet.WAIT))) {
+            if (hold) {
+                // a neighbour that joined and then takes no part until killed (or told to go on)
+                System.out.println("JOINED " + rank);
+                new java.io.BufferedReader(new java.io.InputStreamReader(System.in)).readLine();
+            }
             System.out.println(run(ring, count));
         }
     }

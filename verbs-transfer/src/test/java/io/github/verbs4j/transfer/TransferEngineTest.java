@@ -90,8 +90,13 @@ class TransferEngineTest {
         TransferOptions o = TransferOptions.defaults().withQpsPerPeer(3).withMaxOutstanding(4).withChunkSize(4096)
                 .withMaxBatches(5).withConnectTimeout(Duration.ofSeconds(2));
         assertEquals(new TransferOptions(3, 4, 4096, 5, Duration.ofSeconds(2)), o);
+        assertEquals(TransferOptions.DEFAULT_SPIN_WAIT, o.spinWait());
+        assertEquals(new TransferOptions(3, 4, 4096, 5, Duration.ofSeconds(2), Duration.ZERO),
+                o.withSpinWait(Duration.ZERO));
+        assertThrows(IllegalArgumentException.class, () -> o.withSpinWait(Duration.ofNanos(-1)));
+        assertThrows(NullPointerException.class, () -> o.withSpinWait(null));
         assertEquals(TransferOptions.defaults(), o.withQpsPerPeer(2).withMaxOutstanding(16).withChunkSize(1 << 20)
-                .withMaxBatches(16).withConnectTimeout(Duration.ofSeconds(10)));
+                .withMaxBatches(16).withConnectTimeout(Duration.ofSeconds(10)).withSpinWait(Duration.ofNanos(50_000)));
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> o.withMaxBatches(0));
         assertEquals("maxBatches must be positive, got 0", e.getMessage());
         assertThrows(IllegalArgumentException.class, () -> o.withConnectTimeout(Duration.ZERO));

@@ -4,11 +4,13 @@ import io.github.verbs4j.Access;
 import io.github.verbs4j.CloseState;
 import io.github.verbs4j.Closer;
 import io.github.verbs4j.Completion;
+import io.github.verbs4j.CompletionChannel;
 import io.github.verbs4j.CompletionQueue;
 import io.github.verbs4j.Completions;
 import io.github.verbs4j.Context;
 import io.github.verbs4j.Deadline;
 import io.github.verbs4j.MemoryRegion;
+import io.github.verbs4j.PollSet;
 import io.github.verbs4j.ProtectionDomain;
 import io.github.verbs4j.QueuePair;
 import io.github.verbs4j.RdmaTimeoutException;
@@ -18,6 +20,7 @@ import io.github.verbs4j.SendRequest;
 import io.github.verbs4j.WcOpcode;
 import io.github.verbs4j.WorkCompletionException;
 import io.github.verbs4j.cm.CmEvent;
+import io.github.verbs4j.cm.CmEventType;
 import io.github.verbs4j.cm.CmId;
 import io.github.verbs4j.cm.ConnectParameters;
 import io.github.verbs4j.cm.EventChannel;
@@ -65,6 +68,16 @@ import java.util.concurrent.TimeoutException;
  * (at most {@code maxBytes}). Float sums are added in ring order: chunk {@code c} is summed as
  * {@code x[c] + x[c+1] + ...} around the ring, the same on every rank.
  *
+ * <p><b>Failures</b>: a neighbour that dies ends the collective with a
+ * {@link WorkCompletionException}: rdma_cm's DISCONNECTED shows a killed neighbour's process at
+ * once (the ring's connections are then disconnected and the collective ends with the flush,
+ * naming the neighbour); a host or link gone without a word shows after the transport's retries.
+ * A rank that does not come within the timeout ends the wait with {@link RdmaTimeoutException}.
+ *
+ * <p><b>Waiting</b>: a rank polls its completion queue for {@link #SPIN_WAIT} without a result,
+ * then blocks on its completion channel (and the neighbours' rdma_cm events) until a completion
+ * wakes it, so a rank that waits for a slower neighbour leaves the core to it.
+ *
  * <p><b>Thread-safety</b>: one thread at a time; {@link #close()} is idempotent.
  */
 public final class Ring implements AutoCloseable {
@@ -78,6 +91,33 @@ public final class Ring implements AutoCloseable {
     private static final int TAG_SCATTER = 1 << 16;
     private static final int TAG_GATHER = 2 << 16;
     private static final int TAG_BCAST = 3 << 16;
+    /**
+     * How long a wait polls the completion queue without a result before it blocks on the
+     * completion channel (and the neighbours' rdma_cm events): a few round trips, so that a step
+     * whose chunk is on its way is not put to sleep, while a rank that waits for a slower neighbour
+     * leaves the core to it (on a shared machine, the neighbour may need that very core).
+     */
+    public static final Duration SPIN_WAIT = Duration.ofNanos(50_000);
+    private static final long SPIN_NANOS = SPIN_WAIT.toNanos();
+    /**
+     * The longest single block of a wait: a bound on a wake-up lost to a race the arming does not
+     * cover (none is known), not how a completion or a neighbour's loss is noticed.
+     */
+    private static final long MAX_BLOCK_MILLIS = 50;
+    private static final long NOT_IDLE = Long.MIN_VALUE;
+    /**
+     * How long send completions may still come after a neighbour disconnected: one that closed
+     * its ring cleanly acknowledged this rank's last requests before its DISCONNECTED was sent,
+     * but the acknowledgement and the event travel separately.
+     */
+    private static final long SEND_GRACE_NANOS = 20_000_000;
+    /** What a wait needs: a chunk from the left neighbour, a message from the right one, or send completions. */
+    private static final int NEED_LEFT = 0;
+    private static final int NEED_RIGHT = 1;
+    private static final int NEED_SENDS = 2;
+    /** Work request ids of the writes to the right neighbour and of the ready messages to the left one. */
+    private static final long WRITE_ID = 3;
+    private static final long READY_ID = 4;
 
     private final int rank;
     private final int size;
@@ -86,17 +126,34 @@ public final class Ring implements AutoCloseable {
     private final Closer owned;
     private final MemoryRegion buffer;
     private final CompletionQueue cq;
+    /** The queue's completion channel: what a wait blocks on once its spin is spent. */
+    private final CompletionChannel completionEvents;
+    /** The completion channel and the neighbours' rdma_cm event channels, waited on together. */
+    private final PollSet waitSet = new PollSet(3);
+    /** When the current wait began to find nothing (System.nanoTime), or {@link #NOT_IDLE}. */
+    private long idleSince = NOT_IDLE;
     private final Completions wcs = new Completions(64);
     private final QueuePair right;
     private final QueuePair left;
+    private final CmId rightId;
+    private final CmId leftId;
+    /** What rdma_cm reported of a neighbour (it disconnected), or {@code null}: named by the failure it causes. */
+    private String neighbourGone;
+    /** What rdma_cm reported of the left and the right neighbour when it reported them gone; else {@code null}. */
+    private String leftGone;
+    private String rightGone;
+    /** When the first neighbour was seen gone (System.nanoTime), for the grace of send completions. */
+    private long goneAt;
     private final long rightAddress;
     private final int rightRkey;
-    private final SendRequest write = SendRequest.rdmaWrite().signaled();
-    private final SendRequest ready = SendRequest.send().signaled();
+    private final SendRequest write = SendRequest.rdmaWrite().signaled().id(WRITE_ID);
+    private final SendRequest ready = SendRequest.send().signaled().id(READY_ID);
     private final ReceiveRequest leftRecv;
     private final ReceiveRequest rightRecv;
     private final int sendDepth;
     private int sendsPending;
+    /** Of {@link #sendsPending}, the ready messages to the left neighbour (the rest are writes to the right one). */
+    private int readySendsPending;
     private int readyReceived;
     private int immReceived;
     private int immExpectedNext;
@@ -105,7 +162,8 @@ public final class Ring implements AutoCloseable {
     private final CloseState state = new CloseState();
 
     private Ring(int rank, int size, long maxBytes, Duration timeout, Closer owned, MemoryRegion buffer,
-            CompletionQueue cq, QueuePair right, QueuePair left, long rightAddress, int rightRkey, int sendDepth) {
+            CompletionQueue cq, CompletionChannel completionEvents, EventChannel leftEvents, EventChannel rightEvents,
+            CmId rightId, CmId leftId, long rightAddress, int rightRkey, int sendDepth) {
         this.rank = rank;
         this.size = size;
         this.maxBytes = maxBytes;
@@ -113,8 +171,14 @@ public final class Ring implements AutoCloseable {
         this.owned = owned;
         this.buffer = buffer;
         this.cq = cq;
-        this.right = right;
-        this.left = left;
+        this.completionEvents = completionEvents;
+        waitSet.add(completionEvents.fd());
+        waitSet.add(leftEvents.fd());
+        waitSet.add(rightEvents.fd());
+        this.rightId = rightId;
+        this.leftId = leftId;
+        this.right = rightId.queuePair();
+        this.left = leftId.queuePair();
         this.rightAddress = rightAddress;
         this.rightRkey = rightRkey;
         this.sendDepth = sendDepth;
@@ -328,6 +392,7 @@ public final class Ring implements AutoCloseable {
         final CmId listener;
         final Context context;
         final ProtectionDomain pd;
+        final CompletionChannel completionEvents;
         final CompletionQueue cq;
         final MemoryRegion buffer;
         final long maxBytes;
@@ -345,7 +410,8 @@ public final class Ring implements AutoCloseable {
                     throw new IllegalArgumentException(at + " selects no RDMA device");
                 }
                 pd = add(context.allocatePd());
-                cq = add(context.createCq(4096));
+                completionEvents = add(context.createCompletionChannel());
+                cq = add(context.createCq(4096, completionEvents, 0));
                 buffer = add(pd.allocate(2 * maxBytes + 4 * SCRATCH, Access.LOCAL_WRITE, Access.REMOTE_WRITE));
             } catch (RuntimeException | Error e) {
                 closeAll(e);
@@ -417,7 +483,8 @@ public final class Ring implements AutoCloseable {
                 owned.register(rightId);
                 owned.register(leftId);
                 listener.close();
-                return new Ring(rank, size, maxBytes, deadline.timeout(), owned, buffer, cq, rq, leftId.queuePair(),
+                return new Ring(rank, size, maxBytes, deadline.timeout(), owned, buffer, cq, completionEvents,
+                        listenChannel, connectChannel, rightId, leftId,
                         address, rkey, depth);
             } catch (ExecutionException e) {
                 if (rightId != null) {
@@ -591,24 +658,25 @@ public final class Ring implements AutoCloseable {
         awaitSends(sendDepth - 1, deadline);
         left.postSend(ready);
         sendsPending++;
+        readySendsPending++;
     }
 
     private void awaitSends(int atMost, long deadline) {
         while (sendsPending > atMost) {
-            pollOnce(deadline, "send completions");
+            pollOnce(deadline, "send completions", NEED_SENDS);
         }
     }
 
     private void awaitReady(long deadline) {
         while (readyReceived == 0) {
-            pollOnce(deadline, "the right neighbour's ready message");
+            pollOnce(deadline, "the right neighbour's ready message", NEED_RIGHT);
         }
         readyReceived--;
     }
 
     private void awaitImm(int tag, long deadline) {
         while (immReceived == 0) {
-            pollOnce(deadline, "the left neighbour's chunk " + Integer.toHexString(tag));
+            pollOnce(deadline, "the left neighbour's chunk " + Integer.toHexString(tag), NEED_LEFT);
         }
         immReceived--;
         int got = imms[immHead];
@@ -620,12 +688,52 @@ public final class Ring implements AutoCloseable {
         }
     }
 
-    private void pollOnce(long deadline, String what) {
+    /**
+     * One round of a wait: takes what completed; when nothing did for {@link #SPIN_WAIT}, arms the
+     * queue, takes what completed meanwhile, looks at the neighbours' rdma_cm events and blocks
+     * until a completion or an event arrives (or {@link #MAX_BLOCK_MILLIS}). The caller loops
+     * until what it needs has come.
+     */
+    private void pollOnce(long deadline, String what, int need) {
+        if (takeCompletions() > 0) {
+            idleSince = NOT_IDLE;
+            return;
+        }
+        long now = System.nanoTime();
+        if (now - deadline > 0) {
+            idleSince = NOT_IDLE;
+            throw new RdmaTimeoutException(null, what + " (rank " + rank + " of " + size + ")", timeout);
+        }
+        if (idleSince == NOT_IDLE) {
+            idleSince = now;
+        }
+        if (now - idleSince < SPIN_NANOS) {
+            Thread.onSpinWait();
+            return;
+        }
+        cq.requestNotify(false);
+        if (takeCompletions() > 0) {
+            idleSince = NOT_IDLE;
+            return;
+        }
+        if (watchNeighbours(need, now)) {
+            idleSince = NOT_IDLE;
+            return;
+        }
+        long millis = Math.min(MAX_BLOCK_MILLIS, (deadline - now + 999_999) / 1_000_000);
+        if (millis > 0 && waitSet.await(millis) > 0 && waitSet.isReady(0)) {
+            completionEvents.await(Duration.ZERO); // the queue's one event: it is armed again before the next block
+        }
+    }
+
+    /** Polls the queue once and accounts for what completed; how many completions it took. */
+    private int takeCompletions() {
         int n = cq.poll(wcs);
         for (int k = 0; k < n; k++) {
             Completion wc = wcs.get(k);
             if (!wc.ok()) {
-                throw new WorkCompletionException("rank " + rank + "'s " + wc.opcode() + " (a neighbour is gone?)",
+                throw new WorkCompletionException("rank " + rank + "'s " + wc.opcode() + " ("
+                        + (neighbourGone != null ? neighbourGone : "a neighbour is gone?") + ")",
                         wc.status(), wc.wrId(), wc.vendorError(), wc.qpNumber(), wc.opcode());
             }
             WcOpcode op = wc.opcode();
@@ -638,11 +746,73 @@ public final class Ring implements AutoCloseable {
                 right.postRecv(rightRecv);
             } else {
                 sendsPending--;
+                if (wc.wrId() == READY_ID) {
+                    readySendsPending--;
+                }
             }
         }
-        if (n == 0 && System.nanoTime() - deadline > 0) {
-            throw new RdmaTimeoutException(null, what + " (rank " + rank + " of " + size + ")", timeout);
+        return n;
+    }
+
+    /**
+     * Takes the neighbours' rdma_cm events, and breaks the ring when this wait needs a neighbour
+     * that rdma_cm reported DISCONNECTED (its process died or closed its ring) or removed: both
+     * connections are disconnected (to ERR: the posted receives and writes flush, and the live
+     * neighbour hears of it the same way), and the collective ends with the flush's
+     * {@link WorkCompletionException}, naming the neighbour, instead of waiting for the
+     * transport's retries or the ring's timeout.
+     *
+     * <p>A neighbour that closed its ring after its last collective disconnects too, while this
+     * rank may still wait for the other one: only the side the wait needs counts. What that side
+     * sent before it disconnected completed here before its DISCONNECTED was sent, so the queue is
+     * polled once more before the ring is broken; send completions get {@link #SEND_GRACE_NANOS}.
+     *
+     * @return whether the wait is to poll again rather than block: completions were taken, or the
+     *         ring was broken (its flushes are on their way)
+     */
+    private boolean watchNeighbours(int need, long now) {
+        if (leftGone == null) {
+            leftGone = watch(leftId, "left", Math.floorMod(rank - 1, size), now);
         }
+        if (rightGone == null) {
+            rightGone = watch(rightId, "right", (rank + 1) % size, now);
+        }
+        String broken = null;
+        int took = 0;
+        if (need == NEED_LEFT && leftGone != null) {
+            took = takeCompletions(); // what the left neighbour sent before it went
+            broken = immReceived == 0 ? leftGone : null;
+        } else if (need == NEED_RIGHT && rightGone != null) {
+            took = takeCompletions();
+            broken = readyReceived == 0 ? rightGone : null;
+        } else if (need == NEED_SENDS && now - goneAt > SEND_GRACE_NANOS) {
+            // only the sends to a side that is gone wait for nothing
+            broken = leftGone != null && readySendsPending > 0 ? leftGone
+                    : rightGone != null && sendsPending > readySendsPending ? rightGone : null;
+        }
+        if (broken != null) {
+            neighbourGone = broken;
+            for (CmId c : new CmId[] {leftId, rightId}) {
+                try {
+                    c.disconnect();
+                } catch (RuntimeException ex) {
+                    // already disconnected on the device's side: its requests flush all the same
+                }
+            }
+        }
+        return took > 0 || broken != null;
+    }
+
+    /** What rdma_cm reported of {@code id}'s neighbour, when it reported it gone now; else {@code null}. */
+    private String watch(CmId id, String side, int neighbour, long now) {
+        CmEvent e = id.awaitEvent(Duration.ZERO);
+        if (e == null || (e.type() != CmEventType.DISCONNECTED && e.type() != CmEventType.DEVICE_REMOVAL)) {
+            return null;
+        }
+        if (leftGone == null && rightGone == null) {
+            goneAt = now;
+        }
+        return "its " + side + " neighbour, rank " + neighbour + ", disconnected (rdma_cm " + e.type() + ")";
     }
 
     /** Disconnects from both neighbours and frees the buffers. Idempotent. */
