@@ -13,8 +13,6 @@ import io.github.verbs4j.SharedReceiveQueue;
 import io.github.verbs4j.VerbsException;
 import io.github.verbs4j.ffi.RdmaCore;
 import io.github.verbs4j.ffi.ibv_qp_attr;
-import io.github.verbs4j.ffi.ibv_qp_cap;
-import io.github.verbs4j.ffi.ibv_qp_init_attr;
 import io.github.verbs4j.ffi.rdma_addr;
 import io.github.verbs4j.ffi.rdma_cm_id;
 import io.github.verbs4j.ffi.rdma_conn_param;
@@ -23,6 +21,8 @@ import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.internal.Timeouts;
 import io.github.verbs4j.raw.CmFunctions;
 import io.github.verbs4j.raw.Downcalls;
+import io.github.verbs4j.raw.QpCap;
+import io.github.verbs4j.raw.QpInitAttr;
 import io.github.verbs4j.raw.SocketAddresses;
 
 import java.lang.foreign.Arena;
@@ -289,24 +289,15 @@ public final class CmId implements AutoCloseable {
         MemorySegment recvPtr = core.handle(recvCq);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
-            MemorySegment attr = arena.allocate(ibv_qp_init_attr.layout());
-            ibv_qp_init_attr.send_cq(attr, sendPtr);
-            ibv_qp_init_attr.recv_cq(attr, recvPtr);
-            MemorySegment cap = ibv_qp_init_attr.cap(attr);
-            ibv_qp_cap.max_send_wr(cap, init.maxSendWr());
-            ibv_qp_cap.max_recv_wr(cap, srq == null ? init.maxRecvWr() : 0);
-            ibv_qp_cap.max_send_sge(cap, init.maxSendSge());
-            ibv_qp_cap.max_recv_sge(cap, srq == null ? init.maxRecvSge() : 0);
-            if (srq != null) {
-                ibv_qp_init_attr.srq(attr, core.handle(srq));
-            }
-            ibv_qp_cap.max_inline_data(cap, init.maxInlineData());
-            ibv_qp_init_attr.qp_type(attr, portSpace.qpType().value());
-            ibv_qp_init_attr.sq_sig_all(attr, init.signalAll() ? 1 : 0);
+            MemorySegment attr = new QpInitAttr(sendPtr, recvPtr, srq == null ? MemorySegment.NULL : core.handle(srq),
+                    new QpCap(init.maxSendWr(), init.maxRecvWr(), init.maxSendSge(), init.maxRecvSge(),
+                            init.maxInlineData()),
+                    portSpace.qpType().value(), init.signalAll()).write(arena);
             int rc = (int) CmFunctions.CREATE_QP.invokeExact(errno, id, pdPtr, attr);
             Cm.check(rc, errno, "rdma_create_qp", this + " with " + init);
-            QpCapabilities granted = new QpCapabilities(ibv_qp_cap.max_send_wr(cap), ibv_qp_cap.max_recv_wr(cap),
-                    ibv_qp_cap.max_send_sge(cap), ibv_qp_cap.max_recv_sge(cap), ibv_qp_cap.max_inline_data(cap));
+            QpCap cap = QpInitAttr.grantedCap(attr);
+            QpCapabilities granted = new QpCapabilities(cap.maxSendWr(), cap.maxRecvWr(), cap.maxSendSge(),
+                    cap.maxRecvSge(), cap.maxInlineData());
             MemorySegment qpPtr = rdma_cm_id.qp(id);
             QpState state = portSpace == PortSpace.UDP ? QpState.RTS : QpState.INIT;
             QueuePair created = core.adoptQueuePair(pd, qpPtr, portSpace.qpType(), sendCq, recvCq, srq, granted, state,
