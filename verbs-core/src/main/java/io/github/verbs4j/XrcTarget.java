@@ -2,13 +2,12 @@ package io.github.verbs4j;
 
 import io.github.verbs4j.ffi.RdmaCore;
 import io.github.verbs4j.ffi.ibv_qp;
-import io.github.verbs4j.ffi.ibv_qp_attr;
-import io.github.verbs4j.ffi.ibv_qp_init_attr;
 import io.github.verbs4j.ffi.ibv_qp_open_attr;
 import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.internal.NativeHandle;
 import io.github.verbs4j.raw.Downcalls;
 import io.github.verbs4j.raw.ExtendedOps;
+import io.github.verbs4j.raw.QpAttrFields;
 import io.github.verbs4j.raw.QpInitAttr;
 import io.github.verbs4j.raw.VerbsFunctions;
 import io.github.verbs4j.raw.XrcOps;
@@ -194,14 +193,14 @@ public final class XrcTarget implements AutoCloseable {
         life.ensureOpen(this);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
-            MemorySegment a = arena.allocate(ibv_qp_attr.layout());
-            MemorySegment init = arena.allocate(ibv_qp_init_attr.layout());
+            MemorySegment a = QpAttrFields.forState(arena, 0);
+            MemorySegment init = QpInitAttr.allocate(arena);
             int rc = (int) VerbsFunctions.need(VerbsFunctions.QUERY_QP, "ibv_query_qp").invokeExact(errno, handle.segment(), a,
                     QpAttr.STATE, init);
             if (rc != 0) {
                 throw new VerbsException("ibv_query_qp", Downcalls.errnoOf(rc, errno), toString());
             }
-            return QpState.of(ibv_qp_attr.qp_state(a));
+            return QpState.of(QpAttrFields.read(a).state());
         } catch (Throwable t) {
             throw Downcalls.unexpected("ibv_query_qp", t);
         }

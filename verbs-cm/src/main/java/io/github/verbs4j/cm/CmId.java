@@ -11,8 +11,6 @@ import io.github.verbs4j.QpState;
 import io.github.verbs4j.QueuePair;
 import io.github.verbs4j.SharedReceiveQueue;
 import io.github.verbs4j.VerbsException;
-import io.github.verbs4j.ffi.RdmaCore;
-import io.github.verbs4j.ffi.ibv_qp_attr;
 import io.github.verbs4j.ffi.rdma_addr;
 import io.github.verbs4j.ffi.rdma_cm_id;
 import io.github.verbs4j.ffi.rdma_conn_param;
@@ -21,6 +19,7 @@ import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.internal.Timeouts;
 import io.github.verbs4j.raw.CmFunctions;
 import io.github.verbs4j.raw.Downcalls;
+import io.github.verbs4j.raw.QpAttrFields;
 import io.github.verbs4j.raw.QpCap;
 import io.github.verbs4j.raw.QpInitAttr;
 import io.github.verbs4j.raw.SocketAddresses;
@@ -378,67 +377,66 @@ public final class CmId implements AutoCloseable {
         ensureOpen();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
-            MemorySegment attr = arena.allocate(ibv_qp_attr.layout());
+            MemorySegment attr = QpAttrFields.forState(arena, state.value());
             MemorySegment mask = arena.allocate(ValueLayout.JAVA_INT);
-            ibv_qp_attr.qp_state(attr, state.value());
             int rc = (int) CmFunctions.INIT_QP_ATTR.invokeExact(errno, id, attr, mask);
             Cm.check(rc, errno, "rdma_init_qp_attr", this + " for " + state);
-            return qpAttr(attr, mask.get(ValueLayout.JAVA_INT, 0));
+            return qpAttr(QpAttrFields.read(attr), mask.get(ValueLayout.JAVA_INT, 0));
         } catch (Throwable t) {
             throw Downcalls.unexpected("rdma_init_qp_attr", t);
         }
     }
 
-    /** {@code struct ibv_qp_attr} fields named by {@code mask}, as a {@link QpAttr}. */
-    private static QpAttr qpAttr(MemorySegment a, int mask) {
+    /** The {@code struct ibv_qp_attr} fields named by {@code mask}, as a {@link QpAttr}. */
+    private static QpAttr qpAttr(QpAttrFields a, int mask) {
         QpAttr q = new QpAttr();
-        if ((mask & RdmaCore.IBV_QP_PORT()) != 0) {
-            q.port(Byte.toUnsignedInt(ibv_qp_attr.port_num(a)));
+        if ((mask & QpAttrFields.PORT) != 0) {
+            q.port(a.portNum());
         }
-        if ((mask & RdmaCore.IBV_QP_PKEY_INDEX()) != 0) {
-            q.pkeyIndex(Short.toUnsignedInt(ibv_qp_attr.pkey_index(a)));
+        if ((mask & QpAttrFields.PKEY_INDEX) != 0) {
+            q.pkeyIndex(a.pkeyIndex());
         }
-        if ((mask & RdmaCore.IBV_QP_ACCESS_FLAGS()) != 0) {
-            q.access(Access.fromMask(ibv_qp_attr.qp_access_flags(a)).toArray(new Access[0]));
+        if ((mask & QpAttrFields.ACCESS_FLAGS) != 0) {
+            q.access(Access.fromMask(a.accessFlags()).toArray(new Access[0]));
         }
-        if ((mask & RdmaCore.IBV_QP_QKEY()) != 0) {
-            q.qkey(ibv_qp_attr.qkey(a));
+        if ((mask & QpAttrFields.QKEY) != 0) {
+            q.qkey(a.qkey());
         }
-        if ((mask & RdmaCore.IBV_QP_AV()) != 0) {
-            UdAddress av = UdAddress.read(ibv_qp_attr.ah_attr(a), 0, 0);
+        if ((mask & QpAttrFields.AV) != 0) {
+            UdAddress av = UdAddress.of(a.ahAttr(), 0, 0);
             if (av != null) {
                 q.addressVector(av.addressVector());
             }
         }
-        if ((mask & RdmaCore.IBV_QP_PATH_MTU()) != 0) {
-            q.pathMtu(Mtu.of(ibv_qp_attr.path_mtu(a)));
+        if ((mask & QpAttrFields.PATH_MTU) != 0) {
+            q.pathMtu(Mtu.of(a.pathMtu()));
         }
-        if ((mask & RdmaCore.IBV_QP_DEST_QPN()) != 0) {
-            q.destQpNum(ibv_qp_attr.dest_qp_num(a));
+        if ((mask & QpAttrFields.DEST_QPN) != 0) {
+            q.destQpNum(a.destQpNum());
         }
-        if ((mask & RdmaCore.IBV_QP_RQ_PSN()) != 0) {
-            q.rqPsn(ibv_qp_attr.rq_psn(a));
+        if ((mask & QpAttrFields.RQ_PSN) != 0) {
+            q.rqPsn(a.rqPsn());
         }
-        if ((mask & RdmaCore.IBV_QP_SQ_PSN()) != 0) {
-            q.sqPsn(ibv_qp_attr.sq_psn(a));
+        if ((mask & QpAttrFields.SQ_PSN) != 0) {
+            q.sqPsn(a.sqPsn());
         }
-        if ((mask & RdmaCore.IBV_QP_MAX_DEST_RD_ATOMIC()) != 0) {
-            q.maxDestRdAtomic(Byte.toUnsignedInt(ibv_qp_attr.max_dest_rd_atomic(a)));
+        if ((mask & QpAttrFields.MAX_DEST_RD_ATOMIC) != 0) {
+            q.maxDestRdAtomic(a.maxDestRdAtomic());
         }
-        if ((mask & RdmaCore.IBV_QP_MAX_QP_RD_ATOMIC()) != 0) {
-            q.maxRdAtomic(Byte.toUnsignedInt(ibv_qp_attr.max_rd_atomic(a)));
+        if ((mask & QpAttrFields.MAX_QP_RD_ATOMIC) != 0) {
+            q.maxRdAtomic(a.maxRdAtomic());
         }
-        if ((mask & RdmaCore.IBV_QP_MIN_RNR_TIMER()) != 0) {
-            q.minRnrTimer(Byte.toUnsignedInt(ibv_qp_attr.min_rnr_timer(a)));
+        if ((mask & QpAttrFields.MIN_RNR_TIMER) != 0) {
+            q.minRnrTimer(a.minRnrTimer());
         }
-        if ((mask & RdmaCore.IBV_QP_TIMEOUT()) != 0) {
-            q.timeout(Byte.toUnsignedInt(ibv_qp_attr.timeout(a)));
+        if ((mask & QpAttrFields.TIMEOUT) != 0) {
+            q.timeout(a.timeout());
         }
-        if ((mask & RdmaCore.IBV_QP_RETRY_CNT()) != 0) {
-            q.retryCount(Byte.toUnsignedInt(ibv_qp_attr.retry_cnt(a)));
+        if ((mask & QpAttrFields.RETRY_CNT) != 0) {
+            q.retryCount(a.retryCount());
         }
-        if ((mask & RdmaCore.IBV_QP_RNR_RETRY()) != 0) {
-            q.rnrRetry(Byte.toUnsignedInt(ibv_qp_attr.rnr_retry(a)));
+        if ((mask & QpAttrFields.RNR_RETRY) != 0) {
+            q.rnrRetry(a.rnrRetry());
         }
         return q;
     }

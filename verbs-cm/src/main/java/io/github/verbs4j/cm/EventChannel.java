@@ -9,6 +9,7 @@ import io.github.verbs4j.ffi.rdma_ud_param;
 import io.github.verbs4j.internal.Fds;
 import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.internal.Timeouts;
+import io.github.verbs4j.raw.AhAttr;
 import io.github.verbs4j.raw.CmFunctions;
 import io.github.verbs4j.raw.Downcalls;
 import io.github.verbs4j.raw.FileStatusFlags;
@@ -253,7 +254,7 @@ public final class EventChannel implements AutoCloseable {
             qpNum = rdma_ud_param.qp_num(param);
             qkey = rdma_ud_param.qkey(param);
             if (type == CmEventType.ESTABLISHED) {
-                ud = UdAddress.read(rdma_ud_param.ah_attr(param), qpNum, qkey);
+                ud = UdAddress.of(AhAttr.read(rdma_ud_param.ah_attr(param)), qpNum, qkey);
             }
         } else {
             byte[] data = Cm.copy(rdma_conn_param.private_data(param), Byte.toUnsignedInt(rdma_conn_param.private_data_len(param)));

@@ -81,6 +81,13 @@ public record QpInitAttr(MemorySegment sendCq, MemorySegment recvCq, MemorySegme
         return init;
     }
 
+    /** A zeroed {@code struct ibv_qp_init_attr}: room for {@code ibv_query_qp} to fill. */
+    public static MemorySegment allocate(SegmentAllocator allocator) {
+        MemorySegment init = allocator.allocate(ibv_qp_init_attr.layout());
+        init.fill((byte) 0);
+        return init;
+    }
+
     /** The sizes the device granted, from a struct made by {@link #write} after the create call. */
     public static QpCap grantedCap(MemorySegment init) {
         return QpCap.read(ibv_qp_init_attr.cap(init));
