@@ -11,13 +11,11 @@ import io.github.verbs4j.QpState;
 import io.github.verbs4j.QueuePair;
 import io.github.verbs4j.SharedReceiveQueue;
 import io.github.verbs4j.VerbsException;
-import io.github.verbs4j.ffi.rdma_addr;
-import io.github.verbs4j.ffi.rdma_cm_id;
-import io.github.verbs4j.ffi.rdma_conn_param;
-import io.github.verbs4j.ffi.rdma_route;
 import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.internal.Timeouts;
 import io.github.verbs4j.raw.CmFunctions;
+import io.github.verbs4j.raw.CmStructs;
+import io.github.verbs4j.raw.ConnParam;
 import io.github.verbs4j.raw.Downcalls;
 import io.github.verbs4j.raw.QpAttrFields;
 import io.github.verbs4j.raw.QpCap;
@@ -63,10 +61,6 @@ import java.util.Set;
  */
 public final class CmId implements AutoCloseable {
 
-    private static final long ID_SIZE = rdma_cm_id.layout().byteSize();
-    private static final long SRC_ADDR = rdma_cm_id.route$offset() + rdma_route.addr$offset() + rdma_addr.src_addr$offset();
-    private static final long DST_ADDR = rdma_cm_id.route$offset() + rdma_route.addr$offset() + rdma_addr.dst_addr$offset();
-
     private final MemorySegment id;
     private final PortSpace portSpace;
     private volatile EventChannel channel;
@@ -79,7 +73,7 @@ public final class CmId implements AutoCloseable {
 
     CmId(EventChannel channel, MemorySegment id, PortSpace portSpace) {
         this.channel = channel;
-        this.id = id.reinterpret(ID_SIZE);
+        this.id = id.reinterpret(CmStructs.ID_SIZE);
         this.portSpace = portSpace;
     }
 
@@ -105,25 +99,25 @@ public final class CmId implements AutoCloseable {
      */
     public Context context() {
         ensureOpen();
-        return Cm.context(rdma_cm_id.verbs(id));
+        return Cm.context(CmStructs.idVerbs(id));
     }
 
     /** The port number of the device this id is bound to (0 when unbound). */
     public int portNumber() {
         ensureOpen();
-        return Byte.toUnsignedInt(rdma_cm_id.port_num(id));
+        return CmStructs.idPortNum(id);
     }
 
     /** The local address ({@code rdma_get_local_addr}), or {@code null} before one is known. */
     public InetSocketAddress localAddress() {
         ensureOpen();
-        return SocketAddresses.decode(id.asSlice(SRC_ADDR, SocketAddresses.STORAGE_SIZE));
+        return SocketAddresses.decode(id.asSlice(CmStructs.ID_SRC_ADDR, SocketAddresses.STORAGE_SIZE));
     }
 
     /** The peer's address ({@code rdma_get_peer_addr}), or {@code null} before one is known. */
     public InetSocketAddress remoteAddress() {
         ensureOpen();
-        return SocketAddresses.decode(id.asSlice(DST_ADDR, SocketAddresses.STORAGE_SIZE));
+        return SocketAddresses.decode(id.asSlice(CmStructs.ID_DST_ADDR, SocketAddresses.STORAGE_SIZE));
     }
 
     /** The queue pair made by {@link #createQueuePair}, or {@code null}. */
@@ -297,7 +291,7 @@ public final class CmId implements AutoCloseable {
             QpCap cap = QpInitAttr.grantedCap(attr);
             QpCapabilities granted = new QpCapabilities(cap.maxSendWr(), cap.maxRecvWr(), cap.maxSendSge(),
                     cap.maxRecvSge(), cap.maxInlineData());
-            MemorySegment qpPtr = rdma_cm_id.qp(id);
+            MemorySegment qpPtr = CmStructs.idQp(id);
             QpState state = portSpace == PortSpace.UDP ? QpState.RTS : QpState.INIT;
             QueuePair created = core.adoptQueuePair(pd, qpPtr, portSpace.qpType(), sendCq, recvCq, srq, granted, state,
                     this::destroyQp);
@@ -528,15 +522,8 @@ public final class CmId implements AutoCloseable {
     private void call(String verb, java.lang.invoke.MethodHandle handle, ConnectParameters p, int qpNum) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
-            MemorySegment cp = arena.allocate(rdma_conn_param.layout());
-            byte[] data = p.privateData();
-            rdma_conn_param.private_data(cp, Cm.bytes(arena, data));
-            rdma_conn_param.private_data_len(cp, (byte) data.length);
-            rdma_conn_param.responder_resources(cp, (byte) p.responderResources());
-            rdma_conn_param.initiator_depth(cp, (byte) p.initiatorDepth());
-            rdma_conn_param.retry_count(cp, (byte) p.retryCount());
-            rdma_conn_param.rnr_retry_count(cp, (byte) p.rnrRetryCount());
-            rdma_conn_param.qp_num(cp, qpNum);
+            MemorySegment cp = new ConnParam(p.privateData(), p.responderResources(), p.initiatorDepth(),
+                    p.retryCount(), p.rnrRetryCount(), qpNum).write(arena);
             int rc = (int) handle.invokeExact(errno, id, cp);
             Cm.check(rc, errno, verb, this + " with " + p);
         } catch (Throwable t) {
