@@ -1,6 +1,5 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.RdmaCore;
 import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.raw.Downcalls;
 import io.github.verbs4j.raw.ExtendedOps;
@@ -199,7 +198,7 @@ public final class QueuePairBuilder {
                     + "/" + maxRecvSge + " SGEs, " + maxInline + " inline bytes");
         }
         Lifecycle.Destroy undo = () -> Lifecycle.destroyVerb("ibv_destroy_qp", VerbsFunctions.DESTROY_QP, qp);
-        MemorySegment qpx = (MemorySegment) QpEx.TO_QP_EX.invokeExact(qp);
+        MemorySegment qpx = (MemorySegment) ExtendedOps.qpToQpEx().invokeExact(qp);
         if (qpx.address() != qp.address()) {
             undo.destroy();
             throw new IllegalStateException("ibv_qp_to_qp_ex returned " + qpx + " for " + qp
@@ -214,12 +213,5 @@ public final class QueuePairBuilder {
             throw e;
         }
         return QueuePair.register(result, undo);
-    }
-
-    /** Bound on first use: a libibverbs older than rdma-core's ABI 1.6 lacks the symbol. */
-    private static final class QpEx {
-        /** {@code struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *)} (exported, no errno). */
-        static final java.lang.invoke.MethodHandle TO_QP_EX = Downcalls.plain(io.github.verbs4j.raw.NativeLibraries.verbs(),
-                "ibv_qp_to_qp_ex", RdmaCore.ibv_qp_to_qp_ex$descriptor());
     }
 }
