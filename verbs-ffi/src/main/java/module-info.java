@@ -5,9 +5,11 @@
  * capture, the provider's function pointers, {@code poll(2)}, socket addresses).
  *
  * <p>Nothing here is API: both packages are exported only to verbs4j's own modules. Applications
- * use {@code io.github.verbs4j} and {@code io.github.verbs4j.cm}.
+ * use {@code io.github.verbs4j} and {@code io.github.verbs4j.cm}. The generated package goes to
+ * verbs-core alone: verbs-cm reaches native layout through raw's struct codecs, and this export
+ * keeps it that way.
  */
 module io.github.verbs4j.ffi {
-    exports io.github.verbs4j.ffi to io.github.verbs4j.core, io.github.verbs4j.cm;
+    exports io.github.verbs4j.ffi to io.github.verbs4j.core;
     exports io.github.verbs4j.raw to io.github.verbs4j.core, io.github.verbs4j.cm, io.github.verbs4j.test;
 }

@@ -1,6 +1,5 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.ibv_ah_attr;
 import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.raw.Downcalls;
 import io.github.verbs4j.raw.VerbsFunctions;
@@ -34,8 +33,7 @@ public final class AddressHandle implements AutoCloseable {
         address.validate(pd.context, "ibv_create_ah");
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
-            MemorySegment attr = arena.allocate(ibv_ah_attr.layout());
-            address.writeTo(attr);
+            MemorySegment attr = address.ahAttr().write(arena);
             MemorySegment ah = (MemorySegment) VerbsFunctions.need(VerbsFunctions.CREATE_AH, "ibv_create_ah").invokeExact(errno, pd.pd, attr);
             if (Downcalls.isNull(ah)) {
                 throw new VerbsException("ibv_create_ah", Downcalls.errno(errno), address.toString());

@@ -1,10 +1,7 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.ibv_ah_attr;
-import io.github.verbs4j.ffi.ibv_global_route;
+import io.github.verbs4j.raw.AhAttr;
 
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.util.Objects;
 
 /**
@@ -143,23 +140,10 @@ public final class AddressVector {
         }
     }
 
-    /** Writes {@code struct ibv_ah_attr} into {@code ah} (zeroed first). */
-    void writeTo(MemorySegment ah) {
-        ah.fill((byte) 0);
-        ibv_ah_attr.dlid(ah, (short) dlid);
-        ibv_ah_attr.sl(ah, (byte) serviceLevel);
-        ibv_ah_attr.src_path_bits(ah, (byte) srcPathBits);
-        ibv_ah_attr.static_rate(ah, (byte) staticRate);
-        ibv_ah_attr.port_num(ah, (byte) port);
-        if (dgid != null) {
-            ibv_ah_attr.is_global(ah, (byte) 1);
-            MemorySegment grh = ibv_ah_attr.grh(ah);
-            MemorySegment.copy(dgid.raw(), 0, ibv_global_route.dgid(grh), ValueLayout.JAVA_BYTE, 0, 16);
-            ibv_global_route.flow_label(grh, flowLabel);
-            ibv_global_route.sgid_index(grh, (byte) sgidIndex);
-            ibv_global_route.hop_limit(grh, (byte) hopLimit);
-            ibv_global_route.traffic_class(grh, (byte) trafficClass);
-        }
+    /** These values as the raw layer encodes them ({@code struct ibv_ah_attr}). */
+    AhAttr ahAttr() {
+        return new AhAttr(dlid, serviceLevel, srcPathBits, staticRate, port, dgid == null ? null : dgid.raw(), sgidIndex,
+                hopLimit, trafficClass, flowLabel);
     }
 
     @Override

@@ -4,25 +4,22 @@ import io.github.verbs4j.ffi.ibv_async_event;
 import io.github.verbs4j.ffi.ibv_cq_init_attr_ex;
 import io.github.verbs4j.ffi.ibv_context;
 import io.github.verbs4j.ffi.ibv_device;
-import io.github.verbs4j.ffi.ibv_device_attr;
-import io.github.verbs4j.ffi.ibv_device_attr_ex;
-import io.github.verbs4j.ffi.ibv_odp_caps;
-import io.github.verbs4j.ffi.ibv_port_attr;
 import io.github.verbs4j.ffi.ibv_qp;
 import io.github.verbs4j.internal.Fds;
 import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.internal.Telemetry;
 import io.github.verbs4j.internal.Timeouts;
 import io.github.verbs4j.raw.ContextOps;
+import io.github.verbs4j.raw.DeviceAttr;
 import io.github.verbs4j.raw.Downcalls;
 import io.github.verbs4j.raw.ExtendedOps;
 import io.github.verbs4j.raw.OdpOps;
+import io.github.verbs4j.raw.PortAttr;
 import io.github.verbs4j.raw.VerbsFunctions;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.ByteOrder;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Objects;
@@ -121,11 +118,6 @@ public final class Context implements AutoCloseable {
         });
     }
 
-    /** A {@code __be64} read as a native long, in host order ({@code be64toh}). */
-    static long fromBigEndian(long value) {
-        return ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN ? Long.reverseBytes(value) : value;
-    }
-
     /** The device this context was opened on. */
     public Device device() {
         return device;
@@ -158,27 +150,17 @@ public final class Context implements AutoCloseable {
         life.ensureOpen(this);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
-            MemorySegment a = arena.allocate(ibv_device_attr.layout());
+            MemorySegment a = DeviceAttr.allocate(arena);
             int rc = (int) VerbsFunctions.need(VerbsFunctions.QUERY_DEVICE, "ibv_query_device").invokeExact(errno, ctx, a);
             if (rc != 0) {
                 throw VerbsException.of("ibv_query_device", rc > 0 ? rc : Downcalls.errno(errno));
             }
-            return new DeviceAttributes(
-                    ibv_device_attr.fw_ver(a).getString(0),
-                    fromBigEndian(ibv_device_attr.node_guid(a)),
-                    fromBigEndian(ibv_device_attr.sys_image_guid(a)),
-                    ibv_device_attr.max_mr_size(a), ibv_device_attr.page_size_cap(a),
-                    ibv_device_attr.vendor_id(a), ibv_device_attr.vendor_part_id(a), ibv_device_attr.hw_ver(a),
-                    ibv_device_attr.max_qp(a), ibv_device_attr.max_qp_wr(a), ibv_device_attr.device_cap_flags(a),
-                    ibv_device_attr.max_sge(a), ibv_device_attr.max_sge_rd(a), ibv_device_attr.max_cq(a),
-                    ibv_device_attr.max_cqe(a), ibv_device_attr.max_mr(a), ibv_device_attr.max_pd(a),
-                    ibv_device_attr.max_qp_rd_atom(a), ibv_device_attr.max_qp_init_rd_atom(a),
-                    ibv_device_attr.atomic_cap(a), ibv_device_attr.max_ah(a), ibv_device_attr.max_srq(a),
-                    ibv_device_attr.max_srq_wr(a), ibv_device_attr.max_srq_sge(a),
-                    Short.toUnsignedInt(ibv_device_attr.max_pkeys(a)),
-                    Byte.toUnsignedInt(ibv_device_attr.local_ca_ack_delay(a)),
-                    Byte.toUnsignedInt(ibv_device_attr.phys_port_cnt(a)),
-                    ibv_device_attr.max_mw(a));
+            DeviceAttr d = DeviceAttr.read(a);
+            return new DeviceAttributes(d.fwVer(), d.nodeGuid(), d.sysImageGuid(), d.maxMrSize(), d.pageSizeCap(),
+                    d.vendorId(), d.vendorPartId(), d.hwVer(), d.maxQp(), d.maxQpWr(), d.deviceCapFlags(), d.maxSge(),
+                    d.maxSgeRd(), d.maxCq(), d.maxCqe(), d.maxMr(), d.maxPd(), d.maxQpRdAtom(), d.maxQpInitRdAtom(),
+                    d.atomicCap(), d.maxAh(), d.maxSrq(), d.maxSrqWr(), d.maxSrqSge(), d.maxPkeys(), d.localCaAckDelay(),
+                    d.physPortCnt(), d.maxMw());
         } catch (Throwable t) {
             throw Downcalls.unexpected("ibv_query_device", t);
         }
@@ -256,18 +238,13 @@ public final class Context implements AutoCloseable {
             return OdpCapabilities.NONE;
         }
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment a = arena.allocate(ibv_device_attr_ex.layout());
+            MemorySegment a = DeviceAttr.OdpCaps.allocateExtended(arena);
             int rc = (int) OdpOps.QUERY_DEVICE_EX.invokeExact(fn, ctx, MemorySegment.NULL, a, a.byteSize());
             if (rc != 0) {
                 throw VerbsException.of("ibv_query_device_ex", rc);
             }
-            MemorySegment caps = ibv_device_attr_ex.odp_caps(a);
-            MemorySegment transport = ibv_odp_caps.per_transport_caps(caps);
-            return new OdpCapabilities(ibv_odp_caps.general_caps(caps),
-                    ibv_odp_caps.per_transport_caps.rc_odp_caps(transport),
-                    ibv_odp_caps.per_transport_caps.uc_odp_caps(transport),
-                    ibv_odp_caps.per_transport_caps.ud_odp_caps(transport),
-                    ibv_device_attr_ex.xrc_odp_caps(a));
+            DeviceAttr.OdpCaps odp = DeviceAttr.OdpCaps.read(a);
+            return new OdpCapabilities(odp.generalCaps(), odp.rcCaps(), odp.ucCaps(), odp.udCaps(), odp.xrcCaps());
         } catch (Throwable t) {
             throw Downcalls.unexpected("ibv_query_device_ex", t);
         }
@@ -306,7 +283,7 @@ public final class Context implements AutoCloseable {
             throw new IllegalStateException(this + " has no extended query_port (verbs_context)");
         }
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment a = arena.allocate(ibv_port_attr.layout());
+            MemorySegment a = PortAttr.allocate(arena);
             int rc;
             String verb;
             if (extended) {
@@ -323,18 +300,10 @@ public final class Context implements AutoCloseable {
             if (rc != 0) {
                 throw new VerbsException(verb, rc, "port " + number + " of " + device.name());
             }
-            return new PortAttributes(
-                    PortState.of(ibv_port_attr.state(a)),
-                    Mtu.of(ibv_port_attr.max_mtu(a)), Mtu.of(ibv_port_attr.active_mtu(a)),
-                    ibv_port_attr.gid_tbl_len(a), ibv_port_attr.port_cap_flags(a),
-                    Integer.toUnsignedLong(ibv_port_attr.max_msg_sz(a)),
-                    Short.toUnsignedInt(ibv_port_attr.pkey_tbl_len(a)),
-                    Short.toUnsignedInt(ibv_port_attr.lid(a)), Short.toUnsignedInt(ibv_port_attr.sm_lid(a)),
-                    Byte.toUnsignedInt(ibv_port_attr.lmc(a)),
-                    Byte.toUnsignedInt(ibv_port_attr.active_width(a)), Byte.toUnsignedInt(ibv_port_attr.active_speed(a)),
-                    Byte.toUnsignedInt(ibv_port_attr.phys_state(a)),
-                    LinkLayer.of(Byte.toUnsignedInt(ibv_port_attr.link_layer(a))),
-                    extended);
+            PortAttr p = PortAttr.read(a);
+            return new PortAttributes(PortState.of(p.state()), Mtu.of(p.maxMtu()), Mtu.of(p.activeMtu()),
+                    p.gidTblLen(), p.portCapFlags(), p.maxMsgSz(), p.pkeyTblLen(), p.lid(), p.smLid(), p.lmc(),
+                    p.activeWidth(), p.activeSpeed(), p.physState(), LinkLayer.of(p.linkLayer()), extended);
         } catch (Throwable t) {
             throw Downcalls.unexpected("ibv_query_port", t);
         }

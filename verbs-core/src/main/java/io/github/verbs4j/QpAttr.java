@@ -1,8 +1,7 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.RdmaCore;
-import io.github.verbs4j.ffi.ibv_qp_attr;
 import io.github.verbs4j.raw.Downcalls;
+import io.github.verbs4j.raw.QpAttrFields;
 import io.github.verbs4j.raw.VerbsFunctions;
 
 import java.lang.foreign.Arena;
@@ -28,22 +27,22 @@ import java.util.List;
  */
 public final class QpAttr {
 
-    static final int STATE = RdmaCore.IBV_QP_STATE();
-    static final int ACCESS_FLAGS = RdmaCore.IBV_QP_ACCESS_FLAGS();
-    static final int PKEY_INDEX = RdmaCore.IBV_QP_PKEY_INDEX();
-    static final int PORT = RdmaCore.IBV_QP_PORT();
-    static final int QKEY = RdmaCore.IBV_QP_QKEY();
-    static final int AV = RdmaCore.IBV_QP_AV();
-    static final int PATH_MTU = RdmaCore.IBV_QP_PATH_MTU();
-    static final int TIMEOUT = RdmaCore.IBV_QP_TIMEOUT();
-    static final int RETRY_CNT = RdmaCore.IBV_QP_RETRY_CNT();
-    static final int RNR_RETRY = RdmaCore.IBV_QP_RNR_RETRY();
-    static final int RQ_PSN = RdmaCore.IBV_QP_RQ_PSN();
-    static final int MAX_QP_RD_ATOMIC = RdmaCore.IBV_QP_MAX_QP_RD_ATOMIC();
-    static final int MIN_RNR_TIMER = RdmaCore.IBV_QP_MIN_RNR_TIMER();
-    static final int SQ_PSN = RdmaCore.IBV_QP_SQ_PSN();
-    static final int MAX_DEST_RD_ATOMIC = RdmaCore.IBV_QP_MAX_DEST_RD_ATOMIC();
-    static final int DEST_QPN = RdmaCore.IBV_QP_DEST_QPN();
+    static final int STATE = QpAttrFields.STATE;
+    static final int ACCESS_FLAGS = QpAttrFields.ACCESS_FLAGS;
+    static final int PKEY_INDEX = QpAttrFields.PKEY_INDEX;
+    static final int PORT = QpAttrFields.PORT;
+    static final int QKEY = QpAttrFields.QKEY;
+    static final int AV = QpAttrFields.AV;
+    static final int PATH_MTU = QpAttrFields.PATH_MTU;
+    static final int TIMEOUT = QpAttrFields.TIMEOUT;
+    static final int RETRY_CNT = QpAttrFields.RETRY_CNT;
+    static final int RNR_RETRY = QpAttrFields.RNR_RETRY;
+    static final int RQ_PSN = QpAttrFields.RQ_PSN;
+    static final int MAX_QP_RD_ATOMIC = QpAttrFields.MAX_QP_RD_ATOMIC;
+    static final int MIN_RNR_TIMER = QpAttrFields.MIN_RNR_TIMER;
+    static final int SQ_PSN = QpAttrFields.SQ_PSN;
+    static final int MAX_DEST_RD_ATOMIC = QpAttrFields.MAX_DEST_RD_ATOMIC;
+    static final int DEST_QPN = QpAttrFields.DEST_QPN;
 
     /** Mask bits in the order messages list them, with the Java setter's name. */
     private static final int[] BITS = {PORT, PKEY_INDEX, ACCESS_FLAGS, QKEY, AV, PATH_MTU, DEST_QPN, RQ_PSN,
@@ -218,8 +217,8 @@ public final class QpAttr {
     void modify(MemorySegment qp, QpState to, String name, Object owner, QpState from) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
-            MemorySegment a = arena.allocate(ibv_qp_attr.layout());
-            int mask = writeTo(a, to);
+            MemorySegment a = fields(to).write(arena);
+            int mask = this.mask | STATE;
             int rc = (int) VerbsFunctions.need(VerbsFunctions.MODIFY_QP, "ibv_modify_qp").invokeExact(errno, qp, a, mask);
             if (rc != 0) {
                 throw new VerbsException("ibv_modify_qp", Downcalls.errnoOf(rc, errno), name + " of " + owner + " ("
@@ -230,30 +229,11 @@ public final class QpAttr {
         }
     }
 
-    /** Writes the set attributes and {@code target} state into {@code attr}; returns the mask. */
-    int writeTo(MemorySegment attr, QpState target) {
-        attr.fill((byte) 0);
-        ibv_qp_attr.qp_state(attr, target.value());
-        ibv_qp_attr.port_num(attr, (byte) port);
-        ibv_qp_attr.pkey_index(attr, (short) pkeyIndex);
-        ibv_qp_attr.qp_access_flags(attr, accessFlags);
-        ibv_qp_attr.qkey(attr, qkey);
-        if (pathMtu != null) {
-            ibv_qp_attr.path_mtu(attr, pathMtu.value());
-        }
-        ibv_qp_attr.dest_qp_num(attr, destQpNum);
-        ibv_qp_attr.rq_psn(attr, rqPsn);
-        ibv_qp_attr.sq_psn(attr, sqPsn);
-        ibv_qp_attr.max_dest_rd_atomic(attr, (byte) maxDestRdAtomic);
-        ibv_qp_attr.max_rd_atomic(attr, (byte) maxRdAtomic);
-        ibv_qp_attr.min_rnr_timer(attr, (byte) minRnrTimer);
-        ibv_qp_attr.timeout(attr, (byte) timeout);
-        ibv_qp_attr.retry_cnt(attr, (byte) retryCount);
-        ibv_qp_attr.rnr_retry(attr, (byte) rnrRetry);
-        if (addressVector != null) {
-            addressVector.writeTo(ibv_qp_attr.ah_attr(attr));
-        }
-        return mask | STATE;
+    /** The set attributes and the {@code target} state, as the raw layer encodes them (unset ones 0). */
+    QpAttrFields fields(QpState target) {
+        return new QpAttrFields(target.value(), pathMtu == null ? 0 : pathMtu.value(), qkey, rqPsn, sqPsn, destQpNum,
+                accessFlags, null, addressVector == null ? null : addressVector.ahAttr(), pkeyIndex, maxRdAtomic,
+                maxDestRdAtomic, minRnrTimer, port, timeout, retryCount, rnrRetry);
     }
 
     private static int check8(String what, int v) {

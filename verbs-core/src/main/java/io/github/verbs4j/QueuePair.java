@@ -2,9 +2,6 @@ package io.github.verbs4j;
 
 import io.github.verbs4j.ffi.RdmaCore;
 import io.github.verbs4j.ffi.ibv_qp;
-import io.github.verbs4j.ffi.ibv_qp_attr;
-import io.github.verbs4j.ffi.ibv_qp_cap;
-import io.github.verbs4j.ffi.ibv_qp_init_attr;
 import io.github.verbs4j.internal.InFlight;
 import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.internal.NativeHandle;
@@ -12,6 +9,8 @@ import io.github.verbs4j.internal.Telemetry;
 import io.github.verbs4j.raw.ContextOps;
 import io.github.verbs4j.raw.Downcalls;
 import io.github.verbs4j.raw.ExtendedOps;
+import io.github.verbs4j.raw.QpAttrFields;
+import io.github.verbs4j.raw.QpInitAttr;
 import io.github.verbs4j.raw.VerbsFunctions;
 
 import java.lang.foreign.Arena;
@@ -446,28 +445,22 @@ public final class QueuePair implements AutoCloseable {
         life.ensureOpen(this);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
-            MemorySegment a = arena.allocate(ibv_qp_attr.layout());
-            MemorySegment init = arena.allocate(ibv_qp_init_attr.layout());
+            MemorySegment a = QpAttrFields.forState(arena, 0);
+            MemorySegment init = QpInitAttr.allocate(arena);
             int mask = QpAttr.STATE | QpAttr.PKEY_INDEX | QpAttr.PORT | QpAttr.ACCESS_FLAGS | QpAttr.PATH_MTU
                     | QpAttr.RQ_PSN | QpAttr.SQ_PSN | QpAttr.DEST_QPN | QpAttr.TIMEOUT | QpAttr.RETRY_CNT
                     | QpAttr.RNR_RETRY | QpAttr.MAX_QP_RD_ATOMIC | QpAttr.MAX_DEST_RD_ATOMIC | QpAttr.MIN_RNR_TIMER
-                    | (type == QpType.UD ? QpAttr.QKEY : 0) | io.github.verbs4j.ffi.RdmaCore.IBV_QP_CAP();
+                    | (type == QpType.UD ? QpAttr.QKEY : 0) | QpAttrFields.CAP;
             int rc = (int) VerbsFunctions.need(VerbsFunctions.QUERY_QP, "ibv_query_qp").invokeExact(errno, handle.segment(), a, mask, init);
             if (rc != 0) {
                 throw new VerbsException("ibv_query_qp", Downcalls.errnoOf(rc, errno), toString());
             }
-            MemorySegment cap = ibv_qp_attr.cap(a);
-            int mtu = ibv_qp_attr.path_mtu(a);
-            return new QpAttributes(QpState.of(ibv_qp_attr.qp_state(a)),
-                    mtu >= 1 && mtu <= 5 ? Mtu.of(mtu) : null,
-                    ibv_qp_attr.qkey(a), ibv_qp_attr.rq_psn(a), ibv_qp_attr.sq_psn(a), ibv_qp_attr.dest_qp_num(a),
-                    Access.fromMask(ibv_qp_attr.qp_access_flags(a)),
-                    new QpCapabilities(ibv_qp_cap.max_send_wr(cap), ibv_qp_cap.max_recv_wr(cap),
-                            ibv_qp_cap.max_send_sge(cap), ibv_qp_cap.max_recv_sge(cap), ibv_qp_cap.max_inline_data(cap)),
-                    Byte.toUnsignedInt(ibv_qp_attr.port_num(a)), Short.toUnsignedInt(ibv_qp_attr.pkey_index(a)),
-                    Byte.toUnsignedInt(ibv_qp_attr.max_rd_atomic(a)), Byte.toUnsignedInt(ibv_qp_attr.max_dest_rd_atomic(a)),
-                    Byte.toUnsignedInt(ibv_qp_attr.min_rnr_timer(a)), Byte.toUnsignedInt(ibv_qp_attr.timeout(a)),
-                    Byte.toUnsignedInt(ibv_qp_attr.retry_cnt(a)), Byte.toUnsignedInt(ibv_qp_attr.rnr_retry(a)));
+            QpAttrFields f = QpAttrFields.read(a);
+            int mtu = f.pathMtu();
+            return new QpAttributes(QpState.of(f.state()), mtu >= 1 && mtu <= 5 ? Mtu.of(mtu) : null, f.qkey(),
+                    f.rqPsn(), f.sqPsn(), f.destQpNum(), Access.fromMask(f.accessFlags()), QpCapabilities.of(f.cap()),
+                    f.portNum(), f.pkeyIndex(), f.maxRdAtomic(), f.maxDestRdAtomic(), f.minRnrTimer(), f.timeout(),
+                    f.retryCount(), f.rnrRetry());
         } catch (Throwable t) {
             throw Downcalls.unexpected("ibv_query_qp", t);
         }

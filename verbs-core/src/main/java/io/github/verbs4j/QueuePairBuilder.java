@@ -1,12 +1,10 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.RdmaCore;
-import io.github.verbs4j.ffi.ibv_qp_cap;
-import io.github.verbs4j.ffi.ibv_qp_init_attr;
-import io.github.verbs4j.ffi.ibv_qp_init_attr_ex;
 import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.raw.Downcalls;
 import io.github.verbs4j.raw.ExtendedOps;
+import io.github.verbs4j.raw.QpCap;
+import io.github.verbs4j.raw.QpInitAttr;
 import io.github.verbs4j.raw.VerbsFunctions;
 
 import java.lang.foreign.Arena;
@@ -160,29 +158,18 @@ public final class QueuePairBuilder {
         Iwarp.checkQpType(pd.context, type);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
-            MemorySegment init = arena.allocate(ibv_qp_init_attr.layout());
-            ibv_qp_init_attr.send_cq(init, sendCq.handle.pointer());
-            ibv_qp_init_attr.recv_cq(init, recvCq == null ? MemorySegment.NULL : recvCq.handle.pointer());
-            ibv_qp_init_attr.srq(init, srq == null ? MemorySegment.NULL : srq.handle.pointer());
-            MemorySegment cap = ibv_qp_init_attr.cap(init);
-            ibv_qp_cap.max_send_wr(cap, maxSendWr);
-            ibv_qp_cap.max_recv_wr(cap, srq == null ? maxRecvWr : 0);
-            ibv_qp_cap.max_send_sge(cap, maxSendSge);
-            ibv_qp_cap.max_recv_sge(cap, srq == null ? maxRecvSge : 0);
-            ibv_qp_cap.max_inline_data(cap, maxInline);
-            ibv_qp_init_attr.qp_type(init, type.value());
-            ibv_qp_init_attr.sq_sig_all(init, signalAll ? 1 : 0);
+            QpInitAttr attr = initAttr();
             if (sendOps != 0) {
-                return buildExtended(arena, errno);
+                return buildExtended(arena, errno, attr);
             }
+            MemorySegment init = attr.write(arena);
             MemorySegment qp = (MemorySegment) VerbsFunctions.need(VerbsFunctions.CREATE_QP, "ibv_create_qp").invokeExact(errno, pd.pd, init);
             if (Downcalls.isNull(qp)) {
                 throw new VerbsException("ibv_create_qp", Downcalls.errno(errno), type + " with " + maxSendWr
                         + "/" + maxRecvWr + " requests, " + maxSendSge + "/" + maxRecvSge + " SGEs, " + maxInline
                         + " inline bytes");
             }
-            QpCapabilities granted = new QpCapabilities(ibv_qp_cap.max_send_wr(cap), ibv_qp_cap.max_recv_wr(cap),
-                    ibv_qp_cap.max_send_sge(cap), ibv_qp_cap.max_recv_sge(cap), ibv_qp_cap.max_inline_data(cap));
+            QpCapabilities granted = QpCapabilities.of(QpInitAttr.grantedCap(init));
             return QueuePair.register(new QueuePair(this, qp, granted),
                     () -> Lifecycle.destroyVerb("ibv_destroy_qp", VerbsFunctions.DESTROY_QP, qp));
         } catch (Throwable t) {
@@ -190,27 +177,20 @@ public final class QueuePairBuilder {
         }
     }
 
+    /** The collected attributes, as the raw layer encodes them. */
+    private QpInitAttr initAttr() {
+        return new QpInitAttr(sendCq.handle.pointer(), recvCq == null ? MemorySegment.NULL : recvCq.handle.pointer(),
+                srq == null ? MemorySegment.NULL : srq.handle.pointer(),
+                new QpCap(maxSendWr, maxRecvWr, maxSendSge, maxRecvSge, maxInline), type.value(), signalAll);
+    }
+
     /** ibv_create_qp_ex through verbs_context->create_qp_ex, with the post-send operations. */
-    private QueuePair buildExtended(Arena arena, MemorySegment errno) throws Throwable {
+    private QueuePair buildExtended(Arena arena, MemorySegment errno, QpInitAttr attr) throws Throwable {
         MemorySegment create = ExtendedOps.createQpEx(pd.context.ctx);
         if (create == null) {
             throw new VerbsException("ibv_create_qp_ex", Errno.EOPNOTSUPP, "the provider has no extended QPs");
         }
-        MemorySegment init = arena.allocate(ibv_qp_init_attr_ex.layout());
-        ibv_qp_init_attr_ex.send_cq(init, sendCq.handle.pointer());
-        ibv_qp_init_attr_ex.recv_cq(init, recvCq == null ? MemorySegment.NULL : recvCq.handle.pointer());
-        ibv_qp_init_attr_ex.srq(init, srq == null ? MemorySegment.NULL : srq.handle.pointer());
-        MemorySegment cap = ibv_qp_init_attr_ex.cap(init);
-        ibv_qp_cap.max_send_wr(cap, maxSendWr);
-        ibv_qp_cap.max_recv_wr(cap, srq == null ? maxRecvWr : 0);
-        ibv_qp_cap.max_send_sge(cap, maxSendSge);
-        ibv_qp_cap.max_recv_sge(cap, srq == null ? maxRecvSge : 0);
-        ibv_qp_cap.max_inline_data(cap, maxInline);
-        ibv_qp_init_attr_ex.qp_type(init, type.value());
-        ibv_qp_init_attr_ex.sq_sig_all(init, signalAll ? 1 : 0);
-        ibv_qp_init_attr_ex.comp_mask(init, RdmaCore.IBV_QP_INIT_ATTR_PD() | RdmaCore.IBV_QP_INIT_ATTR_SEND_OPS_FLAGS());
-        ibv_qp_init_attr_ex.pd(init, pd.pd);
-        ibv_qp_init_attr_ex.send_ops_flags(init, sendOps);
+        MemorySegment init = attr.writeExtended(arena, pd.pd, sendOps);
         MemorySegment qp = (MemorySegment) ExtendedOps.CREATE_QP_EX.invokeExact(create, errno, pd.context.ctx, init);
         if (Downcalls.isNull(qp)) {
             throw new VerbsException("ibv_create_qp_ex", Downcalls.errno(errno), type + " with send ops 0x"
@@ -218,14 +198,13 @@ public final class QueuePairBuilder {
                     + "/" + maxRecvSge + " SGEs, " + maxInline + " inline bytes");
         }
         Lifecycle.Destroy undo = () -> Lifecycle.destroyVerb("ibv_destroy_qp", VerbsFunctions.DESTROY_QP, qp);
-        MemorySegment qpx = (MemorySegment) QpEx.TO_QP_EX.invokeExact(qp);
+        MemorySegment qpx = (MemorySegment) ExtendedOps.qpToQpEx().invokeExact(qp);
         if (qpx.address() != qp.address()) {
             undo.destroy();
             throw new IllegalStateException("ibv_qp_to_qp_ex returned " + qpx + " for " + qp
                     + ": the provider's ibv_qp_ex does not start with its ibv_qp");
         }
-        QpCapabilities granted = new QpCapabilities(ibv_qp_cap.max_send_wr(cap), ibv_qp_cap.max_recv_wr(cap),
-                ibv_qp_cap.max_send_sge(cap), ibv_qp_cap.max_recv_sge(cap), ibv_qp_cap.max_inline_data(cap));
+        QpCapabilities granted = QpCapabilities.of(QpInitAttr.grantedCapExtended(init));
         QueuePair result;
         try {
             result = new QueuePair(this, qp, granted, null, sendOps);
@@ -234,12 +213,5 @@ public final class QueuePairBuilder {
             throw e;
         }
         return QueuePair.register(result, undo);
-    }
-
-    /** Bound on first use: a libibverbs older than rdma-core's ABI 1.6 lacks the symbol. */
-    private static final class QpEx {
-        /** {@code struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *)} (exported, no errno). */
-        static final java.lang.invoke.MethodHandle TO_QP_EX = Downcalls.plain(io.github.verbs4j.raw.NativeLibraries.verbs(),
-                "ibv_qp_to_qp_ex", RdmaCore.ibv_qp_to_qp_ex$descriptor());
     }
 }

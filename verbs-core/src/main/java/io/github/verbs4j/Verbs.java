@@ -1,6 +1,7 @@
 package io.github.verbs4j;
 
 import io.github.verbs4j.ffi.ibv_device;
+import io.github.verbs4j.raw.DeviceAttr;
 import io.github.verbs4j.raw.Downcalls;
 import io.github.verbs4j.raw.NativeLibraries;
 import io.github.verbs4j.raw.VerbsFunctions;
@@ -166,7 +167,7 @@ public final class Verbs {
     /** The name, GUID and types of a {@code struct ibv_device}. */
     static Device describe(MemorySegment dev) throws Throwable {
         MemorySegment name = (MemorySegment) VerbsFunctions.GET_DEVICE_NAME.invokeExact(dev);
-        long guid = Context.fromBigEndian((long) VerbsFunctions.GET_DEVICE_GUID.invokeExact(dev));
+        long guid = DeviceAttr.fromNetworkOrder((long) VerbsFunctions.GET_DEVICE_GUID.invokeExact(dev));
         return new Device(name.reinterpret(256).getString(0), guid,
                 ibv_device.node_type(dev), ibv_device.transport_type(dev));
     }

@@ -2,14 +2,13 @@ package io.github.verbs4j;
 
 import io.github.verbs4j.ffi.RdmaCore;
 import io.github.verbs4j.ffi.ibv_qp;
-import io.github.verbs4j.ffi.ibv_qp_attr;
-import io.github.verbs4j.ffi.ibv_qp_init_attr;
-import io.github.verbs4j.ffi.ibv_qp_init_attr_ex;
 import io.github.verbs4j.ffi.ibv_qp_open_attr;
 import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.internal.NativeHandle;
 import io.github.verbs4j.raw.Downcalls;
 import io.github.verbs4j.raw.ExtendedOps;
+import io.github.verbs4j.raw.QpAttrFields;
+import io.github.verbs4j.raw.QpInitAttr;
 import io.github.verbs4j.raw.VerbsFunctions;
 import io.github.verbs4j.raw.XrcOps;
 
@@ -66,10 +65,7 @@ public final class XrcTarget implements AutoCloseable {
         }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
-            MemorySegment init = arena.allocate(ibv_qp_init_attr_ex.layout());
-            ibv_qp_init_attr_ex.qp_type(init, RdmaCore.IBV_QPT_XRC_RECV());
-            ibv_qp_init_attr_ex.comp_mask(init, RdmaCore.IBV_QP_INIT_ATTR_XRCD());
-            ibv_qp_init_attr_ex.xrcd(init, domain.handle.pointer());
+            MemorySegment init = QpInitAttr.writeXrcReceive(arena, domain.handle.pointer());
             MemorySegment qp = (MemorySegment) ExtendedOps.CREATE_QP_EX.invokeExact(create, errno, domain.context.ctx, init);
             if (Downcalls.isNull(qp)) {
                 throw new VerbsException("ibv_create_qp_ex", Downcalls.errno(errno), "XRC_RECV in " + domain);
@@ -197,14 +193,14 @@ public final class XrcTarget implements AutoCloseable {
         life.ensureOpen(this);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
-            MemorySegment a = arena.allocate(ibv_qp_attr.layout());
-            MemorySegment init = arena.allocate(ibv_qp_init_attr.layout());
+            MemorySegment a = QpAttrFields.forState(arena, 0);
+            MemorySegment init = QpInitAttr.allocate(arena);
             int rc = (int) VerbsFunctions.need(VerbsFunctions.QUERY_QP, "ibv_query_qp").invokeExact(errno, handle.segment(), a,
                     QpAttr.STATE, init);
             if (rc != 0) {
                 throw new VerbsException("ibv_query_qp", Downcalls.errnoOf(rc, errno), toString());
             }
-            return QpState.of(ibv_qp_attr.qp_state(a));
+            return QpState.of(QpAttrFields.read(a).state());
         } catch (Throwable t) {
             throw Downcalls.unexpected("ibv_query_qp", t);
         }

@@ -51,13 +51,6 @@ final class Cm {
     }
 
     /** Copies {@code length} bytes of private data at {@code data} (may be NULL). */
-    static byte[] copy(MemorySegment data, int length) {
-        if (isNull(data) || length == 0) {
-            return new byte[0];
-        }
-        return data.reinterpret(length).toArray(JAVA_BYTE);
-    }
-
     static MemorySegment bytes(SegmentAllocator allocator, byte[] data) {
         if (data == null || data.length == 0) {
             return MemorySegment.NULL;

@@ -11,18 +11,15 @@ import io.github.verbs4j.QpState;
 import io.github.verbs4j.QueuePair;
 import io.github.verbs4j.SharedReceiveQueue;
 import io.github.verbs4j.VerbsException;
-import io.github.verbs4j.ffi.RdmaCore;
-import io.github.verbs4j.ffi.ibv_qp_attr;
-import io.github.verbs4j.ffi.ibv_qp_cap;
-import io.github.verbs4j.ffi.ibv_qp_init_attr;
-import io.github.verbs4j.ffi.rdma_addr;
-import io.github.verbs4j.ffi.rdma_cm_id;
-import io.github.verbs4j.ffi.rdma_conn_param;
-import io.github.verbs4j.ffi.rdma_route;
 import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.internal.Timeouts;
 import io.github.verbs4j.raw.CmFunctions;
+import io.github.verbs4j.raw.CmStructs;
+import io.github.verbs4j.raw.ConnParam;
 import io.github.verbs4j.raw.Downcalls;
+import io.github.verbs4j.raw.QpAttrFields;
+import io.github.verbs4j.raw.QpCap;
+import io.github.verbs4j.raw.QpInitAttr;
 import io.github.verbs4j.raw.SocketAddresses;
 
 import java.lang.foreign.Arena;
@@ -64,10 +61,6 @@ import java.util.Set;
  */
 public final class CmId implements AutoCloseable {
 
-    private static final long ID_SIZE = rdma_cm_id.layout().byteSize();
-    private static final long SRC_ADDR = rdma_cm_id.route$offset() + rdma_route.addr$offset() + rdma_addr.src_addr$offset();
-    private static final long DST_ADDR = rdma_cm_id.route$offset() + rdma_route.addr$offset() + rdma_addr.dst_addr$offset();
-
     private final MemorySegment id;
     private final PortSpace portSpace;
     private volatile EventChannel channel;
@@ -80,7 +73,7 @@ public final class CmId implements AutoCloseable {
 
     CmId(EventChannel channel, MemorySegment id, PortSpace portSpace) {
         this.channel = channel;
-        this.id = id.reinterpret(ID_SIZE);
+        this.id = id.reinterpret(CmStructs.ID_SIZE);
         this.portSpace = portSpace;
     }
 
@@ -106,25 +99,25 @@ public final class CmId implements AutoCloseable {
      */
     public Context context() {
         ensureOpen();
-        return Cm.context(rdma_cm_id.verbs(id));
+        return Cm.context(CmStructs.idVerbs(id));
     }
 
     /** The port number of the device this id is bound to (0 when unbound). */
     public int portNumber() {
         ensureOpen();
-        return Byte.toUnsignedInt(rdma_cm_id.port_num(id));
+        return CmStructs.idPortNum(id);
     }
 
     /** The local address ({@code rdma_get_local_addr}), or {@code null} before one is known. */
     public InetSocketAddress localAddress() {
         ensureOpen();
-        return SocketAddresses.decode(id.asSlice(SRC_ADDR, SocketAddresses.STORAGE_SIZE));
+        return SocketAddresses.decode(id.asSlice(CmStructs.ID_SRC_ADDR, SocketAddresses.STORAGE_SIZE));
     }
 
     /** The peer's address ({@code rdma_get_peer_addr}), or {@code null} before one is known. */
     public InetSocketAddress remoteAddress() {
         ensureOpen();
-        return SocketAddresses.decode(id.asSlice(DST_ADDR, SocketAddresses.STORAGE_SIZE));
+        return SocketAddresses.decode(id.asSlice(CmStructs.ID_DST_ADDR, SocketAddresses.STORAGE_SIZE));
     }
 
     /** The queue pair made by {@link #createQueuePair}, or {@code null}. */
@@ -289,25 +282,16 @@ public final class CmId implements AutoCloseable {
         MemorySegment recvPtr = core.handle(recvCq);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
-            MemorySegment attr = arena.allocate(ibv_qp_init_attr.layout());
-            ibv_qp_init_attr.send_cq(attr, sendPtr);
-            ibv_qp_init_attr.recv_cq(attr, recvPtr);
-            MemorySegment cap = ibv_qp_init_attr.cap(attr);
-            ibv_qp_cap.max_send_wr(cap, init.maxSendWr());
-            ibv_qp_cap.max_recv_wr(cap, srq == null ? init.maxRecvWr() : 0);
-            ibv_qp_cap.max_send_sge(cap, init.maxSendSge());
-            ibv_qp_cap.max_recv_sge(cap, srq == null ? init.maxRecvSge() : 0);
-            if (srq != null) {
-                ibv_qp_init_attr.srq(attr, core.handle(srq));
-            }
-            ibv_qp_cap.max_inline_data(cap, init.maxInlineData());
-            ibv_qp_init_attr.qp_type(attr, portSpace.qpType().value());
-            ibv_qp_init_attr.sq_sig_all(attr, init.signalAll() ? 1 : 0);
+            MemorySegment attr = new QpInitAttr(sendPtr, recvPtr, srq == null ? MemorySegment.NULL : core.handle(srq),
+                    new QpCap(init.maxSendWr(), init.maxRecvWr(), init.maxSendSge(), init.maxRecvSge(),
+                            init.maxInlineData()),
+                    portSpace.qpType().value(), init.signalAll()).write(arena);
             int rc = (int) CmFunctions.CREATE_QP.invokeExact(errno, id, pdPtr, attr);
             Cm.check(rc, errno, "rdma_create_qp", this + " with " + init);
-            QpCapabilities granted = new QpCapabilities(ibv_qp_cap.max_send_wr(cap), ibv_qp_cap.max_recv_wr(cap),
-                    ibv_qp_cap.max_send_sge(cap), ibv_qp_cap.max_recv_sge(cap), ibv_qp_cap.max_inline_data(cap));
-            MemorySegment qpPtr = rdma_cm_id.qp(id);
+            QpCap cap = QpInitAttr.grantedCap(attr);
+            QpCapabilities granted = new QpCapabilities(cap.maxSendWr(), cap.maxRecvWr(), cap.maxSendSge(),
+                    cap.maxRecvSge(), cap.maxInlineData());
+            MemorySegment qpPtr = CmStructs.idQp(id);
             QpState state = portSpace == PortSpace.UDP ? QpState.RTS : QpState.INIT;
             QueuePair created = core.adoptQueuePair(pd, qpPtr, portSpace.qpType(), sendCq, recvCq, srq, granted, state,
                     this::destroyQp);
@@ -387,67 +371,66 @@ public final class CmId implements AutoCloseable {
         ensureOpen();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
-            MemorySegment attr = arena.allocate(ibv_qp_attr.layout());
+            MemorySegment attr = QpAttrFields.forState(arena, state.value());
             MemorySegment mask = arena.allocate(ValueLayout.JAVA_INT);
-            ibv_qp_attr.qp_state(attr, state.value());
             int rc = (int) CmFunctions.INIT_QP_ATTR.invokeExact(errno, id, attr, mask);
             Cm.check(rc, errno, "rdma_init_qp_attr", this + " for " + state);
-            return qpAttr(attr, mask.get(ValueLayout.JAVA_INT, 0));
+            return qpAttr(QpAttrFields.read(attr), mask.get(ValueLayout.JAVA_INT, 0));
         } catch (Throwable t) {
             throw Downcalls.unexpected("rdma_init_qp_attr", t);
         }
     }
 
-    /** {@code struct ibv_qp_attr} fields named by {@code mask}, as a {@link QpAttr}. */
-    private static QpAttr qpAttr(MemorySegment a, int mask) {
+    /** The {@code struct ibv_qp_attr} fields named by {@code mask}, as a {@link QpAttr}. */
+    private static QpAttr qpAttr(QpAttrFields a, int mask) {
         QpAttr q = new QpAttr();
-        if ((mask & RdmaCore.IBV_QP_PORT()) != 0) {
-            q.port(Byte.toUnsignedInt(ibv_qp_attr.port_num(a)));
+        if ((mask & QpAttrFields.PORT) != 0) {
+            q.port(a.portNum());
         }
-        if ((mask & RdmaCore.IBV_QP_PKEY_INDEX()) != 0) {
-            q.pkeyIndex(Short.toUnsignedInt(ibv_qp_attr.pkey_index(a)));
+        if ((mask & QpAttrFields.PKEY_INDEX) != 0) {
+            q.pkeyIndex(a.pkeyIndex());
         }
-        if ((mask & RdmaCore.IBV_QP_ACCESS_FLAGS()) != 0) {
-            q.access(Access.fromMask(ibv_qp_attr.qp_access_flags(a)).toArray(new Access[0]));
+        if ((mask & QpAttrFields.ACCESS_FLAGS) != 0) {
+            q.access(Access.fromMask(a.accessFlags()).toArray(new Access[0]));
         }
-        if ((mask & RdmaCore.IBV_QP_QKEY()) != 0) {
-            q.qkey(ibv_qp_attr.qkey(a));
+        if ((mask & QpAttrFields.QKEY) != 0) {
+            q.qkey(a.qkey());
         }
-        if ((mask & RdmaCore.IBV_QP_AV()) != 0) {
-            UdAddress av = UdAddress.read(ibv_qp_attr.ah_attr(a), 0, 0);
+        if ((mask & QpAttrFields.AV) != 0) {
+            UdAddress av = UdAddress.of(a.ahAttr(), 0, 0);
             if (av != null) {
                 q.addressVector(av.addressVector());
             }
         }
-        if ((mask & RdmaCore.IBV_QP_PATH_MTU()) != 0) {
-            q.pathMtu(Mtu.of(ibv_qp_attr.path_mtu(a)));
+        if ((mask & QpAttrFields.PATH_MTU) != 0) {
+            q.pathMtu(Mtu.of(a.pathMtu()));
         }
-        if ((mask & RdmaCore.IBV_QP_DEST_QPN()) != 0) {
-            q.destQpNum(ibv_qp_attr.dest_qp_num(a));
+        if ((mask & QpAttrFields.DEST_QPN) != 0) {
+            q.destQpNum(a.destQpNum());
         }
-        if ((mask & RdmaCore.IBV_QP_RQ_PSN()) != 0) {
-            q.rqPsn(ibv_qp_attr.rq_psn(a));
+        if ((mask & QpAttrFields.RQ_PSN) != 0) {
+            q.rqPsn(a.rqPsn());
         }
-        if ((mask & RdmaCore.IBV_QP_SQ_PSN()) != 0) {
-            q.sqPsn(ibv_qp_attr.sq_psn(a));
+        if ((mask & QpAttrFields.SQ_PSN) != 0) {
+            q.sqPsn(a.sqPsn());
         }
-        if ((mask & RdmaCore.IBV_QP_MAX_DEST_RD_ATOMIC()) != 0) {
-            q.maxDestRdAtomic(Byte.toUnsignedInt(ibv_qp_attr.max_dest_rd_atomic(a)));
+        if ((mask & QpAttrFields.MAX_DEST_RD_ATOMIC) != 0) {
+            q.maxDestRdAtomic(a.maxDestRdAtomic());
         }
-        if ((mask & RdmaCore.IBV_QP_MAX_QP_RD_ATOMIC()) != 0) {
-            q.maxRdAtomic(Byte.toUnsignedInt(ibv_qp_attr.max_rd_atomic(a)));
+        if ((mask & QpAttrFields.MAX_QP_RD_ATOMIC) != 0) {
+            q.maxRdAtomic(a.maxRdAtomic());
         }
-        if ((mask & RdmaCore.IBV_QP_MIN_RNR_TIMER()) != 0) {
-            q.minRnrTimer(Byte.toUnsignedInt(ibv_qp_attr.min_rnr_timer(a)));
+        if ((mask & QpAttrFields.MIN_RNR_TIMER) != 0) {
+            q.minRnrTimer(a.minRnrTimer());
         }
-        if ((mask & RdmaCore.IBV_QP_TIMEOUT()) != 0) {
-            q.timeout(Byte.toUnsignedInt(ibv_qp_attr.timeout(a)));
+        if ((mask & QpAttrFields.TIMEOUT) != 0) {
+            q.timeout(a.timeout());
         }
-        if ((mask & RdmaCore.IBV_QP_RETRY_CNT()) != 0) {
-            q.retryCount(Byte.toUnsignedInt(ibv_qp_attr.retry_cnt(a)));
+        if ((mask & QpAttrFields.RETRY_CNT) != 0) {
+            q.retryCount(a.retryCount());
         }
-        if ((mask & RdmaCore.IBV_QP_RNR_RETRY()) != 0) {
-            q.rnrRetry(Byte.toUnsignedInt(ibv_qp_attr.rnr_retry(a)));
+        if ((mask & QpAttrFields.RNR_RETRY) != 0) {
+            q.rnrRetry(a.rnrRetry());
         }
         return q;
     }
@@ -539,15 +522,8 @@ public final class CmId implements AutoCloseable {
     private void call(String verb, java.lang.invoke.MethodHandle handle, ConnectParameters p, int qpNum) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
-            MemorySegment cp = arena.allocate(rdma_conn_param.layout());
-            byte[] data = p.privateData();
-            rdma_conn_param.private_data(cp, Cm.bytes(arena, data));
-            rdma_conn_param.private_data_len(cp, (byte) data.length);
-            rdma_conn_param.responder_resources(cp, (byte) p.responderResources());
-            rdma_conn_param.initiator_depth(cp, (byte) p.initiatorDepth());
-            rdma_conn_param.retry_count(cp, (byte) p.retryCount());
-            rdma_conn_param.rnr_retry_count(cp, (byte) p.rnrRetryCount());
-            rdma_conn_param.qp_num(cp, qpNum);
+            MemorySegment cp = new ConnParam(p.privateData(), p.responderResources(), p.initiatorDepth(),
+                    p.retryCount(), p.rnrRetryCount(), qpNum).write(arena);
             int rc = (int) handle.invokeExact(errno, id, cp);
             Cm.check(rc, errno, verb, this + " with " + p);
         } catch (Throwable t) {

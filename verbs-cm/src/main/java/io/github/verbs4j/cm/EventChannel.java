@@ -2,16 +2,16 @@ package io.github.verbs4j.cm;
 
 import io.github.verbs4j.Errno;
 import io.github.verbs4j.VerbsException;
-import io.github.verbs4j.ffi.rdma_cm_event;
-import io.github.verbs4j.ffi.rdma_conn_param;
-import io.github.verbs4j.ffi.rdma_event_channel;
-import io.github.verbs4j.ffi.rdma_ud_param;
 import io.github.verbs4j.internal.Fds;
 import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.internal.Timeouts;
+import io.github.verbs4j.raw.CmEventFields;
 import io.github.verbs4j.raw.CmFunctions;
+import io.github.verbs4j.raw.CmStructs;
+import io.github.verbs4j.raw.ConnParam;
 import io.github.verbs4j.raw.Downcalls;
 import io.github.verbs4j.raw.FileStatusFlags;
+import io.github.verbs4j.raw.UdParam;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -68,8 +68,8 @@ public final class EventChannel implements AutoCloseable {
     private final Lifecycle life = new Lifecycle();
 
     private EventChannel(MemorySegment channel) {
-        this.channel = channel.reinterpret(rdma_event_channel.layout().byteSize());
-        this.fd = rdma_event_channel.fd(this.channel);
+        this.channel = channel.reinterpret(CmStructs.EVENT_CHANNEL_SIZE);
+        this.fd = CmStructs.eventChannelFd(this.channel);
     }
 
     /**
@@ -94,7 +94,7 @@ public final class EventChannel implements AutoCloseable {
             // Non-blocking: between a poll that saw the fd readable and rdma_get_cm_event, another
             // thread may destroy the id the pending event belongs to (librdmacm then discards the
             // event); a blocking read would then wait for a next event that may never come.
-            int fd = rdma_event_channel.fd(ch.reinterpret(rdma_event_channel.layout().byteSize()));
+            int fd = CmStructs.eventChannelFd(ch.reinterpret(CmStructs.EVENT_CHANNEL_SIZE));
             int e = FileStatusFlags.setNonBlocking(fd);
             if (e != 0) {
                 CmFunctions.DESTROY_EVENT_CHANNEL.invokeExact(errno, ch);
@@ -205,10 +205,10 @@ public final class EventChannel implements AutoCloseable {
                 return null; // the event the poll saw went with its id, destroyed meanwhile
             }
             Cm.check(rc, errno, "rdma_get_cm_event", this);
-            MemorySegment ev = out.get(ValueLayout.ADDRESS, 0).reinterpret(rdma_cm_event.layout().byteSize());
+            MemorySegment ev = out.get(ValueLayout.ADDRESS, 0);
             CmEvent event;
             try {
-                event = decode(ev);
+                event = decode(CmEventFields.read(ev));
             } finally {
                 int ack = (int) CmFunctions.ACK_CM_EVENT.invokeExact(errno, ev);
                 Cm.check(ack, errno, "rdma_ack_cm_event", this);
@@ -222,14 +222,14 @@ public final class EventChannel implements AutoCloseable {
         }
     }
 
-    private CmEvent decode(MemorySegment ev) {
-        CmEventType type = CmEventType.of(rdma_cm_event.event(ev));
-        int status = rdma_cm_event.status(ev);
-        MemorySegment idPtr = rdma_cm_event.id(ev);
+    private CmEvent decode(CmEventFields ev) {
+        CmEventType type = CmEventType.of(ev.event());
+        int status = ev.status();
+        MemorySegment idPtr = ev.id();
         CmId listenId = null;
         CmId id;
         if (type == CmEventType.CONNECT_REQUEST) {
-            listenId = ids.get(rdma_cm_event.listen_id(ev).address());
+            listenId = ids.get(ev.listenId().address());
             if (listenId == null) {
                 return null;
             }
@@ -242,26 +242,24 @@ public final class EventChannel implements AutoCloseable {
                 return null;
             }
         }
-        MemorySegment param = rdma_cm_event.param(ev);
+        MemorySegment param = ev.param();
         ConnectParameters parameters;
         int qpNum;
         int qkey = 0;
         UdAddress ud = null;
         if (id.portSpace() == PortSpace.UDP) {
-            byte[] data = Cm.copy(rdma_ud_param.private_data(param), Byte.toUnsignedInt(rdma_ud_param.private_data_len(param)));
-            parameters = new ConnectParameters(0, 0, 0, 0, data);
-            qpNum = rdma_ud_param.qp_num(param);
-            qkey = rdma_ud_param.qkey(param);
+            UdParam udParam = UdParam.read(param);
+            parameters = new ConnectParameters(0, 0, 0, 0, udParam.privateData());
+            qpNum = udParam.qpNum();
+            qkey = udParam.qkey();
             if (type == CmEventType.ESTABLISHED) {
-                ud = UdAddress.read(rdma_ud_param.ah_attr(param), qpNum, qkey);
+                ud = UdAddress.of(udParam.ahAttr(), qpNum, qkey);
             }
         } else {
-            byte[] data = Cm.copy(rdma_conn_param.private_data(param), Byte.toUnsignedInt(rdma_conn_param.private_data_len(param)));
-            parameters = new ConnectParameters(Byte.toUnsignedInt(rdma_conn_param.responder_resources(param)),
-                    Byte.toUnsignedInt(rdma_conn_param.initiator_depth(param)),
-                    Math.min(7, Byte.toUnsignedInt(rdma_conn_param.retry_count(param))),
-                    Math.min(7, Byte.toUnsignedInt(rdma_conn_param.rnr_retry_count(param))), data);
-            qpNum = rdma_conn_param.qp_num(param);
+            ConnParam conn = ConnParam.read(param);
+            parameters = new ConnectParameters(conn.responderResources(), conn.initiatorDepth(),
+                    Math.min(7, conn.retryCount()), Math.min(7, conn.rnrRetryCount()), conn.privateData());
+            qpNum = conn.qpNum();
         }
         return new CmEvent(type, status, id, listenId, parameters, qpNum, qkey, ud);
     }

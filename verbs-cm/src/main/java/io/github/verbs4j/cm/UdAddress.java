@@ -4,11 +4,8 @@ import io.github.verbs4j.AddressHandle;
 import io.github.verbs4j.AddressVector;
 import io.github.verbs4j.Gid;
 import io.github.verbs4j.ProtectionDomain;
-import io.github.verbs4j.ffi.ibv_ah_attr;
-import io.github.verbs4j.ffi.ibv_global_route;
+import io.github.verbs4j.raw.AhAttr;
 
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.util.Objects;
 
 /**
@@ -63,27 +60,13 @@ public record UdAddress(int port, int dlid, int serviceLevel, int srcPathBits, i
         return pd.createAh(addressVector());
     }
 
-    /** Reads {@code struct ibv_ah_attr} at {@code ah}; {@code null} when it names no port (not filled in). */
-    static UdAddress read(MemorySegment ah, int qpNumber, int qkey) {
-        int port = Byte.toUnsignedInt(ibv_ah_attr.port_num(ah));
-        if (port == 0) {
+    /** The address in {@code ah}; {@code null} when it names no port (not filled in). */
+    static UdAddress of(AhAttr ah, int qpNumber, int qkey) {
+        if (ah.portNum() == 0) {
             return null;
         }
-        Gid dgid = null;
-        int sgidIndex = 0;
-        int hopLimit = 0;
-        int trafficClass = 0;
-        int flowLabel = 0;
-        if (ibv_ah_attr.is_global(ah) != 0) {
-            MemorySegment grh = ibv_ah_attr.grh(ah);
-            dgid = Gid.of(ibv_global_route.dgid(grh).toArray(ValueLayout.JAVA_BYTE));
-            sgidIndex = Byte.toUnsignedInt(ibv_global_route.sgid_index(grh));
-            hopLimit = Byte.toUnsignedInt(ibv_global_route.hop_limit(grh));
-            trafficClass = Byte.toUnsignedInt(ibv_global_route.traffic_class(grh));
-            flowLabel = ibv_global_route.flow_label(grh) & 0xfffff;
-        }
-        return new UdAddress(port, Short.toUnsignedInt(ibv_ah_attr.dlid(ah)), Byte.toUnsignedInt(ibv_ah_attr.sl(ah)),
-                Byte.toUnsignedInt(ibv_ah_attr.src_path_bits(ah)), Byte.toUnsignedInt(ibv_ah_attr.static_rate(ah)),
-                dgid, sgidIndex, hopLimit, trafficClass, flowLabel, qpNumber, qkey);
+        return new UdAddress(ah.portNum(), ah.dlid(), ah.serviceLevel(), ah.srcPathBits(), ah.staticRate(),
+                ah.isGlobal() ? Gid.of(ah.dgid()) : null, ah.sgidIndex(), ah.hopLimit(), ah.trafficClass(),
+                ah.flowLabel(), qpNumber, qkey);
     }
 }

@@ -1,5 +1,6 @@
 package io.github.verbs4j.raw;
 
+import io.github.verbs4j.ffi.RdmaCore;
 import io.github.verbs4j.ffi.ibv_cq_ex;
 import io.github.verbs4j.ffi.ibv_qp_ex;
 import io.github.verbs4j.ffi.verbs_context;
@@ -50,6 +51,19 @@ public final class ExtendedOps {
     public static final MethodHandle CREATE_QP_EX = Downcalls.functionPointerCapturingErrno(FunctionDescriptor.of(A, A, A));
     /** {@code struct ibv_cq_ex *(*create_cq_ex)(struct ibv_context *, struct ibv_cq_init_attr_ex *)}, errno captured. */
     public static final MethodHandle CREATE_CQ_EX = CREATE_QP_EX;
+
+    /**
+     * {@code struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *)} (exported, no errno), bound on
+     * first use: a libibverbs older than rdma-core's ABI 1.6 lacks the symbol.
+     */
+    public static MethodHandle qpToQpEx() {
+        return QpToQpEx.HANDLE;
+    }
+
+    private static final class QpToQpEx {
+        static final MethodHandle HANDLE = Downcalls.plain(NativeLibraries.verbs(), "ibv_qp_to_qp_ex",
+                RdmaCore.ibv_qp_to_qp_ex$descriptor());
+    }
 
     /** {@code verbs_context->create_qp_ex} of {@code context}, or {@code null} when the provider has none. */
     public static MemorySegment createQpEx(MemorySegment context) {
