@@ -54,7 +54,9 @@ import java.nio.channels.WritableByteChannel;
 import java.time.Duration;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * A Netty channel over one RDMA reliable connection, set up through rdma_cm and addressed by the
@@ -110,6 +112,8 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     private CompletionQueue cq;
     private QueuePair qp;
     private MemoryRegion recvRegion;
+    private ReceiveRing ring;
+    private boolean zeroCopyRead;
     private MemoryRegion sendRegion;
     private ReceiveRequest[] receives;
     private SendRequest[] sends;
@@ -147,6 +151,8 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     private int rxHead;
     private int rxCount;
     private int rxConsumed; // bytes of the head slot already handed to the pipeline
+    /** Receive slots out with the application as zero-copy buffers, not yet released. Loop only. */
+    private int slotsHeld;
     private ChannelPromise connectPromise;
     private final SlotChannel regionTarget = new SlotChannel();
     private Future<?> connectTimeout;
@@ -321,6 +327,8 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         maxInline = qp.capabilities().maxInlineData();
         sendSlots = Math.min(depth, qp.capabilities().maxSendWr());
         recvRegion = device.pd.allocate((long) ringSlots * slotSize, Access.LOCAL_WRITE);
+        ring = new ReceiveRing(recvRegion);
+        zeroCopyRead = config.zeroCopyRead();
         receives = new ReceiveRequest[ringSlots];
         recvViews = new ByteBuffer[ringSlots];
         rxQueue = new int[ringSlots];
@@ -576,6 +584,56 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         }
     }
 
+    /**
+     * A zero-copy buffer of {@code slot} was released (on any thread): on the loop, the slot is
+     * posted again and its credit owed to the peer, unless the connection is gone meanwhile; the
+     * ring is let go in any case, and freed with its last holder.
+     */
+    void slotReleased(ReceiveRing from, int slot) {
+        EventLoop loop = eventLoop();
+        if (loop.inEventLoop()) {
+            slotReturned(from, slot);
+            return;
+        }
+        try {
+            loop.execute(() -> slotReturned(from, slot));
+        } catch (RejectedExecutionException e) {
+            from.release(); // the loop has ended, and the connection with it
+        }
+    }
+
+    private void slotReturned(ReceiveRing from, int slot) {
+        if (from == ring) {
+            slotsHeld--;
+            if (ready && open) {
+                // after shutdownInput too: what the peer sends then is dropped, its credits still go back
+                repost(slot);
+                returnCredits();
+            }
+        }
+        from.release();
+    }
+
+    /**
+     * The receive ring's memory region and who holds it: the channel until it releases its
+     * connection, and each zero-copy buffer until it is released. Freed with the last of them,
+     * so that a buffer read after its channel closed still reads the bytes it was given.
+     */
+    static final class ReceiveRing {
+        final MemoryRegion region;
+        final AtomicInteger holders = new AtomicInteger(1);
+
+        ReceiveRing(MemoryRegion region) {
+            this.region = region;
+        }
+
+        void release() {
+            if (holders.decrementAndGet() == 0) {
+                RdmaSocketChannel.close(region);
+            }
+        }
+    }
+
     private void repost(int slot) {
         if (qp.tryPostRecv(receives[slot]) == 0) {
             owed++;
@@ -605,20 +663,29 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             do {
                 int slot = rxQueue[rxHead];
                 int left = rxLength[slot] - rxConsumed;
-                ByteBuf buf = allocHandle.allocate(config.getAllocator());
-                int n = Math.min(left, buf.writableBytes());
-                allocHandle.attemptedBytesRead(buf.writableBytes());
-                ByteBuffer view = recvViews[slot];
                 int from = HEADER + rxConsumed;
-                view.limit(from + n).position(from);
-                buf.writeBytes(view);
-                if (n == left) {
+                ByteBuf buf;
+                int n;
+                if (zeroCopyRead && slotsHeld < ringSlots / 2) {
+                    // the slot itself, whole: reposted when the buffer is released (slotReleased)
+                    n = left;
+                    buf = new ReceiveSlotBuf(config.getAllocator(), recvViews[slot].slice(from, n), this, ring, slot);
+                    allocHandle.attemptedBytesRead(n);
+                    ring.holders.incrementAndGet();
+                    slotsHeld++;
                     rxConsumed = 0;
                     rxHead = (rxHead + 1) % ringSlots;
                     rxCount--;
-                    repost(slot);
                 } else {
-                    rxConsumed += n;
+                    // a copy: zero copy is off, or half the ring is held by the application, which
+                    // then must not take more, or the peer could run out of credits for good
+                    buf = allocHandle.allocate(config.getAllocator());
+                    n = Math.min(left, buf.writableBytes());
+                    allocHandle.attemptedBytesRead(buf.writableBytes());
+                    ByteBuffer view = recvViews[slot];
+                    view.limit(from + n).position(from);
+                    buf.writeBytes(view);
+                    consumed(slot, n, left);
                 }
                 allocHandle.lastBytesRead(n);
                 allocHandle.incMessagesRead(1);
@@ -629,6 +696,22 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             pipeline.fireChannelReadComplete();
             returnCredits();
         }
+        deliverEndOfInput(pipeline);
+    }
+
+    /** Takes {@code n} bytes of the head slot, which had {@code left}: the slot is reposted once all are taken. */
+    private void consumed(int slot, int n, int left) {
+        if (n == left) {
+            rxConsumed = 0;
+            rxHead = (rxHead + 1) % ringSlots;
+            rxCount--;
+            repost(slot);
+        } else {
+            rxConsumed += n;
+        }
+    }
+
+    private void deliverEndOfInput(ChannelPipeline pipeline) {
         if (finReceived && rxCount == 0 && open && !inputShutdown) {
             inputShutdown = true;
             if (config.isAllowHalfClosure()) {
@@ -642,7 +725,9 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
 
     /** Returns owed credits alone once a quarter of the ring is owed and no data carries them. */
     private void returnCredits() {
-        if (!ready || !open || peerGone || owed < Math.max(2, ringSlots / 4) || credits < 1 || !sendSlotFree()) {
+        // inside doWrite the next send slot may already be filled and not yet posted; doWrite
+        // returns what is owed once its requests are posted
+        if (writing || !ready || !open || peerGone || owed < Math.max(2, ringSlots / 4) || credits < 1 || !sendSlotFree()) {
             return;
         }
         post(fill(0, null, 0, 0, true), 1);
@@ -759,6 +844,11 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             doWrite0(in);
         } finally {
             writing = false;
+        }
+        // slots that buffers released meanwhile gave back (a received buffer written on, released
+        // once sent): their credits go now, even if no data follows to carry them
+        if (open && ready) {
+            returnCredits();
         }
     }
 
@@ -1057,6 +1147,11 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         return true;
     }
 
+    /** Receive slots held by the application as zero-copy buffers: for tests. Loop only. */
+    int slotsHeld() {
+        return slotsHeld;
+    }
+
     /** Whether this closed channel's connection still waits for its last sends' acknowledgement: for tests. Loop only. */
     boolean releasePending() {
         return lingering;
@@ -1098,13 +1193,18 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             close(i);
         }
         close(cq);
-        close(recvRegion);
+        if (ring != null) {
+            ring.release();
+        } else {
+            close(recvRegion);
+        }
         close(sendRegion);
         close(events);
         id = null;
         cq = null;
         qp = null;
         recvRegion = null;
+        ring = null;
         sendRegion = null;
         events = null;
     }
