@@ -119,6 +119,8 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     private SendRequest[] sends;
     private ByteBuffer[] recvViews;
     private ByteBuffer[] sendViews;
+    /** Per send slot: the buffer its payload is sent from in place (retained until the send completed), else null. */
+    private ByteBuf[] sentInPlace;
     private Completions completions;
     private byte[] peerParameters;
     private int ringSlots;
@@ -162,6 +164,8 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     private Future<?> lingerTimer;
     /** Chains of data requests that flushes posted: how a test sees that a flush batches. Loop only. */
     long chainsPosted;
+    /** Sends whose payload went from a registered chunk in place: how a test sees the path taken. Loop only. */
+    long sentWithoutCopy;
 
     /** A channel to connect ({@code bootstrap.channel(RdmaSocketChannel.class)}). */
     public RdmaSocketChannel() {
@@ -323,7 +327,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         RdmaIoHandler.Device device = handler.device(id.context());
         int depth = config.sendDepth();
         cq = id.context().createCq(depth + ringSlots + 1, device.completions, 0);
-        qp = id.createQueuePair(device.pd, cq, cq, new QpInit(depth, ringSlots, 1, 1, config.inlineSize(), false));
+        qp = id.createQueuePair(device.pd, cq, cq, new QpInit(depth, ringSlots, 2, 1, config.inlineSize(), false));
         maxInline = qp.capabilities().maxInlineData();
         sendSlots = Math.min(depth, qp.capabilities().maxSendWr());
         recvRegion = device.pd.allocate((long) ringSlots * slotSize, Access.LOCAL_WRITE);
@@ -359,6 +363,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         sendSlotSize = peerSlotSize;
         sendRegion = qp.protectionDomain().allocate((long) sendSlots * sendSlotSize);
         sends = new SendRequest[sendSlots];
+        sentInPlace = new ByteBuf[sendSlots];
         sendViews = new ByteBuffer[sendSlots];
         MemorySegment ring = sendRegion.segment();
         for (int i = 0; i < sendSlots; i++) {
@@ -530,7 +535,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
                 return n;
             }
             if ((wr & SEND_TAG) != 0) {
-                sendCompleted = (wr & ~SEND_TAG) + 1;
+                sendsCompleted((wr & ~SEND_TAG) + 1);
                 sendFreed = true;
             } else {
                 received((int) wr, c.byteLength());
@@ -733,6 +738,48 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         post(fill(0, null, 0, 0, true), 1);
     }
 
+    /**
+     * The sends before {@code upTo} completed (a signaled one covers all before it): the buffers
+     * they sent in place are released.
+     */
+    private void sendsCompleted(long upTo) {
+        for (long s = sendCompleted; s < upTo; s++) {
+            int slot = (int) (s % sendSlots);
+            ByteBuf buf = sentInPlace[slot];
+            if (buf != null) {
+                sentInPlace[slot] = null;
+                buf.release();
+            }
+        }
+        sendCompleted = upTo;
+    }
+
+    /** Releases the buffers of sends that will never complete: the queue pair is gone. */
+    private void releaseSentInPlace() {
+        ByteBuf[] held = sentInPlace;
+        if (held == null) {
+            return;
+        }
+        for (int i = 0; i < held.length; i++) {
+            if (held[i] != null) {
+                ByteBuf buf = held[i];
+                held[i] = null;
+                buf.release();
+            }
+        }
+    }
+
+    /** Buffers retained by sends in flight that carry them in place: for tests. Loop only. */
+    int sentInPlaceHeld() {
+        int n = 0;
+        if (sentInPlace != null) {
+            for (ByteBuf b : sentInPlace) {
+                n += b == null ? 0 : 1;
+            }
+        }
+        return n;
+    }
+
     private boolean sendSlotFree() {
         return sendPosted - sendCompleted < sendSlots;
     }
@@ -763,6 +810,20 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         r.id(SEND_TAG | sendPosted).local(sendRegion, offset, size).inline(size <= maxInline)
                 .signaled(signaled || sendPosted % SIGNAL_EVERY == SIGNAL_EVERY - 1).next(null);
         sendPosted++;
+        return r;
+    }
+
+    /**
+     * The next send slot carries only the header; the payload, {@code length} bytes at
+     * {@code offset} of a registered chunk, is a second scatter/gather entry, read by the device in
+     * place. {@code owner} is retained until the send completed.
+     */
+    private SendRequest inPlace(ByteBuf owner, MemoryRegion chunk, long offset, int length) {
+        int slot = (int) (sendPosted % sendSlots);
+        SendRequest r = filled(0, 0, false);
+        r.inline(false).sge(1, chunk, offset, length).sgeCount(2);
+        sentInPlace[slot] = owner.retain();
+        sentWithoutCopy++;
         return r;
     }
 
@@ -986,10 +1047,29 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             }
             ByteBuf buf = (ByteBuf) msg;
             int readable = buf.readableBytes();
+            MemoryRegion chunk = null;
+            long offset = 0;
+            if (readable > 0 && buf.isDirect() && RdmaByteBufAllocator.anyChunks() && buf.nioBufferCount() == 1) {
+                long address = MemorySegment.ofBuffer(buf.internalNioBuffer(buf.readerIndex(), readable)).address();
+                RdmaByteBufAllocator.Chunk c = RdmaByteBufAllocator.chunkOf(address, readable);
+                if (c != null) {
+                    try {
+                        chunk = c.region(qp.protectionDomain());
+                        offset = address - c.address();
+                    } catch (RuntimeException e) {
+                        // not registrable now (the device's limits): this buffer is copied
+                        logger.debug("registering a chunk of {} for {}", buf.alloc(), RdmaSocketChannel.this, e);
+                    }
+                }
+            }
             int sent = 0;
             while (sent < readable && room()) {
                 int n = Math.min(readable - sent, maxPayload);
-                append(fill(0, buf, buf.readerIndex() + sent, n, false));
+                if (chunk != null) {
+                    append(inPlace(buf, chunk, offset + sent, n));
+                } else {
+                    append(fill(0, buf, buf.readerIndex() + sent, n, false));
+                }
                 sent += n;
             }
             bufferBytes += sent;
@@ -1132,7 +1212,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
                     break;
                 }
                 if ((c.wrId() & SEND_TAG) != 0) {
-                    sendCompleted = (c.wrId() & ~SEND_TAG) + 1;
+                    sendsCompleted((c.wrId() & ~SEND_TAG) + 1);
                 }
                 // a receive: the peer's data after this side closed, dropped as a closed socket's
             }
@@ -1193,6 +1273,8 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             close(i);
         }
         close(cq);
+        // the queue pair is destroyed: nothing reads the buffers of sends still in flight
+        releaseSentInPlace();
         if (ring != null) {
             ring.release();
         } else {
