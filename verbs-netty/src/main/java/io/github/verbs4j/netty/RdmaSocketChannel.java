@@ -674,7 +674,9 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
                 if (zeroCopyRead && slotsHeld < ringSlots / 2) {
                     // the slot itself, whole: reposted when the buffer is released (slotReleased)
                     n = left;
-                    buf = new ReceiveSlotBuf(config.getAllocator(), recvViews[slot].slice(from, n), this, ring, slot);
+                    // (the view's limit is wherever a copy out of this slot last left it)
+                    buf = new ReceiveSlotBuf(config.getAllocator(), recvViews[slot].clear().slice(from, n), this, ring,
+                            slot);
                     allocHandle.attemptedBytesRead(n);
                     ring.holders.incrementAndGet();
                     slotsHeld++;

@@ -116,6 +116,11 @@ public class RdmaZeroCopyReadTest {
         return b;
     }
 
+    /** Sizes that vary from message to message, up to the 4 KiB slot's payload. */
+    private static int sizeOf(int i) {
+        return 1 + (i * 397) % 4092;
+    }
+
     private static byte[] bytes(ByteBuf buf) {
         byte[] b = new byte[buf.readableBytes()];
         buf.getBytes(buf.readerIndex(), b);
@@ -201,11 +206,11 @@ public class RdmaZeroCopyReadTest {
         Channel client = client(server, new ChannelInboundHandlerAdapter());
         try {
             int messages = 200; // far more than the ring: without the copies the peer would stall
-            int size = 1000;
             for (int i = 0; i < messages - 1; i++) {
-                client.write(Unpooled.wrappedBuffer(message(i, size)));
+                client.write(Unpooled.wrappedBuffer(message(i, sizeOf(i))));
             }
-            client.writeAndFlush(Unpooled.wrappedBuffer(message(messages - 1, size))).syncUninterruptibly();
+            client.writeAndFlush(Unpooled.wrappedBuffer(message(messages - 1, sizeOf(messages - 1))))
+                    .syncUninterruptibly();
             List<ByteBuf> held = new ArrayList<>();
             for (int i = 0; i < messages; i++) {
                 held.add(next(keeper));
@@ -216,7 +221,7 @@ public class RdmaZeroCopyReadTest {
             for (int i = 0; i < messages; i++) {
                 ByteBuf buf = held.get(i);
                 // read after all later messages arrived: a slot reposted early would have been overwritten
-                assertArrayEquals(message(i, size), bytes(buf), "message " + i);
+                assertArrayEquals(message(i, sizeOf(i)), bytes(buf), "message " + i);
                 if (buf instanceof ReceiveSlotBuf) {
                     assertTrue(i < ringSlots / 2, "the held slots are the first messages, not message " + i);
                     slots++;
@@ -232,6 +237,8 @@ public class RdmaZeroCopyReadTest {
             }
             assertEquals(0, slotsHeld(child));
             for (int i = 0; i < 3 * ringSlots; i++) {
+                // slots that copies were taken from before, now wrapped, with messages longer than those
+                int size = 4092 - i;
                 client.writeAndFlush(Unpooled.wrappedBuffer(message(1000 + i, size))).syncUninterruptibly();
                 ByteBuf buf = next(keeper);
                 assertInstanceOf(ReceiveSlotBuf.class, buf, "zero copy again once the slots are back");
