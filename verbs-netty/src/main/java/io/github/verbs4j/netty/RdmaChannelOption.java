@@ -28,7 +28,9 @@ public final class RdmaChannelOption<T> extends ChannelOption<T> {
      * as without this option until buffers come back, so that a handler that waits for more data
      * before it releases anything (a decoder gathering a large frame) cannot stall the connection.
      * The ring's memory stays allocated after the channel closes until its last such buffer is
-     * released. Takes effect when the connection is set up.
+     * released. Each read is one whole message, whatever buffer size the {@code RecvByteBufAllocator}
+     * handle guessed (the copy splits a message over the handle's buffers). Takes effect when the
+     * connection is set up.
      */
     public static final ChannelOption<Boolean> RDMA_ZERO_COPY_READ =
             valueOf(RdmaChannelOption.class, "RDMA_ZERO_COPY_READ");

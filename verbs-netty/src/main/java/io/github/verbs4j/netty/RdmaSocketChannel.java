@@ -72,11 +72,13 @@ import java.util.concurrent.atomic.AtomicInteger;
  * ring is owed; one credit is kept back for those credit-only messages, so two peers that both
  * run out can always tell each other. SEND/RECV serves IB, RoCE and iWARP alike.
  *
- * <p><b>Writes</b> are copied into a registered send ring (one slot per message in flight) and
- * posted in one chain per flush, only the last request (and every 16th) signaled; a message waits
+ * <p><b>Writes</b> are copied into a registered send ring (one slot per message in flight), unless
+ * they lie in a chunk of {@link RdmaByteBufAllocator} (then posted in place and released once
+ * their send completed), and posted in one chain per flush, only the last request (and every 16th) signaled; a message waits
  * in Netty's outbound buffer while the peer gives no credit, so writability follows Netty's
  * water marks, driven by credits. <b>Reads</b> deliver each message as a buffer of the channel's
- * allocator, honouring {@code autoRead}, {@code read()} and the {@link RecvByteBufAllocator}.
+ * allocator, or with {@link RdmaChannelOption#RDMA_ZERO_COPY_READ} as its receive slot wrapped
+ * (reposted on release), honouring {@code autoRead}, {@code read()} and the {@link RecvByteBufAllocator}.
  *
  * <p><b>Connection setup</b> (rdma_cm's address and route resolution, connect, accept) runs on a
  * setup thread, since those calls of verbs-cm wait for their events; the event loop takes over
