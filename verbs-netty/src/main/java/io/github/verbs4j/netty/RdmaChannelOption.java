@@ -20,6 +20,21 @@ public final class RdmaChannelOption<T> extends ChannelOption<T> {
     /** Bytes a send may carry inline in its work request (0: none; the device may grant less): 0..4096, default 64. */
     public static final ChannelOption<Integer> RDMA_INLINE_SIZE = valueOf(RdmaChannelOption.class, "RDMA_INLINE_SIZE");
     /**
+     * Reads deliver each message as its receive slot itself, wrapped in a {@code ByteBuf}, instead of
+     * a copy in a buffer of the channel's allocator: default {@code false}. The slot goes back to
+     * the peer (reposted, its credit returned) when the buffer is released, so a handler that keeps
+     * buffers keeps slots, and the peer's credits, not memory, throttle it. At most half of the
+     * ring is held that way: once half the slots are out with the application, messages are copied
+     * as without this option until buffers come back, so that a handler that waits for more data
+     * before it releases anything (a decoder gathering a large frame) cannot stall the connection.
+     * The ring's memory stays allocated after the channel closes until its last such buffer is
+     * released. Each read is one whole message, whatever buffer size the {@code RecvByteBufAllocator}
+     * handle guessed (the copy splits a message over the handle's buffers). Takes effect when the
+     * connection is set up.
+     */
+    public static final ChannelOption<Boolean> RDMA_ZERO_COPY_READ =
+            valueOf(RdmaChannelOption.class, "RDMA_ZERO_COPY_READ");
+    /**
      * How the event loop waits for completions. A property of the loop, set through
      * {@link RdmaTransportOptions}: a channel's {@code setOption} returns {@code false} for it.
      */

@@ -306,6 +306,7 @@ public final class RdmaIoHandler implements IoHandler {
         for (Device d : devices.values()) {
             try {
                 d.completions.close();
+                RdmaByteBufAllocator.forget(d.pd);
                 d.pd.close();
             } catch (RuntimeException e) {
                 // a connection whose resources are still open (its close is in progress elsewhere)

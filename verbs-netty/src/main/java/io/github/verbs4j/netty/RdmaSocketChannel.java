@@ -54,7 +54,9 @@ import java.nio.channels.WritableByteChannel;
 import java.time.Duration;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * A Netty channel over one RDMA reliable connection, set up through rdma_cm and addressed by the
@@ -70,11 +72,13 @@ import java.util.concurrent.TimeUnit;
  * ring is owed; one credit is kept back for those credit-only messages, so two peers that both
  * run out can always tell each other. SEND/RECV serves IB, RoCE and iWARP alike.
  *
- * <p><b>Writes</b> are copied into a registered send ring (one slot per message in flight) and
- * posted in one chain per flush, only the last request (and every 16th) signaled; a message waits
+ * <p><b>Writes</b> are copied into a registered send ring (one slot per message in flight), unless
+ * they lie in a chunk of {@link RdmaByteBufAllocator} (then posted in place and released once
+ * their send completed), and posted in one chain per flush, only the last request (and every 16th) signaled; a message waits
  * in Netty's outbound buffer while the peer gives no credit, so writability follows Netty's
  * water marks, driven by credits. <b>Reads</b> deliver each message as a buffer of the channel's
- * allocator, honouring {@code autoRead}, {@code read()} and the {@link RecvByteBufAllocator}.
+ * allocator, or with {@link RdmaChannelOption#RDMA_ZERO_COPY_READ} as its receive slot wrapped
+ * (reposted on release), honouring {@code autoRead}, {@code read()} and the {@link RecvByteBufAllocator}.
  *
  * <p><b>Connection setup</b> (rdma_cm's address and route resolution, connect, accept) runs on a
  * setup thread, since those calls of verbs-cm wait for their events; the event loop takes over
@@ -110,11 +114,15 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     private CompletionQueue cq;
     private QueuePair qp;
     private MemoryRegion recvRegion;
+    private ReceiveRing ring;
+    private boolean zeroCopyRead;
     private MemoryRegion sendRegion;
     private ReceiveRequest[] receives;
     private SendRequest[] sends;
     private ByteBuffer[] recvViews;
     private ByteBuffer[] sendViews;
+    /** Per send slot: the buffer its payload is sent from in place (retained until the send completed), else null. */
+    private ByteBuf[] sentInPlace;
     private Completions completions;
     private byte[] peerParameters;
     private int ringSlots;
@@ -147,6 +155,8 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     private int rxHead;
     private int rxCount;
     private int rxConsumed; // bytes of the head slot already handed to the pipeline
+    /** Receive slots out with the application as zero-copy buffers, not yet released. Loop only. */
+    private int slotsHeld;
     private ChannelPromise connectPromise;
     private final SlotChannel regionTarget = new SlotChannel();
     private Future<?> connectTimeout;
@@ -156,6 +166,8 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     private Future<?> lingerTimer;
     /** Chains of data requests that flushes posted: how a test sees that a flush batches. Loop only. */
     long chainsPosted;
+    /** Sends whose payload went from a registered chunk in place: how a test sees the path taken. Loop only. */
+    long sentWithoutCopy;
 
     /** A channel to connect ({@code bootstrap.channel(RdmaSocketChannel.class)}). */
     public RdmaSocketChannel() {
@@ -317,10 +329,12 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         RdmaIoHandler.Device device = handler.device(id.context());
         int depth = config.sendDepth();
         cq = id.context().createCq(depth + ringSlots + 1, device.completions, 0);
-        qp = id.createQueuePair(device.pd, cq, cq, new QpInit(depth, ringSlots, 1, 1, config.inlineSize(), false));
+        qp = id.createQueuePair(device.pd, cq, cq, new QpInit(depth, ringSlots, 2, 1, config.inlineSize(), false));
         maxInline = qp.capabilities().maxInlineData();
         sendSlots = Math.min(depth, qp.capabilities().maxSendWr());
         recvRegion = device.pd.allocate((long) ringSlots * slotSize, Access.LOCAL_WRITE);
+        ring = new ReceiveRing(recvRegion);
+        zeroCopyRead = config.zeroCopyRead();
         receives = new ReceiveRequest[ringSlots];
         recvViews = new ByteBuffer[ringSlots];
         rxQueue = new int[ringSlots];
@@ -351,6 +365,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         sendSlotSize = peerSlotSize;
         sendRegion = qp.protectionDomain().allocate((long) sendSlots * sendSlotSize);
         sends = new SendRequest[sendSlots];
+        sentInPlace = new ByteBuf[sendSlots];
         sendViews = new ByteBuffer[sendSlots];
         MemorySegment ring = sendRegion.segment();
         for (int i = 0; i < sendSlots; i++) {
@@ -522,7 +537,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
                 return n;
             }
             if ((wr & SEND_TAG) != 0) {
-                sendCompleted = (wr & ~SEND_TAG) + 1;
+                sendsCompleted((wr & ~SEND_TAG) + 1);
                 sendFreed = true;
             } else {
                 received((int) wr, c.byteLength());
@@ -576,6 +591,56 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         }
     }
 
+    /**
+     * A zero-copy buffer of {@code slot} was released (on any thread): on the loop, the slot is
+     * posted again and its credit owed to the peer, unless the connection is gone meanwhile; the
+     * ring is let go in any case, and freed with its last holder.
+     */
+    void slotReleased(ReceiveRing from, int slot) {
+        EventLoop loop = eventLoop();
+        if (loop.inEventLoop()) {
+            slotReturned(from, slot);
+            return;
+        }
+        try {
+            loop.execute(() -> slotReturned(from, slot));
+        } catch (RejectedExecutionException e) {
+            from.release(); // the loop has ended, and the connection with it
+        }
+    }
+
+    private void slotReturned(ReceiveRing from, int slot) {
+        if (from == ring) {
+            slotsHeld--;
+            if (ready && open) {
+                // after shutdownInput too: what the peer sends then is dropped, its credits still go back
+                repost(slot);
+                returnCredits();
+            }
+        }
+        from.release();
+    }
+
+    /**
+     * The receive ring's memory region and who holds it: the channel until it releases its
+     * connection, and each zero-copy buffer until it is released. Freed with the last of them,
+     * so that a buffer read after its channel closed still reads the bytes it was given.
+     */
+    static final class ReceiveRing {
+        final MemoryRegion region;
+        final AtomicInteger holders = new AtomicInteger(1);
+
+        ReceiveRing(MemoryRegion region) {
+            this.region = region;
+        }
+
+        void release() {
+            if (holders.decrementAndGet() == 0) {
+                RdmaSocketChannel.close(region);
+            }
+        }
+    }
+
     private void repost(int slot) {
         if (qp.tryPostRecv(receives[slot]) == 0) {
             owed++;
@@ -605,20 +670,31 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             do {
                 int slot = rxQueue[rxHead];
                 int left = rxLength[slot] - rxConsumed;
-                ByteBuf buf = allocHandle.allocate(config.getAllocator());
-                int n = Math.min(left, buf.writableBytes());
-                allocHandle.attemptedBytesRead(buf.writableBytes());
-                ByteBuffer view = recvViews[slot];
                 int from = HEADER + rxConsumed;
-                view.limit(from + n).position(from);
-                buf.writeBytes(view);
-                if (n == left) {
+                ByteBuf buf;
+                int n;
+                if (zeroCopyRead && slotsHeld < ringSlots / 2) {
+                    // the slot itself, whole: reposted when the buffer is released (slotReleased)
+                    n = left;
+                    // (the view's limit is wherever a copy out of this slot last left it)
+                    buf = new ReceiveSlotBuf(config.getAllocator(), recvViews[slot].clear().slice(from, n), this, ring,
+                            slot);
+                    allocHandle.attemptedBytesRead(n);
+                    ring.holders.incrementAndGet();
+                    slotsHeld++;
                     rxConsumed = 0;
                     rxHead = (rxHead + 1) % ringSlots;
                     rxCount--;
-                    repost(slot);
                 } else {
-                    rxConsumed += n;
+                    // a copy: zero copy is off, or half the ring is held by the application, which
+                    // then must not take more, or the peer could run out of credits for good
+                    buf = allocHandle.allocate(config.getAllocator());
+                    n = Math.min(left, buf.writableBytes());
+                    allocHandle.attemptedBytesRead(buf.writableBytes());
+                    ByteBuffer view = recvViews[slot];
+                    view.limit(from + n).position(from);
+                    buf.writeBytes(view);
+                    consumed(slot, n, left);
                 }
                 allocHandle.lastBytesRead(n);
                 allocHandle.incMessagesRead(1);
@@ -629,6 +705,22 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             pipeline.fireChannelReadComplete();
             returnCredits();
         }
+        deliverEndOfInput(pipeline);
+    }
+
+    /** Takes {@code n} bytes of the head slot, which had {@code left}: the slot is reposted once all are taken. */
+    private void consumed(int slot, int n, int left) {
+        if (n == left) {
+            rxConsumed = 0;
+            rxHead = (rxHead + 1) % ringSlots;
+            rxCount--;
+            repost(slot);
+        } else {
+            rxConsumed += n;
+        }
+    }
+
+    private void deliverEndOfInput(ChannelPipeline pipeline) {
         if (finReceived && rxCount == 0 && open && !inputShutdown) {
             inputShutdown = true;
             if (config.isAllowHalfClosure()) {
@@ -642,10 +734,54 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
 
     /** Returns owed credits alone once a quarter of the ring is owed and no data carries them. */
     private void returnCredits() {
-        if (!ready || !open || peerGone || owed < Math.max(2, ringSlots / 4) || credits < 1 || !sendSlotFree()) {
+        // inside doWrite the next send slot may already be filled and not yet posted; doWrite
+        // returns what is owed once its requests are posted
+        if (writing || !ready || !open || peerGone || owed < Math.max(2, ringSlots / 4) || credits < 1 || !sendSlotFree()) {
             return;
         }
         post(fill(0, null, 0, 0, true), 1);
+    }
+
+    /**
+     * The sends before {@code upTo} completed (a signaled one covers all before it): the buffers
+     * they sent in place are released.
+     */
+    private void sendsCompleted(long upTo) {
+        for (long s = sendCompleted; s < upTo; s++) {
+            int slot = (int) (s % sendSlots);
+            ByteBuf buf = sentInPlace[slot];
+            if (buf != null) {
+                sentInPlace[slot] = null;
+                buf.release();
+            }
+        }
+        sendCompleted = upTo;
+    }
+
+    /** Releases the buffers of sends that will never complete: the queue pair is gone. */
+    private void releaseSentInPlace() {
+        ByteBuf[] held = sentInPlace;
+        if (held == null) {
+            return;
+        }
+        for (int i = 0; i < held.length; i++) {
+            if (held[i] != null) {
+                ByteBuf buf = held[i];
+                held[i] = null;
+                buf.release();
+            }
+        }
+    }
+
+    /** Buffers retained by sends in flight that carry them in place: for tests. Loop only. */
+    int sentInPlaceHeld() {
+        int n = 0;
+        if (sentInPlace != null) {
+            for (ByteBuf b : sentInPlace) {
+                n += b == null ? 0 : 1;
+            }
+        }
+        return n;
     }
 
     private boolean sendSlotFree() {
@@ -678,6 +814,20 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         r.id(SEND_TAG | sendPosted).local(sendRegion, offset, size).inline(size <= maxInline)
                 .signaled(signaled || sendPosted % SIGNAL_EVERY == SIGNAL_EVERY - 1).next(null);
         sendPosted++;
+        return r;
+    }
+
+    /**
+     * The next send slot carries only the header; the payload, {@code length} bytes at
+     * {@code offset} of a registered chunk, is a second scatter/gather entry, read by the device in
+     * place. {@code owner} is retained until the send completed.
+     */
+    private SendRequest inPlace(ByteBuf owner, MemoryRegion chunk, long offset, int length) {
+        int slot = (int) (sendPosted % sendSlots);
+        SendRequest r = filled(0, 0, false);
+        r.inline(false).sge(1, chunk, offset, length).sgeCount(2);
+        sentInPlace[slot] = owner.retain();
+        sentWithoutCopy++;
         return r;
     }
 
@@ -759,6 +909,11 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             doWrite0(in);
         } finally {
             writing = false;
+        }
+        // slots that buffers released meanwhile gave back (a received buffer written on, released
+        // once sent): their credits go now, even if no data follows to carry them
+        if (open && ready) {
+            returnCredits();
         }
     }
 
@@ -896,10 +1051,29 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             }
             ByteBuf buf = (ByteBuf) msg;
             int readable = buf.readableBytes();
+            MemoryRegion chunk = null;
+            long offset = 0;
+            if (readable > 0 && buf.isDirect() && RdmaByteBufAllocator.anyChunks() && buf.nioBufferCount() == 1) {
+                long address = MemorySegment.ofBuffer(buf.internalNioBuffer(buf.readerIndex(), readable)).address();
+                RdmaByteBufAllocator.Chunk c = RdmaByteBufAllocator.chunkOf(address, readable);
+                if (c != null) {
+                    try {
+                        chunk = c.region(qp.protectionDomain());
+                        offset = address - c.address();
+                    } catch (RuntimeException e) {
+                        // not registrable now (the device's limits): this buffer is copied
+                        logger.debug("registering a chunk of {} for {}", buf.alloc(), RdmaSocketChannel.this, e);
+                    }
+                }
+            }
             int sent = 0;
             while (sent < readable && room()) {
                 int n = Math.min(readable - sent, maxPayload);
-                append(fill(0, buf, buf.readerIndex() + sent, n, false));
+                if (chunk != null) {
+                    append(inPlace(buf, chunk, offset + sent, n));
+                } else {
+                    append(fill(0, buf, buf.readerIndex() + sent, n, false));
+                }
                 sent += n;
             }
             bufferBytes += sent;
@@ -1042,7 +1216,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
                     break;
                 }
                 if ((c.wrId() & SEND_TAG) != 0) {
-                    sendCompleted = (c.wrId() & ~SEND_TAG) + 1;
+                    sendsCompleted((c.wrId() & ~SEND_TAG) + 1);
                 }
                 // a receive: the peer's data after this side closed, dropped as a closed socket's
             }
@@ -1055,6 +1229,11 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         }
         finishClose();
         return true;
+    }
+
+    /** Receive slots held by the application as zero-copy buffers: for tests. Loop only. */
+    int slotsHeld() {
+        return slotsHeld;
     }
 
     /** Whether this closed channel's connection still waits for its last sends' acknowledgement: for tests. Loop only. */
@@ -1098,13 +1277,20 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             close(i);
         }
         close(cq);
-        close(recvRegion);
+        // the queue pair is destroyed: nothing reads the buffers of sends still in flight
+        releaseSentInPlace();
+        if (ring != null) {
+            ring.release();
+        } else {
+            close(recvRegion);
+        }
         close(sendRegion);
         close(events);
         id = null;
         cq = null;
         qp = null;
         recvRegion = null;
+        ring = null;
         sendRegion = null;
         events = null;
     }

@@ -27,6 +27,7 @@ public final class RdmaSocketChannelConfig extends DefaultChannelConfig implemen
     private volatile int slotSize = 64 * 1024;
     private volatile int sendDepth = 64;
     private volatile int inlineSize = 64;
+    private volatile boolean zeroCopyRead;
 
     // SocketChannelConfig's TCP settings: kept and reported back, without effect on RDMA
     private volatile boolean tcpNoDelay = true;
@@ -44,7 +45,8 @@ public final class RdmaSocketChannelConfig extends DefaultChannelConfig implemen
     @Override
     public Map<ChannelOption<?>, Object> getOptions() {
         return getOptions(super.getOptions(), ChannelOption.ALLOW_HALF_CLOSURE, RdmaChannelOption.RDMA_RING_SLOTS,
-                RdmaChannelOption.RDMA_SLOT_SIZE, RdmaChannelOption.RDMA_SEND_DEPTH, RdmaChannelOption.RDMA_INLINE_SIZE);
+                RdmaChannelOption.RDMA_SLOT_SIZE, RdmaChannelOption.RDMA_SEND_DEPTH, RdmaChannelOption.RDMA_INLINE_SIZE,
+                RdmaChannelOption.RDMA_ZERO_COPY_READ);
     }
 
     @Override
@@ -65,6 +67,9 @@ public final class RdmaSocketChannelConfig extends DefaultChannelConfig implemen
         if (option == RdmaChannelOption.RDMA_INLINE_SIZE) {
             return (T) Integer.valueOf(inlineSize);
         }
+        if (option == RdmaChannelOption.RDMA_ZERO_COPY_READ) {
+            return (T) Boolean.valueOf(zeroCopyRead);
+        }
         return super.getOption(option);
     }
 
@@ -81,6 +86,8 @@ public final class RdmaSocketChannelConfig extends DefaultChannelConfig implemen
             sendDepth = range("RDMA_SEND_DEPTH", (Integer) value, 4, 65535);
         } else if (option == RdmaChannelOption.RDMA_INLINE_SIZE) {
             inlineSize = range("RDMA_INLINE_SIZE", (Integer) value, 0, 4096);
+        } else if (option == RdmaChannelOption.RDMA_ZERO_COPY_READ) {
+            zeroCopyRead = (Boolean) value;
         } else if (option == RdmaChannelOption.RDMA_NOTIFICATION_MODE) {
             // a property of the event loop (RdmaTransportOptions), not of one channel
             return false;
@@ -128,6 +135,10 @@ public final class RdmaSocketChannelConfig extends DefaultChannelConfig implemen
 
     int inlineSize() {
         return inlineSize;
+    }
+
+    boolean zeroCopyRead() {
+        return zeroCopyRead;
     }
 
     @Override
