@@ -146,6 +146,10 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     private boolean writing;
     private boolean finReceived;
     private boolean peerGone;
+    /** The peer's CLOSE arrived: it closed its end, and writes fail from here on. */
+    private boolean closeReceived;
+    /** A failed work completion taken from the queue and not yet acted on. */
+    private WcStatus failedStatus;
     private int credits;
     private int owed;
     private long sendPosted;
@@ -524,24 +528,12 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         if (!ready) {
             return 0;
         }
-        int n = cq.poll(completions);
-        boolean sendFreed = false;
-        for (int i = 0; i < n; i++) {
-            Completion c = completions.get(i);
-            long wr = c.wrId();
-            if (c.status() != WcStatus.SUCCESS) {
-                if (peerGone) {
-                    continue; // the peer has left: its queue pair answers no more, the data here is still read
-                }
-                completionFailed(c);
-                return n;
-            }
-            if ((wr & SEND_TAG) != 0) {
-                sendsCompleted((wr & ~SEND_TAG) + 1);
-                sendFreed = true;
-            } else {
-                received((int) wr, c.byteLength());
-            }
+        int n = takeCompletions();
+        if (failedStatus != null) {
+            WcStatus failed = failedStatus;
+            failedStatus = null;
+            completionFailed(failed);
+            return Math.max(n, 1);
         }
         int work = n;
         // data waits for a read to be requested; the peer's FIN, once all data before it is read,
@@ -550,7 +542,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             deliver();
             work++;
         }
-        if (n > 0 || sendFreed) {
+        if (n > 0) {
             if (ready && !outputShutdownForGood()) {
                 flushPending();
             }
@@ -559,15 +551,56 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         return work;
     }
 
+    /**
+     * Takes what the completion queue holds into the channel's state (received slots, freed send
+     * slots, the peer's FIN or CLOSE, a failed completion in {@link #failedStatus}) and hands
+     * nothing to the pipeline, so that a write may call it too.
+     *
+     * @return the number of completions polled
+     */
+    private int takeCompletions() {
+        int n = cq.poll(completions);
+        for (int i = 0; i < n; i++) {
+            Completion c = completions.get(i);
+            long wr = c.wrId();
+            if (c.status() != WcStatus.SUCCESS) {
+                if (peerGone) {
+                    continue; // the peer has left: its queue pair answers no more, the data here is still read
+                }
+                failedStatus = c.status();
+                return n;
+            }
+            if ((wr & SEND_TAG) != 0) {
+                sendsCompleted((wr & ~SEND_TAG) + 1); // releases the buffers sent in place
+            } else {
+                received((int) wr, c.byteLength());
+            }
+        }
+        return n;
+    }
+
+    /**
+     * Whether the peer closed its end (its CLOSE, a disconnect or a failed completion) as far as
+     * the completion queue tells now. A write asks this before it posts: the loop may not have
+     * polled since the CLOSE arrived (a handler that blocks the loop, as one writing again in
+     * channelActive after the peer closed), and a TCP socket fails such a write too.
+     */
+    private boolean peerClosed() {
+        if (!closeReceived && !peerGone && failedStatus == null) {
+            takeCompletions();
+        }
+        return closeReceived || peerGone || failedStatus != null;
+    }
+
     private boolean outputShutdownForGood() {
         return unsafe().outboundBuffer() == null && !finPending;
     }
 
-    private void completionFailed(Completion c) {
+    private void completionFailed(WcStatus status) {
         if (!open) {
             return;
         }
-        IOException cause = new IOException("RDMA connection to " + remote + " failed: work completion " + c.status());
+        IOException cause = new IOException("RDMA connection to " + remote + " failed: work completion " + status);
         peerGone = true;
         pipeline().fireExceptionCaught(cause);
         unsafe().close(voidPromise());
@@ -588,6 +621,9 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         }
         if ((header & (FIN | CLOSE)) != 0) {
             finReceived = true;
+        }
+        if ((header & CLOSE) != 0) {
+            closeReceived = true;
         }
     }
 
@@ -903,6 +939,12 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     protected void doWrite(ChannelOutboundBuffer in) throws Exception {
         if (!ready) {
             return; // flushed once the connection is established
+        }
+        if (peerClosed()) {
+            // as a TCP socket's write after the peer's close (EPIPE/ECONNRESET): the flushed
+            // messages fail, and Netty closes the channel or, without AUTO_CLOSE, shuts its
+            // output down, while what the peer sent before its close is still read
+            throw new IOException("RDMA connection to " + remote + " was closed by the peer");
         }
         writing = true;
         try {
