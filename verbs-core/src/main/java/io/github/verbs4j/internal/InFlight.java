@@ -3,6 +3,7 @@ package io.github.verbs4j.internal;
 import io.github.verbs4j.raw.Membarrier;
 
 import java.lang.invoke.MethodHandles;
+import java.lang.ref.WeakReference;
 import java.lang.invoke.VarHandle;
 import java.util.Arrays;
 import java.util.Locale;
@@ -49,8 +50,9 @@ import java.util.Locale;
  * code that parks). The lookup ({@code ThreadLocal.get}: a hash probe and a weak reference read)
  * was most of the guard's cost, so the reusable objects of the hot path ({@code SendRequest},
  * {@code ReceiveRequest}, {@code Completions}) keep the record of the thread that used them
- * last, and {@link #of} takes it when its {@link #owner} is the calling thread (one compare with
- * {@link Thread#currentThread()}, an intrinsic): the record is still the calling thread's own
+ * last, and {@link #of} takes it when its {@link #ownerId} is the calling thread's (the id read from
+ * {@link Thread#currentThread()}, an intrinsic, and compared: the record names its thread by id,
+ * so a cached record keeps no ended thread alive): the record is still the calling thread's own
  * whichever thread uses the object, because the cache is one reference to a record whose owner
  * is final, read once (a torn pair of fields could hand one thread another's record). Records are kept in one list for {@link #awaitClear} to scan; records of
  * threads that ended are dropped when the list has doubled since it was last pruned. A handle's
@@ -88,17 +90,21 @@ public final class InFlight {
     private static int pruneAt = 64;
 
     /**
-     * The thread whose record this is; null for a handle's session record. Held strongly: a
-     * record of an ended thread leaves the list at the next prune, and then lives only as long
-     * as an object that cached it.
+     * {@link Thread#threadId()} of the thread whose record this is; 0 for a handle's session
+     * record (thread ids start at 1). {@link #of} compares it with the calling thread's: an id is
+     * never reused while the JVM runs, and a record cached by a long-lived object (a request kept
+     * in a pool, say) must not keep the ended thread that used it last reachable.
      */
-    private final Thread owner;
+    private final long ownerId;
+    /** The owning thread, for the prune's {@link Thread#isAlive()} only; null for a session record. */
+    private final WeakReference<Thread> owner;
     /** The {@link NativeHandle} a call of this thread is inside, or null; through {@link #INSIDE}. */
     @SuppressWarnings("unused")
     private volatile Object inside;
 
     private InFlight(Thread thread) {
-        this.owner = thread;
+        this.ownerId = thread == null ? 0 : thread.threadId();
+        this.owner = thread == null ? null : new WeakReference<>(thread);
     }
 
     private static boolean chooseAsymmetric() {
@@ -127,7 +133,7 @@ public final class InFlight {
      * The caller stores the result back into its cache when it differs from {@code cached}.
      */
     public static InFlight of(InFlight cached) {
-        return cached != null && cached.owner == Thread.currentThread() ? cached : CURRENT.get();
+        return cached != null && cached.ownerId == Thread.currentThread().threadId() ? cached : CURRENT.get();
     }
 
     private static InFlight register() {
@@ -172,7 +178,7 @@ public final class InFlight {
             if (old.length >= pruneAt) {
                 next = new InFlight[old.length + 1];
                 for (InFlight r : old) {
-                    if (r.owner == null || r.owner.isAlive() || INSIDE.getVolatile(r) != null) {
+                    if (r.owner == null || isAlive(r.owner.get()) || INSIDE.getVolatile(r) != null) {
                         next[n++] = r;
                     }
                 }
@@ -185,6 +191,10 @@ public final class InFlight {
             next[n++] = record;
             all = n == next.length ? next : Arrays.copyOf(next, n);
         }
+    }
+
+    private static boolean isAlive(Thread thread) {
+        return thread != null && thread.isAlive();
     }
 
     /** Publishes "inside {@code handle}"; the caller then reads the handle's retired state. */

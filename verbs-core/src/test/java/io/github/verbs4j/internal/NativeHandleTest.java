@@ -4,6 +4,9 @@ import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.ref.Reference;
+import java.lang.ref.ReferenceQueue;
+import java.lang.ref.WeakReference;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -118,6 +121,26 @@ class NativeHandleTest {
             caller.get(10, TimeUnit.SECONDS);
             close.get(10, TimeUnit.SECONDS);
         }
+    }
+
+    @Test
+    void aCachedRecordDoesNotKeepItsEndedThreadReachable() throws Exception {
+        // a request object kept in a pool caches the record of the thread that used it last; when
+        // that thread has ended, the record must not hold the Thread (its name, its context loader)
+        InFlight[] cachedByAnObject = new InFlight[1];
+        Thread user = Thread.ofPlatform().start(() -> cachedByAnObject[0] = InFlight.current());
+        user.join(10_000);
+        assertFalse(user.isAlive());
+        ReferenceQueue<Thread> cleared = new ReferenceQueue<>();
+        WeakReference<Thread> ended = new WeakReference<>(user, cleared);
+        user = null;
+        Reference<? extends Thread> seen = null;
+        for (int i = 0; i < 50 && seen == null; i++) {
+            System.gc();
+            seen = cleared.remove(100);
+        }
+        assertSame(ended, seen, "the ended thread stayed reachable through the record an object cached");
+        assertNotSame(cachedByAnObject[0], InFlight.of(cachedByAnObject[0]), "and the record is not this thread's");
     }
 
     @Test
