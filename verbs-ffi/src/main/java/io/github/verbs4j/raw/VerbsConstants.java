@@ -14,6 +14,14 @@ public final class VerbsConstants {
     private VerbsConstants() {
     }
 
+    // enum ibv_transport_type
+    public static final int IBV_TRANSPORT_UNKNOWN = RdmaCore.IBV_TRANSPORT_UNKNOWN();
+    public static final int IBV_TRANSPORT_IB = RdmaCore.IBV_TRANSPORT_IB();
+    public static final int IBV_TRANSPORT_IWARP = RdmaCore.IBV_TRANSPORT_IWARP();
+    public static final int IBV_TRANSPORT_USNIC = RdmaCore.IBV_TRANSPORT_USNIC();
+    public static final int IBV_TRANSPORT_USNIC_UDP = RdmaCore.IBV_TRANSPORT_USNIC_UDP();
+    public static final int IBV_TRANSPORT_UNSPECIFIED = RdmaCore.IBV_TRANSPORT_UNSPECIFIED();
+
     // enum ibv_qp_type
     public static final int IBV_QPT_RC = RdmaCore.IBV_QPT_RC();
     public static final int IBV_QPT_UC = RdmaCore.IBV_QPT_UC();
@@ -117,6 +125,10 @@ public final class VerbsConstants {
     public static final int IBV_WC_TSO = RdmaCore.IBV_WC_TSO();
     public static final int IBV_WC_RECV = RdmaCore.IBV_WC_RECV();
     public static final int IBV_WC_RECV_RDMA_WITH_IMM = RdmaCore.IBV_WC_RECV_RDMA_WITH_IMM();
+
+    // enum ibv_wc_flags (the ones named outside the poll path)
+    public static final int IBV_WC_IP_CSUM_OK = RdmaCore.IBV_WC_IP_CSUM_OK();
+    public static final int IBV_WC_WITH_INV = RdmaCore.IBV_WC_WITH_INV();
 
     // enum ibv_wc_status
     public static final int IBV_WC_SUCCESS = RdmaCore.IBV_WC_SUCCESS();
