@@ -1,6 +1,6 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.RdmaCore;
+import io.github.verbs4j.raw.VerbsConstants;
 
 import java.util.EnumSet;
 import java.util.Set;
@@ -15,21 +15,21 @@ import java.util.Set;
  */
 public enum Access {
     /** {@code IBV_ACCESS_LOCAL_WRITE}: the device may write the memory (receives, READ results). */
-    LOCAL_WRITE(RdmaCore.IBV_ACCESS_LOCAL_WRITE()),
+    LOCAL_WRITE(VerbsConstants.IBV_ACCESS_LOCAL_WRITE),
     /** {@code IBV_ACCESS_REMOTE_WRITE}: peers may RDMA WRITE into it (needs LOCAL_WRITE). */
-    REMOTE_WRITE(RdmaCore.IBV_ACCESS_REMOTE_WRITE()),
+    REMOTE_WRITE(VerbsConstants.IBV_ACCESS_REMOTE_WRITE),
     /** {@code IBV_ACCESS_REMOTE_READ}: peers may RDMA READ it. */
-    REMOTE_READ(RdmaCore.IBV_ACCESS_REMOTE_READ()),
+    REMOTE_READ(VerbsConstants.IBV_ACCESS_REMOTE_READ),
     /** {@code IBV_ACCESS_REMOTE_ATOMIC}: peers may run atomics on it (needs LOCAL_WRITE). */
-    REMOTE_ATOMIC(RdmaCore.IBV_ACCESS_REMOTE_ATOMIC()),
+    REMOTE_ATOMIC(VerbsConstants.IBV_ACCESS_REMOTE_ATOMIC),
     /** {@code IBV_ACCESS_MW_BIND}: memory windows may be bound to it. */
-    MW_BIND(RdmaCore.IBV_ACCESS_MW_BIND()),
+    MW_BIND(VerbsConstants.IBV_ACCESS_MW_BIND),
     /** {@code IBV_ACCESS_ZERO_BASED}: remote addresses are offsets from the start. */
-    ZERO_BASED(RdmaCore.IBV_ACCESS_ZERO_BASED()),
+    ZERO_BASED(VerbsConstants.IBV_ACCESS_ZERO_BASED),
     /** {@code IBV_ACCESS_ON_DEMAND}: on-demand paging. */
-    ON_DEMAND(RdmaCore.IBV_ACCESS_ON_DEMAND()),
+    ON_DEMAND(VerbsConstants.IBV_ACCESS_ON_DEMAND),
     /** {@code IBV_ACCESS_RELAXED_ORDERING}: the device may reorder PCIe writes. */
-    RELAXED_ORDERING(RdmaCore.IBV_ACCESS_RELAXED_ORDERING());
+    RELAXED_ORDERING(VerbsConstants.IBV_ACCESS_RELAXED_ORDERING);
 
     private final int flag;
 

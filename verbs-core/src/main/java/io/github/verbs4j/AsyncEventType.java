@@ -1,29 +1,29 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.RdmaCore;
+import io.github.verbs4j.raw.VerbsConstants;
 
 /** The kind of an asynchronous event ({@code enum ibv_event_type}). */
 public enum AsyncEventType {
-    CQ_ERR(RdmaCore.IBV_EVENT_CQ_ERR()),
-    QP_FATAL(RdmaCore.IBV_EVENT_QP_FATAL()),
-    QP_REQ_ERR(RdmaCore.IBV_EVENT_QP_REQ_ERR()),
-    QP_ACCESS_ERR(RdmaCore.IBV_EVENT_QP_ACCESS_ERR()),
-    COMM_EST(RdmaCore.IBV_EVENT_COMM_EST()),
-    SQ_DRAINED(RdmaCore.IBV_EVENT_SQ_DRAINED()),
-    PATH_MIG(RdmaCore.IBV_EVENT_PATH_MIG()),
-    PATH_MIG_ERR(RdmaCore.IBV_EVENT_PATH_MIG_ERR()),
-    DEVICE_FATAL(RdmaCore.IBV_EVENT_DEVICE_FATAL()),
-    PORT_ACTIVE(RdmaCore.IBV_EVENT_PORT_ACTIVE()),
-    PORT_ERR(RdmaCore.IBV_EVENT_PORT_ERR()),
-    LID_CHANGE(RdmaCore.IBV_EVENT_LID_CHANGE()),
-    PKEY_CHANGE(RdmaCore.IBV_EVENT_PKEY_CHANGE()),
-    SM_CHANGE(RdmaCore.IBV_EVENT_SM_CHANGE()),
-    SRQ_ERR(RdmaCore.IBV_EVENT_SRQ_ERR()),
-    SRQ_LIMIT_REACHED(RdmaCore.IBV_EVENT_SRQ_LIMIT_REACHED()),
-    QP_LAST_WQE_REACHED(RdmaCore.IBV_EVENT_QP_LAST_WQE_REACHED()),
-    CLIENT_REREGISTER(RdmaCore.IBV_EVENT_CLIENT_REREGISTER()),
-    GID_CHANGE(RdmaCore.IBV_EVENT_GID_CHANGE()),
-    WQ_FATAL(RdmaCore.IBV_EVENT_WQ_FATAL()),
+    CQ_ERR(VerbsConstants.IBV_EVENT_CQ_ERR),
+    QP_FATAL(VerbsConstants.IBV_EVENT_QP_FATAL),
+    QP_REQ_ERR(VerbsConstants.IBV_EVENT_QP_REQ_ERR),
+    QP_ACCESS_ERR(VerbsConstants.IBV_EVENT_QP_ACCESS_ERR),
+    COMM_EST(VerbsConstants.IBV_EVENT_COMM_EST),
+    SQ_DRAINED(VerbsConstants.IBV_EVENT_SQ_DRAINED),
+    PATH_MIG(VerbsConstants.IBV_EVENT_PATH_MIG),
+    PATH_MIG_ERR(VerbsConstants.IBV_EVENT_PATH_MIG_ERR),
+    DEVICE_FATAL(VerbsConstants.IBV_EVENT_DEVICE_FATAL),
+    PORT_ACTIVE(VerbsConstants.IBV_EVENT_PORT_ACTIVE),
+    PORT_ERR(VerbsConstants.IBV_EVENT_PORT_ERR),
+    LID_CHANGE(VerbsConstants.IBV_EVENT_LID_CHANGE),
+    PKEY_CHANGE(VerbsConstants.IBV_EVENT_PKEY_CHANGE),
+    SM_CHANGE(VerbsConstants.IBV_EVENT_SM_CHANGE),
+    SRQ_ERR(VerbsConstants.IBV_EVENT_SRQ_ERR),
+    SRQ_LIMIT_REACHED(VerbsConstants.IBV_EVENT_SRQ_LIMIT_REACHED),
+    QP_LAST_WQE_REACHED(VerbsConstants.IBV_EVENT_QP_LAST_WQE_REACHED),
+    CLIENT_REREGISTER(VerbsConstants.IBV_EVENT_CLIENT_REREGISTER),
+    GID_CHANGE(VerbsConstants.IBV_EVENT_GID_CHANGE),
+    WQ_FATAL(VerbsConstants.IBV_EVENT_WQ_FATAL),
     UNKNOWN(-1);
 
     private final int value;

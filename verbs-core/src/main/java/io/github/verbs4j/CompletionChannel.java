@@ -1,10 +1,10 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.ibv_comp_channel;
 import io.github.verbs4j.internal.Fds;
 import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.internal.NativeHandle;
 import io.github.verbs4j.internal.Timeouts;
+import io.github.verbs4j.raw.CompChannelFields;
 import io.github.verbs4j.raw.Downcalls;
 import io.github.verbs4j.raw.Poll;
 import io.github.verbs4j.raw.VerbsFunctions;
@@ -52,8 +52,8 @@ public final class CompletionChannel implements AutoCloseable {
 
     CompletionChannel(Context context, MemorySegment channel) {
         this.context = context;
-        this.handle = new NativeHandle(channel, ibv_comp_channel.layout().byteSize());
-        this.fd = ibv_comp_channel.fd(handle.pointer());
+        this.handle = new NativeHandle(channel, CompChannelFields.SIZE);
+        this.fd = CompChannelFields.fd(handle.pointer());
         Arena scratch = Arena.ofAuto();
         this.pollFd = scratch.allocate(Poll.POLLFD_SIZE, 8);
         Poll.setFd(pollFd, 0, fd);

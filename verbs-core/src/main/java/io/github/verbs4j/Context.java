@@ -1,25 +1,24 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.ibv_async_event;
-import io.github.verbs4j.ffi.ibv_cq_init_attr_ex;
-import io.github.verbs4j.ffi.ibv_context;
-import io.github.verbs4j.ffi.ibv_device;
-import io.github.verbs4j.ffi.ibv_qp;
 import io.github.verbs4j.internal.Fds;
 import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.internal.Telemetry;
 import io.github.verbs4j.internal.Timeouts;
+import io.github.verbs4j.raw.AsyncEventFields;
+import io.github.verbs4j.raw.ContextFields;
 import io.github.verbs4j.raw.ContextOps;
+import io.github.verbs4j.raw.CqInitAttrEx;
 import io.github.verbs4j.raw.DeviceAttr;
 import io.github.verbs4j.raw.Downcalls;
 import io.github.verbs4j.raw.ExtendedOps;
+import io.github.verbs4j.raw.GidEntryFields;
 import io.github.verbs4j.raw.OdpOps;
 import io.github.verbs4j.raw.PortAttr;
+import io.github.verbs4j.raw.QpFields;
 import io.github.verbs4j.raw.VerbsFunctions;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Objects;
@@ -74,8 +73,8 @@ public final class Context implements AutoCloseable {
      * {@code ibv_close_device}.
      */
     static Context borrow(MemorySegment context) {
-        MemorySegment ctx = context.reinterpret(ibv_context.layout().byteSize());
-        MemorySegment dev = ibv_context.device(ctx).reinterpret(ibv_device.layout().byteSize());
+        MemorySegment ctx = ContextFields.of(context);
+        MemorySegment dev = ContextFields.device(ctx);
         try {
             return new Context(ctx, Verbs.describe(dev), true);
         } catch (Throwable t) {
@@ -108,7 +107,7 @@ public final class Context implements AutoCloseable {
                         }
                         Telemetry.LOG.log(System.Logger.Level.DEBUG, "opened device {0} (node GUID {1})", name,
                                 device.guidString());
-                        return new Context(ctx.reinterpret(ibv_context.layout().byteSize()), device, false);
+                        return new Context(ContextFields.of(ctx), device, false);
                     }
                 }
                 names.append(names.isEmpty() ? "" : ", ").append(device.name());
@@ -126,13 +125,13 @@ public final class Context implements AutoCloseable {
     /** The {@code async_fd} of the context: readable when an async event is pending. */
     public int asyncFd() {
         life.ensureOpen(this);
-        return ctx.get(ValueLayout.JAVA_INT, ibv_context.async_fd$offset());
+        return ContextFields.asyncFd(ctx);
     }
 
     /** The number of completion vectors ({@code num_comp_vectors}). */
     public int completionVectorCount() {
         life.ensureOpen(this);
-        return ctx.get(ValueLayout.JAVA_INT, ibv_context.num_comp_vectors$offset());
+        return ContextFields.compVectorCount(ctx);
     }
 
     /** Whether this context has the extended {@code query_port} op ({@code verbs_context}). */
@@ -197,16 +196,15 @@ public final class Context implements AutoCloseable {
         }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
-            long size = io.github.verbs4j.ffi.ibv_gid_entry.layout().byteSize();
-            MemorySegment entries = arena.allocate(io.github.verbs4j.ffi.ibv_gid_entry.layout(), max);
-            long n = (long) VerbsFunctions.QUERY_GID_TABLE.invokeExact(errno, ctx, entries, max, 0, size);
+            MemorySegment entries = GidEntryFields.allocate(arena, max);
+            long n = (long) VerbsFunctions.QUERY_GID_TABLE.invokeExact(errno, ctx, entries, max, 0, GidEntryFields.SIZE);
             if (n < 0) {
                 // the library returns the negative errno
                 throw new VerbsException("ibv_query_gid_table", (int) -n, max + " entries of " + device().name());
             }
             java.util.List<GidEntry> result = new java.util.ArrayList<>((int) n);
             for (long i = 0; i < n; i++) {
-                result.add(gidEntry(entries.asSlice(i * size, size)));
+                result.add(gidEntry(GidEntryFields.read(entries, i)));
             }
             return java.util.List.copyOf(result);
         } catch (Throwable t) {
@@ -214,12 +212,9 @@ public final class Context implements AutoCloseable {
         }
     }
 
-    /** A {@code struct ibv_gid_entry} read into a {@link GidEntry}. */
-    static GidEntry gidEntry(MemorySegment e) {
-        Gid gid = Gid.of(io.github.verbs4j.ffi.ibv_gid_entry.gid(e).toArray(ValueLayout.JAVA_BYTE));
-        return new GidEntry(io.github.verbs4j.ffi.ibv_gid_entry.gid_index(e), gid,
-                GidType.of(io.github.verbs4j.ffi.ibv_gid_entry.gid_type(e)), io.github.verbs4j.ffi.ibv_gid_entry.port_num(e),
-                io.github.verbs4j.ffi.ibv_gid_entry.ndev_ifindex(e));
+    /** A {@code struct ibv_gid_entry} as a {@link GidEntry}. */
+    static GidEntry gidEntry(GidEntryFields e) {
+        return new GidEntry(e.gidIndex(), Gid.of(e.gid()), GidType.of(e.gidType()), e.portNum(), e.ndevIfindex());
     }
 
     /**
@@ -428,11 +423,7 @@ public final class Context implements AutoCloseable {
         }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
-            MemorySegment attr = arena.allocate(ibv_cq_init_attr_ex.layout());
-            ibv_cq_init_attr_ex.cqe(attr, entries);
-            ibv_cq_init_attr_ex.channel(attr, ch);
-            ibv_cq_init_attr_ex.comp_vector(attr, vector);
-            ibv_cq_init_attr_ex.wc_flags(attr, flags);
+            MemorySegment attr = new CqInitAttrEx(entries, ch, vector, flags).write(arena);
             MemorySegment cq = (MemorySegment) ExtendedOps.CREATE_CQ_EX.invokeExact(create, errno, ctx, attr);
             if (Downcalls.isNull(cq)) {
                 throw new VerbsException("ibv_create_cq_ex", Downcalls.errno(errno), entries + " entries, wc_flags 0x"
@@ -548,31 +539,31 @@ public final class Context implements AutoCloseable {
         }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
-            MemorySegment event = arena.allocate(ibv_async_event.layout());
+            MemorySegment event = AsyncEventFields.allocate(arena);
             int rc = (int) VerbsFunctions.need(VerbsFunctions.GET_ASYNC_EVENT, "ibv_get_async_event").invokeExact(errno, ctx, event);
             if (rc != 0) {
                 throw VerbsException.of("ibv_get_async_event", Downcalls.errno(errno));
             }
-            AsyncEventType type = AsyncEventType.of(ibv_async_event.event_type(event));
-            MemorySegment element = ibv_async_event.element(event);
-            int port = type.isPortEvent() ? ibv_async_event.element.port_num(element) : -1;
+            AsyncEventFields fields = AsyncEventFields.read(event);
+            AsyncEventType type = AsyncEventType.of(fields.eventType());
+            int port = type.isPortEvent() ? fields.portNum() : -1;
             int qpNum = -1;
             QueuePair queuePair = null;
             CompletionQueue cq = null;
             SharedReceiveQueue srq = null;
             if (type.isQpEvent()) {
-                MemorySegment qp = ibv_async_event.element.qp(element);
+                MemorySegment qp = fields.qp();
                 queuePair = child(qp, QueuePair.class);
                 if (queuePair != null) {
                     qpNum = queuePair.qpNumber();
                 } else if (!Downcalls.isNull(qp)) {
                     // the QP cannot be destroyed before the event is acked: reading it now is safe
-                    qpNum = ibv_qp.qp_num(qp.reinterpret(ibv_qp.layout().byteSize()));
+                    qpNum = QpFields.qpNum(QpFields.of(qp));
                 }
             } else if (type.isCqEvent()) {
-                cq = child(ibv_async_event.element.cq(element), CompletionQueue.class);
+                cq = child(fields.cq(), CompletionQueue.class);
             } else if (type.isSrqEvent()) {
-                srq = child(ibv_async_event.element.srq(element), SharedReceiveQueue.class);
+                srq = child(fields.srq(), SharedReceiveQueue.class);
             }
             VerbsFunctions.need(VerbsFunctions.ACK_ASYNC_EVENT, "ibv_ack_async_event").invokeExact(errno, event);
             Telemetry.asyncEvent(device.name(), type, port, qpNum);

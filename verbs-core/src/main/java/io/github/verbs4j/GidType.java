@@ -1,15 +1,15 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.RdmaCore;
+import io.github.verbs4j.raw.VerbsConstants;
 
 /** The type of a GID table entry ({@code enum ibv_gid_type}). */
 public enum GidType {
     /** InfiniBand. */
-    IB(RdmaCore.IBV_GID_TYPE_IB()),
+    IB(VerbsConstants.IBV_GID_TYPE_IB),
     /** RoCE v1 (Ethernet frames, EtherType 0x8915). */
-    ROCE_V1(RdmaCore.IBV_GID_TYPE_ROCE_V1()),
+    ROCE_V1(VerbsConstants.IBV_GID_TYPE_ROCE_V1),
     /** RoCE v2 (UDP/IP, port 4791): the routable one, chosen for IP addresses. */
-    ROCE_V2(RdmaCore.IBV_GID_TYPE_ROCE_V2());
+    ROCE_V2(VerbsConstants.IBV_GID_TYPE_ROCE_V2);
 
     private final int value;
 

@@ -1,13 +1,13 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.RdmaCore;
+import io.github.verbs4j.raw.VerbsConstants;
 
 /** The link layer of a port ({@code IBV_LINK_LAYER_*}). */
 public enum LinkLayer {
-    UNSPECIFIED(RdmaCore.IBV_LINK_LAYER_UNSPECIFIED()),
-    INFINIBAND(RdmaCore.IBV_LINK_LAYER_INFINIBAND()),
+    UNSPECIFIED(VerbsConstants.IBV_LINK_LAYER_UNSPECIFIED),
+    INFINIBAND(VerbsConstants.IBV_LINK_LAYER_INFINIBAND),
     /** RoCE: addressing by GID, every QP needs a GRH. */
-    ETHERNET(RdmaCore.IBV_LINK_LAYER_ETHERNET());
+    ETHERNET(VerbsConstants.IBV_LINK_LAYER_ETHERNET);
 
     private final int value;
 

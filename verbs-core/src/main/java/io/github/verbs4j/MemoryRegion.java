@@ -1,11 +1,10 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.RdmaCore;
-import io.github.verbs4j.ffi.ibv_mr;
-import io.github.verbs4j.ffi.ibv_sge;
 import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.raw.Downcalls;
+import io.github.verbs4j.raw.MrFields;
 import io.github.verbs4j.raw.OdpOps;
+import io.github.verbs4j.raw.VerbsConstants;
 import io.github.verbs4j.raw.VerbsFunctions;
 
 import java.lang.foreign.Arena;
@@ -86,7 +85,7 @@ public final class MemoryRegion implements AutoCloseable {
 
     MemoryRegion(ProtectionDomain pd, MemorySegment mr, MemorySegment segment, Set<Access> access, Arena owned) {
         this.pd = pd;
-        this.mr = mr.reinterpret(ibv_mr.layout().byteSize());
+        this.mr = MrFields.of(mr);
         this.segment = segment;
         this.access = Collections.unmodifiableSet(access);
         this.owned = owned;
@@ -95,12 +94,13 @@ public final class MemoryRegion implements AutoCloseable {
 
     /** Reads lkey, rkey, address and length from the {@code struct ibv_mr}. */
     private void readKeysAndRange() {
-        this.lkey = ibv_mr.lkey(this.mr);
-        this.rkey = ibv_mr.rkey(this.mr);
-        this.address = ibv_mr.addr(this.mr).address();
+        MrFields fields = MrFields.read(this.mr);
+        this.lkey = fields.lkey();
+        this.rkey = fields.rkey();
+        this.address = fields.address();
         // an implicit ODP region: addr NULL, length SIZE_MAX (read as -1)
-        this.implicit = segment == null && this.address == 0 && ibv_mr.length(this.mr) == -1L;
-        this.length = implicit ? Long.MAX_VALUE : ibv_mr.length(this.mr);
+        this.implicit = segment == null && this.address == 0 && fields.length() == -1L;
+        this.length = implicit ? Long.MAX_VALUE : fields.length();
     }
 
     /**
@@ -108,11 +108,11 @@ public final class MemoryRegion implements AutoCloseable {
      */
     public enum Advice {
         /** {@code IBV_ADVISE_MR_ADVICE_PREFETCH}: make the pages present, readable. */
-        PREFETCH(RdmaCore.IBV_ADVISE_MR_ADVICE_PREFETCH()),
+        PREFETCH(VerbsConstants.IBV_ADVISE_MR_ADVICE_PREFETCH),
         /** {@code IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE}: make the pages present, readable and writable. */
-        PREFETCH_WRITE(RdmaCore.IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE()),
+        PREFETCH_WRITE(VerbsConstants.IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE),
         /** {@code IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT}: map the pages already present, fault none in. */
-        PREFETCH_NO_FAULT(RdmaCore.IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT());
+        PREFETCH_NO_FAULT(VerbsConstants.IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT);
 
         private final int value;
 
@@ -278,12 +278,9 @@ public final class MemoryRegion implements AutoCloseable {
             throw new VerbsException("ibv_advise_mr", Errno.EOPNOTSUPP.code(), "the device's provider has no advise_mr");
         }
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment sge = arena.allocate(ibv_sge.layout());
-            ibv_sge.addr(sge, address + offset);
-            ibv_sge.length(sge, length);
-            ibv_sge.lkey(sge, lkey);
+            MemorySegment sge = OdpOps.adviseRange(arena, address + offset, length, lkey);
             int rc = (int) OdpOps.ADVISE_MR.invokeExact(fn, pd.pd, advice.value(),
-                    flush ? RdmaCore.IBV_ADVISE_MR_FLAG_FLUSH() : 0, sge, 1);
+                    flush ? VerbsConstants.IBV_ADVISE_MR_FLAG_FLUSH : 0, sge, 1);
             if (rc != 0) {
                 throw new VerbsException("ibv_advise_mr", rc, advice + " of [0x" + Long.toHexString(address + offset)
                         + ", +" + length + ") in " + this + (flush ? " with FLUSH" : ""));
@@ -532,21 +529,21 @@ public final class MemoryRegion implements AutoCloseable {
         }
     }
 
-    private static final int REREG_TRANSLATION = RdmaCore.IBV_REREG_MR_CHANGE_TRANSLATION();
-    private static final int REREG_PD = RdmaCore.IBV_REREG_MR_CHANGE_PD();
-    private static final int REREG_ACCESS = RdmaCore.IBV_REREG_MR_CHANGE_ACCESS();
+    private static final int REREG_TRANSLATION = VerbsConstants.IBV_REREG_MR_CHANGE_TRANSLATION;
+    private static final int REREG_PD = VerbsConstants.IBV_REREG_MR_CHANGE_PD;
+    private static final int REREG_ACCESS = VerbsConstants.IBV_REREG_MR_CHANGE_ACCESS;
 
     /** The name of an {@code enum ibv_rereg_mr_err_code}. */
     static String reregErrorName(int rc) {
-        if (rc == RdmaCore.IBV_REREG_MR_ERR_INPUT()) {
+        if (rc == VerbsConstants.IBV_REREG_MR_ERR_INPUT) {
             return "IBV_REREG_MR_ERR_INPUT";
-        } else if (rc == RdmaCore.IBV_REREG_MR_ERR_DONT_FORK_NEW()) {
+        } else if (rc == VerbsConstants.IBV_REREG_MR_ERR_DONT_FORK_NEW) {
             return "IBV_REREG_MR_ERR_DONT_FORK_NEW";
-        } else if (rc == RdmaCore.IBV_REREG_MR_ERR_DO_FORK_OLD()) {
+        } else if (rc == VerbsConstants.IBV_REREG_MR_ERR_DO_FORK_OLD) {
             return "IBV_REREG_MR_ERR_DO_FORK_OLD";
-        } else if (rc == RdmaCore.IBV_REREG_MR_ERR_CMD()) {
+        } else if (rc == VerbsConstants.IBV_REREG_MR_ERR_CMD) {
             return "IBV_REREG_MR_ERR_CMD";
-        } else if (rc == RdmaCore.IBV_REREG_MR_ERR_CMD_AND_DO_FORK_NEW()) {
+        } else if (rc == VerbsConstants.IBV_REREG_MR_ERR_CMD_AND_DO_FORK_NEW) {
             return "IBV_REREG_MR_ERR_CMD_AND_DO_FORK_NEW";
         }
         return "return code " + rc;

@@ -1,10 +1,10 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.RdmaCore;
-import io.github.verbs4j.ffi.ibv_mw;
 import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.raw.ContextOps;
 import io.github.verbs4j.raw.Downcalls;
+import io.github.verbs4j.raw.MwFields;
+import io.github.verbs4j.raw.VerbsConstants;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -42,9 +42,9 @@ public final class MemoryWindow implements AutoCloseable {
     /** The kind of window ({@code enum ibv_mw_type}). */
     public enum Type {
         /** {@code IBV_MW_TYPE_1}: bound by {@code ibv_bind_mw}, not tied to a queue pair. */
-        TYPE_1(RdmaCore.IBV_MW_TYPE_1()),
+        TYPE_1(VerbsConstants.IBV_MW_TYPE_1),
         /** {@code IBV_MW_TYPE_2}: bound by a BIND_MW send request, tied to that queue pair. */
-        TYPE_2(RdmaCore.IBV_MW_TYPE_2());
+        TYPE_2(VerbsConstants.IBV_MW_TYPE_2);
 
         private final int value;
 
@@ -68,7 +68,7 @@ public final class MemoryWindow implements AutoCloseable {
 
     MemoryWindow(ProtectionDomain pd, MemorySegment mw, Type type) {
         this.pd = pd;
-        this.mw = mw.reinterpret(ibv_mw.layout().byteSize());
+        this.mw = MwFields.of(mw);
         this.type = type;
         this.deallocFn = ContextOps.function(pd.context.ctx, ContextOps.DEALLOC_MW_OFFSET, "ibv_dealloc_mw");
     }
@@ -99,7 +99,7 @@ public final class MemoryWindow implements AutoCloseable {
 
     /** The remote key of the latest bind posted (before any bind: the key it was allocated with). */
     public int rkey() {
-        return ibv_mw.rkey(mw);
+        return MwFields.rkey(mw);
     }
 
     /**
@@ -115,7 +115,7 @@ public final class MemoryWindow implements AutoCloseable {
 
     /** Records a bind just posted: the new rkey (in the native struct, as ibv_bind_mw does) and the range. */
     void posted(int newRkey, long address, long length) {
-        ibv_mw.rkey(mw, newRkey);
+        MwFields.rkey(mw, newRkey);
         boundAddress = address;
         boundLength = length;
     }

@@ -1,14 +1,14 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.RdmaCore;
+import io.github.verbs4j.raw.VerbsConstants;
 
 /** A path MTU ({@code enum ibv_mtu}). */
 public enum Mtu {
-    MTU_256(RdmaCore.IBV_MTU_256(), 256),
-    MTU_512(RdmaCore.IBV_MTU_512(), 512),
-    MTU_1024(RdmaCore.IBV_MTU_1024(), 1024),
-    MTU_2048(RdmaCore.IBV_MTU_2048(), 2048),
-    MTU_4096(RdmaCore.IBV_MTU_4096(), 4096);
+    MTU_256(VerbsConstants.IBV_MTU_256, 256),
+    MTU_512(VerbsConstants.IBV_MTU_512, 512),
+    MTU_1024(VerbsConstants.IBV_MTU_1024, 1024),
+    MTU_2048(VerbsConstants.IBV_MTU_2048, 2048),
+    MTU_4096(VerbsConstants.IBV_MTU_4096, 4096);
 
     private final int value;
     private final int bytes;

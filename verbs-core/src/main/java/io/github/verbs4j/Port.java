@@ -1,7 +1,7 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.ibv_gid_entry;
 import io.github.verbs4j.raw.Downcalls;
+import io.github.verbs4j.raw.GidEntryFields;
 import io.github.verbs4j.raw.VerbsFunctions;
 
 import java.lang.foreign.Arena;
@@ -93,12 +93,12 @@ public final class Port {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
             if (VerbsFunctions.QUERY_GID_EX != null) {
-                MemorySegment entry = arena.allocate(ibv_gid_entry.layout());
+                MemorySegment entry = GidEntryFields.allocate(arena, 1);
                 int rc = (int) VerbsFunctions.QUERY_GID_EX.invokeExact(errno, context.ctx, number, index, entry, 0,
                         entry.byteSize());
                 int failed = rc == 0 ? 0 : Downcalls.errnoOf(rc, errno);
                 if (failed == 0) {
-                    return Context.gidEntry(entry);
+                    return Context.gidEntry(GidEntryFields.read(entry, 0));
                 }
                 // a port without GID entries for the extended query: read the plain GID
                 if (failed != Errno.EOPNOTSUPP.code()) {

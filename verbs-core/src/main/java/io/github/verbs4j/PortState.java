@@ -1,15 +1,15 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.RdmaCore;
+import io.github.verbs4j.raw.VerbsConstants;
 
 /** The logical state of a port ({@code enum ibv_port_state}). */
 public enum PortState {
-    NOP(RdmaCore.IBV_PORT_NOP()),
-    DOWN(RdmaCore.IBV_PORT_DOWN()),
-    INIT(RdmaCore.IBV_PORT_INIT()),
-    ARMED(RdmaCore.IBV_PORT_ARMED()),
-    ACTIVE(RdmaCore.IBV_PORT_ACTIVE()),
-    ACTIVE_DEFER(RdmaCore.IBV_PORT_ACTIVE_DEFER());
+    NOP(VerbsConstants.IBV_PORT_NOP),
+    DOWN(VerbsConstants.IBV_PORT_DOWN),
+    INIT(VerbsConstants.IBV_PORT_INIT),
+    ARMED(VerbsConstants.IBV_PORT_ARMED),
+    ACTIVE(VerbsConstants.IBV_PORT_ACTIVE),
+    ACTIVE_DEFER(VerbsConstants.IBV_PORT_ACTIVE_DEFER);
 
     private final int value;
 

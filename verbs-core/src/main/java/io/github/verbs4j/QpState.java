@@ -1,22 +1,22 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.RdmaCore;
+import io.github.verbs4j.raw.VerbsConstants;
 
 /** The state of a queue pair ({@code enum ibv_qp_state}). */
 public enum QpState {
-    RESET(RdmaCore.IBV_QPS_RESET()),
-    INIT(RdmaCore.IBV_QPS_INIT()),
+    RESET(VerbsConstants.IBV_QPS_RESET),
+    INIT(VerbsConstants.IBV_QPS_INIT),
     /** Ready to receive. */
-    RTR(RdmaCore.IBV_QPS_RTR()),
+    RTR(VerbsConstants.IBV_QPS_RTR),
     /** Ready to send. */
-    RTS(RdmaCore.IBV_QPS_RTS()),
+    RTS(VerbsConstants.IBV_QPS_RTS),
     /** Send queue drained. */
-    SQD(RdmaCore.IBV_QPS_SQD()),
+    SQD(VerbsConstants.IBV_QPS_SQD),
     /** Send queue error. */
-    SQE(RdmaCore.IBV_QPS_SQE()),
+    SQE(VerbsConstants.IBV_QPS_SQE),
     /** Error: outstanding and new work requests complete with {@code WR_FLUSH_ERROR}. */
-    ERR(RdmaCore.IBV_QPS_ERR()),
-    UNKNOWN(RdmaCore.IBV_QPS_UNKNOWN());
+    ERR(VerbsConstants.IBV_QPS_ERR),
+    UNKNOWN(VerbsConstants.IBV_QPS_UNKNOWN);
 
     private final int value;
 

@@ -1,7 +1,5 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.RdmaCore;
-import io.github.verbs4j.ffi.ibv_qp;
 import io.github.verbs4j.internal.InFlight;
 import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.internal.NativeHandle;
@@ -9,8 +7,11 @@ import io.github.verbs4j.internal.Telemetry;
 import io.github.verbs4j.raw.ContextOps;
 import io.github.verbs4j.raw.Downcalls;
 import io.github.verbs4j.raw.ExtendedOps;
+import io.github.verbs4j.raw.MwBind;
 import io.github.verbs4j.raw.QpAttrFields;
+import io.github.verbs4j.raw.QpFields;
 import io.github.verbs4j.raw.QpInitAttr;
+import io.github.verbs4j.raw.VerbsConstants;
 import io.github.verbs4j.raw.VerbsFunctions;
 
 import java.lang.foreign.Arena;
@@ -89,9 +90,9 @@ public final class QueuePair implements AutoCloseable {
     QueuePair(QueuePairBuilder b, MemorySegment qp, QpCapabilities capabilities, Runnable destroyer, long sendOps) {
         this.destroyer = destroyer;
         this.pd = b.pd;
-        this.handle = new NativeHandle(qp, sendOps == 0 ? ibv_qp.layout().byteSize() : ExtendedOps.QP_EX_SIZE);
+        this.handle = new NativeHandle(qp, sendOps == 0 ? QpFields.SIZE : ExtendedOps.QP_EX_SIZE);
         this.type = b.type;
-        this.qpNum = ibv_qp.qp_num(handle.pointer());
+        this.qpNum = QpFields.qpNum(handle.pointer());
         this.sendCq = b.sendCq;
         this.recvCq = b.recvCq;
         this.srq = b.srq;
@@ -543,14 +544,8 @@ public final class QueuePair implements AutoCloseable {
         MemorySegment fn = ContextOps.function(pd.context.ctx, ContextOps.BIND_MW_OFFSET, "ibv_bind_mw");
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
-            MemorySegment bind = arena.allocate(io.github.verbs4j.ffi.ibv_mw_bind.layout());
-            io.github.verbs4j.ffi.ibv_mw_bind.wr_id(bind, wrId);
-            io.github.verbs4j.ffi.ibv_mw_bind.send_flags(bind, signaled ? io.github.verbs4j.ffi.RdmaCore.IBV_SEND_SIGNALED() : 0);
-            MemorySegment info = io.github.verbs4j.ffi.ibv_mw_bind.bind_info(bind);
-            io.github.verbs4j.ffi.ibv_mw_bind_info.mr(info, mr.mr);
-            io.github.verbs4j.ffi.ibv_mw_bind_info.addr(info, range.address());
-            io.github.verbs4j.ffi.ibv_mw_bind_info.length(info, range.length());
-            io.github.verbs4j.ffi.ibv_mw_bind_info.mw_access_flags(info, Access.mask(set));
+            MemorySegment bind = new MwBind(wrId, signaled ? VerbsConstants.IBV_SEND_SIGNALED : 0, mr.mr, range.address(),
+                    range.length(), Access.mask(set)).write(arena);
             int rc;
             try {
                 rc = (int) ContextOps.BIND_MW.invokeExact(fn, errno, handle.segment(), window.mw, bind);

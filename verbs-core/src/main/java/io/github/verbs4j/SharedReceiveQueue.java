@@ -1,15 +1,14 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.RdmaCore;
-import io.github.verbs4j.ffi.ibv_srq;
-import io.github.verbs4j.ffi.ibv_srq_attr;
-import io.github.verbs4j.ffi.ibv_srq_init_attr;
-import io.github.verbs4j.ffi.ibv_srq_init_attr_ex;
 import io.github.verbs4j.internal.InFlight;
 import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.internal.NativeHandle;
 import io.github.verbs4j.raw.ContextOps;
 import io.github.verbs4j.raw.Downcalls;
+import io.github.verbs4j.raw.SrqAttr;
+import io.github.verbs4j.raw.SrqFields;
+import io.github.verbs4j.raw.SrqInitAttr;
+import io.github.verbs4j.raw.VerbsConstants;
 import io.github.verbs4j.raw.VerbsFunctions;
 import io.github.verbs4j.raw.XrcOps;
 
@@ -31,8 +30,8 @@ import java.lang.ref.Reference;
  */
 public final class SharedReceiveQueue implements AutoCloseable {
 
-    private static final int ATTR_MAX_WR = RdmaCore.IBV_SRQ_MAX_WR();
-    private static final int ATTR_LIMIT = RdmaCore.IBV_SRQ_LIMIT();
+    private static final int ATTR_MAX_WR = VerbsConstants.IBV_SRQ_MAX_WR;
+    private static final int ATTR_LIMIT = VerbsConstants.IBV_SRQ_LIMIT;
 
     /**
      * What {@code ibv_query_srq} reports.
@@ -65,7 +64,7 @@ public final class SharedReceiveQueue implements AutoCloseable {
         this.xrcCq = cq;
         this.srqNum = srqNum;
         this.pd = pd;
-        this.handle = new NativeHandle(srq, ibv_srq.layout().byteSize());
+        this.handle = new NativeHandle(srq, SrqFields.SIZE);
         this.maxSge = maxSge;
         this.postFn = ContextOps.function(pd.context.ctx, ContextOps.POST_SRQ_RECV_OFFSET, "ibv_post_srq_recv");
     }
@@ -76,15 +75,12 @@ public final class SharedReceiveQueue implements AutoCloseable {
         }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
-            MemorySegment init = arena.allocate(ibv_srq_init_attr.layout());
-            MemorySegment attr = ibv_srq_init_attr.attr(init);
-            ibv_srq_attr.max_wr(attr, maxWr);
-            ibv_srq_attr.max_sge(attr, maxSge);
+            MemorySegment init = new SrqInitAttr(new SrqAttr(maxWr, maxSge, 0)).write(arena);
             MemorySegment srq = (MemorySegment) VerbsFunctions.need(VerbsFunctions.CREATE_SRQ, "ibv_create_srq").invokeExact(errno, pd.pd, init);
             if (Downcalls.isNull(srq)) {
                 throw new VerbsException("ibv_create_srq", Downcalls.errno(errno), maxWr + " requests of " + maxSge + " SGEs");
             }
-            return new SharedReceiveQueue(pd, srq, ibv_srq_attr.max_sge(attr));
+            return new SharedReceiveQueue(pd, srq, SrqInitAttr.granted(init).maxSge());
         } catch (Throwable t) {
             throw Downcalls.unexpected("ibv_create_srq", t);
         }
@@ -102,16 +98,8 @@ public final class SharedReceiveQueue implements AutoCloseable {
         }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
-            MemorySegment init = arena.allocate(ibv_srq_init_attr_ex.layout());
-            MemorySegment attr = ibv_srq_init_attr_ex.attr(init);
-            ibv_srq_attr.max_wr(attr, maxWr);
-            ibv_srq_attr.max_sge(attr, maxSge);
-            ibv_srq_init_attr_ex.comp_mask(init, RdmaCore.IBV_SRQ_INIT_ATTR_TYPE() | RdmaCore.IBV_SRQ_INIT_ATTR_PD()
-                    | RdmaCore.IBV_SRQ_INIT_ATTR_XRCD() | RdmaCore.IBV_SRQ_INIT_ATTR_CQ());
-            ibv_srq_init_attr_ex.srq_type(init, RdmaCore.IBV_SRQT_XRC());
-            ibv_srq_init_attr_ex.pd(init, pd.pd);
-            ibv_srq_init_attr_ex.xrcd(init, domain.handle.pointer());
-            ibv_srq_init_attr_ex.cq(init, cq.handle.pointer());
+            MemorySegment init = new SrqInitAttr(new SrqAttr(maxWr, maxSge, 0)).writeXrc(arena, pd.pd,
+                    domain.handle.pointer(), cq.handle.pointer());
             MemorySegment srq = (MemorySegment) XrcOps.CREATE.invokeExact(create, errno, pd.context.ctx, init);
             if (Downcalls.isNull(srq)) {
                 throw new VerbsException("ibv_create_srq_ex", Downcalls.errno(errno), "XRC, " + maxWr + " requests of "
@@ -124,7 +112,7 @@ public final class SharedReceiveQueue implements AutoCloseable {
                 Lifecycle.destroyVerb("ibv_destroy_srq", VerbsFunctions.DESTROY_SRQ, srq);
                 throw VerbsException.of("ibv_get_srq_num", e);
             }
-            return new SharedReceiveQueue(pd, srq, ibv_srq_attr.max_sge(attr), domain, cq,
+            return new SharedReceiveQueue(pd, srq, SrqInitAttr.grantedExtended(init).maxSge(), domain, cq,
                     num.get(java.lang.foreign.ValueLayout.JAVA_INT, 0));
         } catch (Throwable t) {
             throw Downcalls.unexpected("ibv_create_srq_ex", t);
@@ -217,9 +205,7 @@ public final class SharedReceiveQueue implements AutoCloseable {
         life.ensureOpen(this);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
-            MemorySegment attr = arena.allocate(ibv_srq_attr.layout());
-            ibv_srq_attr.max_wr(attr, maxWr);
-            ibv_srq_attr.srq_limit(attr, limit);
+            MemorySegment attr = new SrqAttr(maxWr, 0, limit).write(arena);
             int rc = (int) VerbsFunctions.need(VerbsFunctions.MODIFY_SRQ, "ibv_modify_srq").invokeExact(errno, handle.segment(), attr, mask);
             if (rc != 0) {
                 throw new VerbsException("ibv_modify_srq", Downcalls.errnoOf(rc, errno),
@@ -239,12 +225,13 @@ public final class SharedReceiveQueue implements AutoCloseable {
         life.ensureOpen(this);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
-            MemorySegment attr = arena.allocate(ibv_srq_attr.layout());
+            MemorySegment attr = SrqAttr.allocate(arena);
             int rc = (int) VerbsFunctions.need(VerbsFunctions.QUERY_SRQ, "ibv_query_srq").invokeExact(errno, handle.segment(), attr);
             if (rc != 0) {
                 throw VerbsException.of("ibv_query_srq", Downcalls.errnoOf(rc, errno));
             }
-            return new Attributes(ibv_srq_attr.max_wr(attr), ibv_srq_attr.max_sge(attr), ibv_srq_attr.srq_limit(attr));
+            SrqAttr a = SrqAttr.read(attr);
+            return new Attributes(a.maxWr(), a.maxSge(), a.srqLimit());
         } catch (Throwable t) {
             throw Downcalls.unexpected("ibv_query_srq", t);
         }

@@ -1,7 +1,7 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.ibv_device;
 import io.github.verbs4j.raw.DeviceAttr;
+import io.github.verbs4j.raw.DeviceFields;
 import io.github.verbs4j.raw.Downcalls;
 import io.github.verbs4j.raw.NativeLibraries;
 import io.github.verbs4j.raw.VerbsFunctions;
@@ -128,7 +128,7 @@ public final class Verbs {
                 MemorySegment pointers = list.reinterpret(ValueLayout.ADDRESS.byteSize() * n);
                 List<MemorySegment> devices = new ArrayList<>(n);
                 for (int i = 0; i < n; i++) {
-                    devices.add(pointers.getAtIndex(ValueLayout.ADDRESS, i).reinterpret(ibv_device.layout().byteSize()));
+                    devices.add(DeviceFields.of(pointers.getAtIndex(ValueLayout.ADDRESS, i)));
                 }
                 return scan.scan(devices);
             } finally {
@@ -169,7 +169,7 @@ public final class Verbs {
         MemorySegment name = (MemorySegment) VerbsFunctions.GET_DEVICE_NAME.invokeExact(dev);
         long guid = DeviceAttr.fromNetworkOrder((long) VerbsFunctions.GET_DEVICE_GUID.invokeExact(dev));
         return new Device(name.reinterpret(256).getString(0), guid,
-                ibv_device.node_type(dev), ibv_device.transport_type(dev));
+                DeviceFields.nodeType(dev), DeviceFields.transportType(dev));
     }
 
     /** Computed once, on first question. */

@@ -1,21 +1,21 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.RdmaCore;
+import io.github.verbs4j.raw.VerbsConstants;
 
 /** What a work completion completed ({@code enum ibv_wc_opcode}). */
 public enum WcOpcode {
-    SEND(RdmaCore.IBV_WC_SEND()),
-    RDMA_WRITE(RdmaCore.IBV_WC_RDMA_WRITE()),
-    RDMA_READ(RdmaCore.IBV_WC_RDMA_READ()),
-    ATOMIC_CMP_AND_SWP(RdmaCore.IBV_WC_COMP_SWAP()),
-    ATOMIC_FETCH_AND_ADD(RdmaCore.IBV_WC_FETCH_ADD()),
-    BIND_MW(RdmaCore.IBV_WC_BIND_MW()),
-    LOCAL_INV(RdmaCore.IBV_WC_LOCAL_INV()),
-    TSO(RdmaCore.IBV_WC_TSO()),
+    SEND(VerbsConstants.IBV_WC_SEND),
+    RDMA_WRITE(VerbsConstants.IBV_WC_RDMA_WRITE),
+    RDMA_READ(VerbsConstants.IBV_WC_RDMA_READ),
+    ATOMIC_CMP_AND_SWP(VerbsConstants.IBV_WC_COMP_SWAP),
+    ATOMIC_FETCH_AND_ADD(VerbsConstants.IBV_WC_FETCH_ADD),
+    BIND_MW(VerbsConstants.IBV_WC_BIND_MW),
+    LOCAL_INV(VerbsConstants.IBV_WC_LOCAL_INV),
+    TSO(VerbsConstants.IBV_WC_TSO),
     /** A receive consumed by a SEND or SEND_WITH_IMM. */
-    RECV(RdmaCore.IBV_WC_RECV()),
+    RECV(VerbsConstants.IBV_WC_RECV),
     /** A receive consumed by an RDMA_WRITE_WITH_IMM. */
-    RECV_RDMA_WITH_IMM(RdmaCore.IBV_WC_RECV_RDMA_WITH_IMM()),
+    RECV_RDMA_WITH_IMM(VerbsConstants.IBV_WC_RECV_RDMA_WITH_IMM),
     /** A value this version of verbs4j does not know (or an error completion's undefined opcode). */
     UNKNOWN(-1);
 

@@ -1,12 +1,10 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.RdmaCore;
-import io.github.verbs4j.ffi.ibv_xrcd;
-import io.github.verbs4j.ffi.ibv_xrcd_init_attr;
 import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.internal.NativeHandle;
 import io.github.verbs4j.raw.Downcalls;
 import io.github.verbs4j.raw.XrcOps;
+import io.github.verbs4j.raw.XrcdInitAttr;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -59,7 +57,7 @@ public final class XrcDomain implements AutoCloseable {
 
     private XrcDomain(Context context, MemorySegment xrcd, Path file, MemorySegment closeFn) {
         this.context = context;
-        this.handle = new NativeHandle(xrcd, ibv_xrcd.layout().byteSize());
+        this.handle = new NativeHandle(xrcd, XrcOps.XRCD_SIZE);
         this.file = file;
         this.closeFn = closeFn;
     }
@@ -98,10 +96,7 @@ public final class XrcDomain implements AutoCloseable {
         int oflags = (flags.contains(OpenFlag.CREATE) ? O_CREAT : 0) | (flags.contains(OpenFlag.EXCLUSIVE) ? O_EXCL : 0);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
-            MemorySegment attr = arena.allocate(ibv_xrcd_init_attr.layout());
-            ibv_xrcd_init_attr.comp_mask(attr, RdmaCore.IBV_XRCD_INIT_ATTR_FD() | RdmaCore.IBV_XRCD_INIT_ATTR_OFLAGS());
-            ibv_xrcd_init_attr.fd(attr, fd);
-            ibv_xrcd_init_attr.oflags(attr, oflags);
+            MemorySegment attr = new XrcdInitAttr(fd, oflags).write(arena);
             MemorySegment xrcd = (MemorySegment) XrcOps.CREATE.invokeExact(openFn, errno, context.ctx, attr);
             if (Downcalls.isNull(xrcd)) {
                 throw new VerbsException("ibv_open_xrcd", Downcalls.errno(errno), (file != null ? "file " + file : "fd " + fd)

@@ -1,14 +1,13 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.RdmaCore;
-import io.github.verbs4j.ffi.ibv_qp;
-import io.github.verbs4j.ffi.ibv_qp_open_attr;
 import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.internal.NativeHandle;
 import io.github.verbs4j.raw.Downcalls;
 import io.github.verbs4j.raw.ExtendedOps;
 import io.github.verbs4j.raw.QpAttrFields;
+import io.github.verbs4j.raw.QpFields;
 import io.github.verbs4j.raw.QpInitAttr;
+import io.github.verbs4j.raw.QpOpenAttr;
 import io.github.verbs4j.raw.VerbsFunctions;
 import io.github.verbs4j.raw.XrcOps;
 
@@ -52,10 +51,10 @@ public final class XrcTarget implements AutoCloseable {
 
     private XrcTarget(XrcDomain domain, MemorySegment qp, boolean opened) {
         this.domain = domain;
-        this.handle = new NativeHandle(qp, ibv_qp.layout().byteSize());
-        this.qpNum = ibv_qp.qp_num(handle.pointer());
+        this.handle = new NativeHandle(qp, QpFields.SIZE);
+        this.qpNum = QpFields.qpNum(handle.pointer());
         this.opened = opened;
-        this.state = QpState.of(ibv_qp.state(handle.pointer()));
+        this.state = QpState.of(QpFields.state(handle.pointer()));
     }
 
     static XrcTarget create(XrcDomain domain) {
@@ -83,12 +82,7 @@ public final class XrcTarget implements AutoCloseable {
         }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
-            MemorySegment attr = arena.allocate(ibv_qp_open_attr.layout());
-            ibv_qp_open_attr.comp_mask(attr, RdmaCore.IBV_QP_OPEN_ATTR_NUM() | RdmaCore.IBV_QP_OPEN_ATTR_XRCD()
-                    | RdmaCore.IBV_QP_OPEN_ATTR_TYPE());
-            ibv_qp_open_attr.qp_num(attr, qpNumber);
-            ibv_qp_open_attr.xrcd(attr, domain.handle.pointer());
-            ibv_qp_open_attr.qp_type(attr, RdmaCore.IBV_QPT_XRC_RECV());
+            MemorySegment attr = new QpOpenAttr(qpNumber, domain.handle.pointer()).write(arena);
             MemorySegment qp = (MemorySegment) XrcOps.CREATE.invokeExact(openFn, errno, domain.context.ctx, attr);
             if (Downcalls.isNull(qp)) {
                 throw new VerbsException("ibv_open_qp", Downcalls.errno(errno), "QP 0x" + Integer.toHexString(qpNumber)

@@ -1,5 +1,6 @@
 package io.github.verbs4j;
 
+import io.github.verbs4j.raw.VerbsConstants;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -64,7 +65,7 @@ class InlineDataTest {
             expected = data.toArray(ValueLayout.JAVA_BYTE);
             wr.inlineData(data);
             assertSame(data, wr.inlineData());
-            assertTrue((wr.flags() & io.github.verbs4j.ffi.RdmaCore.IBV_SEND_INLINE()) != 0, "inlineData sets IBV_SEND_INLINE");
+            assertTrue((wr.flags() & VerbsConstants.IBV_SEND_INLINE) != 0, "inlineData sets IBV_SEND_INLINE");
             rig.a.postSend(wr);
         } // the memory is freed right after the post: the bytes were copied by then
         Completion sent = rig.ok(rig.cqA);

@@ -1,5 +1,6 @@
 package io.github.verbs4j;
 
+import io.github.verbs4j.raw.VerbsConstants;
 import org.junit.jupiter.api.Test;
 
 import java.net.InetAddress;
@@ -100,12 +101,12 @@ class ValuesTest {
 
     @Test
     void transportTypesAreRdmaCoresValues() {
-        assertEquals(io.github.verbs4j.ffi.RdmaCore.IBV_TRANSPORT_UNKNOWN(), TransportType.UNKNOWN.value());
-        assertEquals(io.github.verbs4j.ffi.RdmaCore.IBV_TRANSPORT_IB(), TransportType.IB.value());
-        assertEquals(io.github.verbs4j.ffi.RdmaCore.IBV_TRANSPORT_IWARP(), TransportType.IWARP.value());
-        assertEquals(io.github.verbs4j.ffi.RdmaCore.IBV_TRANSPORT_USNIC(), TransportType.USNIC.value());
-        assertEquals(io.github.verbs4j.ffi.RdmaCore.IBV_TRANSPORT_USNIC_UDP(), TransportType.USNIC_UDP.value());
-        assertEquals(io.github.verbs4j.ffi.RdmaCore.IBV_TRANSPORT_UNSPECIFIED(), TransportType.UNSPECIFIED.value());
+        assertEquals(VerbsConstants.IBV_TRANSPORT_UNKNOWN, TransportType.UNKNOWN.value());
+        assertEquals(VerbsConstants.IBV_TRANSPORT_IB, TransportType.IB.value());
+        assertEquals(VerbsConstants.IBV_TRANSPORT_IWARP, TransportType.IWARP.value());
+        assertEquals(VerbsConstants.IBV_TRANSPORT_USNIC, TransportType.USNIC.value());
+        assertEquals(VerbsConstants.IBV_TRANSPORT_USNIC_UDP, TransportType.USNIC_UDP.value());
+        assertEquals(VerbsConstants.IBV_TRANSPORT_UNSPECIFIED, TransportType.UNSPECIFIED.value());
         assertSame(TransportType.IWARP, TransportType.of(1));
         assertSame(TransportType.UNKNOWN, TransportType.of(99));
         assertSame(TransportType.IWARP, new Device("x", 0, 4, 1).transport());

@@ -1,9 +1,11 @@
 package io.github.verbs4j.raw;
 
+import io.github.verbs4j.ffi.ibv_sge;
 import io.github.verbs4j.ffi.verbs_context;
 
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SegmentAllocator;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 
@@ -42,5 +44,18 @@ public final class OdpOps {
     /** {@code verbs_context->advise_mr} of {@code context}, or {@code null} when the provider has none. */
     public static MemorySegment adviseMr(MemorySegment context) {
         return ContextOps.extendedOp(context, verbs_context.advise_mr$offset());
+    }
+
+    /**
+     * The one-entry {@code struct ibv_sge} list that {@link #ADVISE_MR} takes: {@code length}
+     * bytes from {@code address} in the region of {@code lkey}.
+     */
+    public static MemorySegment adviseRange(SegmentAllocator allocator, long address, int length, int lkey) {
+        MemorySegment sge = allocator.allocate(ibv_sge.layout());
+        sge.fill((byte) 0);
+        ibv_sge.addr(sge, address);
+        ibv_sge.length(sge, length);
+        ibv_sge.lkey(sge, lkey);
+        return sge;
     }
 }

@@ -1,5 +1,6 @@
 package io.github.verbs4j.raw;
 
+import io.github.verbs4j.ffi.ibv_xrcd;
 import io.github.verbs4j.ffi.verbs_context;
 
 import java.lang.foreign.FunctionDescriptor;
@@ -23,6 +24,9 @@ public final class XrcOps {
 
     private static final ValueLayout.OfInt I = ValueLayout.JAVA_INT;
     private static final java.lang.foreign.AddressLayout A = ValueLayout.ADDRESS;
+
+    /** {@code sizeof(struct ibv_xrcd)}: verbs-core holds the domain as a handle and reads nothing of it. */
+    public static final long XRCD_SIZE = ibv_xrcd.layout().byteSize();
 
     /** {@code T *(*)(struct ibv_context *, T_attr *)}: open_xrcd, create_srq_ex, open_qp; errno captured. */
     public static final MethodHandle CREATE = Downcalls.functionPointerCapturingErrno(FunctionDescriptor.of(A, A, A));
