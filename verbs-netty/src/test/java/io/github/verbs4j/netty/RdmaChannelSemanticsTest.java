@@ -43,8 +43,10 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
-/** Netty's channel semantics on the transport: half-close, connect failures, close with writes pending, reading on request, an idle loop. */
+/** Netty's channel semantics on the transport: half-close, connect failures, timeouts and cancellation, close with writes pending, reading on request, an idle loop. */
 @Timeout(120)
 class RdmaChannelSemanticsTest {
 
@@ -206,6 +208,65 @@ class RdmaChannelSemanticsTest {
             assertTrue(System.nanoTime() - start < TimeUnit.SECONDS.toNanos(30));
             assertFalse(f.channel().isOpen());
         }
+    }
+
+    /**
+     * A connect to an address of another host, where no softrdma device answers: it stays pending,
+     * as with the kernel's rdma_cm (docs/softrdma-cm.md). Aborts the test on a host without a
+     * route there (the connect then fails at once with ADDR_ERROR).
+     */
+    private static ChannelFuture pendingConnect(int connectTimeoutMillis) throws InterruptedException {
+        ChannelFuture f = new Bootstrap().group(group).channel(RdmaSocketChannel.class)
+                .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, connectTimeoutMillis)
+                .handler(new Recorder()).connect(new InetSocketAddress("198.51.100.254", 65535));
+        if (f.await(300)) {
+            Throwable cause = f.cause();
+            assumeFalse(cause != null && String.valueOf(cause.getMessage()).contains("ADDR_ERROR"),
+                    "this host has no route to 198.51.100.254: " + cause);
+            fail("the connect did not stay pending: " + (cause == null ? "connected" : cause));
+        }
+        return f;
+    }
+
+    /** Waits until the channel's connection setup handed back to its loop; fails after {@code millis}. */
+    private static void assertSetupEnds(Channel channel, long millis) throws Exception {
+        RdmaSocketChannel ch = (RdmaSocketChannel) channel;
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
+        while (ch.eventLoop().submit(ch::settingUp).get(5, TimeUnit.SECONDS)) {
+            assertTrue(System.nanoTime() < deadline, "the connection setup still runs after " + millis + " ms");
+            Thread.sleep(10);
+        }
+    }
+
+    @Test
+    void cancellingAPendingConnectClosesTheChannelAndEndsTheSetup() throws Exception {
+        ChannelFuture f = pendingConnect(20_000);
+        assertTrue(f.cancel(true), "a pending connect can be cancelled");
+        assertTrue(f.channel().closeFuture().await(500), "the cancelled connect's channel closes");
+        assertTrue(f.isCancelled());
+        // the setup thread stops waiting for the CM and destroys the id, long before the 20 s
+        assertSetupEnds(f.channel(), 2000);
+    }
+
+    @Test
+    void closingAChannelWhoseConnectIsPendingFailsTheConnectAndEndsTheSetup() throws Exception {
+        ChannelFuture f = pendingConnect(20_000);
+        f.channel().close().syncUninterruptibly();
+        assertTrue(f.await(500));
+        assertInstanceOf(ClosedChannelException.class, f.cause(), () -> String.valueOf(f.cause()));
+        assertSetupEnds(f.channel(), 2000);
+    }
+
+    @Test
+    void aPendingConnectTimesOutWithConnectTimeoutExceptionAfterConnectTimeoutMillis() throws Exception {
+        long start = System.nanoTime();
+        ChannelFuture f = pendingConnect(1000);
+        assertTrue(f.await(10, TimeUnit.SECONDS));
+        long tookMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+        assertInstanceOf(ConnectTimeoutException.class, f.cause(), () -> String.valueOf(f.cause()));
+        assertTrue(tookMillis >= 900, "timed out after " + tookMillis + " ms, before CONNECT_TIMEOUT_MILLIS");
+        assertFalse(f.channel().isOpen());
+        assertSetupEnds(f.channel(), 2000);
     }
 
     @Test
