@@ -3,8 +3,6 @@ package io.github.verbs4j.netty;
 import io.github.verbs4j.cm.CmId;
 import io.github.verbs4j.cm.EventChannel;
 import io.github.verbs4j.cm.PortSpace;
-import io.netty.bootstrap.Bootstrap;
-import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
@@ -15,14 +13,11 @@ import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.ConnectTimeoutException;
 import io.netty.channel.EventLoop;
-import io.netty.channel.EventLoopGroup;
-import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.socket.ChannelInputShutdownEvent;
 import io.netty.channel.socket.DuplexChannel;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
@@ -50,18 +45,8 @@ import static org.junit.jupiter.api.Assumptions.assumeFalse;
 @Timeout(120)
 class RdmaChannelSemanticsTest {
 
-    static EventLoopGroup group;
-
-    @BeforeAll
-    static void start() {
-        Rdma.ensureAvailability();
-        group = new MultiThreadIoEventLoopGroup(2, RdmaIoHandler.newFactory());
-    }
-
-    @AfterAll
-    static void stop() {
-        group.shutdownGracefully(0, 5, TimeUnit.SECONDS).syncUninterruptibly();
-    }
+    @RegisterExtension
+    static final RdmaLoops loops = new RdmaLoops();
 
     private static ByteBuf text(String s) {
         return Unpooled.copiedBuffer(s, StandardCharsets.UTF_8);
@@ -108,7 +93,7 @@ class RdmaChannelSemanticsTest {
     }
 
     private static Channel server(Recorder childRecorder, boolean halfClosure, boolean autoRead, int ringSlots, int slotSize) {
-        return new ServerBootstrap().group(group).channel(RdmaServerSocketChannel.class)
+        return loops.serverBootstrap()
                 .childOption(ChannelOption.ALLOW_HALF_CLOSURE, halfClosure)
                 .childOption(ChannelOption.AUTO_READ, autoRead)
                 .childOption(RdmaChannelOption.RDMA_RING_SLOTS, ringSlots)
@@ -118,7 +103,7 @@ class RdmaChannelSemanticsTest {
                     protected void initChannel(Channel ch) {
                         ch.pipeline().addLast(childRecorder);
                     }
-                }).bind(new InetSocketAddress("127.0.0.1", 0)).syncUninterruptibly().channel();
+                }).bind(RdmaLoops.LOCAL_ANY_PORT).syncUninterruptibly().channel();
     }
 
     /** The text {@code recorder} saw until {@code length} characters arrived; fails when a read took over 10 s. */
@@ -133,7 +118,7 @@ class RdmaChannelSemanticsTest {
     }
 
     private static Channel client(Channel server, Object handler) {
-        return new Bootstrap().group(group).channel(RdmaSocketChannel.class)
+        return loops.clientBootstrap()
                 .handler((io.netty.channel.ChannelHandler) handler)
                 .connect(server.localAddress()).syncUninterruptibly().channel();
     }
@@ -186,7 +171,7 @@ class RdmaChannelSemanticsTest {
         Channel server = server(new Recorder(), false, true, 32, 4096);
         InetSocketAddress address = (InetSocketAddress) server.localAddress();
         server.close().syncUninterruptibly();
-        ChannelFuture f = new Bootstrap().group(group).channel(RdmaSocketChannel.class)
+        ChannelFuture f = loops.clientBootstrap()
                 .handler(new Recorder()).connect(address).awaitUninterruptibly();
         assertFalse(f.isSuccess());
         assertInstanceOf(ConnectException.class, f.cause(), () -> String.valueOf(f.cause()));
@@ -197,10 +182,10 @@ class RdmaChannelSemanticsTest {
     void connectThatNobodyAnswersTimesOutWithConnectTimeoutException() {
         // a listener that never takes its connection requests: the connect waits for an answer
         try (EventChannel events = EventChannel.create(); CmId listener = events.createId(PortSpace.TCP)) {
-            listener.bind(new InetSocketAddress("127.0.0.1", 0));
+            listener.bind(RdmaLoops.LOCAL_ANY_PORT);
             listener.listen(4);
             long start = System.nanoTime();
-            ChannelFuture f = new Bootstrap().group(group).channel(RdmaSocketChannel.class)
+            ChannelFuture f = loops.clientBootstrap()
                     .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, 300)
                     .handler(new Recorder()).connect(listener.localAddress()).awaitUninterruptibly();
             assertFalse(f.isSuccess());
@@ -216,7 +201,7 @@ class RdmaChannelSemanticsTest {
      * route there (the connect then fails at once with ADDR_ERROR).
      */
     private static ChannelFuture pendingConnect(int connectTimeoutMillis) throws InterruptedException {
-        ChannelFuture f = new Bootstrap().group(group).channel(RdmaSocketChannel.class)
+        ChannelFuture f = loops.clientBootstrap()
                 .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, connectTimeoutMillis)
                 .handler(new Recorder()).connect(new InetSocketAddress("198.51.100.254", 65535));
         if (f.await(300)) {
@@ -301,7 +286,7 @@ class RdmaChannelSemanticsTest {
     void oneFlushPostsTheMessagesItCanSendAsOneChainAndTheirPromisesCompleteAfterward() throws Exception {
         Recorder serverSide = new Recorder();
         Channel server = server(serverSide, false, true, 128, 256);
-        Channel client = new Bootstrap().group(group).channel(RdmaSocketChannel.class)
+        Channel client = loops.clientBootstrap()
                 .option(RdmaChannelOption.RDMA_SEND_DEPTH, 128)
                 .handler(new Recorder())
                 .connect(server.localAddress()).syncUninterruptibly().channel();
@@ -439,20 +424,20 @@ class RdmaChannelSemanticsTest {
             client.writeAndFlush(text("warm")).syncUninterruptibly();
             assertEquals("warm", serverSide.seen.poll(10, TimeUnit.SECONDS));
             ThreadMXBean threads = ManagementFactory.getThreadMXBean();
-            List<Thread> loops = new ArrayList<>();
-            for (var executor : group) {
-                loops.add(((EventLoop) executor).submit(Thread::currentThread).get(10, TimeUnit.SECONDS));
+            List<Thread> loopThreads = new ArrayList<>();
+            for (var executor : loops.group()) {
+                loopThreads.add(((EventLoop) executor).submit(Thread::currentThread).get(10, TimeUnit.SECONDS));
             }
             Thread.sleep(100);
-            long[] before = new long[loops.size()];
-            for (int i = 0; i < loops.size(); i++) {
-                before[i] = threads.getThreadCpuTime(loops.get(i).threadId());
+            long[] before = new long[loopThreads.size()];
+            for (int i = 0; i < loopThreads.size(); i++) {
+                before[i] = threads.getThreadCpuTime(loopThreads.get(i).threadId());
             }
             Thread.sleep(1000);
-            for (int i = 0; i < loops.size(); i++) {
-                long used = threads.getThreadCpuTime(loops.get(i).threadId()) - before[i];
+            for (int i = 0; i < loopThreads.size(); i++) {
+                long used = threads.getThreadCpuTime(loopThreads.get(i).threadId()) - before[i];
                 // a spinning loop would use close to the whole second
-                assertTrue(used < TimeUnit.MILLISECONDS.toNanos(200), loops.get(i) + " used " + used / 1_000_000
+                assertTrue(used < TimeUnit.MILLISECONDS.toNanos(200), loopThreads.get(i) + " used " + used / 1_000_000
                         + " ms of CPU in an idle second");
             }
             CompletableFuture<Boolean> ran = new CompletableFuture<>();
