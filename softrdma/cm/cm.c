@@ -437,6 +437,7 @@ static void close_sock(struct cm_id *idp)
 		idp->sock = -1;
 	}
 	idp->connect_pending = 0;
+	idp->req_unanswered = 0;
 	idp->out_pending = 0;
 	idp->rlen = 0;
 	idp->deadline_ms = 0;
@@ -1029,8 +1030,18 @@ static void handle_msg(struct cm_id *idp, const struct wire_msg *m)
 
 static void connect_done(struct cm_id *idp, int err);
 static int new_socket(struct cm_id *idp, int family);
+static int peer_allowed(const struct sockaddr *sa);
 
-/* Connect the id's socket to its destination and send the queued REQ. */
+/*
+ * Connect the id's socket to its destination and send the queued REQ.
+ *
+ * A destination on another host has no softrdma device answering for it unless
+ * SOFTRDMA_REMOTE is set (peer_allowed). The kernel's CM sends its REQ to such an
+ * address all the same (its route and neighbour, the gateway, resolved) and retries
+ * it unanswered until the CM timeout gives UNREACHABLE -ETIMEDOUT. So does this
+ * one: no TCP connection is tried (a proxy or a stranger's port could answer it),
+ * the id waits for its deadline, and rdma_destroy_id cancels it meanwhile.
+ */
 static void start_connect(struct cm_id *idp)
 {
 	struct sockaddr *src = &idp->id.route.addr.src_addr;
@@ -1038,6 +1049,10 @@ static void start_connect(struct cm_id *idp)
 	int rc;
 
 	idp->retry_at = 0;
+	if (!peer_allowed(dst)) {
+		idp->req_unanswered = 1;
+		return;
+	}
 	if (idp->sock < 0) {
 		idp->sock = new_socket(idp, dst->sa_family);
 		if (idp->sock < 0 || bind(idp->sock, src, sa_len(src))) {
@@ -1283,7 +1298,7 @@ static void *cm_thread(void *arg)
 				if (timeout < 0 || left < timeout)
 					timeout = left;
 			}
-			if (i->sock < 0 || !polled_state(i->state))
+			if (i->sock < 0 || i->req_unanswered || !polled_state(i->state))
 				continue;
 			if (i->state == ST_LISTEN) {
 				uint64_t again;

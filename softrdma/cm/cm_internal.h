@@ -106,6 +106,7 @@ struct cm_id {
 	enum ibv_mtu mtu;
 	int sock;
 	int connect_pending;	/* non-blocking TCP connect in progress */
+	int req_unanswered;	/* REQ to where no device answers: only the CM timeout ends it */
 	int peer_gone;
 	struct cm_id *listener;	/* for ST_PENDING ids */
 	int backlog;		/* listener: most ST_PENDING ids at a time */

@@ -589,6 +589,106 @@ static int silent_client(uint16_t port)
 	return 0;
 }
 
+/*
+ * A destination on another host, where no softrdma device answers without
+ * SOFTRDMA_REMOTE: TEST-NET-2 (RFC 5737), reached through the default route. The
+ * kernel resolves it (the gateway is the neighbour) and retries its REQ unanswered
+ * until the CM timeout, then reports UNREACHABLE -ETIMEDOUT.
+ */
+#define NO_DEVICE_ADDR "198.51.100.254"
+
+/* Resolve address and route to NO_DEVICE_ADDR and connect: 0 connecting, 1 failed,
+ * -1 this host has no route there (ADDR_ERROR -ENETUNREACH: nothing to test). */
+static int connect_no_device(struct rdma_event_channel *ch, struct rdma_cm_id **id)
+{
+	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(65535) };
+	struct rdma_conn_param cp = { .qp_num = 1, .retry_count = 7 };
+	struct rdma_cm_event *ev;
+	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+	int type, status;
+
+	unsetenv("SOFTRDMA_REMOTE");
+	CHECK(inet_pton(AF_INET, NO_DEVICE_ADDR, &dst.sin_addr) == 1, "inet_pton");
+	CHECK(!rdma_create_id(ch, id, NULL, RDMA_PS_TCP), "rdma_create_id: %s", strerror(errno));
+	CHECK(!rdma_resolve_addr(*id, NULL, (struct sockaddr *)&dst, 2000), "rdma_resolve_addr: %s", strerror(errno));
+	CHECK(poll(&p, 1, EV_TIMEOUT_MS) == 1, "no address resolution event");
+	CHECK(!rdma_get_cm_event(ch, &ev), "rdma_get_cm_event: %s", strerror(errno));
+	type = ev->event;
+	status = ev->status;
+	rdma_ack_cm_event(ev);
+	if (type == RDMA_CM_EVENT_ADDR_ERROR && status == -ENETUNREACH) {
+		say("no route to %s on this host: nothing to test", NO_DEVICE_ADDR);
+		rdma_destroy_id(*id);
+		return -1;
+	}
+	CHECK(type == RDMA_CM_EVENT_ADDR_RESOLVED, "got %s status %d, want ADDR_RESOLVED",
+	      rdma_event_str(type), status);
+	CHECK(!rdma_resolve_route(*id, 2000), "rdma_resolve_route: %s", strerror(errno));
+	if (ack_expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, *id))
+		return 1;
+	CHECK(!rdma_connect(*id, &cp), "rdma_connect: %s", strerror(errno));
+	return 0;
+}
+
+/* Whether an event arrives on ch within ms (it is left queued). */
+static int event_within(struct rdma_event_channel *ch, int ms)
+{
+	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+
+	return poll(&p, 1, ms) == 1;
+}
+
+/* A connect to where no device answers stays pending until the CM timeout, then UNREACHABLE -ETIMEDOUT. */
+static int no_device_client(uint16_t unused)
+{
+	struct rdma_event_channel *ch = channel_with_timeout("1500");
+	struct rdma_cm_id *id;
+	struct rdma_cm_event *ev;
+	long long t0, dt;
+	int rc;
+
+	if (!ch)
+		return 1;
+	t0 = now_ms();
+	rc = connect_no_device(ch, &id);
+	if (rc)
+		return rc < 0 ? 0 : 1;
+	CHECK(!event_within(ch, 1200), "an event %lld ms after rdma_connect: the connect did not stay pending",
+	      now_ms() - t0);
+	ev = expect(ch, RDMA_CM_EVENT_UNREACHABLE, id, 3000);
+	if (!ev)
+		return 1;
+	dt = now_ms() - t0;
+	CHECK(ev->status == -ETIMEDOUT, "UNREACHABLE status %d, want %d", ev->status, -ETIMEDOUT);
+	CHECK(dt >= 1400 && dt < 4000, "UNREACHABLE after %lld ms, want ~1500 (the CM timeout)", dt);
+	rdma_ack_cm_event(ev);
+	CHECK(!rdma_destroy_id(id), "rdma_destroy_id: %s", strerror(errno));
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
+
+/* rdma_destroy_id cancels such a pending connect: at once, and no event follows (not even at the CM timeout). */
+static int no_device_cancel_client(uint16_t unused)
+{
+	struct rdma_event_channel *ch = channel_with_timeout("1000");
+	struct rdma_cm_id *id;
+	long long t0;
+	int rc;
+
+	if (!ch)
+		return 1;
+	rc = connect_no_device(ch, &id);
+	if (rc)
+		return rc < 0 ? 0 : 1;
+	CHECK(!event_within(ch, 300), "an event before the cancellation: the connect did not stay pending");
+	t0 = now_ms();
+	CHECK(!rdma_destroy_id(id), "rdma_destroy_id on a pending connect: %s", strerror(errno));
+	CHECK(now_ms() - t0 < 500, "rdma_destroy_id took %lld ms", now_ms() - t0);
+	CHECK(!event_within(ch, 1500), "an event after the id was destroyed");
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
+
 /* The server survives a client that dies once connected, and one that dies before being accepted. */
 static int survive_server(int wfd)
 {
@@ -1708,13 +1808,16 @@ static int run(const char *name, server_fn server, client_fn *clients, int nclie
 	return bad;
 }
 
-int main(void)
+/* With an argument, only the tests whose names contain it run. */
+int main(int argc, char **argv)
 {
 	int passed = 0, failed = 0;
 	client_fn exchange[] = { exchange_client };
 	client_fn reject[] = { reject_client };
 	client_fn nolisten[] = { no_listener_client };
 	client_fn silent[] = { silent_client };
+	client_fn nodev[] = { no_device_client };
+	client_fn nodevcancel[] = { no_device_cancel_client };
 	client_fn survive[] = { survive_client_dies_connected, survive_client_dies_early, survive_client_normal };
 	client_fn ud[] = { ud_client };
 	client_fn chan[] = { channel_semantics };
@@ -1732,6 +1835,8 @@ int main(void)
 		{ "reject-with-private-data", reject_server, reject, 1 },
 		{ "connect-no-listener-rejected-invalid-service", NULL, nolisten, 1 },
 		{ "connect-silent-peer-unreachable-timeout", silent_server, silent, 1 },
+		{ "connect-where-no-device-answers-pending-until-cm-timeout", NULL, nodev, 1 },
+		{ "destroy-id-cancels-connect-where-no-device-answers", NULL, nodevcancel, 1 },
 		{ "server-survives-dying-clients", survive_server, survive, 3 },
 		{ "ud-sidr-exchange-and-send", ud_server, ud, 1 },
 		{ "event-channel-semantics-and-enosys", NULL, chan, 1 },
@@ -1747,6 +1852,8 @@ int main(void)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+		if (argc > 1 && !strstr(tests[i].name, argv[1]))
+			continue;
 		if (run(tests[i].name, tests[i].s, tests[i].c, tests[i].n))
 			failed++;
 		else

@@ -49,6 +49,7 @@ import java.net.SocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.AlreadyConnectedException;
+import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ConnectionPendingException;
 import java.nio.channels.WritableByteChannel;
 import java.time.Duration;
@@ -139,6 +140,12 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     private volatile InetSocketAddress local;
     private volatile InetSocketAddress remote;
     private boolean setupRunning;
+    /** Guards {@link #setupThread} and {@link #setupAborted} between the loop and the setup thread. */
+    private final Object setupLock = new Object();
+    /** The thread running this channel's setup while it may wait for a CM event; null otherwise. */
+    private Thread setupThread;
+    /** The channel closed during setup: a setup not yet begun does nothing, a waiting one is interrupted. */
+    private boolean setupAborted;
     private boolean readPending;
     private boolean inputShutdown;
     private volatile boolean outputShutdown;
@@ -383,8 +390,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         long deadline = System.nanoTime() + (timeoutMillis > 0 ? TimeUnit.MILLISECONDS.toNanos(timeoutMillis)
                 : TimeUnit.DAYS.toNanos(1));
         SETUP.execute(() -> {
-            Throwable failure = null;
-            try {
+            Throwable failure = runSetup(() -> {
                 events = EventChannel.create();
                 id = events.createId(PortSpace.TCP);
                 id.resolveAddress(from, to, left(deadline));
@@ -395,11 +401,8 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
                 createSendRing(established.privateData());
                 local = id.localAddress();
                 remote = id.remoteAddress() == null ? to : id.remoteAddress();
-            } catch (Throwable t) {
-                failure = connectFailure(t, to);
-                releaseResources();
-            }
-            Throwable f = failure;
+            });
+            Throwable f = failure == null ? null : connectFailure(failure, to);
             handBack(() -> connected(f));
         });
     }
@@ -407,20 +410,63 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     private void startAccept() {
         setupRunning = true;
         SETUP.execute(() -> {
-            Throwable failure = null;
-            try {
+            Throwable f = runSetup(() -> {
                 createQueues();
-                CmEvent established = id.accept(ConnectParameters.defaults().withPrivateData(localParameters()),
+                id.accept(ConnectParameters.defaults().withPrivateData(localParameters()),
                         Duration.ofMillis(ACCEPT_TIMEOUT_MILLIS));
                 createSendRing(peerParameters);
                 local = id.localAddress();
-            } catch (Throwable t) {
-                failure = t;
-                releaseResources();
-            }
-            Throwable f = failure;
+            });
             handBack(() -> accepted(f));
         });
+    }
+
+    /**
+     * Runs the blocking steps of a setup on the setup thread, where {@link #abortSetup} can
+     * interrupt their wait for a CM event; on failure releases what they made.
+     *
+     * @return the failure, or null
+     */
+    private Throwable runSetup(Runnable steps) {
+        Throwable failure = null;
+        synchronized (setupLock) {
+            if (setupAborted) {
+                failure = new ClosedChannelException();
+            } else {
+                setupThread = Thread.currentThread();
+            }
+        }
+        if (failure == null) {
+            try {
+                steps.run();
+            } catch (Throwable t) {
+                failure = t;
+            }
+            synchronized (setupLock) {
+                setupThread = null;
+                // an abort that came after the steps ended must not reach the pool's next task
+                Thread.interrupted();
+            }
+        }
+        if (failure != null) {
+            releaseResources();
+        }
+        return failure;
+    }
+
+    /**
+     * On the loop, when the channel closes during setup (a cancelled connect, its timeout, a
+     * close): the setup stops waiting (EventChannel's wait polls in short slices and gives up
+     * when interrupted), releases the id, which cancels a pending rdma_cm connect
+     * (rdma_destroy_id), and hands back to the loop.
+     */
+    private void abortSetup() {
+        synchronized (setupLock) {
+            setupAborted = true;
+            if (setupThread != null) {
+                setupThread.interrupt();
+            }
+        }
     }
 
     /** Gives the set-up connection to the loop; when the loop has ended, releases it here. */
@@ -466,6 +512,11 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         ConnectException c = new ConnectException("connection to " + to + " failed: " + t);
         c.initCause(t);
         return c;
+    }
+
+    /** Whether the connection setup still runs (the setup thread has not handed back): how a test sees that an aborted setup ended. Loop only. */
+    boolean settingUp() {
+        return setupRunning;
     }
 
     /** On the loop: the client's setup ended. */
@@ -1195,7 +1246,8 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             connectPromise = null;
         }
         if (setupRunning) {
-            return; // the setup thread hands its resources back to the loop, which releases them
+            abortSetup();
+            return; // the setup thread releases what it made and hands back to the loop
         }
         boolean wasReady = ready;
         ready = false;
@@ -1435,7 +1487,9 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
 
         @Override
         public void connect(SocketAddress remoteAddress, SocketAddress localAddress, ChannelPromise promise) {
-            if (!promise.setUncancellable() || !ensureOpen(promise)) {
+            // not made uncancellable, as Netty's NIO transport does not: a pending connect is
+            // cancelled by cancelling its promise (the listener below closes the channel)
+            if (promise.isDone() || !ensureOpen(promise)) {
                 return;
             }
             if (accepted || ready) {

@@ -1,12 +1,10 @@
 package io.github.verbs4j.netty;
 
 import io.github.verbs4j.testsupport.PeerJvm;
-import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.EventLoopGroup;
-import io.netty.channel.MultiThreadIoEventLoopGroup;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -23,13 +21,12 @@ class DeadPeerTest {
 
     @Test
     void aKilledServerProcessClosesTheClientChannel() throws Exception {
-        Rdma.ensureAvailability();
-        EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, RdmaIoHandler.newFactory());
+        EventLoopGroup group = RdmaLoops.newGroup(1);
         try (PeerJvm peer = PeerJvm.start(PeerJvm.QUICK_START, EchoServerMain.class)) {
             int port = Integer.parseInt(peer.expect("port ").replaceAll("\\D", ""));
             byte[] sent = {1, 2, 3, 4, 5, 6, 7, 8};
             RdmaEchoTest.Collector collector = new RdmaEchoTest.Collector(sent.length);
-            Channel client = new Bootstrap().group(group).channel(RdmaSocketChannel.class).handler(collector)
+            Channel client = RdmaLoops.clientBootstrap(group).handler(collector)
                     .connect(new InetSocketAddress("127.0.0.1", port)).syncUninterruptibly().channel();
             client.writeAndFlush(Unpooled.wrappedBuffer(sent)).syncUninterruptibly();
             assertArrayEquals(sent, collector.done.get(30, TimeUnit.SECONDS));
@@ -42,7 +39,7 @@ class DeadPeerTest {
             ChannelFuture late = client.writeAndFlush(Unpooled.wrappedBuffer(sent)).awaitUninterruptibly();
             assertFalse(late.isSuccess(), "a write after the peer died fails");
         } finally {
-            group.shutdownGracefully(0, 5, TimeUnit.SECONDS).syncUninterruptibly();
+            RdmaLoops.shutdown(group);
         }
     }
 

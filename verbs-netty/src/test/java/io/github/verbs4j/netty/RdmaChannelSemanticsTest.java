@@ -3,8 +3,6 @@ package io.github.verbs4j.netty;
 import io.github.verbs4j.cm.CmId;
 import io.github.verbs4j.cm.EventChannel;
 import io.github.verbs4j.cm.PortSpace;
-import io.netty.bootstrap.Bootstrap;
-import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
@@ -15,14 +13,11 @@ import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.ConnectTimeoutException;
 import io.netty.channel.EventLoop;
-import io.netty.channel.EventLoopGroup;
-import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.socket.ChannelInputShutdownEvent;
 import io.netty.channel.socket.DuplexChannel;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
@@ -43,23 +38,15 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
-/** Netty's channel semantics on the transport: half-close, connect failures, close with writes pending, reading on request, an idle loop. */
+/** Netty's channel semantics on the transport: half-close, connect failures, timeouts and cancellation, close with writes pending, reading on request, an idle loop. */
 @Timeout(120)
 class RdmaChannelSemanticsTest {
 
-    static EventLoopGroup group;
-
-    @BeforeAll
-    static void start() {
-        Rdma.ensureAvailability();
-        group = new MultiThreadIoEventLoopGroup(2, RdmaIoHandler.newFactory());
-    }
-
-    @AfterAll
-    static void stop() {
-        group.shutdownGracefully(0, 5, TimeUnit.SECONDS).syncUninterruptibly();
-    }
+    @RegisterExtension
+    static final RdmaLoops loops = new RdmaLoops();
 
     private static ByteBuf text(String s) {
         return Unpooled.copiedBuffer(s, StandardCharsets.UTF_8);
@@ -106,7 +93,7 @@ class RdmaChannelSemanticsTest {
     }
 
     private static Channel server(Recorder childRecorder, boolean halfClosure, boolean autoRead, int ringSlots, int slotSize) {
-        return new ServerBootstrap().group(group).channel(RdmaServerSocketChannel.class)
+        return loops.serverBootstrap()
                 .childOption(ChannelOption.ALLOW_HALF_CLOSURE, halfClosure)
                 .childOption(ChannelOption.AUTO_READ, autoRead)
                 .childOption(RdmaChannelOption.RDMA_RING_SLOTS, ringSlots)
@@ -116,7 +103,7 @@ class RdmaChannelSemanticsTest {
                     protected void initChannel(Channel ch) {
                         ch.pipeline().addLast(childRecorder);
                     }
-                }).bind(new InetSocketAddress("127.0.0.1", 0)).syncUninterruptibly().channel();
+                }).bind(RdmaLoops.LOCAL_ANY_PORT).syncUninterruptibly().channel();
     }
 
     /** The text {@code recorder} saw until {@code length} characters arrived; fails when a read took over 10 s. */
@@ -131,7 +118,7 @@ class RdmaChannelSemanticsTest {
     }
 
     private static Channel client(Channel server, Object handler) {
-        return new Bootstrap().group(group).channel(RdmaSocketChannel.class)
+        return loops.clientBootstrap()
                 .handler((io.netty.channel.ChannelHandler) handler)
                 .connect(server.localAddress()).syncUninterruptibly().channel();
     }
@@ -184,7 +171,7 @@ class RdmaChannelSemanticsTest {
         Channel server = server(new Recorder(), false, true, 32, 4096);
         InetSocketAddress address = (InetSocketAddress) server.localAddress();
         server.close().syncUninterruptibly();
-        ChannelFuture f = new Bootstrap().group(group).channel(RdmaSocketChannel.class)
+        ChannelFuture f = loops.clientBootstrap()
                 .handler(new Recorder()).connect(address).awaitUninterruptibly();
         assertFalse(f.isSuccess());
         assertInstanceOf(ConnectException.class, f.cause(), () -> String.valueOf(f.cause()));
@@ -195,10 +182,10 @@ class RdmaChannelSemanticsTest {
     void connectThatNobodyAnswersTimesOutWithConnectTimeoutException() {
         // a listener that never takes its connection requests: the connect waits for an answer
         try (EventChannel events = EventChannel.create(); CmId listener = events.createId(PortSpace.TCP)) {
-            listener.bind(new InetSocketAddress("127.0.0.1", 0));
+            listener.bind(RdmaLoops.LOCAL_ANY_PORT);
             listener.listen(4);
             long start = System.nanoTime();
-            ChannelFuture f = new Bootstrap().group(group).channel(RdmaSocketChannel.class)
+            ChannelFuture f = loops.clientBootstrap()
                     .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, 300)
                     .handler(new Recorder()).connect(listener.localAddress()).awaitUninterruptibly();
             assertFalse(f.isSuccess());
@@ -206,6 +193,65 @@ class RdmaChannelSemanticsTest {
             assertTrue(System.nanoTime() - start < TimeUnit.SECONDS.toNanos(30));
             assertFalse(f.channel().isOpen());
         }
+    }
+
+    /**
+     * A connect to an address of another host, where no softrdma device answers: it stays pending,
+     * as with the kernel's rdma_cm (docs/softrdma-cm.md). Aborts the test on a host without a
+     * route there (the connect then fails at once with ADDR_ERROR).
+     */
+    private static ChannelFuture pendingConnect(int connectTimeoutMillis) throws InterruptedException {
+        ChannelFuture f = loops.clientBootstrap()
+                .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, connectTimeoutMillis)
+                .handler(new Recorder()).connect(new InetSocketAddress("198.51.100.254", 65535));
+        if (f.await(300)) {
+            Throwable cause = f.cause();
+            assumeFalse(cause != null && String.valueOf(cause.getMessage()).contains("ADDR_ERROR"),
+                    "this host has no route to 198.51.100.254: " + cause);
+            fail("the connect did not stay pending: " + (cause == null ? "connected" : cause));
+        }
+        return f;
+    }
+
+    /** Waits until the channel's connection setup handed back to its loop; fails after {@code millis}. */
+    private static void assertSetupEnds(Channel channel, long millis) throws Exception {
+        RdmaSocketChannel ch = (RdmaSocketChannel) channel;
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
+        while (ch.eventLoop().submit(ch::settingUp).get(5, TimeUnit.SECONDS)) {
+            assertTrue(System.nanoTime() < deadline, "the connection setup still runs after " + millis + " ms");
+            Thread.sleep(10);
+        }
+    }
+
+    @Test
+    void cancellingAPendingConnectClosesTheChannelAndEndsTheSetup() throws Exception {
+        ChannelFuture f = pendingConnect(20_000);
+        assertTrue(f.cancel(true), "a pending connect can be cancelled");
+        assertTrue(f.channel().closeFuture().await(500), "the cancelled connect's channel closes");
+        assertTrue(f.isCancelled());
+        // the setup thread stops waiting for the CM and destroys the id, long before the 20 s
+        assertSetupEnds(f.channel(), 2000);
+    }
+
+    @Test
+    void closingAChannelWhoseConnectIsPendingFailsTheConnectAndEndsTheSetup() throws Exception {
+        ChannelFuture f = pendingConnect(20_000);
+        f.channel().close().syncUninterruptibly();
+        assertTrue(f.await(500));
+        assertInstanceOf(ClosedChannelException.class, f.cause(), () -> String.valueOf(f.cause()));
+        assertSetupEnds(f.channel(), 2000);
+    }
+
+    @Test
+    void aPendingConnectTimesOutWithConnectTimeoutExceptionAfterConnectTimeoutMillis() throws Exception {
+        long start = System.nanoTime();
+        ChannelFuture f = pendingConnect(1000);
+        assertTrue(f.await(10, TimeUnit.SECONDS));
+        long tookMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+        assertInstanceOf(ConnectTimeoutException.class, f.cause(), () -> String.valueOf(f.cause()));
+        assertTrue(tookMillis >= 900, "timed out after " + tookMillis + " ms, before CONNECT_TIMEOUT_MILLIS");
+        assertFalse(f.channel().isOpen());
+        assertSetupEnds(f.channel(), 2000);
     }
 
     @Test
@@ -240,7 +286,7 @@ class RdmaChannelSemanticsTest {
     void oneFlushPostsTheMessagesItCanSendAsOneChainAndTheirPromisesCompleteAfterward() throws Exception {
         Recorder serverSide = new Recorder();
         Channel server = server(serverSide, false, true, 128, 256);
-        Channel client = new Bootstrap().group(group).channel(RdmaSocketChannel.class)
+        Channel client = loops.clientBootstrap()
                 .option(RdmaChannelOption.RDMA_SEND_DEPTH, 128)
                 .handler(new Recorder())
                 .connect(server.localAddress()).syncUninterruptibly().channel();
@@ -378,20 +424,20 @@ class RdmaChannelSemanticsTest {
             client.writeAndFlush(text("warm")).syncUninterruptibly();
             assertEquals("warm", serverSide.seen.poll(10, TimeUnit.SECONDS));
             ThreadMXBean threads = ManagementFactory.getThreadMXBean();
-            List<Thread> loops = new ArrayList<>();
-            for (var executor : group) {
-                loops.add(((EventLoop) executor).submit(Thread::currentThread).get(10, TimeUnit.SECONDS));
+            List<Thread> loopThreads = new ArrayList<>();
+            for (var executor : loops.group()) {
+                loopThreads.add(((EventLoop) executor).submit(Thread::currentThread).get(10, TimeUnit.SECONDS));
             }
             Thread.sleep(100);
-            long[] before = new long[loops.size()];
-            for (int i = 0; i < loops.size(); i++) {
-                before[i] = threads.getThreadCpuTime(loops.get(i).threadId());
+            long[] before = new long[loopThreads.size()];
+            for (int i = 0; i < loopThreads.size(); i++) {
+                before[i] = threads.getThreadCpuTime(loopThreads.get(i).threadId());
             }
             Thread.sleep(1000);
-            for (int i = 0; i < loops.size(); i++) {
-                long used = threads.getThreadCpuTime(loops.get(i).threadId()) - before[i];
+            for (int i = 0; i < loopThreads.size(); i++) {
+                long used = threads.getThreadCpuTime(loopThreads.get(i).threadId()) - before[i];
                 // a spinning loop would use close to the whole second
-                assertTrue(used < TimeUnit.MILLISECONDS.toNanos(200), loops.get(i) + " used " + used / 1_000_000
+                assertTrue(used < TimeUnit.MILLISECONDS.toNanos(200), loopThreads.get(i) + " used " + used / 1_000_000
                         + " ms of CPU in an idle second");
             }
             CompletableFuture<Boolean> ran = new CompletableFuture<>();

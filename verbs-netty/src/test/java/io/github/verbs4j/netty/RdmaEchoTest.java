@@ -1,7 +1,5 @@
 package io.github.verbs4j.netty;
 
-import io.netty.bootstrap.Bootstrap;
-import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
@@ -9,11 +7,9 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.EventLoopGroup;
-import io.netty.channel.MultiThreadIoEventLoopGroup;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.net.InetSocketAddress;
 import java.util.Random;
@@ -27,18 +23,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(120)
 public class RdmaEchoTest {
 
-    static EventLoopGroup group;
-
-    @BeforeAll
-    static void start() {
-        Rdma.ensureAvailability();
-        group = new MultiThreadIoEventLoopGroup(2, RdmaIoHandler.newFactory());
-    }
-
-    @AfterAll
-    static void stop() {
-        group.shutdownGracefully(0, 5, TimeUnit.SECONDS).syncUninterruptibly();
-    }
+    @RegisterExtension
+    static final RdmaLoops loops = new RdmaLoops();
 
     /** Writes back what it reads. */
     static final class Echo extends ChannelInboundHandlerAdapter {
@@ -54,13 +40,13 @@ public class RdmaEchoTest {
     }
 
     public static Channel echoServer(EventLoopGroup group) {
-        return new ServerBootstrap().group(group).channel(RdmaServerSocketChannel.class)
+        return RdmaLoops.serverBootstrap(group)
                 .childHandler(new ChannelInitializer<Channel>() {
                     @Override
                     protected void initChannel(Channel ch) {
                         ch.pipeline().addLast(new Echo());
                     }
-                }).bind(new InetSocketAddress("127.0.0.1", 0)).syncUninterruptibly().channel();
+                }).bind(RdmaLoops.LOCAL_ANY_PORT).syncUninterruptibly().channel();
     }
 
     /** Collects what the client reads until {@code expected} bytes came. */
@@ -106,12 +92,12 @@ public class RdmaEchoTest {
     }
 
     private static void echo(int size, int messages) throws Exception {
-        Channel server = echoServer(group);
+        Channel server = echoServer(loops.group());
         try {
             byte[] sent = new byte[size * messages];
             new Random(size).nextBytes(sent);
             Collector collector = new Collector(sent.length);
-            Channel client = new Bootstrap().group(group).channel(RdmaSocketChannel.class).handler(collector)
+            Channel client = loops.clientBootstrap().handler(collector)
                     .connect(server.localAddress()).syncUninterruptibly().channel();
             try {
                 for (int i = 0; i < messages; i++) {
@@ -153,7 +139,7 @@ public class RdmaEchoTest {
 
     @Test
     void serverChannelIsBoundToAPort() {
-        Channel server = echoServer(group);
+        Channel server = echoServer(loops.group());
         try {
             assertTrue(((InetSocketAddress) server.localAddress()).getPort() > 0, "bound port " + server.localAddress());
         } finally {

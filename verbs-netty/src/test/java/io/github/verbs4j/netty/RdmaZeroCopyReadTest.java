@@ -1,7 +1,5 @@
 package io.github.verbs4j.netty;
 
-import io.netty.bootstrap.Bootstrap;
-import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
@@ -11,15 +9,12 @@ import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
-import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.AdaptiveRecvByteBufAllocator;
 import io.netty.util.IllegalReferenceCountException;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
-import java.net.InetSocketAddress;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
@@ -44,18 +39,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(120)
 public class RdmaZeroCopyReadTest {
 
-    static EventLoopGroup group;
-
-    @BeforeAll
-    static void start() {
-        Rdma.ensureAvailability();
-        group = new MultiThreadIoEventLoopGroup(2, RdmaIoHandler.newFactory());
-    }
-
-    @AfterAll
-    static void stop() {
-        group.shutdownGracefully(0, 5, TimeUnit.SECONDS).syncUninterruptibly();
-    }
+    @RegisterExtension
+    static final RdmaLoops loops = new RdmaLoops();
 
     /** Hands every buffer it reads to the test, unreleased, in order. */
     static final class Keeper extends ChannelInboundHandlerAdapter {
@@ -87,7 +72,7 @@ public class RdmaZeroCopyReadTest {
     }
 
     private static Channel server(ChannelHandler child, int ringSlots, boolean autoRead) {
-        return new ServerBootstrap().group(group).channel(RdmaServerSocketChannel.class)
+        return loops.serverBootstrap()
                 .childOption(RdmaChannelOption.RDMA_ZERO_COPY_READ, true)
                 .childOption(RdmaChannelOption.RDMA_RING_SLOTS, ringSlots)
                 .childOption(RdmaChannelOption.RDMA_SLOT_SIZE, 4096)
@@ -97,11 +82,11 @@ public class RdmaZeroCopyReadTest {
                     protected void initChannel(Channel ch) {
                         ch.pipeline().addLast(child);
                     }
-                }).bind(new InetSocketAddress("127.0.0.1", 0)).syncUninterruptibly().channel();
+                }).bind(RdmaLoops.LOCAL_ANY_PORT).syncUninterruptibly().channel();
     }
 
     private static Channel client(Channel server, ChannelHandler handler) {
-        return new Bootstrap().group(group).channel(RdmaSocketChannel.class).handler(handler)
+        return loops.clientBootstrap().handler(handler)
                 .option(RdmaChannelOption.RDMA_ZERO_COPY_READ, true)
                 .connect(server.localAddress()).syncUninterruptibly().channel();
     }
@@ -164,7 +149,7 @@ public class RdmaZeroCopyReadTest {
                 ctx.fireChannelRead(msg);
             }
         };
-        Channel client = new Bootstrap().group(group).channel(RdmaSocketChannel.class)
+        Channel client = loops.clientBootstrap()
                 .option(RdmaChannelOption.RDMA_ZERO_COPY_READ, true)
                 .handler(new ChannelInitializer<Channel>() {
                     @Override
@@ -340,19 +325,19 @@ public class RdmaZeroCopyReadTest {
     /** A buffer still held when the loop ends: released afterwards, on another thread, without the loop. */
     @Test
     void aBufferReleasedAfterItsLoopEndedFreesTheRing() throws Exception {
-        EventLoopGroup own = new MultiThreadIoEventLoopGroup(1, RdmaIoHandler.newFactory());
+        EventLoopGroup own = RdmaLoops.newGroup(1);
         Keeper keeper = new Keeper();
-        Channel server = new ServerBootstrap().group(own).channel(RdmaServerSocketChannel.class)
+        Channel server = RdmaLoops.serverBootstrap(own)
                 .childOption(RdmaChannelOption.RDMA_ZERO_COPY_READ, true)
-                .childHandler(keeper).bind(new InetSocketAddress("127.0.0.1", 0)).syncUninterruptibly().channel();
-        Channel client = new Bootstrap().group(group).channel(RdmaSocketChannel.class)
+                .childHandler(keeper).bind(RdmaLoops.LOCAL_ANY_PORT).syncUninterruptibly().channel();
+        Channel client = loops.clientBootstrap()
                 .handler(new ChannelInboundHandlerAdapter())
                 .connect(server.localAddress()).syncUninterruptibly().channel();
         byte[] sent = message(3, 500);
         client.writeAndFlush(Unpooled.wrappedBuffer(sent)).syncUninterruptibly();
         ReceiveSlotBuf held = assertInstanceOf(ReceiveSlotBuf.class, next(keeper));
         client.close().syncUninterruptibly();
-        own.shutdownGracefully(0, 5, TimeUnit.SECONDS).syncUninterruptibly();
+        RdmaLoops.shutdown(own);
         assertArrayEquals(sent, bytes(held));
         assertTrue(held.release());
         assertTrue(held.ringFreed());

@@ -1,17 +1,13 @@
 package io.github.verbs4j.netty;
 
-import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelOption;
-import io.netty.channel.EventLoopGroup;
-import io.netty.channel.MultiThreadIoEventLoopGroup;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.io.ByteArrayOutputStream;
 import java.util.ArrayList;
@@ -33,18 +29,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(120)
 public class RdmaZeroCopyWriteTest {
 
-    static EventLoopGroup group;
-
-    @BeforeAll
-    static void start() {
-        Rdma.ensureAvailability();
-        group = new MultiThreadIoEventLoopGroup(2, RdmaIoHandler.newFactory());
-    }
-
-    @AfterAll
-    static void stop() {
-        group.shutdownGracefully(0, 5, TimeUnit.SECONDS).syncUninterruptibly();
-    }
+    @RegisterExtension
+    static final RdmaLoops loops = new RdmaLoops();
 
     private static <T> T onLoop(Channel ch, java.util.concurrent.Callable<T> task) throws Exception {
         return ch.eventLoop().submit(task).get(10, TimeUnit.SECONDS);
@@ -84,7 +70,7 @@ public class RdmaZeroCopyWriteTest {
      */
     @Test
     void writesFromTheAllocatorAreSentInPlaceAndReleasedAfterCompletion() throws Exception {
-        Channel server = RdmaEchoTest.echoServer(group);
+        Channel server = RdmaEchoTest.echoServer(loops.group());
         int[] sizes = {1, 100, 4096, 65532, 65536, 200_000};
         int rounds = 20;
         ByteArrayOutputStream expected = new ByteArrayOutputStream();
@@ -99,7 +85,7 @@ public class RdmaZeroCopyWriteTest {
             }
         }
         RdmaEchoTest.Collector collector = new RdmaEchoTest.Collector(expected.size());
-        Channel client = new Bootstrap().group(group).channel(RdmaSocketChannel.class)
+        Channel client = loops.clientBootstrap()
                 .option(ChannelOption.ALLOCATOR, RdmaByteBufAllocator.DEFAULT)
                 .handler(collector).connect(server.localAddress()).syncUninterruptibly().channel();
         try {
@@ -132,11 +118,11 @@ public class RdmaZeroCopyWriteTest {
      */
     @Test
     void aBufferSentInPlaceIsHeldUntilItsSendCompleted() throws Exception {
-        Channel server = RdmaEchoTest.echoServer(group);
+        Channel server = RdmaEchoTest.echoServer(loops.group());
         byte[] payload = new byte[512];
         new Random(13).nextBytes(payload);
         RdmaEchoTest.Collector collector = new RdmaEchoTest.Collector(payload.length);
-        Channel client = new Bootstrap().group(group).channel(RdmaSocketChannel.class)
+        Channel client = loops.clientBootstrap()
                 .handler(collector).connect(server.localAddress()).syncUninterruptibly().channel();
         try {
             ByteBuf buf = RdmaByteBufAllocator.DEFAULT.directBuffer(payload.length).writeBytes(payload);
@@ -156,7 +142,7 @@ public class RdmaZeroCopyWriteTest {
     /** Registered and unregistered buffers alternating in one flush: in order, byte-exact, each released. */
     @Test
     void mixedRegisteredAndCopiedWritesInOneFlushKeepTheirOrder() throws Exception {
-        Channel server = RdmaEchoTest.echoServer(group);
+        Channel server = RdmaEchoTest.echoServer(loops.group());
         int messages = 300;
         ByteArrayOutputStream expected = new ByteArrayOutputStream();
         Random random = new Random(12);
@@ -173,7 +159,7 @@ public class RdmaZeroCopyWriteTest {
             buffers.add(buf);
         }
         RdmaEchoTest.Collector collector = new RdmaEchoTest.Collector(expected.size());
-        Channel client = new Bootstrap().group(group).channel(RdmaSocketChannel.class)
+        Channel client = loops.clientBootstrap()
                 .handler(collector).connect(server.localAddress()).syncUninterruptibly().channel();
         try {
             long before = onLoop(client, () -> ((RdmaSocketChannel) client).sentWithoutCopy);
@@ -196,9 +182,9 @@ public class RdmaZeroCopyWriteTest {
     /** A registered buffer whose channel closes before the send completed: released with the connection. */
     @Test
     void writesInFlightAreReleasedWhenTheChannelCloses() throws Exception {
-        Channel server = RdmaEchoTest.echoServer(group);
+        Channel server = RdmaEchoTest.echoServer(loops.group());
         RdmaEchoTest.Collector collector = new RdmaEchoTest.Collector(1 << 20);
-        Channel client = new Bootstrap().group(group).channel(RdmaSocketChannel.class)
+        Channel client = loops.clientBootstrap()
                 .handler(collector).connect(server.localAddress()).syncUninterruptibly().channel();
         List<ByteBuf> written = new ArrayList<>();
         for (int i = 0; i < 16; i++) {
