@@ -1,11 +1,25 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.RdmaCore;
-import io.github.verbs4j.ffi.ibv_wc;
-
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
+
+import static io.github.verbs4j.raw.WorkCompletionLayout.WC_BYTE_LEN;
+import static io.github.verbs4j.raw.WorkCompletionLayout.WC_FLAGS;
+import static io.github.verbs4j.raw.WorkCompletionLayout.WC_GRH;
+import static io.github.verbs4j.raw.WorkCompletionLayout.WC_IMM_DATA;
+import static io.github.verbs4j.raw.WorkCompletionLayout.WC_OPCODE;
+import static io.github.verbs4j.raw.WorkCompletionLayout.WC_PKEY_INDEX;
+import static io.github.verbs4j.raw.WorkCompletionLayout.WC_QP_NUM;
+import static io.github.verbs4j.raw.WorkCompletionLayout.WC_SIZE;
+import static io.github.verbs4j.raw.WorkCompletionLayout.WC_SL;
+import static io.github.verbs4j.raw.WorkCompletionLayout.WC_SLID;
+import static io.github.verbs4j.raw.WorkCompletionLayout.WC_SRC_QP;
+import static io.github.verbs4j.raw.WorkCompletionLayout.WC_STATUS;
+import static io.github.verbs4j.raw.WorkCompletionLayout.WC_VENDOR_ERR;
+import static io.github.verbs4j.raw.WorkCompletionLayout.WC_WITH_IMM;
+import static io.github.verbs4j.raw.WorkCompletionLayout.WC_WITH_INV;
+import static io.github.verbs4j.raw.WorkCompletionLayout.WC_WR_ID;
 
 /**
  * One work completion ({@code struct ibv_wc}), read in place: a flyweight over one slot of a
@@ -16,70 +30,55 @@ import java.nio.ByteOrder;
  */
 public final class Completion {
 
-    private static final long WR_ID = ibv_wc.wr_id$offset();
-    private static final long STATUS = ibv_wc.status$offset();
-    private static final long OPCODE = ibv_wc.opcode$offset();
-    private static final long VENDOR_ERR = ibv_wc.vendor_err$offset();
-    private static final long BYTE_LEN = ibv_wc.byte_len$offset();
-    private static final long IMM_DATA = ibv_wc.imm_data$offset();
-    private static final long QP_NUM = ibv_wc.qp_num$offset();
-    private static final long SRC_QP = ibv_wc.src_qp$offset();
-    private static final long WC_FLAGS = ibv_wc.wc_flags$offset();
-    private static final long PKEY_INDEX = ibv_wc.pkey_index$offset();
-    private static final long SLID = ibv_wc.slid$offset();
-    private static final long SL = ibv_wc.sl$offset();
     /** {@code __be32 imm_data}: read big-endian, it is the host-order value ({@code ntohl}). */
     private static final ValueLayout.OfInt NETWORK_INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
-    private static final int FLAG_GRH = RdmaCore.IBV_WC_GRH();
-    private static final int FLAG_WITH_IMM = RdmaCore.IBV_WC_WITH_IMM();
-    private static final int FLAG_WITH_INV = RdmaCore.IBV_WC_WITH_INV();
 
     private final MemorySegment array;
     private final long base;
 
     Completion(MemorySegment array, int index) {
         this.array = array;
-        this.base = index * ibv_wc.layout().byteSize();
+        this.base = index * WC_SIZE;
     }
 
     /** The id of the work request ({@code wr_id}). */
     public long wrId() {
-        return array.get(ValueLayout.JAVA_LONG, base + WR_ID);
+        return array.get(ValueLayout.JAVA_LONG, base + WC_WR_ID);
     }
 
     /** The status. */
     public WcStatus status() {
-        return WcStatus.of(array.get(ValueLayout.JAVA_INT, base + STATUS));
+        return WcStatus.of(array.get(ValueLayout.JAVA_INT, base + WC_STATUS));
     }
 
     /** The raw status value. */
     public int statusValue() {
-        return array.get(ValueLayout.JAVA_INT, base + STATUS);
+        return array.get(ValueLayout.JAVA_INT, base + WC_STATUS);
     }
 
     /** Whether the status is {@link WcStatus#SUCCESS}. */
     public boolean ok() {
-        return array.get(ValueLayout.JAVA_INT, base + STATUS) == 0;
+        return array.get(ValueLayout.JAVA_INT, base + WC_STATUS) == 0;
     }
 
     /** The operation (defined only for successful completions). */
     public WcOpcode opcode() {
-        return WcOpcode.of(array.get(ValueLayout.JAVA_INT, base + OPCODE));
+        return WcOpcode.of(array.get(ValueLayout.JAVA_INT, base + WC_OPCODE));
     }
 
     /** The device-specific error ({@code vendor_err}). */
     public int vendorError() {
-        return array.get(ValueLayout.JAVA_INT, base + VENDOR_ERR);
+        return array.get(ValueLayout.JAVA_INT, base + WC_VENDOR_ERR);
     }
 
     /** Bytes received (receives) or read/atomically fetched ({@code byte_len}). */
     public int byteLength() {
-        return array.get(ValueLayout.JAVA_INT, base + BYTE_LEN);
+        return array.get(ValueLayout.JAVA_INT, base + WC_BYTE_LEN);
     }
 
     /** Whether immediate data came with a receive ({@code IBV_WC_WITH_IMM}). */
     public boolean hasImmediate() {
-        return (flags() & FLAG_WITH_IMM) != 0;
+        return (flags() & WC_WITH_IMM) != 0;
     }
 
     /**
@@ -87,7 +86,7 @@ public final class Completion {
      * ways, so the value a sender set with {@link SendRequest#immediate(int)} reads back equal).
      */
     public int immediate() {
-        return array.get(NETWORK_INT, base + IMM_DATA);
+        return array.get(NETWORK_INT, base + WC_IMM_DATA);
     }
 
     /**
@@ -101,7 +100,7 @@ public final class Completion {
      * and the window is invalidated (docs/substrates.md).
      */
     public boolean hasInvalidate() {
-        return (flags() & FLAG_WITH_INV) != 0;
+        return (flags() & WC_WITH_INV) != 0;
     }
 
     /**
@@ -109,17 +108,17 @@ public final class Completion {
      * {@link #hasInvalidate()}).
      */
     public int invalidatedRkey() {
-        return array.get(ValueLayout.JAVA_INT, base + IMM_DATA);
+        return array.get(ValueLayout.JAVA_INT, base + WC_IMM_DATA);
     }
 
     /** The local QP number. */
     public int qpNumber() {
-        return array.get(ValueLayout.JAVA_INT, base + QP_NUM);
+        return array.get(ValueLayout.JAVA_INT, base + WC_QP_NUM);
     }
 
     /** The sender's QP number (UD receives). */
     public int sourceQp() {
-        return array.get(ValueLayout.JAVA_INT, base + SRC_QP);
+        return array.get(ValueLayout.JAVA_INT, base + WC_SRC_QP);
     }
 
     /** {@code wc_flags}: {@code IBV_WC_GRH}, {@code IBV_WC_WITH_IMM}, ... */
@@ -129,27 +128,27 @@ public final class Completion {
 
     /** Whether a 40-byte GRH precedes the payload in the receive buffer (UD). */
     public boolean hasGrh() {
-        return (flags() & FLAG_GRH) != 0;
+        return (flags() & WC_GRH) != 0;
     }
 
     /** The P_Key index (GSI QPs). */
     public int pkeyIndex() {
-        return Short.toUnsignedInt(array.get(ValueLayout.JAVA_SHORT, base + PKEY_INDEX));
+        return Short.toUnsignedInt(array.get(ValueLayout.JAVA_SHORT, base + WC_PKEY_INDEX));
     }
 
     /** The source LID (UD receives on InfiniBand). */
     public int sourceLid() {
-        return Short.toUnsignedInt(array.get(ValueLayout.JAVA_SHORT, base + SLID));
+        return Short.toUnsignedInt(array.get(ValueLayout.JAVA_SHORT, base + WC_SLID));
     }
 
     /** The service level. */
     public int serviceLevel() {
-        return Byte.toUnsignedInt(array.get(ValueLayout.JAVA_BYTE, base + SL));
+        return Byte.toUnsignedInt(array.get(ValueLayout.JAVA_BYTE, base + WC_SL));
     }
 
     /** The native {@code struct ibv_wc} this view reads (control-path use only: it allocates). */
     MemorySegment slot() {
-        return array.asSlice(base, ibv_wc.layout().byteSize());
+        return array.asSlice(base, WC_SIZE);
     }
 
     /** An exception describing this completion's failure (call only when {@link #ok()} is false). */

@@ -1,6 +1,5 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.ibv_cq;
 import io.github.verbs4j.internal.InFlight;
 import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.internal.NativeHandle;
@@ -9,6 +8,7 @@ import io.github.verbs4j.raw.ContextOps;
 import io.github.verbs4j.raw.Downcalls;
 import io.github.verbs4j.raw.ExtendedOps;
 import io.github.verbs4j.raw.VerbsFunctions;
+import io.github.verbs4j.raw.WorkCompletionLayout;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -65,7 +65,7 @@ public final class CompletionQueue implements AutoCloseable {
     /** {@code wcFields} &lt; 0: a classic queue; else the {@code IBV_WC_EX_WITH_*} bits of an extended one. */
     CompletionQueue(Context context, MemorySegment cq, CompletionChannel channel, long wcFields) {
         this.context = context;
-        this.handle = new NativeHandle(cq, wcFields < 0 ? ibv_cq.layout().byteSize() : ExtendedOps.CQ_EX_SIZE);
+        this.handle = new NativeHandle(cq, wcFields < 0 ? WorkCompletionLayout.CQ_SIZE : ExtendedOps.CQ_EX_SIZE);
         this.channel = channel;
         this.pollFn = ContextOps.function(context.ctx, ContextOps.POLL_CQ_OFFSET, "ibv_poll_cq");
         this.notifyFn = ContextOps.function(context.ctx, ContextOps.REQ_NOTIFY_CQ_OFFSET, "ibv_req_notify_cq");
@@ -98,7 +98,7 @@ public final class CompletionQueue implements AutoCloseable {
     /** The number of entries the device gave the queue ({@code cqe}, at least what was asked). */
     public int capacity() {
         life.ensureOpen(this);
-        return ibv_cq.cqe(handle.pointer());
+        return WorkCompletionLayout.cqe(handle.pointer());
     }
 
     /** The channel the queue signals, or {@code null}. */

@@ -1,8 +1,7 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.ibv_wc;
-
 import io.github.verbs4j.internal.InFlight;
+import io.github.verbs4j.raw.WorkCompletionLayout;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -34,7 +33,7 @@ public final class Completions {
             throw new IllegalArgumentException("capacity must be 1..65536, got " + capacity);
         }
         this.capacity = capacity;
-        this.array = Arena.ofAuto().allocate(ibv_wc.layout().byteSize() * capacity, ibv_wc.layout().byteAlignment());
+        this.array = Arena.ofAuto().allocate(WorkCompletionLayout.WC_SIZE * capacity, WorkCompletionLayout.WC_ALIGNMENT);
         this.views = new Completion[capacity];
         for (int i = 0; i < capacity; i++) {
             views[i] = new Completion(array, i);

@@ -1,8 +1,8 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.ibv_poll_cq_attr;
 import io.github.verbs4j.internal.InFlight;
 import io.github.verbs4j.raw.ExtendedOps;
+import io.github.verbs4j.raw.WorkCompletionLayout;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -105,7 +105,8 @@ public final class PollSession implements AutoCloseable {
             throw new UnsupportedOperationException("ibv_create_cq_ex: the provider's ibv_cq_ex of " + cq
                     + " lacks start_poll/next_poll/end_poll/read_opcode");
         }
-        this.attr = Arena.ofAuto().allocate(ibv_poll_cq_attr.layout());
+        this.attr = Arena.ofAuto().allocate(WorkCompletionLayout.POLL_CQ_ATTR_SIZE,
+                WorkCompletionLayout.POLL_CQ_ATTR_ALIGNMENT);
         this.attrAddress = attr.address();
     }
 

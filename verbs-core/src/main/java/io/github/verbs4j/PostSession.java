@@ -1,7 +1,5 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.RdmaCore;
-import io.github.verbs4j.ffi.ibv_sge;
 import io.github.verbs4j.internal.InFlight;
 import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.raw.ExtendedOps;
@@ -11,6 +9,15 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.ref.Reference;
 import java.nio.ByteOrder;
+
+import static io.github.verbs4j.raw.WorkRequestLayout.SEND_FENCE;
+import static io.github.verbs4j.raw.WorkRequestLayout.SEND_INLINE;
+import static io.github.verbs4j.raw.WorkRequestLayout.SEND_SIGNALED;
+import static io.github.verbs4j.raw.WorkRequestLayout.SEND_SOLICITED;
+import static io.github.verbs4j.raw.WorkRequestLayout.SGE_ADDR;
+import static io.github.verbs4j.raw.WorkRequestLayout.SGE_LENGTH;
+import static io.github.verbs4j.raw.WorkRequestLayout.SGE_LKEY;
+import static io.github.verbs4j.raw.WorkRequestLayout.SGE_SIZE;
 
 /**
  * A batch of send work requests built through rdma-core's post-send API over
@@ -81,14 +88,6 @@ import java.nio.ByteOrder;
 public final class PostSession implements AutoCloseable {
 
     private static final boolean LITTLE = ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN;
-    private static final int SIGNALED = RdmaCore.IBV_SEND_SIGNALED();
-    private static final int SOLICITED = RdmaCore.IBV_SEND_SOLICITED();
-    private static final int FENCE = RdmaCore.IBV_SEND_FENCE();
-    private static final long SGE_SIZE = ibv_sge.layout().byteSize();
-    private static final long SGE_ADDR = ibv_sge.addr$offset();
-    private static final long SGE_LENGTH = ibv_sge.length$offset();
-    private static final long SGE_LKEY = ibv_sge.lkey$offset();
-    private static final int INLINE = RdmaCore.IBV_SEND_INLINE();
 
     private static final int NONE = 0;
     private static final int DATA = 1;   // an operation that takes local data
@@ -140,7 +139,7 @@ public final class PostSession implements AutoCloseable {
     private int sge0Length;
     private int sge0Lkey;
     private long id;
-    private int flags = SIGNALED;
+    private int flags = SEND_SIGNALED;
 
     private int pendingOp = OP_NONE;
     private long pendingId;
@@ -179,7 +178,7 @@ public final class PostSession implements AutoCloseable {
         this.setSgeList = fn(qpx, ExtendedOps.WR_SET_SGE_LIST);
         this.setInline = fn(qpx, ExtendedOps.WR_SET_INLINE_DATA);
         this.setUd = fn(qpx, ExtendedOps.WR_SET_UD_ADDR);
-        this.setXrcSrqn = fn(qpx, io.github.verbs4j.ffi.ibv_qp_ex.wr_set_xrc_srqn$offset());
+        this.setXrcSrqn = fn(qpx, ExtendedOps.WR_SET_XRC_SRQN);
         if (start == null || complete == null || abort == null || setSge == null) {
             throw new UnsupportedOperationException("ibv_create_qp_ex: the provider's ibv_qp_ex of " + qp
                     + " lacks wr_start/wr_complete/wr_abort/wr_set_sge");
@@ -251,19 +250,19 @@ public final class PostSession implements AutoCloseable {
 
     /** Whether the operations built from now on complete ({@code IBV_SEND_SIGNALED}; default true). */
     public PostSession signaled(boolean on) {
-        flags = on ? flags | SIGNALED : flags & ~SIGNALED;
+        flags = on ? flags | SEND_SIGNALED : flags & ~SEND_SIGNALED;
         return this;
     }
 
     /** Whether the operations built from now on are solicited ({@code IBV_SEND_SOLICITED}). */
     public PostSession solicited(boolean on) {
-        flags = on ? flags | SOLICITED : flags & ~SOLICITED;
+        flags = on ? flags | SEND_SOLICITED : flags & ~SEND_SOLICITED;
         return this;
     }
 
     /** Whether the operations built from now on wait for earlier READs and atomics ({@code IBV_SEND_FENCE}). */
     public PostSession fence(boolean on) {
-        flags = on ? flags | FENCE : flags & ~FENCE;
+        flags = on ? flags | SEND_FENCE : flags & ~SEND_FENCE;
         return this;
     }
 
@@ -584,7 +583,7 @@ public final class PostSession implements AutoCloseable {
         // the session holds the QP's session mark (open): its address stays valid across these calls
         long q = qpx;
         qpxView.set(ValueLayout.JAVA_LONG, ExtendedOps.QP_WR_ID, pendingId);
-        qpxView.set(ValueLayout.JAVA_INT, ExtendedOps.QP_WR_FLAGS, nInline > 0 ? pendingFlags | INLINE : pendingFlags);
+        qpxView.set(ValueLayout.JAVA_INT, ExtendedOps.QP_WR_FLAGS, nInline > 0 ? pendingFlags | SEND_INLINE : pendingFlags);
         String verb = "ibv_wr_post";
         try {
             switch (op) {

@@ -1,11 +1,15 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.ibv_recv_wr;
-
 import io.github.verbs4j.internal.InFlight;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+
+import static io.github.verbs4j.raw.WorkRequestLayout.RECV_NEXT;
+import static io.github.verbs4j.raw.WorkRequestLayout.RECV_NUM_SGE;
+import static io.github.verbs4j.raw.WorkRequestLayout.RECV_SG_LIST;
+import static io.github.verbs4j.raw.WorkRequestLayout.RECV_WR_ID;
+import static io.github.verbs4j.raw.WorkRequestLayout.RECV_WR_SIZE;
 
 /**
  * A reusable receive work request ({@code struct ibv_recv_wr} with its scatter/gather array, in
@@ -24,10 +28,6 @@ public final class ReceiveRequest {
     /** Scatter/gather entries of {@link #create()}. */
     public static final int DEFAULT_MAX_SGE = 4;
 
-    private static final long WR_SIZE = ibv_recv_wr.layout().byteSize();
-    private static final long WR_ID = ibv_recv_wr.wr_id$offset();
-    private static final long NEXT = ibv_recv_wr.next$offset();
-    private static final long NUM_SGE = ibv_recv_wr.num_sge$offset();
     private static final int MAX_CHAIN = 1 << 16;
 
     private final ScatterGatherList sgl;
@@ -58,7 +58,7 @@ public final class ReceiveRequest {
     private ReceiveRequest inChainOf;
 
     private ReceiveRequest(int maxSge) {
-        this.sgl = new ScatterGatherList(WR_SIZE, ibv_recv_wr.sg_list$offset(), maxSge);
+        this.sgl = new ScatterGatherList(RECV_WR_SIZE, RECV_SG_LIST, maxSge);
         this.wr = sgl.wr;
         this.badWr = sgl.badWr;
     }
@@ -75,13 +75,13 @@ public final class ReceiveRequest {
 
     /** The id reported in the completion ({@code wr_id}). */
     public ReceiveRequest id(long id) {
-        wr.set(ValueLayout.JAVA_LONG, WR_ID, id);
+        wr.set(ValueLayout.JAVA_LONG, RECV_WR_ID, id);
         return this;
     }
 
     /** The id. */
     public long id() {
-        return wr.get(ValueLayout.JAVA_LONG, WR_ID);
+        return wr.get(ValueLayout.JAVA_LONG, RECV_WR_ID);
     }
 
     /** One buffer (replaces all entries); the region needs {@link Access#LOCAL_WRITE} or the device reports LOCAL_PROTECTION_ERROR. */
@@ -107,7 +107,7 @@ public final class ReceiveRequest {
         sgl.requireSet(count, false);
         changed();
         this.sgeCount = count;
-        wr.set(ValueLayout.JAVA_INT, NUM_SGE, count);
+        wr.set(ValueLayout.JAVA_INT, RECV_NUM_SGE, count);
         return this;
     }
 
@@ -118,7 +118,7 @@ public final class ReceiveRequest {
         }
         chainChanged();
         this.next = next;
-        wr.set(ValueLayout.ADDRESS, NEXT, next == null ? MemorySegment.NULL : next.wr);
+        wr.set(ValueLayout.ADDRESS, RECV_NEXT, next == null ? MemorySegment.NULL : next.wr);
         return this;
     }
 

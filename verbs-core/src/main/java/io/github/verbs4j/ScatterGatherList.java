@@ -1,12 +1,15 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.ibv_sge;
-
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Arrays;
 import java.util.Objects;
+
+import static io.github.verbs4j.raw.WorkRequestLayout.SGE_ADDR;
+import static io.github.verbs4j.raw.WorkRequestLayout.SGE_LENGTH;
+import static io.github.verbs4j.raw.WorkRequestLayout.SGE_LKEY;
+import static io.github.verbs4j.raw.WorkRequestLayout.SGE_SIZE;
 
 /**
  * The native side of one work request that {@link SendRequest} and {@link ReceiveRequest}
@@ -18,11 +21,6 @@ import java.util.Objects;
  * address and lkey again from the region). Not thread-safe (as its requests).
  */
 final class ScatterGatherList {
-
-    private static final long ENTRY_SIZE = ibv_sge.layout().byteSize();
-    private static final long ADDR = ibv_sge.addr$offset();
-    private static final long LENGTH = ibv_sge.length$offset();
-    private static final long LKEY = ibv_sge.lkey$offset();
 
     /** The work request ({@code wrSize} bytes), its {@code sg_list} already pointing at {@link #entries}. */
     final MemorySegment wr;
@@ -40,10 +38,10 @@ final class ScatterGatherList {
         }
         this.regions = new MemoryRegion[maxSge];
         this.offsets = new long[maxSge];
-        MemorySegment all = Arena.ofAuto().allocate(wrSize + ENTRY_SIZE * maxSge + 8, 8);
+        MemorySegment all = Arena.ofAuto().allocate(wrSize + SGE_SIZE * maxSge + 8, 8);
         this.wr = all.asSlice(0, wrSize);
-        this.entries = all.asSlice(wrSize, ENTRY_SIZE * maxSge);
-        this.badWr = all.asSlice(wrSize + ENTRY_SIZE * maxSge, 8);
+        this.entries = all.asSlice(wrSize, SGE_SIZE * maxSge);
+        this.badWr = all.asSlice(wrSize + SGE_SIZE * maxSge, 8);
         wr.set(ValueLayout.ADDRESS, sgListOffset, entries);
     }
 
@@ -60,19 +58,19 @@ final class ScatterGatherList {
         Objects.checkIndex(index, regions.length);
         Objects.requireNonNull(region, "region");
         region.checkRange(offset, Integer.toUnsignedLong(length));
-        long base = index * ENTRY_SIZE;
-        entries.set(ValueLayout.JAVA_LONG, base + ADDR, region.address + offset);
-        entries.set(ValueLayout.JAVA_INT, base + LENGTH, length);
-        entries.set(ValueLayout.JAVA_INT, base + LKEY, region.lkey);
+        long base = index * SGE_SIZE;
+        entries.set(ValueLayout.JAVA_LONG, base + SGE_ADDR, region.address + offset);
+        entries.set(ValueLayout.JAVA_INT, base + SGE_LENGTH, length);
+        entries.set(ValueLayout.JAVA_INT, base + SGE_LKEY, region.lkey);
         regions[index] = region;
         offsets[index] = offset;
     }
 
     /** Makes entry 0 point at unregistered memory (inline data: no region, lkey 0), forgetting all regions. */
     void setUnregistered(MemorySegment data) {
-        entries.set(ValueLayout.JAVA_LONG, ADDR, data.address());
-        entries.set(ValueLayout.JAVA_INT, LENGTH, (int) data.byteSize());
-        entries.set(ValueLayout.JAVA_INT, LKEY, 0);
+        entries.set(ValueLayout.JAVA_LONG, SGE_ADDR, data.address());
+        entries.set(ValueLayout.JAVA_INT, SGE_LENGTH, (int) data.byteSize());
+        entries.set(ValueLayout.JAVA_INT, SGE_LKEY, 0);
         Arrays.fill(regions, null);
     }
 
@@ -116,7 +114,7 @@ final class ScatterGatherList {
 
     /** The length of entry {@code index}. */
     long length(int index) {
-        return Integer.toUnsignedLong(entries.get(ValueLayout.JAVA_INT, index * ENTRY_SIZE + LENGTH));
+        return Integer.toUnsignedLong(entries.get(ValueLayout.JAVA_INT, index * SGE_SIZE + SGE_LENGTH));
     }
 
     /**
@@ -147,9 +145,9 @@ final class ScatterGatherList {
                     throw new IndexOutOfBoundsException("scatter/gather entry " + i + " of request " + requestId + " ([" + offset
                             + ", " + (offset + len) + ")) is outside " + mr + " since its re-registration");
                 }
-                long base = i * ENTRY_SIZE;
-                entries.set(ValueLayout.JAVA_LONG, base + ADDR, mr.address + offset);
-                entries.set(ValueLayout.JAVA_INT, base + LKEY, mr.lkey);
+                long base = i * SGE_SIZE;
+                entries.set(ValueLayout.JAVA_LONG, base + SGE_ADDR, mr.address + offset);
+                entries.set(ValueLayout.JAVA_INT, base + SGE_LKEY, mr.lkey);
             }
             total += length(i);
         }

@@ -1,6 +1,6 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.RdmaCore;
+import io.github.verbs4j.raw.WorkRequestLayout;
 
 /**
  * An operation of the post-send API ({@code ibv_qp_ex}, {@code ibv_wr_*}) that a queue pair is
@@ -12,25 +12,25 @@ import io.github.verbs4j.ffi.RdmaCore;
  */
 public enum SendOp {
     /** {@code ibv_wr_send}. */
-    SEND(RdmaCore.IBV_QP_EX_WITH_SEND()),
+    SEND(WorkRequestLayout.QP_EX_WITH_SEND),
     /** {@code ibv_wr_send_imm}. */
-    SEND_WITH_IMM(RdmaCore.IBV_QP_EX_WITH_SEND_WITH_IMM()),
+    SEND_WITH_IMM(WorkRequestLayout.QP_EX_WITH_SEND_WITH_IMM),
     /** {@code ibv_wr_send_inv}: a SEND that invalidates an rkey at the peer. */
-    SEND_WITH_INV(RdmaCore.IBV_QP_EX_WITH_SEND_WITH_INV()),
+    SEND_WITH_INV(WorkRequestLayout.QP_EX_WITH_SEND_WITH_INV),
     /** {@code ibv_wr_rdma_write}. */
-    RDMA_WRITE(RdmaCore.IBV_QP_EX_WITH_RDMA_WRITE()),
+    RDMA_WRITE(WorkRequestLayout.QP_EX_WITH_RDMA_WRITE),
     /** {@code ibv_wr_rdma_write_imm}. */
-    RDMA_WRITE_WITH_IMM(RdmaCore.IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM()),
+    RDMA_WRITE_WITH_IMM(WorkRequestLayout.QP_EX_WITH_RDMA_WRITE_WITH_IMM),
     /** {@code ibv_wr_rdma_read}. */
-    RDMA_READ(RdmaCore.IBV_QP_EX_WITH_RDMA_READ()),
+    RDMA_READ(WorkRequestLayout.QP_EX_WITH_RDMA_READ),
     /** {@code ibv_wr_atomic_cmp_swp}. */
-    ATOMIC_CMP_AND_SWP(RdmaCore.IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP()),
+    ATOMIC_CMP_AND_SWP(WorkRequestLayout.QP_EX_WITH_ATOMIC_CMP_AND_SWP),
     /** {@code ibv_wr_atomic_fetch_add}. */
-    ATOMIC_FETCH_AND_ADD(RdmaCore.IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD()),
+    ATOMIC_FETCH_AND_ADD(WorkRequestLayout.QP_EX_WITH_ATOMIC_FETCH_AND_ADD),
     /** {@code ibv_wr_local_inv}: invalidates a local rkey. */
-    LOCAL_INV(RdmaCore.IBV_QP_EX_WITH_LOCAL_INV()),
+    LOCAL_INV(WorkRequestLayout.QP_EX_WITH_LOCAL_INV),
     /** {@code ibv_wr_bind_mw}: binds a memory window (enabled here; built by verbs4j once memory windows are). */
-    BIND_MW(RdmaCore.IBV_QP_EX_WITH_BIND_MW());
+    BIND_MW(WorkRequestLayout.QP_EX_WITH_BIND_MW);
 
     private final int flag;
 

@@ -1,15 +1,41 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.RdmaCore;
-import io.github.verbs4j.ffi.ibv_mw_bind_info;
-import io.github.verbs4j.ffi.ibv_send_wr;
-
 import io.github.verbs4j.internal.InFlight;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import java.util.Objects;
+
+import static io.github.verbs4j.raw.WorkRequestLayout.SEND_ATOMIC_COMPARE_ADD;
+import static io.github.verbs4j.raw.WorkRequestLayout.SEND_ATOMIC_REMOTE_ADDR;
+import static io.github.verbs4j.raw.WorkRequestLayout.SEND_ATOMIC_RKEY;
+import static io.github.verbs4j.raw.WorkRequestLayout.SEND_ATOMIC_SWAP;
+import static io.github.verbs4j.raw.WorkRequestLayout.SEND_BIND_MW_ACCESS;
+import static io.github.verbs4j.raw.WorkRequestLayout.SEND_BIND_MW_ADDR;
+import static io.github.verbs4j.raw.WorkRequestLayout.SEND_BIND_MW_LENGTH;
+import static io.github.verbs4j.raw.WorkRequestLayout.SEND_BIND_MW_MR;
+import static io.github.verbs4j.raw.WorkRequestLayout.SEND_BIND_MW_MW;
+import static io.github.verbs4j.raw.WorkRequestLayout.SEND_BIND_MW_RKEY;
+import static io.github.verbs4j.raw.WorkRequestLayout.SEND_FENCE;
+import static io.github.verbs4j.raw.WorkRequestLayout.SEND_FLAGS;
+import static io.github.verbs4j.raw.WorkRequestLayout.SEND_IMM_DATA;
+import static io.github.verbs4j.raw.WorkRequestLayout.SEND_INLINE;
+import static io.github.verbs4j.raw.WorkRequestLayout.SEND_INVALIDATE_RKEY;
+import static io.github.verbs4j.raw.WorkRequestLayout.SEND_NEXT;
+import static io.github.verbs4j.raw.WorkRequestLayout.SEND_NUM_SGE;
+import static io.github.verbs4j.raw.WorkRequestLayout.SEND_OPCODE;
+import static io.github.verbs4j.raw.WorkRequestLayout.SEND_RDMA_REMOTE_ADDR;
+import static io.github.verbs4j.raw.WorkRequestLayout.SEND_RDMA_RKEY;
+import static io.github.verbs4j.raw.WorkRequestLayout.SEND_SG_LIST;
+import static io.github.verbs4j.raw.WorkRequestLayout.SEND_SIGNALED;
+import static io.github.verbs4j.raw.WorkRequestLayout.SEND_SOLICITED;
+import static io.github.verbs4j.raw.WorkRequestLayout.SEND_UD_AH;
+import static io.github.verbs4j.raw.WorkRequestLayout.SEND_UD_REMOTE_QKEY;
+import static io.github.verbs4j.raw.WorkRequestLayout.SEND_UD_REMOTE_QPN;
+import static io.github.verbs4j.raw.WorkRequestLayout.SEND_WR_ID;
+import static io.github.verbs4j.raw.WorkRequestLayout.SEND_WR_SIZE;
+import static io.github.verbs4j.raw.WorkRequestLayout.SEND_XRC_REMOTE_SRQN;
 
 /**
  * A reusable send work request ({@code struct ibv_send_wr} with its scatter/gather array, in one
@@ -51,41 +77,8 @@ public final class SendRequest {
     /** Scatter/gather entries of requests made by the factory methods. */
     public static final int DEFAULT_MAX_SGE = 4;
 
-    private static final long WR_SIZE = ibv_send_wr.layout().byteSize();
-    private static final long WR_ID = ibv_send_wr.wr_id$offset();
-    private static final long NEXT = ibv_send_wr.next$offset();
-    private static final long NUM_SGE = ibv_send_wr.num_sge$offset();
-    private static final long OPCODE = ibv_send_wr.opcode$offset();
-    private static final long SEND_FLAGS = ibv_send_wr.send_flags$offset();
-    private static final long IMM_DATA = ibv_send_wr.imm_data$offset();
-    private static final long WR = ibv_send_wr.wr$offset();
-    private static final long RDMA_REMOTE_ADDR = WR + ibv_send_wr.wr.rdma$offset() + ibv_send_wr.wr.rdma.remote_addr$offset();
-    private static final long RDMA_RKEY = WR + ibv_send_wr.wr.rdma$offset() + ibv_send_wr.wr.rdma.rkey$offset();
-    private static final long ATOMIC_REMOTE_ADDR = WR + ibv_send_wr.wr.atomic$offset() + ibv_send_wr.wr.atomic.remote_addr$offset();
-    private static final long ATOMIC_COMPARE_ADD = WR + ibv_send_wr.wr.atomic$offset() + ibv_send_wr.wr.atomic.compare_add$offset();
-    private static final long ATOMIC_SWAP = WR + ibv_send_wr.wr.atomic$offset() + ibv_send_wr.wr.atomic.swap$offset();
-    private static final long ATOMIC_RKEY = WR + ibv_send_wr.wr.atomic$offset() + ibv_send_wr.wr.atomic.rkey$offset();
-    private static final long UD_AH = WR + ibv_send_wr.wr.ud$offset() + ibv_send_wr.wr.ud.ah$offset();
-    private static final long UD_REMOTE_QPN = WR + ibv_send_wr.wr.ud$offset() + ibv_send_wr.wr.ud.remote_qpn$offset();
-    private static final long UD_REMOTE_QKEY = WR + ibv_send_wr.wr.ud$offset() + ibv_send_wr.wr.ud.remote_qkey$offset();
-    private static final long INVALIDATE_RKEY = ibv_send_wr.invalidate_rkey$offset();
-    private static final long XRC_SRQN = ibv_send_wr.qp_type$offset() + ibv_send_wr.qp_type.xrc$offset()
-            + ibv_send_wr.qp_type.xrc.remote_srqn$offset();
-    private static final long BIND_MW = ibv_send_wr.bind_mw$offset();
-    private static final long BIND_MW_MW = BIND_MW + ibv_send_wr.bind_mw.mw$offset();
-    private static final long BIND_MW_RKEY = BIND_MW + ibv_send_wr.bind_mw.rkey$offset();
-    private static final long BIND_INFO = BIND_MW + ibv_send_wr.bind_mw.bind_info$offset();
-    private static final long BIND_MR = BIND_INFO + ibv_mw_bind_info.mr$offset();
-    private static final long BIND_ADDR = BIND_INFO + ibv_mw_bind_info.addr$offset();
-    private static final long BIND_LENGTH = BIND_INFO + ibv_mw_bind_info.length$offset();
-    private static final long BIND_ACCESS = BIND_INFO + ibv_mw_bind_info.mw_access_flags$offset();
-
     /** {@code __be32 imm_data}: written big-endian ({@code htonl}). */
     private static final ValueLayout.OfInt NETWORK_INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
-    private static final int FENCE = RdmaCore.IBV_SEND_FENCE();
-    private static final int SIGNALED = RdmaCore.IBV_SEND_SIGNALED();
-    private static final int SOLICITED = RdmaCore.IBV_SEND_SOLICITED();
-    private static final int INLINE = RdmaCore.IBV_SEND_INLINE();
     /** Longest chain {@code postSend} accepts: longer ones are taken for a cycle. */
     private static final int MAX_CHAIN = 1 << 16;
 
@@ -139,7 +132,7 @@ public final class SendRequest {
     private SendRequest inChainOf;
 
     private SendRequest(SendOpcode opcode, int maxSge) {
-        this.sgl = new ScatterGatherList(WR_SIZE, ibv_send_wr.sg_list$offset(), maxSge);
+        this.sgl = new ScatterGatherList(SEND_WR_SIZE, SEND_SG_LIST, maxSge);
         this.wr = sgl.wr;
         this.badWr = sgl.badWr;
         opcode(opcode);
@@ -226,7 +219,7 @@ public final class SendRequest {
     /** The rkey a SEND_WITH_INV or LOCAL_INV request invalidates ({@code invalidate_rkey}). */
     public SendRequest invalidate(int rkey) {
         changed();
-        wr.set(ValueLayout.JAVA_INT, INVALIDATE_RKEY, rkey);
+        wr.set(ValueLayout.JAVA_INT, SEND_INVALIDATE_RKEY, rkey);
         return this;
     }
 
@@ -250,30 +243,30 @@ public final class SendRequest {
         this.window = window;
         this.bindRange = range;
         this.zeroBased = set.contains(Access.ZERO_BASED);
-        wr.set(ValueLayout.ADDRESS, BIND_MW_MW, window.mw);
-        wr.set(ValueLayout.ADDRESS, BIND_MR, range.region().mr);
-        wr.set(ValueLayout.JAVA_LONG, BIND_ADDR, range.address());
-        wr.set(ValueLayout.JAVA_LONG, BIND_LENGTH, range.length());
-        wr.set(ValueLayout.JAVA_INT, BIND_ACCESS, Access.mask(set));
+        wr.set(ValueLayout.ADDRESS, SEND_BIND_MW_MW, window.mw);
+        wr.set(ValueLayout.ADDRESS, SEND_BIND_MW_MR, range.region().mr);
+        wr.set(ValueLayout.JAVA_LONG, SEND_BIND_MW_ADDR, range.address());
+        wr.set(ValueLayout.JAVA_LONG, SEND_BIND_MW_LENGTH, range.length());
+        wr.set(ValueLayout.JAVA_INT, SEND_BIND_MW_ACCESS, Access.mask(set));
         return this;
     }
 
     /** The id reported in this request's completion ({@code wr_id}). */
     public SendRequest id(long id) {
-        wr.set(ValueLayout.JAVA_LONG, WR_ID, id);
+        wr.set(ValueLayout.JAVA_LONG, SEND_WR_ID, id);
         return this;
     }
 
     /** The id. */
     public long id() {
-        return wr.get(ValueLayout.JAVA_LONG, WR_ID);
+        return wr.get(ValueLayout.JAVA_LONG, SEND_WR_ID);
     }
 
     /** Changes the operation. */
     public SendRequest opcode(SendOpcode opcode) {
         this.opcode = Objects.requireNonNull(opcode, "opcode");
         changed();
-        wr.set(ValueLayout.JAVA_INT, OPCODE, opcode.value());
+        wr.set(ValueLayout.JAVA_INT, SEND_OPCODE, opcode.value());
         writeUnion();
         return this;
     }
@@ -306,7 +299,7 @@ public final class SendRequest {
             // the inline entry is gone: nothing is sent until sgeCount (or local) says what is set
             inlineData = null;
             sgeCount = 0;
-            wr.set(ValueLayout.JAVA_INT, NUM_SGE, 0);
+            wr.set(ValueLayout.JAVA_INT, SEND_NUM_SGE, 0);
         }
         return this;
     }
@@ -316,7 +309,7 @@ public final class SendRequest {
         sgl.requireSet(count, inlineData != null);
         changed();
         this.sgeCount = count;
-        wr.set(ValueLayout.JAVA_INT, NUM_SGE, count);
+        wr.set(ValueLayout.JAVA_INT, SEND_NUM_SGE, count);
         return this;
     }
 
@@ -349,7 +342,7 @@ public final class SendRequest {
      * in the target QP's domain. Every request of an XRC_SEND QP needs one.
      */
     public SendRequest xrcRemoteSrqn(int srqn) {
-        wr.set(ValueLayout.JAVA_INT, XRC_SRQN, srqn);
+        wr.set(ValueLayout.JAVA_INT, SEND_XRC_REMOTE_SRQN, srqn);
         this.xrcSrqnSet = true;
         validFor = null;
         return this;
@@ -357,7 +350,7 @@ public final class SendRequest {
 
     /** The immediate data in host order (sent big-endian, as rdma-core's {@code htonl}). */
     public SendRequest immediate(int value) {
-        wr.set(NETWORK_INT, IMM_DATA, value);
+        wr.set(NETWORK_INT, SEND_IMM_DATA, value);
         return this;
     }
 
@@ -387,22 +380,22 @@ public final class SendRequest {
 
     /** Whether the request produces a completion ({@code IBV_SEND_SIGNALED}). */
     public SendRequest signaled(boolean on) {
-        return flag(SIGNALED, on);
+        return flag(SEND_SIGNALED, on);
     }
 
     /** {@code signaled(true)}. */
     public SendRequest signaled() {
-        return flag(SIGNALED, true);
+        return flag(SEND_SIGNALED, true);
     }
 
     /** Wake a peer waiting with {@code requestNotify(true)} ({@code IBV_SEND_SOLICITED}). */
     public SendRequest solicited(boolean on) {
-        return flag(SOLICITED, on);
+        return flag(SEND_SOLICITED, on);
     }
 
     /** Wait for earlier READs/atomics before this one ({@code IBV_SEND_FENCE}). */
     public SendRequest fence(boolean on) {
-        return flag(FENCE, on);
+        return flag(SEND_FENCE, on);
     }
 
     /**
@@ -410,7 +403,7 @@ public final class SendRequest {
      * maxInline. For memory that is not registered, see {@link #inlineData(MemorySegment)}.
      */
     public SendRequest inline(boolean on) {
-        return flag(INLINE, on);
+        return flag(SEND_INLINE, on);
     }
 
     /**
@@ -447,8 +440,8 @@ public final class SendRequest {
         sgl.setUnregistered(data);
         inlineData = data;
         sgeCount = 1;
-        wr.set(ValueLayout.JAVA_INT, NUM_SGE, 1);
-        return flag(INLINE, true);
+        wr.set(ValueLayout.JAVA_INT, SEND_NUM_SGE, 1);
+        return flag(SEND_INLINE, true);
     }
 
     /** The unregistered memory set by {@link #inlineData(MemorySegment)}, or {@code null}. */
@@ -468,7 +461,7 @@ public final class SendRequest {
         }
         chainChanged();
         this.next = next;
-        wr.set(ValueLayout.ADDRESS, NEXT, next == null ? MemorySegment.NULL : next.wr);
+        wr.set(ValueLayout.ADDRESS, SEND_NEXT, next == null ? MemorySegment.NULL : next.wr);
         return this;
     }
 
@@ -493,7 +486,7 @@ public final class SendRequest {
     }
 
     private SendRequest flag(int bit, boolean on) {
-        if (bit == INLINE) {
+        if (bit == SEND_INLINE) {
             // the only flag the checks read; SIGNALED, SOLICITED and FENCE may change per post for free
             changed();
         }
@@ -505,17 +498,17 @@ public final class SendRequest {
     /** The {@code wr} union depends on the opcode: write the fields the opcode reads. */
     private void writeUnion() {
         if (opcode.isAtomic()) {
-            wr.set(ValueLayout.JAVA_LONG, ATOMIC_REMOTE_ADDR, remoteAddress);
-            wr.set(ValueLayout.JAVA_LONG, ATOMIC_COMPARE_ADD, compareAdd);
-            wr.set(ValueLayout.JAVA_LONG, ATOMIC_SWAP, swap);
-            wr.set(ValueLayout.JAVA_INT, ATOMIC_RKEY, rkey);
+            wr.set(ValueLayout.JAVA_LONG, SEND_ATOMIC_REMOTE_ADDR, remoteAddress);
+            wr.set(ValueLayout.JAVA_LONG, SEND_ATOMIC_COMPARE_ADD, compareAdd);
+            wr.set(ValueLayout.JAVA_LONG, SEND_ATOMIC_SWAP, swap);
+            wr.set(ValueLayout.JAVA_INT, SEND_ATOMIC_RKEY, rkey);
         } else if (opcode.isRdma()) {
-            wr.set(ValueLayout.JAVA_LONG, RDMA_REMOTE_ADDR, remoteAddress);
-            wr.set(ValueLayout.JAVA_INT, RDMA_RKEY, rkey);
+            wr.set(ValueLayout.JAVA_LONG, SEND_RDMA_REMOTE_ADDR, remoteAddress);
+            wr.set(ValueLayout.JAVA_INT, SEND_RDMA_RKEY, rkey);
         } else if (ah != null) {
-            wr.set(ValueLayout.ADDRESS, UD_AH, ah.ah);
-            wr.set(ValueLayout.JAVA_INT, UD_REMOTE_QPN, udQpn);
-            wr.set(ValueLayout.JAVA_INT, UD_REMOTE_QKEY, udQkey);
+            wr.set(ValueLayout.ADDRESS, SEND_UD_AH, ah.ah);
+            wr.set(ValueLayout.JAVA_INT, SEND_UD_REMOTE_QPN, udQpn);
+            wr.set(ValueLayout.JAVA_INT, SEND_UD_REMOTE_QKEY, udQkey);
         }
     }
 
@@ -590,7 +583,7 @@ public final class SendRequest {
                 return;
             }
             if (r.opcode == SendOpcode.BIND_MW) {
-                r.window.posted(r.wr.get(ValueLayout.JAVA_INT, BIND_MW_RKEY), r.zeroBased ? 0 : r.bindRange.address(),
+                r.window.posted(r.wr.get(ValueLayout.JAVA_INT, SEND_BIND_MW_RKEY), r.zeroBased ? 0 : r.bindRange.address(),
                         r.bindRange.length());
             }
         }
@@ -641,7 +634,7 @@ public final class SendRequest {
             }
             bindRange.region().ensureUsable();
             // the next rkey: the window's key with its low 8 bits incremented
-            wr.set(ValueLayout.JAVA_INT, BIND_MW_RKEY, MemoryWindow.incRkey(window.rkey()));
+            wr.set(ValueLayout.JAVA_INT, SEND_BIND_MW_RKEY, MemoryWindow.incRkey(window.rkey()));
         }
         if ((opcode.isRdma() || opcode.isAtomic()) && !remoteSet) {
             throw new IllegalArgumentException(opcode + " needs remote(address, rkey) (request " + id() + ")");
@@ -660,7 +653,7 @@ public final class SendRequest {
             }
         }
         if (inlineData != null && sgeCount > 0) {
-            if ((flags & INLINE) == 0) {
+            if ((flags & SEND_INLINE) == 0) {
                 throw new IllegalArgumentException("request " + id() + " carries unregistered inline data but inline(false)"
                         + " was set: set inline(true) or give it a registered buffer with local(...)");
             }
@@ -680,7 +673,7 @@ public final class SendRequest {
                     + ": a UD message must fit the port's active MTU (" + qp.udMaxMessage() + " bytes);"
                     + " a longer one is dropped silently by the device");
         }
-        if ((flags & INLINE) != 0 && total > qp.capabilities().maxInlineData()) {
+        if ((flags & SEND_INLINE) != 0 && total > qp.capabilities().maxInlineData()) {
             throw new IllegalArgumentException("request " + id() + " inlines " + total + " bytes, " + qp
                     + " takes at most " + qp.capabilities().maxInlineData());
         }

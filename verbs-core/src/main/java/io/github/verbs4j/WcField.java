@@ -1,6 +1,6 @@
 package io.github.verbs4j;
 
-import io.github.verbs4j.ffi.RdmaCore;
+import io.github.verbs4j.raw.WorkCompletionLayout;
 
 /**
  * A field an extended completion queue reports ({@code IBV_WC_EX_WITH_*} in
@@ -12,21 +12,21 @@ import io.github.verbs4j.ffi.RdmaCore;
  */
 public enum WcField {
     /** {@code ibv_wc_read_byte_len}. */
-    BYTE_LEN(RdmaCore.IBV_WC_EX_WITH_BYTE_LEN()),
+    BYTE_LEN(WorkCompletionLayout.WC_EX_WITH_BYTE_LEN),
     /** {@code ibv_wc_read_imm_data}. */
-    IMM(RdmaCore.IBV_WC_EX_WITH_IMM()),
+    IMM(WorkCompletionLayout.WC_EX_WITH_IMM),
     /** {@code ibv_wc_read_qp_num}. */
-    QP_NUM(RdmaCore.IBV_WC_EX_WITH_QP_NUM()),
+    QP_NUM(WorkCompletionLayout.WC_EX_WITH_QP_NUM),
     /** {@code ibv_wc_read_src_qp}. */
-    SRC_QP(RdmaCore.IBV_WC_EX_WITH_SRC_QP()),
+    SRC_QP(WorkCompletionLayout.WC_EX_WITH_SRC_QP),
     /** {@code ibv_wc_read_slid}. */
-    SLID(RdmaCore.IBV_WC_EX_WITH_SLID()),
+    SLID(WorkCompletionLayout.WC_EX_WITH_SLID),
     /** {@code ibv_wc_read_sl}. */
-    SL(RdmaCore.IBV_WC_EX_WITH_SL()),
+    SL(WorkCompletionLayout.WC_EX_WITH_SL),
     /** {@code ibv_wc_read_dlid_path_bits}. */
-    DLID_PATH_BITS(RdmaCore.IBV_WC_EX_WITH_DLID_PATH_BITS()),
+    DLID_PATH_BITS(WorkCompletionLayout.WC_EX_WITH_DLID_PATH_BITS),
     /** {@code ibv_wc_read_completion_ts}: the device's clock at completion (NICs with a clock only). */
-    COMPLETION_TIMESTAMP(RdmaCore.IBV_WC_EX_WITH_COMPLETION_TIMESTAMP());
+    COMPLETION_TIMESTAMP(WorkCompletionLayout.WC_EX_WITH_COMPLETION_TIMESTAMP);
 
     private final int flag;
 

@@ -143,6 +143,7 @@ public final class ExtendedOps {
     public static final long WR_SET_INLINE_DATA = ibv_qp_ex.wr_set_inline_data$offset();
     public static final long WR_SET_INLINE_DATA_LIST = ibv_qp_ex.wr_set_inline_data_list$offset();
     public static final long WR_SET_UD_ADDR = ibv_qp_ex.wr_set_ud_addr$offset();
+    public static final long WR_SET_XRC_SRQN = ibv_qp_ex.wr_set_xrc_srqn$offset();
     /** The size of {@code struct ibv_qp_ex}. */
     public static final long QP_EX_SIZE = ibv_qp_ex.layout().byteSize();
 
