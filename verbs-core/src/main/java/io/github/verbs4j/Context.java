@@ -12,6 +12,7 @@ import io.github.verbs4j.raw.DeviceAttr;
 import io.github.verbs4j.raw.Downcalls;
 import io.github.verbs4j.raw.ExtendedOps;
 import io.github.verbs4j.raw.GidEntryFields;
+import io.github.verbs4j.raw.ImportOps;
 import io.github.verbs4j.raw.OdpOps;
 import io.github.verbs4j.raw.PortAttr;
 import io.github.verbs4j.raw.QpFields;
@@ -73,10 +74,15 @@ public final class Context implements AutoCloseable {
      * {@code ibv_close_device}.
      */
     static Context borrow(MemorySegment context) {
+        return wrap(context, true);
+    }
+
+    /** A Context over {@code context}, its device described from {@code context->device}. */
+    private static Context wrap(MemorySegment context, boolean borrowed) {
         MemorySegment ctx = ContextFields.of(context);
         MemorySegment dev = ContextFields.device(ctx);
         try {
-            return new Context(ctx, Verbs.describe(dev), true);
+            return new Context(ctx, Verbs.describe(dev), borrowed);
         } catch (Throwable t) {
             throw Downcalls.unexpected("ibv_get_device_name", t);
         }
@@ -115,6 +121,131 @@ public final class Context implements AutoCloseable {
             throw new IllegalArgumentException("no RDMA device named " + name + " (devices: "
                     + (names.isEmpty() ? "none" : names) + ")");
         });
+    }
+
+    /**
+     * Opens a second context on the ucontext whose command fd {@code commandFd} is (a dup of)
+     * ({@code ibv_import_device}); see {@link Verbs#importContext(int)}. On success the new
+     * context owns the descriptor ({@code ibv_close_device} closes it).
+     */
+    static Context importDevice(int commandFd) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Downcalls.errnoSegment(arena);
+            MemorySegment c = (MemorySegment) VerbsFunctions.need(ImportOps.IMPORT_DEVICE, "ibv_import_device")
+                    .invokeExact(errno, commandFd);
+            if (Downcalls.isNull(c)) {
+                throw new VerbsException("ibv_import_device", Downcalls.errno(errno), "command fd " + commandFd);
+            }
+            try {
+                return wrap(c, false);
+            } catch (RuntimeException | Error e) {
+                Lifecycle.destroyVerb("ibv_close_device", VerbsFunctions.CLOSE_DEVICE, c);
+                throw e;
+            }
+        } catch (Throwable t) {
+            throw Downcalls.unexpected("ibv_import_device", t);
+        }
+    }
+
+    /**
+     * This context's command file descriptor ({@code ibv_context->cmd_fd}): what rdma-core's
+     * shared-PD model hands to {@code ibv_import_device}, as a dup (this context keeps and
+     * closes its own). A kernel command fd may be passed to another process (SCM_RIGHTS);
+     * softrdma's names objects of this process only.
+     *
+     * <p><b>Errors</b>: {@link IllegalStateException} after close.
+     */
+    public int commandFd() {
+        life.ensureOpen(this);
+        return ContextFields.cmdFd(ctx);
+    }
+
+    /**
+     * Opens a second context that shares this one's objects: {@code ibv_import_device} of a dup
+     * of {@link #commandFd()}, as rdma-core's tests/test_shared_pd.py does. The new context
+     * owns the dup; each context is closed on its own, in any order. Its
+     * {@link #importProtectionDomain(int)} then names this context's protection domains by
+     * {@link ProtectionDomain#handle()}.
+     *
+     * <p><b>Errors</b>: {@link VerbsException} naming {@code ibv_import_device}: EOPNOTSUPP where
+     * the provider cannot import (rdma-core's rxe and siw providers: only mlx5 imports),
+     * EMFILE from {@code dup}; {@link UnsupportedOperationException} when libibverbs predates
+     * IBVERBS_1.10; {@link IllegalStateException} after close.
+     */
+    public Context importContext() {
+        int fd = commandFd();
+        int dup;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Downcalls.errnoSegment(arena);
+            dup = (int) ImportOps.DUP.invokeExact(errno, fd);
+            if (dup < 0) {
+                throw new VerbsException("dup", Downcalls.errno(errno), "command fd " + fd + " of " + this);
+            }
+        } catch (Throwable t) {
+            throw Downcalls.unexpected("dup", t);
+        }
+        try {
+            return importDevice(dup);
+        } catch (VerbsException e) {
+            // libibverbs (and softrdma) leave the fd to the caller when they refuse it before a
+            // provider took it (EBADF, EINVAL, ENODEV, EOPNOTSUPP); after any other failure the
+            // provider may have closed it already, and closing a reused number would close
+            // someone else's descriptor: then it is left open
+            if (e.is(Errno.EBADF) || e.is(Errno.EINVAL) || e.is(Errno.ENODEV) || e.is(Errno.EOPNOTSUPP)) {
+                closeFd(dup, e);
+            }
+            throw e;
+        } catch (RuntimeException | Error e) {
+            closeFd(dup, e);
+            throw e;
+        }
+    }
+
+    private static void closeFd(int fd, Throwable failure) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Downcalls.errnoSegment(arena);
+            int rc = (int) io.github.verbs4j.raw.XrcOps.CLOSE_FD.invokeExact(errno, fd);
+            if (rc != 0) {
+                failure.addSuppressed(new VerbsException("close", Downcalls.errno(errno), "fd " + fd));
+            }
+        } catch (Throwable t) {
+            failure.addSuppressed(t);
+        }
+    }
+
+    /**
+     * Imports the protection domain with kernel handle {@code handle} of this context's ucontext
+     * ({@code ibv_import_pd}): a {@link ProtectionDomain} of this context naming a domain that
+     * another context on the same command fd allocated (see {@link #importContext()}). Queue
+     * pairs, regions and windows made from it share everything with the original domain's. Its
+     * {@link ProtectionDomain#close()} unimports it ({@code ibv_unimport_pd}) and leaves the
+     * original allocated.
+     *
+     * <p><b>Errors</b>: {@link VerbsException} naming {@code ibv_import_pd}: EINVAL for a handle
+     * the ucontext does not hold (a domain of an unrelated context, one already deallocated),
+     * EOPNOTSUPP where the provider cannot import; {@link UnsupportedOperationException} when
+     * libibverbs predates IBVERBS_1.10; {@link IllegalStateException} after close.
+     *
+     * @param handle the original's {@link ProtectionDomain#handle()} (a {@code uint32_t})
+     */
+    public ProtectionDomain importProtectionDomain(int handle) {
+        life.ensureOpen(this);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Downcalls.errnoSegment(arena);
+            MemorySegment pd = (MemorySegment) VerbsFunctions.need(ImportOps.IMPORT_PD, "ibv_import_pd")
+                    .invokeExact(errno, ctx, handle);
+            if (Downcalls.isNull(pd)) {
+                throw new VerbsException("ibv_import_pd", Downcalls.errno(errno), "handle "
+                        + Integer.toUnsignedString(handle) + " on " + this);
+            }
+            ProtectionDomain result = new ProtectionDomain(this, pd, true);
+            life.addNewDependent(this, result, () -> {
+                ImportOps.UNIMPORT_PD.invokeExact(pd);
+            });
+            return result;
+        } catch (Throwable t) {
+            throw Downcalls.unexpected("ibv_import_pd", t);
+        }
     }
 
     /** The device this context was opened on. */

@@ -2,6 +2,7 @@ package io.github.verbs4j;
 
 import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.raw.Downcalls;
+import io.github.verbs4j.raw.ImportOps;
 import io.github.verbs4j.raw.MrFields;
 import io.github.verbs4j.raw.OdpOps;
 import io.github.verbs4j.raw.VerbsConstants;
@@ -82,13 +83,30 @@ public final class MemoryRegion implements AutoCloseable {
     volatile long address;
     volatile long length;
     private volatile boolean implicit;
+    /** Made by {@code ibv_import_mr}: its close unimports instead of deregistering. */
+    private final boolean imported;
 
     MemoryRegion(ProtectionDomain pd, MemorySegment mr, MemorySegment segment, Set<Access> access, Arena owned) {
+        this(pd, mr, segment, access, owned, false);
+    }
+
+    /**
+     * An imported region ({@link ProtectionDomain#importMemoryRegion(int, MemorySegment)}): the
+     * import reports neither address nor rights, so the address is {@code memory}'s (0 without it)
+     * and the rights are empty.
+     */
+    MemoryRegion(ProtectionDomain pd, MemorySegment mr, MemorySegment memory) {
+        this(pd, mr, memory, EnumSet.noneOf(Access.class), null, true);
+    }
+
+    private MemoryRegion(ProtectionDomain pd, MemorySegment mr, MemorySegment segment, Set<Access> access, Arena owned,
+            boolean imported) {
         this.pd = pd;
         this.mr = MrFields.of(mr);
         this.segment = segment;
         this.access = Collections.unmodifiableSet(access);
         this.owned = owned;
+        this.imported = imported;
         readKeysAndRange();
     }
 
@@ -97,7 +115,8 @@ public final class MemoryRegion implements AutoCloseable {
         MrFields fields = MrFields.read(this.mr);
         this.lkey = fields.lkey();
         this.rkey = fields.rkey();
-        this.address = fields.address();
+        // an imported region's addr is NULL (ibv_import_mr(3)): the memory named for it says where it is
+        this.address = imported && segment != null ? segment.address() : fields.address();
         // an implicit ODP region: addr NULL, length SIZE_MAX (read as -1)
         this.implicit = segment == null && this.address == 0 && fields.length() == -1L;
         this.length = implicit ? Long.MAX_VALUE : fields.length();
@@ -168,6 +187,22 @@ public final class MemoryRegion implements AutoCloseable {
         return implicit;
     }
 
+    /**
+     * The region's kernel handle ({@code ibv_mr->handle}): what another context sharing this
+     * region's protection domain passes to {@link ProtectionDomain#importMemoryRegion(int)}.
+     *
+     * <p><b>Errors</b>: {@link IllegalStateException} after close.
+     */
+    public int handle() {
+        life.ensureOpen(this);
+        return MrFields.handle(mr);
+    }
+
+    /** Whether this region was imported ({@link ProtectionDomain#importMemoryRegion(int)}) rather than registered. */
+    public boolean isImported() {
+        return imported;
+    }
+
     /** The rights the region was registered (or last re-registered) with. */
     public Set<Access> access() {
         return access;
@@ -186,8 +221,8 @@ public final class MemoryRegion implements AutoCloseable {
     public MemorySegment segment() {
         life.ensureOpen(this);
         if (segment == null) {
-            throw new IllegalStateException(this + (implicit ? " is an implicit on-demand region" : " is a dma-buf region")
-                    + ": it has no Java segment");
+            throw new IllegalStateException(this + (implicit ? " is an implicit on-demand region"
+                    : imported ? " was imported without naming its memory" : " is a dma-buf region") + ": it has no Java segment");
         }
         return segment;
     }
@@ -550,14 +585,20 @@ public final class MemoryRegion implements AutoCloseable {
     }
 
     /**
-     * Deregisters the region ({@code ibv_dereg_mr}) and frees memory it owns. Idempotent.
+     * Deregisters the region ({@code ibv_dereg_mr}) and frees memory it owns; for an imported
+     * region ends the import ({@code ibv_unimport_mr}: the registration stays). Idempotent.
      *
      * <p><b>Errors</b>: {@link VerbsException} (EINVAL on softrdma and rxe while memory windows are
      * bound to it: close or invalidate them first).
      */
     @Override
     public void close() {
-        life.close(this, () -> Lifecycle.destroyVerb("ibv_dereg_mr", VerbsFunctions.DEREG_MR, mr), () -> {
+        life.close(this, imported
+                ? () -> {
+                    // void, as rdma-core's: a statement, so that invokeExact's type is (MemorySegment)void
+                    VerbsFunctions.need(ImportOps.UNIMPORT_MR, "ibv_unimport_mr").invokeExact(mr);
+                }
+                : () -> Lifecycle.destroyVerb("ibv_dereg_mr", VerbsFunctions.DEREG_MR, mr), () -> {
             if (owned != null) {
                 owned.close();
             }
@@ -579,6 +620,6 @@ public final class MemoryRegion implements AutoCloseable {
                     + Integer.toHexString(rkey) + "]";
         }
         return "MemoryRegion[0x" + Long.toHexString(address) + "+" + length + ", lkey 0x" + Integer.toHexString(lkey)
-                + ", rkey 0x" + Integer.toHexString(rkey) + "]";
+                + ", rkey 0x" + Integer.toHexString(rkey) + (imported ? ", imported" : "") + "]";
     }
 }

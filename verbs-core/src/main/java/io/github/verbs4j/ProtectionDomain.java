@@ -2,6 +2,7 @@ package io.github.verbs4j;
 
 import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.raw.Downcalls;
+import io.github.verbs4j.raw.ImportOps;
 import io.github.verbs4j.raw.VerbsFunctions;
 
 import java.lang.foreign.Arena;
@@ -26,15 +27,106 @@ public final class ProtectionDomain implements AutoCloseable {
     final Context context;
     final MemorySegment pd;
     final Lifecycle life = new Lifecycle();
+    /** Made by {@code ibv_import_pd}: its close unimports instead of deallocating. */
+    private final boolean imported;
 
     ProtectionDomain(Context context, MemorySegment pd) {
+        this(context, pd, false);
+    }
+
+    ProtectionDomain(Context context, MemorySegment pd, boolean imported) {
         this.context = context;
         this.pd = pd;
+        this.imported = imported;
     }
 
     /** The context this domain belongs to. */
     public Context context() {
         return context;
+    }
+
+    /**
+     * The domain's kernel handle ({@code ibv_pd->handle}): what another context on the same
+     * command fd passes to {@link Context#importProtectionDomain(int)}. An imported domain has
+     * the handle of the domain it names.
+     *
+     * <p><b>Errors</b>: {@link IllegalStateException} after close.
+     */
+    public int handle() {
+        life.ensureOpen(this);
+        return ImportOps.pdHandle(pd);
+    }
+
+    /** Whether this domain was imported ({@link Context#importProtectionDomain(int)}) rather than allocated. */
+    public boolean isImported() {
+        return imported;
+    }
+
+    /**
+     * Imports the memory region with kernel handle {@code handle} ({@code ibv_import_mr}): a
+     * region registered on the domain this one names (or on this domain), as a region of this
+     * domain, with the same keys and length. Its {@link MemoryRegion#close()} unimports it
+     * ({@code ibv_unimport_mr}); the registration stays. The import reports no address (rdma-core:
+     * "the addr field in the imported MR is not applicable") nor rights: name the memory with
+     * {@link #importMemoryRegion(int, MemorySegment)} to use the region in local work requests.
+     * Without it the region has no segment, {@link MemoryRegion#address()} is 0 and
+     * {@link MemoryRegion#access()} is empty: its keys ({@link MemoryRegion#lkey()},
+     * {@link MemoryRegion#rkey()}) are what it offers.
+     *
+     * <p><b>Errors</b>: {@link VerbsException} naming {@code ibv_import_mr}: EINVAL for a handle
+     * that names no region of this domain's (a region of another domain, one deregistered),
+     * EOPNOTSUPP where the provider cannot import; {@link UnsupportedOperationException} when
+     * libibverbs predates IBVERBS_1.10; {@link IllegalStateException} after close.
+     *
+     * @param handle the original's {@link MemoryRegion#handle()} (a {@code uint32_t})
+     */
+    public MemoryRegion importMemoryRegion(int handle) {
+        return importRegion(handle, null);
+    }
+
+    /**
+     * As {@link #importMemoryRegion(int)}, naming the memory the region covers (this process's
+     * view of it, e.g. the original region's {@link MemoryRegion#segment()}, as rdma-core's
+     * test_shared_pd passes the original's buffer): the region then has that segment and
+     * address, and slices of it go into work requests as any region's. Work requests naming it
+     * are refused once that segment's arena is closed.
+     *
+     * <p><b>Errors</b>: as {@link #importMemoryRegion(int)}; {@link IllegalArgumentException}
+     * for a heap segment or one whose length is not the region's (the import is undone);
+     * {@link IllegalStateException} when the segment's arena is closed.
+     */
+    public MemoryRegion importMemoryRegion(int handle, MemorySegment memory) {
+        Objects.requireNonNull(memory, "memory");
+        if (!memory.isNative()) {
+            throw new IllegalArgumentException("an imported region's memory is native memory (got a heap segment)");
+        }
+        if (!memory.scope().isAlive()) {
+            throw new IllegalStateException("cannot name memory whose arena is closed");
+        }
+        return importRegion(handle, memory);
+    }
+
+    private MemoryRegion importRegion(int handle, MemorySegment memory) {
+        life.ensureOpen(this);
+        MemorySegment mr;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment errno = Downcalls.errnoSegment(arena);
+            mr = (MemorySegment) VerbsFunctions.need(ImportOps.IMPORT_MR, "ibv_import_mr").invokeExact(errno, pd, handle);
+            if (Downcalls.isNull(mr)) {
+                throw new VerbsException("ibv_import_mr", Downcalls.errno(errno), "handle "
+                        + Integer.toUnsignedString(handle) + " in " + this);
+            }
+        } catch (Throwable t) {
+            throw Downcalls.unexpected("ibv_import_mr", t);
+        }
+        MemoryRegion region = new MemoryRegion(this, mr, memory);
+        if (memory != null && memory.byteSize() != region.length()) {
+            region.close();
+            throw new IllegalArgumentException("the imported region (handle " + Integer.toUnsignedString(handle) + ") is "
+                    + region.length() + " bytes, the memory named for it " + memory.byteSize());
+        }
+        life.addNewDependent(this, region, region::close);
+        return region;
     }
 
     /**
@@ -329,15 +421,21 @@ public final class ProtectionDomain implements AutoCloseable {
     }
 
     /**
-     * Deallocates the domain ({@code ibv_dealloc_pd}). Idempotent.
+     * Deallocates the domain ({@code ibv_dealloc_pd}), or for an imported one ends the import
+     * ({@code ibv_unimport_pd}, which leaves the domain it names allocated). Idempotent.
      *
      * <p><b>Errors</b>: {@link IllegalStateException} naming the regions, queue pairs, SRQs and
      * address handles still open (the domain stays open); {@link VerbsException} (EBUSY) when
-     * the device refuses.
+     * the device refuses: softrdma also while another context still has the domain imported.
      */
     @Override
     public void close() {
-        life.close(this, () -> Lifecycle.destroyVerb("ibv_dealloc_pd", VerbsFunctions.DEALLOC_PD, pd),
+        life.close(this, imported
+                ? () -> {
+                    // void, as rdma-core's: a statement, so that invokeExact's type is (MemorySegment)void
+                    VerbsFunctions.need(ImportOps.UNIMPORT_PD, "ibv_unimport_pd").invokeExact(pd);
+                }
+                : () -> Lifecycle.destroyVerb("ibv_dealloc_pd", VerbsFunctions.DEALLOC_PD, pd),
                 () -> context.life.removeDependent(this));
     }
 
@@ -348,6 +446,7 @@ public final class ProtectionDomain implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "ProtectionDomain[" + context.device().name() + ", 0x" + Long.toHexString(pd.address()) + "]";
+        return "ProtectionDomain[" + context.device().name() + ", 0x" + Long.toHexString(pd.address())
+                + (imported ? ", imported" : "") + "]";
     }
 }

@@ -495,13 +495,16 @@ public final class QueuePair implements AutoCloseable {
      * provider's {@code context->ops.bind_mw}): a BIND_MW work request on this QP's send queue,
      * completing with {@link WcOpcode#BIND_MW} (when {@code signaled}, or on error). The window
      * takes the next rkey ({@code ibv_inc_rkey}) at once; the previous one is refused from the
-     * bind's execution on. Binding again moves the window; peers address it through
-     * {@link MemoryWindow#remote()}.
+     * bind's execution on. Binding again moves the window (an empty range, as rdma-core's tests
+     * invalidate a type 1 window, leaves it answering nothing); peers address it through
+     * {@link MemoryWindow#remote()}. {@link Access#LOCAL_WRITE} may be among the rights, as
+     * rdma-core's tests bind (REMOTE_WRITE | LOCAL_WRITE) and the devices take it; a peer's
+     * operation only ever asks for a remote right.
      *
      * <p><b>Errors</b>: {@link IllegalArgumentException} for a type 2 window (bound with
      * {@link SendRequest#bindMemoryWindow}), a window or region of another protection domain
-     * ({@code ibv_bind_mw}'s EPERM), or a right other than REMOTE_READ, REMOTE_WRITE and
-     * REMOTE_ATOMIC (a type 1 window cannot be zero-based); {@link IllegalStateException} when
+     * ({@code ibv_bind_mw}'s EPERM), or a right other than REMOTE_READ, REMOTE_WRITE,
+     * REMOTE_ATOMIC and LOCAL_WRITE (a type 1 window cannot be zero-based); {@link IllegalStateException} when
      * this QP, the window or the region is closed, or the QP is not in RTS;
      * {@link VerbsException} with the provider's errno (ENOMEM: send queue full). A bind the
      * device refuses when it executes it (region without {@link Access#MW_BIND}, range outside
@@ -531,9 +534,9 @@ public final class QueuePair implements AutoCloseable {
         }
         java.util.EnumSet<Access> set = Access.setOf(rights);
         for (Access a : set) {
-            if (a != Access.REMOTE_READ && a != Access.REMOTE_WRITE && a != Access.REMOTE_ATOMIC) {
+            if (a != Access.REMOTE_READ && a != Access.REMOTE_WRITE && a != Access.REMOTE_ATOMIC && a != Access.LOCAL_WRITE) {
                 throw new IllegalArgumentException(a + " is not a right of a type 1 memory window (REMOTE_READ,"
-                        + " REMOTE_WRITE, REMOTE_ATOMIC)");
+                        + " REMOTE_WRITE, REMOTE_ATOMIC, LOCAL_WRITE)");
             }
         }
         QpState s = state;

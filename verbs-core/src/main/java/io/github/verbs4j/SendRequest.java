@@ -181,7 +181,9 @@ public final class SendRequest {
     /**
      * A BIND_MW request: binds the type 2 {@code window} to {@code range} with {@code rights}
      * ({@link Access#REMOTE_READ}, {@link Access#REMOTE_WRITE}, {@link Access#REMOTE_ATOMIC},
-     * and {@link Access#ZERO_BASED} for a window its peers address from offset 0). The region must
+     * and {@link Access#ZERO_BASED} for a window its peers address from offset 0;
+     * {@link Access#LOCAL_WRITE} is taken too, as rdma-core's tests bind and the devices accept,
+     * and grants a peer nothing). The region must
      * have been registered with {@link Access#MW_BIND} (and {@link Access#LOCAL_WRITE} for remote
      * write or atomic rights), in the QP's protection domain. Each post gives the window the next
      * rkey ({@code ibv_inc_rkey}), which {@link MemoryWindow#rkey()} and
@@ -227,16 +229,17 @@ public final class SendRequest {
      * Sets what a BIND_MW request binds; see {@link #bindMemoryWindow}.
      *
      * @throws IllegalArgumentException for a right other than REMOTE_READ, REMOTE_WRITE,
-     *         REMOTE_ATOMIC and ZERO_BASED
+     *         REMOTE_ATOMIC, ZERO_BASED and LOCAL_WRITE
      */
     public SendRequest bind(MemoryWindow window, MemoryRegion.Slice range, Access... rights) {
         Objects.requireNonNull(window, "window");
         Objects.requireNonNull(range, "range");
         java.util.EnumSet<Access> set = Access.setOf(rights);
         for (Access a : set) {
-            if (a != Access.REMOTE_READ && a != Access.REMOTE_WRITE && a != Access.REMOTE_ATOMIC && a != Access.ZERO_BASED) {
+            if (a != Access.REMOTE_READ && a != Access.REMOTE_WRITE && a != Access.REMOTE_ATOMIC && a != Access.ZERO_BASED
+                    && a != Access.LOCAL_WRITE) {
                 throw new IllegalArgumentException(a + " is not a memory window right (REMOTE_READ, REMOTE_WRITE,"
-                        + " REMOTE_ATOMIC, ZERO_BASED)");
+                        + " REMOTE_ATOMIC, ZERO_BASED, LOCAL_WRITE)");
             }
         }
         changed();

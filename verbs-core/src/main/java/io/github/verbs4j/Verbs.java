@@ -164,6 +164,25 @@ public final class Verbs {
         return Context.open(devices.getFirst().name());
     }
 
+    /**
+     * Opens a context on the command fd {@code commandFd} ({@code ibv_import_device}): a dup of
+     * another context's {@link Context#commandFd()}, in this process or (on a kernel device
+     * that imports) received from another one over a Unix socket. The new context shares that
+     * context's objects by handle ({@link Context#importProtectionDomain(int)},
+     * {@link ProtectionDomain#importMemoryRegion(int, java.lang.foreign.MemorySegment)}). On
+     * success it owns the descriptor and its {@link Context#close()} closes it; on failure the
+     * caller keeps it. {@link Context#importContext()} does the dup itself.
+     *
+     * <p><b>Errors</b>: {@link VerbsException} naming {@code ibv_import_device}: EOPNOTSUPP where
+     * the device's provider cannot import (rdma-core's rxe and siw providers; only mlx5 does);
+     * EINVAL for a descriptor that is no context's command fd (rdma-core's libibverbs: also for
+     * one that is not open); EBADF on softrdma for a descriptor that is not open;
+     * {@link UnsupportedOperationException} when libibverbs predates IBVERBS_1.10.
+     */
+    public static Context importContext(int commandFd) {
+        return Context.importDevice(commandFd);
+    }
+
     /** The name, GUID and types of a {@code struct ibv_device}. */
     static Device describe(MemorySegment dev) throws Throwable {
         MemorySegment name = (MemorySegment) VerbsFunctions.GET_DEVICE_NAME.invokeExact(dev);

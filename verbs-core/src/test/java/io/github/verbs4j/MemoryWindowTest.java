@@ -4,8 +4,10 @@ import io.github.verbs4j.raw.VerbsConstants;
 
 import org.junit.jupiter.api.Test;
 
+import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -216,7 +218,9 @@ class MemoryWindowTest {
             assertThrows(IllegalArgumentException.class,
                     () -> rig.b.bindMemoryWindow(one, mem.slice(0, 64), 1, true, Access.ZERO_BASED), "zero-based type 1");
             assertThrows(IllegalArgumentException.class,
-                    () -> SendRequest.bindMemoryWindow(two, mem.slice(0, 64), Access.LOCAL_WRITE), "not a window right");
+                    () -> SendRequest.bindMemoryWindow(two, mem.slice(0, 64), Access.MW_BIND), "not a window right");
+            assertThrows(IllegalArgumentException.class,
+                    () -> rig.b.bindMemoryWindow(one, mem.slice(0, 64), 1, true, Access.ON_DEMAND), "not a window right");
             IllegalStateException busy = assertThrows(IllegalStateException.class, rig.pd::close);
             assertTrue(busy.getMessage().contains("MemoryWindow"), busy.getMessage());
             try (ProtectionDomain other = rig.ctx.allocatePd(); MemoryWindow foreign = other.allocateMemoryWindow(
@@ -231,6 +235,163 @@ class MemoryWindowTest {
             assertThrows(IllegalStateException.class, one::remote);
             // no completion came from any refused call
             assertEquals(0, rig.cqB.poll(rig.wcs));
+        }
+    }
+
+    // ---- rdma-core's tests/test_mr.py MWTest, as rxe runs it: each side's region registered with
+    // LOCAL_WRITE | MW_BIND (no remote right of its own), a window over all of it bound with
+    // REMOTE_WRITE | LOCAL_WRITE, RDMA WRITEs both ways through the windows, then the window
+    // revoked and a WRITE through it refused
+
+    private static final int MW_REGION = 4096;
+    private static final int MW_ITERATIONS = 10;
+
+    /** How a flow revokes the windows after the traffic. */
+    private enum Revoke { EMPTY_REBIND, LOCAL_INVALIDATE, REMOTE_INVALIDATE, DEALLOC }
+
+    private static void rdmaCoreWindowFlow(MemoryWindow.Type type, Revoke revoke) {
+        try (Rig rig = Rig.rc();
+             MemoryRegion memA = rig.pd.allocate(MW_REGION, Access.LOCAL_WRITE, Access.MW_BIND);
+             MemoryRegion memB = rig.pd.allocate(MW_REGION, Access.LOCAL_WRITE, Access.MW_BIND);
+             MemoryWindow mwA = window(rig, type);
+             MemoryWindow mwB = window(rig, type)) {
+            // each window bound through its own side's QP (a type 2 window answers only that QP)
+            if (type == MemoryWindow.Type.TYPE_1) {
+                rig.a.bindMemoryWindow(mwA, memA.all(), 1, true, Access.REMOTE_WRITE, Access.LOCAL_WRITE);
+                rig.b.bindMemoryWindow(mwB, memB.all(), 2, true, Access.REMOTE_WRITE, Access.LOCAL_WRITE);
+            } else {
+                rig.a.postSend(SendRequest.bindMemoryWindow(mwA, memA.all(), Access.REMOTE_WRITE, Access.LOCAL_WRITE)
+                        .id(1).signaled());
+                rig.b.postSend(SendRequest.bindMemoryWindow(mwB, memB.all(), Access.REMOTE_WRITE, Access.LOCAL_WRITE)
+                        .id(2).signaled());
+            }
+            assertEquals(WcOpcode.BIND_MW, rig.ok(rig.cqA).opcode());
+            assertEquals(WcOpcode.BIND_MW, rig.ok(rig.cqB).opcode());
+            RemoteBuffer toA = mwA.remote();
+            RemoteBuffer toB = mwB.remote();
+            assertEquals(memB.address(), toB.address());
+            assertEquals(MW_REGION, toB.length());
+
+            for (int i = 0; i < MW_ITERATIONS; i++) {
+                int n = 1 + i * (MW_REGION / MW_ITERATIONS);
+                byte[] ab = fillPattern(memA, n, i);
+                rig.a.postSend(SendRequest.rdmaWrite().id(10 + i).local(memA, 0, n).remote(toB).signaled());
+                rig.ok(rig.cqA);
+                assertArrayEquals(ab, memB.segment().asSlice(0, n).toArray(ValueLayout.JAVA_BYTE), "A to B, iteration " + i);
+                byte[] ba = fillPattern(memB, n, i + 500);
+                rig.b.postSend(SendRequest.rdmaWrite().id(20 + i).local(memB, 0, n).remote(toA).signaled());
+                rig.ok(rig.cqB);
+                assertArrayEquals(ba, memA.segment().asSlice(0, n).toArray(ValueLayout.JAVA_BYTE), "B to A, iteration " + i);
+            }
+
+            RemoteBuffer revoked = toB;
+            switch (revoke) {
+                case EMPTY_REBIND -> {
+                    // test_mr's invalidate_mw_type1: rebind with length 0 and no rights; even the
+                    // window's new rkey then reaches nothing
+                    int rkey = rig.b.bindMemoryWindow(mwB, memB.slice(0, 0), 3, true);
+                    assertEquals(WcOpcode.BIND_MW, rig.ok(rig.cqB).opcode());
+                    revoked = new RemoteBuffer(memB.address(), 8, rkey);
+                }
+                case LOCAL_INVALIDATE -> {
+                    rig.b.postSend(SendRequest.localInvalidate(toB.rkey()).id(3).signaled());
+                    assertEquals(WcOpcode.LOCAL_INV, rig.ok(rig.cqB).opcode());
+                }
+                case REMOTE_INVALIDATE -> {
+                    rig.b.postRecv(ReceiveRequest.create().local(memB, 0, 64).id(4));
+                    rig.a.postSend(SendRequest.sendWithInvalidate(toB.rkey()).id(5).local(memA, 0, 16).signaled());
+                    assertEquals(WcOpcode.SEND, rig.ok(rig.cqA).opcode());
+                    Completion recv = rig.ok(rig.cqB);
+                    assertEquals(4, recv.wrId());
+                    assertEquals(toB.rkey(), recv.invalidatedRkey());
+                }
+                case DEALLOC -> {
+                    // test_mr's test_mw_type2_invalidate_dealloc: the bound window deallocated
+                    mwB.close();
+                    assertTrue(mwB.isClosed());
+                }
+            }
+            rig.a.postSend(SendRequest.rdmaWrite().id(6).local(memA, 0, 8).remote(revoked).signaled());
+            Completion refused = rig.next(rig.cqA);
+            assertEquals(6, refused.wrId());
+            assertEquals(WcStatus.REMOTE_ACCESS_ERROR, refused.status(), revoke + " of a " + type + " window");
+            if (revoke != Revoke.EMPTY_REBIND) {
+                // nothing is bound to B's region any more: it deregisters (a bound window would refuse it)
+                memB.close();
+                assertTrue(memB.isClosed());
+            }
+        }
+    }
+
+    /** Fills the first {@code n} bytes of {@code mr} with a pattern of {@code seed} and returns them. */
+    private static byte[] fillPattern(MemoryRegion mr, int n, int seed) {
+        byte[] b = new byte[n];
+        for (int i = 0; i < n; i++) {
+            b[i] = (byte) (i * 13 + seed * 3 + 5);
+        }
+        MemorySegment.copy(MemorySegment.ofArray(b), 0, mr.segment(), 0, n);
+        return b;
+    }
+
+    @Test
+    void rdmaCoresType1FlowThenAnEmptyRebindAnswersNothing() {
+        rdmaCoreWindowFlow(MemoryWindow.Type.TYPE_1, Revoke.EMPTY_REBIND);
+    }
+
+    @Test
+    void rdmaCoresType2FlowThenLocalInvalidate() {
+        rdmaCoreWindowFlow(MemoryWindow.Type.TYPE_2, Revoke.LOCAL_INVALIDATE);
+    }
+
+    @Test
+    void rdmaCoresType2FlowThenRemoteInvalidate() {
+        rdmaCoreWindowFlow(MemoryWindow.Type.TYPE_2, Revoke.REMOTE_INVALIDATE);
+    }
+
+    @Test
+    void rdmaCoresType2FlowThenDeallocOfTheBoundWindow() {
+        rdmaCoreWindowFlow(MemoryWindow.Type.TYPE_2, Revoke.DEALLOC);
+    }
+
+    /**
+     * IBA C10-74, as rxe_check_bind_mw applies it: a window with REMOTE_WRITE (or REMOTE_ATOMIC)
+     * binds only to a region registered with LOCAL_WRITE; REMOTE_READ needs no local right.
+     */
+    @Test
+    void aWritableWindowNeedsLocalWriteOnTheRegion() {
+        for (MemoryWindow.Type type : MemoryWindow.Type.values()) {
+            try (Rig rig = Rig.rc(); MemoryRegion readOnly = rig.pd.allocate(MW_REGION, Access.MW_BIND);
+                 MemoryWindow mw = window(rig, type)) {
+                if (type == MemoryWindow.Type.TYPE_1) {
+                    rig.b.bindMemoryWindow(mw, readOnly.all(), 7, true, Access.REMOTE_WRITE);
+                } else {
+                    rig.b.postSend(SendRequest.bindMemoryWindow(mw, readOnly.all(), Access.REMOTE_WRITE).id(7).signaled());
+                }
+                Completion wc = rig.next(rig.cqB);
+                assertEquals(7, wc.wrId());
+                assertEquals(WcStatus.MW_BIND_ERROR, wc.status(), type + " REMOTE_WRITE window on a region without LOCAL_WRITE");
+            }
+            try (Rig rig = Rig.rc(); MemoryRegion readOnly = rig.pd.allocate(MW_REGION, Access.MW_BIND);
+                 MemoryWindow mw = window(rig, type)) {
+                if (type == MemoryWindow.Type.TYPE_1) {
+                    rig.b.bindMemoryWindow(mw, readOnly.slice(256, 1024), 8, true, Access.REMOTE_READ);
+                } else {
+                    rig.b.postSend(SendRequest.bindMemoryWindow(mw, readOnly.slice(256, 1024), Access.REMOTE_READ)
+                            .id(8).signaled());
+                }
+                assertEquals(WcOpcode.BIND_MW, rig.ok(rig.cqB).opcode());
+                byte[] expected = new byte[300];
+                for (int i = 0; i < expected.length; i++) {
+                    expected[i] = (byte) (255 - i);
+                    readOnly.segment().set(ValueLayout.JAVA_BYTE, 256 + 100 + i, expected[i]);
+                }
+                rig.a.postSend(SendRequest.rdmaRead().id(9).local(rig.mrA, 0, 300).remote(mw.remote(), 100).signaled());
+                rig.ok(rig.cqA);
+                assertArrayEquals(expected, rig.mrA.segment().asSlice(0, 300).toArray(ValueLayout.JAVA_BYTE), type + " READ");
+                // the window grants no write: the region's own lack of LOCAL_WRITE is never reached
+                rig.a.postSend(SendRequest.rdmaWrite().id(10).local(rig.mrA, 0, 8).remote(mw.remote()).signaled());
+                assertEquals(WcStatus.REMOTE_ACCESS_ERROR, rig.next(rig.cqA).status(), type + " WRITE through a read window");
+            }
         }
     }
 }

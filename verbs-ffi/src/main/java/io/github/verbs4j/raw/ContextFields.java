@@ -6,7 +6,7 @@ import java.lang.foreign.MemorySegment;
 
 /**
  * The fields of {@code struct ibv_context} that verbs-core reads: its device, the
- * {@code async_fd} and the number of completion vectors. The struct is the provider's; these
+ * {@code async_fd}, the {@code cmd_fd} and the number of completion vectors. The struct is the provider's; these
  * read it in place.
  */
 public final class ContextFields {
@@ -30,6 +30,11 @@ public final class ContextFields {
     /** {@code context->async_fd}: readable when an async event is pending. */
     public static int asyncFd(MemorySegment context) {
         return ibv_context.async_fd(context);
+    }
+
+    /** {@code context->cmd_fd}: the command fd, what {@code ibv_import_device} takes a dup of. */
+    public static int cmdFd(MemorySegment context) {
+        return ibv_context.cmd_fd(context);
     }
 
     /** {@code context->num_comp_vectors}. */

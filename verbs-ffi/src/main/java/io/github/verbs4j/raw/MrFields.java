@@ -25,6 +25,14 @@ public record MrFields(long address, long length, int lkey, int rkey) {
         return mr.reinterpret(SIZE);
     }
 
+    /**
+     * {@code mr->handle}: the region's kernel handle, what {@code ibv_import_mr} names it by
+     * (read on its own: only the shared-PD flow needs it).
+     */
+    public static int handle(MemorySegment mr) {
+        return ibv_mr.handle(mr);
+    }
+
     /** Reads the struct at {@code mr}. */
     public static MrFields read(MemorySegment mr) {
         return new MrFields(ibv_mr.addr(mr).address(), ibv_mr.length(mr), ibv_mr.lkey(mr), ibv_mr.rkey(mr));

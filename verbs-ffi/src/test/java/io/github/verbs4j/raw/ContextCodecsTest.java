@@ -44,11 +44,13 @@ class ContextCodecsTest {
             ibv_context.device(ctx, dev);
             ibv_context.async_fd(ctx, 17);
             ibv_context.num_comp_vectors(ctx, 4);
+            ibv_context.cmd_fd(ctx, 23);
 
             MemorySegment sized = ContextFields.of(MemorySegment.ofAddress(ctx.address()));
             assertEquals(ibv_context.layout().byteSize(), sized.byteSize());
             assertEquals(17, ContextFields.asyncFd(sized));
             assertEquals(4, ContextFields.compVectorCount(sized));
+            assertEquals(23, ContextFields.cmdFd(sized));
             MemorySegment device = ContextFields.device(sized);
             assertEquals(dev.address(), device.address());
             assertEquals(ibv_device.layout().byteSize(), device.byteSize());

@@ -5,6 +5,7 @@ import io.github.verbs4j.ffi.ibv_mr;
 import io.github.verbs4j.ffi.ibv_mw;
 import io.github.verbs4j.ffi.ibv_mw_bind;
 import io.github.verbs4j.ffi.ibv_mw_bind_info;
+import io.github.verbs4j.ffi.ibv_pd;
 import io.github.verbs4j.ffi.ibv_sge;
 import org.junit.jupiter.api.Test;
 
@@ -39,6 +40,13 @@ class MemoryCodecsTest {
             MrFields implicit = MrFields.read(sized);
             assertEquals(0, implicit.address());
             assertEquals(-1L, implicit.length());
+
+            // the kernel handles the shared-PD flow names objects by (uint32_t, top bit kept)
+            ibv_mr.handle(mr, 0x80000007);
+            assertEquals(0x80000007, MrFields.handle(sized));
+            MemorySegment pd = arena.allocate(ibv_pd.layout());
+            ibv_pd.handle(pd, 0xfffffff0);
+            assertEquals(0xfffffff0, ImportOps.pdHandle(MemorySegment.ofAddress(pd.address())));
         }
     }
 
