@@ -566,7 +566,10 @@ public final class Channel implements AutoCloseable {
      * releases the queue pair and memory. Messages not yet closed become invalid. Idempotent.
      *
      * <p><b>Errors</b>: {@link ChannelException} when staged messages could not be delivered
-     * (the peer was lost, or the close timed out); the resources are released all the same.
+     * (the peer was lost: its cause is what showed it, as for {@link PeerLostException}; or the
+     * close timed out); the resources are released all the same, each even when another fails,
+     * and a failure to release one is suppressed on that exception (or thrown, the later ones
+     * suppressed on it, when everything was delivered).
      */
     @Override
     public void close() {
