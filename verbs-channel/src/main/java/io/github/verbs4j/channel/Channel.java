@@ -1,6 +1,9 @@
 package io.github.verbs4j.channel;
 
+import io.github.verbs4j.CloseState;
+import io.github.verbs4j.Closer;
 import io.github.verbs4j.Completion;
+import io.github.verbs4j.Deadline;
 import io.github.verbs4j.MemoryRegion;
 import io.github.verbs4j.QueuePair;
 import io.github.verbs4j.RdmaTimeoutException;
@@ -13,6 +16,7 @@ import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 
@@ -66,6 +70,7 @@ public final class Channel implements AutoCloseable {
     static final int HEADER = 8;
     static final int EXTRA_RECVS = 16;
     static final ValueLayout.OfInt LE_INT = ValueLayout.JAVA_INT.withOrder(ByteOrder.LITTLE_ENDIAN);
+    static final ValueLayout.OfInt LE_INT_UNALIGNED = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     static final ValueLayout.OfLong LE_LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     /** Immediate: a control word (credits, close) rather than data. */
@@ -98,7 +103,7 @@ public final class Channel implements AutoCloseable {
     private int idlePolls; // guarded by this
     final int key;
     private final CmId id;
-    private final long closeTimeoutNanos;
+    private final Duration closeTimeout;
     /** Receive words, then (notifying by SEND) a ring of send words; {@code LOCAL_WRITE}. */
     private final MemoryRegion words;
 
@@ -106,10 +111,12 @@ public final class Channel implements AutoCloseable {
     final ChannelSender sender;
     final ChannelReceiver receiver;
 
+    /** Closed from the moment {@link #close()} begins: no new send, and a receive without a message left throws. */
+    final CloseState state = new CloseState();
     // the close protocol's state (guarded by this)
     boolean peerReady;
-    boolean closing;
-    boolean closed;
+    /** The close released the queue pair and memory: completions still handed over are ignored. */
+    boolean released;
     boolean peerDisconnected;
     private boolean disconnectCalled;
     ChannelException failure;
@@ -122,7 +129,7 @@ public final class Channel implements AutoCloseable {
         this.spinPolls = options.spinPolls();
         this.key = key;
         this.id = id;
-        this.closeTimeoutNanos = options.closeTimeout().toNanos();
+        this.closeTimeout = options.closeTimeout();
         this.words = words;
         this.receiver = new ChannelReceiver(this, qp, ring, words, options);
         this.sender = new ChannelSender(this, qp, words, receiver.recvs.length, sendNotify, options);
@@ -170,11 +177,12 @@ public final class Channel implements AutoCloseable {
      * <p><b>Errors</b>: as {@link ChannelGroup#connect}.
      */
     public static Channel connect(InetSocketAddress address, ChannelOptions options, Duration timeout) {
-        ChannelGroup group = ChannelGroup.create(options);
+        Closer made = new Closer();
+        ChannelGroup group = made.register(ChannelGroup.create(options));
         try {
             return group.connect(address, timeout, true);
         } catch (RuntimeException | Error e) {
-            group.close();
+            made.closeSuppressingInto(e);
             throw e;
         }
     }
@@ -320,9 +328,9 @@ public final class Channel implements AutoCloseable {
 
     private void checkSendable() {
         if (failure != null) {
-            throw new PeerLostException("the channel to " + peerName() + " failed: " + failure.getMessage(), failure);
+            throw lost();
         }
-        if (closing || closed) {
+        if (state.isClosed()) {
             throw new ChannelClosedException("the channel to " + peerName() + " is closed", null);
         }
         if (receiver.finReceived) {
@@ -397,11 +405,11 @@ public final class Channel implements AutoCloseable {
             group.drive();
         }
         while (!receiver.hasMessage()) {
-            if (closing || closed) {
+            if (state.isClosed()) {
                 throw new ChannelClosedException("the channel to " + peerName() + " is closed", null);
             }
             if (failure != null) {
-                throw new PeerLostException("the channel to " + peerName() + " failed: " + failure.getMessage(), failure);
+                throw lost();
             }
             if (receiver.finReceived) {
                 throw new ChannelClosedException("the peer " + peerName() + " closed the channel; all "
@@ -456,7 +464,7 @@ public final class Channel implements AutoCloseable {
     // ---- completions, from the group's polling thread ---------------------------------------
 
     synchronized void onCompletion(Completion wc, long low) {
-        if (closed) {
+        if (released) {
             return;
         }
         long kind = low & KIND_MASK;
@@ -487,7 +495,7 @@ public final class Channel implements AutoCloseable {
         } else if (kind == KIND_FIN) {
             sender.finDone = true;
         }
-        boolean expected = wc.status() == WcStatus.WR_FLUSH_ERROR && (closing || receiver.finReceived);
+        boolean expected = wc.status() == WcStatus.WR_FLUSH_ERROR && (state.isClosed() || receiver.finReceived);
         if (!expected) {
             fail(new PeerLostException("the connection to " + peerName() + " failed: " + wc.status()
                     + (kind == KIND_RECV ? " on a receive" : sender.sendNotify ? " on an RDMA WRITE or its SEND" : " on an RDMA WRITE"),
@@ -499,7 +507,7 @@ public final class Channel implements AutoCloseable {
     /** The connection manager reported DISCONNECTED (or the device went away). */
     synchronized void onDisconnected(String what) {
         peerDisconnected = true;
-        if (!disconnectCalled && !closed) {
+        if (!disconnectCalled && !released) {
             disconnectCalled = true;
             try {
                 id.disconnect();
@@ -512,7 +520,7 @@ public final class Channel implements AutoCloseable {
 
     /** After a DISCONNECTED, once the completion queue was drained: a peer that did not close is lost. */
     synchronized void checkDisconnected() {
-        if (peerDisconnected && !receiver.finReceived && !closing && !closed && failure == null) {
+        if (peerDisconnected && !receiver.finReceived && !state.isClosed() && failure == null) {
             fail(new PeerLostException("the peer " + peerName() + " disconnected without closing the channel", null));
         }
     }
@@ -523,10 +531,20 @@ public final class Channel implements AutoCloseable {
     }
 
     void fail(ChannelException cause) {
-        if (failure == null && !closed) {
+        if (failure == null && !released) {
             failure = cause;
         }
         notifyAll();
+    }
+
+    /**
+     * The exception for an operation of this failed channel, thrown in the caller's thread: the
+     * failure's message, and its cause (the failed work completion, the failed post...) as the
+     * cause, not the failure itself, so that {@code getCause()} is what showed the loss and no
+     * message is repeated down the chain.
+     */
+    PeerLostException lost() {
+        return new PeerLostException(failure.getMessage(), failure.getCause());
     }
 
     /** Whether the peer went away without closing ({@link PeerLostException}), and why; {@code null} if not. */
@@ -548,16 +566,18 @@ public final class Channel implements AutoCloseable {
      * releases the queue pair and memory. Messages not yet closed become invalid. Idempotent.
      *
      * <p><b>Errors</b>: {@link ChannelException} when staged messages could not be delivered
-     * (the peer was lost, or the close timed out); the resources are released all the same.
+     * (the peer was lost: its cause is what showed it, as for {@link PeerLostException}; or the
+     * close timed out); the resources are released all the same, each even when another fails,
+     * and a failure to release one is suppressed on that exception (or thrown, the later ones
+     * suppressed on it, when everything was delivered).
      */
     @Override
     public void close() {
         ChannelException undelivered = null;
         synchronized (this) {
-            if (closed || closing) {
+            if (!state.beginClose()) {
                 return;
             }
-            closing = true;
             notifyAll();
             if (appPolling) {
                 // completions nobody polled yet (WRITEs the peer has, a disconnect) count first
@@ -565,15 +585,15 @@ public final class Channel implements AutoCloseable {
                     Thread.onSpinWait();
                 }
             }
-            long deadline = System.nanoTime() + closeTimeoutNanos;
+            Deadline deadline = Deadline.after(closeTimeout);
             try {
                 if (peerReady && failure == null && !receiver.finReceived && !peerDisconnected) {
                     while ((sender.posted < sender.filled || sender.writesInFlight > 0) && failure == null && !peerDisconnected) {
                         if (sender.posted < sender.filled && sender.writesInFlight < sender.writesInFlightLimit + 1) {
                             sender.postPending();
                         }
-                        long left = deadline - System.nanoTime();
-                        if (left <= 0) {
+                        long left = deadline.remainingNanos(); // never 0 into await: wait(0) waits without end
+                        if (left == 0) {
                             break;
                         }
                         await(left);
@@ -582,8 +602,8 @@ public final class Channel implements AutoCloseable {
                         if (sender.postControl(IMM_CONTROL | IMM_FIN | (int) (receiver.freed & COUNT_MASK), KIND_FIN) == 0) {
                             sender.finPosted = true;
                             while (!sender.finDone && failure == null && !peerDisconnected) {
-                                long left = deadline - System.nanoTime();
-                                if (left <= 0) {
+                                long left = deadline.remainingNanos();
+                                if (left == 0) {
                                     break;
                                 }
                                 await(left);
@@ -598,10 +618,12 @@ public final class Channel implements AutoCloseable {
             }
             if ((failure != null || peerDisconnected) && !receiver.finReceived && (sender.posted < sender.filled || sender.writesInFlight > 0)) {
                 undelivered = new PeerLostException("closing the channel to " + peerName() + ": "
-                        + (sender.filled - sender.posted) + " staged slots and " + sender.writesInFlight + " WRITEs were not delivered", failure);
+                        + (sender.filled - sender.posted) + " staged slots and " + sender.writesInFlight
+                        + " WRITEs were not delivered: " + (failure != null ? failure.getMessage() : "the peer disconnected"),
+                        failure == null ? null : failure.getCause());
             } else if (peerReady && !receiver.finReceived && !peerDisconnected && failure == null && (!sender.finDone || sender.posted < sender.filled)) {
                 undelivered = new ChannelException("closing the channel to " + peerName() + " timed out after "
-                        + Duration.ofNanos(closeTimeoutNanos) + " with " + sender.writesInFlight + " WRITEs in flight", null);
+                        + closeTimeout + " with " + sender.writesInFlight + " WRITEs in flight", null);
             }
             if (!disconnectCalled) {
                 disconnectCalled = true;
@@ -611,48 +633,41 @@ public final class Channel implements AutoCloseable {
                     // not connected (the peer went first): nothing to tell it
                 }
             }
-            closed = true;
+            released = true;
             notifyAll();
         }
         group.unregister(this);
         try {
-            id.close();
-        } finally {
-            receiver.ring.close();
-            words.close();
-            MemoryRegion s = sender.stage;
-            if (s != null) {
-                s.close();
+            releaseResources(ownsGroup);
+        } catch (RuntimeException | Error e) {
+            if (undelivered == null) {
+                throw e;
             }
-            if (ownsGroup) {
-                group.close();
-            }
+            undelivered.addSuppressed(e);
         }
         if (undelivered != null) {
             throw undelivered;
         }
     }
 
-    /** Closes after a failed setup: no handshake happened. */
-    void abandon() {
-        synchronized (this) {
-            closed = true;
-        }
-        group.unregister(this);
-        try {
-            id.close();
-        } finally {
-            receiver.ring.close();
-            words.close();
-            if (sender.stage != null) {
-                sender.stage.close();
-            }
-        }
+    /** The id, the ring, the word region and the staging buffer (and the group, when owned), every one even when some fail. */
+    private void releaseResources(boolean withGroup) {
+        Closer.closeAll(Arrays.asList(id, receiver.ring, words, sender.stage, withGroup ? group : null));
     }
 
-    /** Whether {@link #close()} ran. */
-    public synchronized boolean isClosed() {
-        return closed;
+    /** Closes after a failed setup: no handshake happened. */
+    void abandon() {
+        state.beginClose();
+        synchronized (this) {
+            released = true;
+        }
+        group.unregister(this);
+        releaseResources(false);
+    }
+
+    /** Whether {@link #close()} has begun (it refuses new sends from then on). */
+    public boolean isClosed() {
+        return state.isClosed();
     }
 
     private static long saturatedNanos(Duration d) {

@@ -1,14 +1,18 @@
 package io.github.verbs4j.channel;
 
 import io.github.verbs4j.Access;
+import io.github.verbs4j.CloseState;
+import io.github.verbs4j.Closer;
 import io.github.verbs4j.Completion;
 import io.github.verbs4j.CompletionChannel;
 import io.github.verbs4j.CompletionQueue;
 import io.github.verbs4j.Completions;
 import io.github.verbs4j.Context;
+import io.github.verbs4j.Deadline;
 import io.github.verbs4j.MemoryRegion;
 import io.github.verbs4j.ProtectionDomain;
 import io.github.verbs4j.QueuePair;
+import io.github.verbs4j.TransportType;
 import io.github.verbs4j.cm.CmEvent;
 import io.github.verbs4j.cm.CmId;
 import io.github.verbs4j.cm.ConnectParameters;
@@ -19,6 +23,7 @@ import io.github.verbs4j.cm.QpInit;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -51,7 +56,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * over another device is refused.
  *
  * <p><b>Lifecycle</b>: {@link #close()} closes the group's channels and servers, stops its
- * threads and releases the queue, channel and domain. Idempotent.
+ * threads and releases the queue, channel and domain. Idempotent; {@link #listen} and
+ * {@link #connect} on a closed group throw {@link IllegalStateException}.
  *
  * <p><b>Thread-safety</b>: thread-safe.
  */
@@ -60,8 +66,6 @@ public final class ChannelGroup implements AutoCloseable {
     private static final Duration CM_SLICE = Duration.ofMillis(200);
     private static final Duration POLL_SLICE = Duration.ofMillis(100);
     private static final int MAX_CHANNELS = 1 << 15;
-    /** {@code enum ibv_transport_type}: {@code IBV_TRANSPORT_IWARP}. */
-    private static final int TRANSPORT_IWARP = 1;
 
     private final ChannelOptions options;
     private final EventChannel monitor;
@@ -81,7 +85,8 @@ public final class ChannelGroup implements AutoCloseable {
     private int nextIndex;
     private int open;
     private volatile boolean running = true;
-    private boolean closed;
+    /** Begun under this lock, so that {@link #prepare} never adds a channel that close() misses. */
+    private final CloseState state = new CloseState();
     private volatile Throwable pollerFailure;
     // application polling: the queue, taken by one thread at a time
     private final ReentrantLock pollLock = new ReentrantLock();
@@ -132,12 +137,16 @@ public final class ChannelGroup implements AutoCloseable {
      */
     public ChannelServer listen(InetSocketAddress address) {
         Objects.requireNonNull(address, "address");
-        ensureOpen();
+        state.ensureOpen(this);
         ChannelServer server = new ChannelServer(this, address);
         synchronized (this) {
-            servers.add(server);
+            if (!state.isClosed()) {
+                servers.add(server);
+                return server;
+            }
         }
-        return server;
+        server.close(); // the group closed meanwhile, without it
+        throw new IllegalStateException(this + " is closed");
     }
 
     /**
@@ -157,31 +166,38 @@ public final class ChannelGroup implements AutoCloseable {
     Channel connect(InetSocketAddress address, Duration timeout, boolean owned) {
         Objects.requireNonNull(address, "address");
         Objects.requireNonNull(timeout, "timeout");
-        ensureOpen();
-        long deadline = System.nanoTime() + timeout.toNanos();
-        EventChannel events = EventChannel.create();
-        try {
+        Deadline deadline = Deadline.after(timeout);
+        state.ensureOpen(this);
+        // the connection's own event channel serves the handshake only: the id then moves to the group's
+        try (EventChannel events = EventChannel.create()) {
             CmId id = events.createId(PortSpace.TCP);
             Channel ch = null;
             try {
-                id.resolveAddress(null, address, left(deadline));
-                id.resolveRoute(left(deadline));
+                id.resolveAddress(null, address, deadline.remaining());
+                id.resolveRoute(deadline.remaining());
                 ch = prepare(id, owned);
-                CmEvent established = id.connect(parameters(ch), left(deadline));
+                CmEvent established = id.connect(parameters(ch), deadline.remaining());
                 ch.attachPeer(established.privateData(), this::allocateStage);
                 id.migrate(monitor);
                 byId.put(id, ch);
                 return ch;
             } catch (RuntimeException | Error e) {
-                if (ch != null) {
-                    ch.abandon();
-                } else {
-                    id.close();
-                }
+                abandon(ch, id, e);
                 throw e;
             }
-        } finally {
-            events.close();
+        }
+    }
+
+    /** The failure path of a connect or accept: releases the channel (or the bare id), failures suppressed on {@code e}. */
+    private static void abandon(Channel ch, CmId id, Throwable e) {
+        try {
+            if (ch != null) {
+                ch.abandon();
+            } else {
+                id.close();
+            }
+        } catch (RuntimeException | Error suppressed) {
+            e.addSuppressed(suppressed);
         }
     }
 
@@ -203,28 +219,16 @@ public final class ChannelGroup implements AutoCloseable {
             } catch (RuntimeException ignored) {
                 // the peer is gone already
             }
-            if (ch != null) {
-                ch.abandon();
-            } else {
-                id.close();
-            }
+            abandon(ch, id, e);
             throw e;
         } catch (RuntimeException | Error e) {
-            if (ch != null) {
-                ch.abandon();
-            } else {
-                id.close();
-            }
+            abandon(ch, id, e);
             throw e;
         }
     }
 
-    private static Duration left(long deadline) {
-        return Duration.ofNanos(Math.max(1_000_000, deadline - System.nanoTime()));
-    }
-
     private static ConnectParameters parameters(Channel ch) {
-        return new ConnectParameters(1, 1, 7, 7, ch.localInfo());
+        return ConnectParameters.defaults().withPrivateData(ch.localInfo());
     }
 
     /** The group's device resources on the id's device, the ring, the queue pair, the receives. */
@@ -233,7 +237,7 @@ public final class ChannelGroup implements AutoCloseable {
         int key;
         MemoryRegion ring;
         synchronized (this) {
-            ensureOpen();
+            state.ensureOpen(this);
             bind(ctx);
             if (open >= MAX_CHANNELS) {
                 throw new IllegalStateException("a channel group holds at most " + MAX_CHANNELS + " channels");
@@ -255,21 +259,19 @@ public final class ChannelGroup implements AutoCloseable {
             open++;
         }
         Channel ch;
-        MemoryRegion words = null;
+        Closer made = new Closer();
+        made.register(ring);
         try {
             boolean sendNotify = notifiesBySend(ctx);
             // by SEND, each data WRITE takes two entries of the send queue (the WRITE and its SEND)
             int sendWr = sendNotify ? 2 * options.writesInFlight() + 8 : options.writesInFlight() + 4;
             QueuePair qp = id.createQueuePair(pd, cq, cq, new QpInit(sendWr, Channel.receiveCount(options.slots()),
                     1, 1, 0, false));
-            words = pd.allocate(Channel.wordBytes(options.slots(), sendNotify, qp.capabilities().maxSendWr()),
-                    Access.LOCAL_WRITE);
+            MemoryRegion words = made.register(pd.allocate(
+                    Channel.wordBytes(options.slots(), sendNotify, qp.capabilities().maxSendWr()), Access.LOCAL_WRITE));
             ch = new Channel(this, owned, key, id, qp, ring, words, sendNotify, options);
         } catch (RuntimeException | Error e) {
-            ring.close();
-            if (words != null) {
-                words.close();
-            }
+            made.closeSuppressingInto(e);
             synchronized (this) {
                 open--;
             }
@@ -287,7 +289,7 @@ public final class ChannelGroup implements AutoCloseable {
      * chooses so when the device reports the iWARP transport, which has no immediate data.
      */
     private boolean notifiesBySend(Context ctx) {
-        boolean iwarp = ctx.device().transportType() == TRANSPORT_IWARP;
+        boolean iwarp = ctx.device().transport() == TransportType.IWARP;
         return switch (options.notification()) {
             case AUTO -> iwarp;
             case SEND -> true;
@@ -314,15 +316,15 @@ public final class ChannelGroup implements AutoCloseable {
             throw new IllegalStateException("the connection is bound to no device");
         }
         if (context == null) {
-            pd = ctx.allocatePd();
+            Closer made = new Closer();
             try {
-                completionChannel = ctx.createCompletionChannel();
+                pd = made.register(ctx.allocatePd());
+                completionChannel = made.register(ctx.createCompletionChannel());
                 cq = ctx.createCq(options.completionQueueEntries(), completionChannel, 0);
             } catch (RuntimeException | Error e) {
-                if (completionChannel != null) {
-                    completionChannel.close();
-                }
-                pd.close();
+                made.closeSuppressingInto(e);
+                pd = null;
+                completionChannel = null;
                 throw e;
             }
             context = ctx;
@@ -507,49 +509,40 @@ public final class ChannelGroup implements AutoCloseable {
         }
     }
 
-    private void ensureOpen() {
-        synchronized (this) {
-            if (closed) {
-                throw new IllegalStateException(this + " is closed");
-            }
-        }
+    /** Whether {@link #close()} has begun. */
+    public boolean isClosed() {
+        return state.isClosed();
     }
 
     /**
      * Closes the group's servers and channels (each {@link Channel#close()}: their staged
      * messages are drained first), stops the threads and releases the device resources. Idempotent.
+     *
+     * <p><b>Errors</b>: the first failure (a channel whose staged messages could not be
+     * delivered: {@link ChannelException}), every later one suppressed on it; every server,
+     * channel, thread and device resource is closed all the same.
      */
     @Override
     public void close() {
-        List<ChannelServer> serverList;
-        List<Channel> channels = new ArrayList<>();
+        List<AutoCloseable> teardown = new ArrayList<>();
         synchronized (this) {
-            if (closed) {
+            if (!state.beginClose()) {
                 return;
             }
-            closed = true;
-            serverList = new ArrayList<>(servers);
+            teardown.addAll(servers);
             for (Channel ch : table) {
                 if (ch != null) {
-                    channels.add(ch);
+                    teardown.add(ch);
                 }
             }
         }
-        RuntimeException first = null;
-        for (ChannelServer s : serverList) {
-            try {
-                s.close();
-            } catch (RuntimeException e) {
-                first = first == null ? e : first;
-            }
-        }
-        for (Channel ch : channels) {
-            try {
-                ch.close();
-            } catch (RuntimeException e) {
-                first = first == null ? e : first;
-            }
-        }
+        teardown.add(this::stopThreads);
+        teardown.add(monitor);
+        teardown.add(this::releaseQueue);
+        Closer.closeAll(teardown);
+    }
+
+    private void stopThreads() {
         running = false;
         join(cmThread);
         Thread p;
@@ -559,22 +552,18 @@ public final class ChannelGroup implements AutoCloseable {
         if (p != null) {
             join(p);
         }
-        monitor.close();
+    }
+
+    /** The queue, its completion channel and the domain, once no application thread polls the queue. */
+    private void releaseQueue() {
         pollLock.lock(); // no application thread is inside a poll of the queue closed here
         try {
             appCq = null;
             synchronized (this) {
-                if (cq != null) {
-                    cq.close();
-                    completionChannel.close();
-                    pd.close();
-                }
+                Closer.closeAll(Arrays.asList(cq, completionChannel, pd));
             }
         } finally {
             pollLock.unlock();
-        }
-        if (first != null) {
-            throw first;
         }
     }
 

@@ -7,8 +7,6 @@ import io.github.verbs4j.ReceiveRequest;
 import io.github.verbs4j.VerbsException;
 
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
-import java.nio.ByteOrder;
 
 import static io.github.verbs4j.channel.Channel.COUNT_MASK;
 import static io.github.verbs4j.channel.Channel.EXTRA_RECVS;
@@ -19,6 +17,7 @@ import static io.github.verbs4j.channel.Channel.IMM_WRAP;
 import static io.github.verbs4j.channel.Channel.KIND_BITS;
 import static io.github.verbs4j.channel.Channel.KIND_RECV;
 import static io.github.verbs4j.channel.Channel.LE_INT;
+import static io.github.verbs4j.channel.Channel.LE_INT_UNALIGNED;
 import static io.github.verbs4j.channel.Channel.WORD;
 
 /**
@@ -31,8 +30,6 @@ import static io.github.verbs4j.channel.Channel.WORD;
  * it held, and they wake the channel's waiters through it.
  */
 final class ChannelReceiver {
-
-    private static final ValueLayout.OfInt LE_INT_UNALIGNED = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     private final Channel channel;
     private final QueuePair qp;
@@ -143,7 +140,7 @@ final class ChannelReceiver {
                     + " bytes without immediate data; a channel's notification is a " + WORD + "-byte word", null));
             return;
         }
-        if (!channel.closing && !channel.peerDisconnected) {
+        if (!channel.state.isClosed() && !channel.peerDisconnected) {
             int rc = qp.tryPostRecv(recvs[index]);
             if (rc != 0) {
                 channel.fail(new PeerLostException("reposting a receive on " + qp + " failed",

@@ -166,8 +166,7 @@ final class ChannelSender {
             channel.fail(new PeerLostException("posting " + (sendNotify ? "an RDMA WRITE and its SEND" : "a WRITE_WITH_IMM")
                     + " of " + n + " slots to " + channel.peerName() + " failed",
                     new VerbsException("ibv_post_send", rc, "on " + qp)));
-            throw new PeerLostException("the channel to " + channel.peerName() + " failed: "
-                    + channel.failure.getMessage(), channel.failure);
+            throw channel.lost();
         }
         writesInFlight++;
         posted = filled;
@@ -185,7 +184,7 @@ final class ChannelSender {
     /** Sends a credit word when enough slots were freed since the last report. */
     void maybeSendCredit() {
         ChannelReceiver receiver = channel.receiver;
-        if (!channel.peerReady || creditInFlight || finPosted || channel.closed || channel.failure != null
+        if (!channel.peerReady || creditInFlight || finPosted || channel.released || channel.failure != null
                 || channel.peerDisconnected || receiver.freed - receiver.reported < creditBatch) {
             return;
         }

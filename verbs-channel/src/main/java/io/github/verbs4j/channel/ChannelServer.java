@@ -1,5 +1,7 @@
 package io.github.verbs4j.channel;
 
+import io.github.verbs4j.CloseState;
+import io.github.verbs4j.Closer;
 import io.github.verbs4j.Deadline;
 import io.github.verbs4j.RdmaTimeoutException;
 import io.github.verbs4j.cm.CmEvent;
@@ -9,13 +11,15 @@ import io.github.verbs4j.cm.PortSpace;
 
 import java.net.InetSocketAddress;
 import java.time.Duration;
+import java.util.Arrays;
 
 /**
  * A listening rdma_cm id whose accepted connections become {@link Channel}s of its
  * {@link ChannelGroup} (one completion queue, one polling thread for all of them).
  *
  * <p><b>Lifecycle</b>: {@link #close()} stops listening; accepted channels stay open (they
- * belong to the group). Idempotent.
+ * belong to the group). Idempotent; {@link #accept} on a closed server throws
+ * {@link IllegalStateException}.
  *
  * <p><b>Thread-safety</b>: {@link #accept} from one thread at a time.
  */
@@ -24,35 +28,33 @@ public final class ChannelServer implements AutoCloseable {
     private final ChannelGroup group;
     private final EventChannel events;
     private final CmId listener;
-    private boolean closed;
+    private final CloseState state = new CloseState();
+    /** The event channel and the listener made on it (closed listener first). */
+    private final Closer closer = new Closer();
 
     ChannelServer(ChannelGroup group, InetSocketAddress address) {
         this.group = group;
-        this.events = EventChannel.create();
         try {
-            this.listener = events.createId(PortSpace.TCP);
-            try {
-                listener.bind(address);
-                listener.listen(128);
-            } catch (RuntimeException e) {
-                listener.close();
-                throw e;
-            }
-        } catch (RuntimeException e) {
-            events.close();
+            this.events = closer.register(EventChannel.create());
+            this.listener = closer.register(events.createId(PortSpace.TCP));
+            listener.bind(address);
+            listener.listen(128);
+        } catch (RuntimeException | Error e) {
+            closer.closeSuppressingInto(e);
             throw e;
         }
     }
 
     /** Listens on {@code address} with a group of its own: closing the server closes the group and its channels. */
     public static ChannelServer listen(InetSocketAddress address, ChannelOptions options) {
-        ChannelGroup group = ChannelGroup.create(options);
+        Closer made = new Closer();
+        ChannelGroup group = made.register(ChannelGroup.create(options));
         try {
             ChannelServer server = group.listen(address);
             server.ownsGroup = true;
             return server;
-        } catch (RuntimeException e) {
-            group.close();
+        } catch (RuntimeException | Error e) {
+            made.closeSuppressingInto(e);
             throw e;
         }
     }
@@ -82,35 +84,36 @@ public final class ChannelServer implements AutoCloseable {
      */
     public Channel accept(Duration timeout) {
         Deadline deadline = Deadline.after(timeout);
+        state.ensureOpen(this);
         CmEvent request = listener.getRequest(timeout);
         if (request == null) {
             throw deadline.timedOut("rdma_get_cm_event", "a connection request on " + localAddress());
         }
-        return group.accept(request, Duration.ofNanos(Math.max(1_000_000, deadline.remainingNanos())));
+        return group.accept(request, deadline.remaining());
     }
 
-    /** Stops listening (pending requests are rejected). Idempotent. */
+    /** Whether {@link #close()} has begun. */
+    public boolean isClosed() {
+        return state.isClosed();
+    }
+
+    /**
+     * Stops listening (pending requests are rejected) and, for a server made by
+     * {@link #listen(InetSocketAddress, ChannelOptions)}, closes its group. Idempotent.
+     *
+     * <p><b>Errors</b>: the first failure of closing the listener, its event channel or the
+     * group, the later ones suppressed on it; everything is closed all the same.
+     */
     @Override
     public void close() {
-        synchronized (this) {
-            if (closed) {
-                return;
-            }
-            closed = true;
+        if (!state.beginClose()) {
+            return;
         }
-        try {
-            listener.close();
-        } finally {
-            events.close();
-            group.forget(this);
-            if (ownsGroup) {
-                group.close();
-            }
-        }
+        Closer.closeAll(Arrays.asList(closer, () -> group.forget(this), ownsGroup ? group : null));
     }
 
     @Override
     public String toString() {
-        return "ChannelServer[" + (closed ? "closed" : localAddress()) + "]";
+        return "ChannelServer[" + (state.isClosed() ? "closed" : localAddress()) + "]";
     }
 }

@@ -8,10 +8,17 @@ import java.lang.foreign.ValueLayout;
  * gives its slots back (and, in batches, the peer its credits). No copy is made on receipt.
  *
  * <pre>{@code
- * try (Message m = channel.receive(Duration.ofSeconds(1))) {
- *     if (m != null) handle(m.segment());
+ * try (Message m = channel.receive(Duration.ofSeconds(1))) {   // RdmaTimeoutException when none came
+ *     handle(m.segment());
  * }
  * }</pre>
+ *
+ * <p><b>Byte order</b>: {@link #getInt} and {@link #getLong} read <em>little-endian</em>, on
+ * every host, as the channel's own message headers are (docs/channel.md, "Wire format"): a
+ * sender that writes its numbers little-endian is read right on a host of either order. This is not
+ * {@link ValueLayout#JAVA_INT}/{@link ValueLayout#JAVA_LONG}, which are the host's native
+ * order; a payload in another order is read through {@link #segment()} with a layout of that
+ * order, e.g. {@code m.segment().get(ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN), 0)}.
  *
  * <p><b>Allocation</b>: {@link #length()}, {@link #ring()}, {@link #offset()}, the
  * {@code get...} methods and {@link #copyTo} allocate nothing; {@link #segment()} returns a new
@@ -76,13 +83,24 @@ public final class Message implements AutoCloseable {
         return ring.get(ValueLayout.JAVA_BYTE, offset + index);
     }
 
-    /** The little-endian int at {@code index} of the payload. */
+    /**
+     * The int at {@code index} of the payload, read little-endian whatever the host's order
+     * (see "Byte order" above); {@code index} need not be aligned.
+     *
+     * @throws IndexOutOfBoundsException when the 4 bytes are not all inside the payload
+     */
     public int getInt(long index) {
         check(index, 4);
-        return ring.get(Channel.LE_INT, offset + index);
+        return ring.get(Channel.LE_INT_UNALIGNED, offset + index);
     }
 
-    /** The little-endian long at {@code index} of the payload. */
+    /**
+     * The long at {@code index} of the payload, read little-endian whatever the host's order
+     * (see "Byte order" above: not {@link ValueLayout#JAVA_LONG}'s native order); {@code index}
+     * need not be aligned.
+     *
+     * @throws IndexOutOfBoundsException when the 8 bytes are not all inside the payload
+     */
     public long getLong(long index) {
         check(index, 8);
         return ring.get(Channel.LE_LONG, offset + index);

@@ -1,6 +1,7 @@
 package io.github.verbs4j.channel;
 
 import io.github.verbs4j.RdmaTimeoutException;
+import io.github.verbs4j.test.SoftRdmaTest;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -28,6 +29,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * no polling thread, the same stream checks as {@link ChannelTest}. The peer killed while the
  * application's threads wait is in {@link TwoProcessChannelTest}.
  */
+@SoftRdmaTest
 class ApplicationPollingTest {
 
     private static final ChannelOptions APP = ChannelOptions.defaults().withApplicationPolling(true);

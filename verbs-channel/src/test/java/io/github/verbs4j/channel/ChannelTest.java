@@ -2,9 +2,11 @@ package io.github.verbs4j.channel;
 
 import io.github.verbs4j.Errno;
 import io.github.verbs4j.RdmaTimeoutException;
+import io.github.verbs4j.TransportType;
 import io.github.verbs4j.channel.ChannelOptions.Notification;
 import io.github.verbs4j.testsupport.ThreadMeter;
 import org.junit.jupiter.api.Assumptions;
+import io.github.verbs4j.test.SoftRdmaTest;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -36,6 +38,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * modes: {@code AUTO} (immediate data, or on iWARP SENDs) and {@code SEND} forced (the mode of
  * transports without immediate data, here on any device).
  */
+@SoftRdmaTest
 class ChannelTest {
 
     static final Duration T = Duration.ofSeconds(20L * Traffic.SLOWDOWN);
@@ -98,7 +101,7 @@ class ChannelTest {
 
     /** Whether {@code ch} notifies its peer as {@code mode} says: AUTO by SEND exactly on iWARP. */
     static void assertNotifies(Notification mode, Channel ch) {
-        boolean iwarp = ch.cmId().context().device().transportType() == 1;
+        boolean iwarp = ch.cmId().context().device().transport() == TransportType.IWARP;
         boolean bySend = switch (mode) {
             case AUTO -> iwarp;
             case SEND -> true;

@@ -1,5 +1,7 @@
 package io.github.verbs4j.channel;
 
+import io.github.verbs4j.TransportType;
+
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
@@ -33,27 +35,12 @@ final class Traffic {
         return Long.getLong("verbs4j.channel.messages", fallback);
     }
 
-    /** Whether softrdma is the substrate (its librdmacm or libibverbs chosen by path). */
-    static boolean onSoftrdma() {
-        String rdmacm = System.getProperty("verbs4j.librdmacm");
-        String verbs = System.getProperty("verbs4j.libibverbs");
-        if (rdmacm != null && !rdmacm.isBlank()) {
-            return !rdmacm.equals("system");
-        }
-        return verbs != null && !verbs.isBlank() && !verbs.equals("system");
-    }
-
     /**
-     * Whether an RDMA device here reports the iWARP transport ({@code enum ibv_transport_type} 1:
-     * the kernel's siw0 under {@code scripts/rxe-vm --device siw}), from the reported transport,
-     * never from a name.
+     * Whether an RDMA device here reports the iWARP transport (the kernel's siw0 under
+     * {@code scripts/rxe-vm --device siw}), from the reported transport, never from a name.
      */
     static boolean onIwarp() {
-        try {
-            return io.github.verbs4j.Verbs.devices().stream().anyMatch(d -> d.transportType() == 1);
-        } catch (RuntimeException | Error e) {
-            return false;
-        }
+        return io.github.verbs4j.Verbs.devices().stream().anyMatch(d -> d.transport() == TransportType.IWARP);
     }
 
     static InetSocketAddress any() {

@@ -3,6 +3,8 @@ package io.github.verbs4j.channel;
 import io.github.verbs4j.testsupport.PeerJvm;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
+import io.github.verbs4j.test.SoftRdmaExtension;
+import io.github.verbs4j.test.SoftRdmaTest;
 import org.junit.jupiter.api.Test;
 
 import java.io.BufferedReader;
@@ -30,6 +32,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * and a peer killed with SIGKILL while senders wait. Full size:
  * {@code -Dverbs4j.channel.messages=1000000}.
  */
+@SoftRdmaTest
 class TwoProcessChannelTest {
 
     static final long WAIT_SECONDS = 120L * Traffic.SLOWDOWN;
@@ -73,7 +76,7 @@ class TwoProcessChannelTest {
     }
 
     private void faultStream(ChannelOptions.Notification mode) throws Exception {
-        Assumptions.assumeTrue(Traffic.onSoftrdma(), "SOFTRDMA_FAULTS is softrdma's: the kernel's rxe/siw inject no faults");
+        Assumptions.assumeTrue(SoftRdmaExtension.onSoftRdma(), "SOFTRDMA_FAULTS is softrdma's: the kernel's rxe/siw inject no faults");
         long n = Traffic.messages(3_000);
         Map<String, String> env = Map.of("SOFTRDMA_FAULTS", FAULTS);
         Peer server = start(env, "serve", Long.toString(n), "11", mode.name());
@@ -135,6 +138,8 @@ class TwoProcessChannelTest {
                 ExecutionException e = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class,
                         () -> f.get(10L * Traffic.SLOWDOWN, TimeUnit.SECONDS));
                 assertInstanceOf(PeerLostException.class, e.getCause(), () -> "got " + e.getCause());
+                // the cause is what showed the loss (a work completion, or none for the CM's disconnect), never the failure again
+                assertFalse(e.getCause().getCause() instanceof PeerLostException, () -> "doubled: " + e.getCause().getCause());
             }
             long ms = (System.nanoTime() - t0) / 1_000_000;
             System.out.println("every pending operation failed " + ms + " ms after SIGKILL");

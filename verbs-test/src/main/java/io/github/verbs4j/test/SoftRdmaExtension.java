@@ -65,6 +65,23 @@ public final class SoftRdmaExtension implements BeforeAllCallback, AfterAllCallb
         }
     }
 
+    /**
+     * Whether the libibverbs this JVM loaded is softrdma, however it was chosen (from the jar,
+     * or a softrdma build named by {@code -Dverbs4j.libibverbs}): it exports softrdma's own
+     * symbols. {@code false} on the system's rdma-core ({@code -Dverbs4j.substrate=system}: rxe,
+     * siw, a NIC). For a test that needs something only softrdma has, such as
+     * {@link Faults} or {@code SOFTRDMA_FAULTS} in a child process:
+     * {@code assumeTrue(SoftRdmaExtension.onSoftRdma(), "...")}. Loads libibverbs if it was not.
+     *
+     * @throws UnsatisfiedLinkError when no libibverbs can be loaded
+     */
+    public static boolean onSoftRdma() {
+        return NativeLibraries.verbs().find(SOFTRDMA_SYMBOL).isPresent();
+    }
+
+    /** A symbol of softrdma's libibverbs.so.1 that rdma-core's has not (softrdma/src/libibverbs.map). */
+    private static final String SOFTRDMA_SYMBOL = "softrdma_close_race_check";
+
     @Override
     public boolean supportsParameter(ParameterContext parameter, ExtensionContext extension) {
         return parameter.getParameter().getType() == Context.class;

@@ -34,6 +34,11 @@ class SoftRdmaTestTest {
     }
 
     @Test
+    void saysItRunsOnSoftRdmaFromTheLoadedLibraryItself() {
+        assertTrue(SoftRdmaExtension.onSoftRdma(), "libibverbs from " + NativeLibraries.verbsPath());
+    }
+
+    @Test
     void injectsOneContextPerTestAndASecondForThePeer(Context ctx, @Peer Context peer) {
         assertSame(fromBeforeEach, ctx, "a test and its @BeforeEach share the context");
         assertNotSame(ctx, peer);
