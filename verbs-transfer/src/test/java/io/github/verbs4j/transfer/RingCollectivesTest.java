@@ -135,6 +135,15 @@ class RingCollectivesTest {
                     }
                 }
             }
+            // a reduce-scatter last: its word to the left neighbour is not awaited, as that one may have
+            // ended and closed its ring already (the ranks close as soon as they are done)
+            int[] send = new int[ranks];
+            int[] recv = new int[1];
+            java.util.Arrays.fill(send, rank + 1);
+            ring.reduceScatter(send, recv, ReduceOp.SUM);
+            if (recv[0] != ranks * (ranks + 1) / 2) {
+                return "last reduce-scatter: " + recv[0];
+            }
             return "OK";
         });
     }
@@ -214,6 +223,56 @@ class RingCollectivesTest {
             ring.allreduce(x);
             return x[0] == 3 && x[1] == 30 ? "OK" : "sum after refusals: " + x[0] + ", " + x[1];
         });
+    }
+
+    /**
+     * docs/transfer.md's example, as written there (between the markers), run by 3 ranks as
+     * threads; what each collective left is checked after it.
+     */
+    @Test
+    void theDocumentedExampleRuns() throws Exception {
+        int n = 3;
+        Duration timeout = Duration.ofSeconds(60L * TestNet.SLOWDOWN);
+        List<CompletableFuture<String>> results = new ArrayList<>();
+        assumeFalse(TestNet.iwarp(), "iWARP has no immediate data; the ring's steps are RDMA WRITE with immediate");
+        try (Ring.Rendezvous rendezvous = Ring.rendezvous(TestNet.anyPort())) {
+            InetSocketAddress at = rendezvous.address();
+            for (int r = 0; r < n; r++) {
+                int rank = r;
+                results.add(CompletableFuture.supplyAsync(() -> {
+                    long maxBytes = 1 << 20;
+                    // --- docs/transfer.md: collectives
+                    try (Ring ring = rank == 0 ? rendezvous.join(n, maxBytes, timeout)   // rank 0 joins too
+                                               : Ring.join(at, rank, n, maxBytes, timeout)) {
+                        float[] grads = {rank, 1.5f};
+                        ring.allreduce(grads);                          // {0+1+2, 4.5f} on every rank
+                        double[] lows = {rank + 0.25, -rank};
+                        ring.allreduce(lows, ReduceOp.MIN);             // {0.25, -2.0}
+                        long[] counts = {1, 2, 3, 4, 5, 6};             // 6 elements: 2 per rank
+                        long[] mine = new long[counts.length / n];
+                        ring.reduceScatter(counts, mine, ReduceOp.SUM); // rank r: sums of elements 2r, 2r+1
+                        int[] all = new int[n * 2];
+                        ring.allGather(new int[] {rank, 10 * rank}, all); // {0, 0, 1, 10, 2, 20}
+                        byte[] config = rank == 0 ? "v2".getBytes() : new byte[2];
+                        ring.broadcast(config, 0);                      // rank 0's bytes everywhere
+                        try (Arena arena = Arena.ofConfined()) {
+                            MemorySegment s = arena.allocate(ValueLayout.JAVA_INT, 4).fill((byte) rank);
+                            ring.allreduce(s, ElementType.INT, ReduceOp.MAX); // every byte 2
+                            // --- end
+                            String want = "[3.0, 4.5] [0.25, -2.0] [" + 3 * (2 * rank + 1) + ", " + 3 * (2 * rank + 2)
+                                    + "] [0, 0, 1, 10, 2, 20] v2 " + 0x02020202;
+                            String got = java.util.Arrays.toString(grads) + " " + java.util.Arrays.toString(lows) + " "
+                                    + java.util.Arrays.toString(mine) + " " + java.util.Arrays.toString(all) + " "
+                                    + new String(config) + " " + s.getAtIndex(ValueLayout.JAVA_INT, 3);
+                            return want.equals(got) ? "OK " + rank : got;
+                        }
+                    }
+                }, task -> Thread.ofPlatform().name("rank-" + rank).start(task)));
+            }
+            for (int r = 0; r < n; r++) {
+                assertEquals("OK " + r, results.get(r).get(120L * TestNet.SLOWDOWN, TimeUnit.SECONDS));
+            }
+        }
     }
 
     // ---------------------------------------------------------------- the ring of threads

@@ -131,10 +131,14 @@ public final class Ring implements AutoCloseable {
      * but the acknowledgement and the event travel separately.
      */
     private static final long SEND_GRACE_NANOS = 20_000_000;
-    /** What a wait needs: a chunk from the left neighbour, a message from the right one, or send completions. */
+    /**
+     * What a wait needs: a chunk from the left neighbour, a message from the right one, send
+     * completions, or the completions of the writes to the right only.
+     */
     private static final int NEED_LEFT = 0;
     private static final int NEED_RIGHT = 1;
     private static final int NEED_SENDS = 2;
+    private static final int NEED_WRITES = 3;
     /** Work request ids of the writes to the right neighbour and of the ready messages to the left one. */
     private static final long WRITE_ID = 3;
     private static final long READY_ID = 4;
@@ -679,10 +683,11 @@ public final class Ring implements AutoCloseable {
         long deadline = start();
         MemorySegment.copy(send, 0, buffer.segment(), 0, bytes);
         reduceScatterPhase(count, type, op, piecesFor(block), deadline);
-        // the right neighbour may write into this rank's staging again once told (see settle())
+        // the left neighbour may write into this rank's staging again once told (see start()); that
+        // word is not awaited: the left may have ended its last collective and closed its ring
         sendReady(deadline);
         stagingReadyOwed = true;
-        awaitSends(0, deadline);
+        awaitWrites(deadline);
         MemorySegment.copy(buffer.segment(), rank * block, recv, 0, block);
     }
 
@@ -979,6 +984,13 @@ public final class Ring implements AutoCloseable {
         }
     }
 
+    /** Waits for the writes to the right neighbour, not for the ready messages to the left one. */
+    private void awaitWrites(long deadline) {
+        while (sendsPending > readySendsPending) {
+            pollOnce(deadline, "write completions", NEED_WRITES);
+        }
+    }
+
     private void awaitReady(long deadline) {
         while (readyReceived == 0) {
             pollOnce(deadline, "the right neighbour's ready message", NEED_RIGHT);
@@ -1101,6 +1113,8 @@ public final class Ring implements AutoCloseable {
         } else if (need == NEED_RIGHT && rightGone != null) {
             took = takeCompletions();
             broken = readyReceived == 0 ? rightGone : null;
+        } else if (need == NEED_WRITES && now - goneAt > SEND_GRACE_NANOS) {
+            broken = rightGone;
         } else if (need == NEED_SENDS && now - goneAt > SEND_GRACE_NANOS) {
             // only the sends to a side that is gone wait for nothing
             broken = leftGone != null && readySendsPending > 0 ? leftGone
