@@ -1,7 +1,7 @@
 /**
  * verbs4j transfer: bulk data on verbs4j. {@link io.github.verbs4j.transfer.TransferEngine} moves
  * batches of RDMA READ and WRITE between registered segments of several peers over several queue
- * pairs each; {@link io.github.verbs4j.transfer.collective.Ring} runs allreduce and broadcast
+ * pairs each; {@link io.github.verbs4j.transfer.collective.Ring} runs allreduce, reduce-scatter, all-gather and broadcast
  * over a ring of processes.
  */
 module io.github.verbs4j.transfer {

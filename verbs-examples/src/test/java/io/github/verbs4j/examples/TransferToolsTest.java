@@ -105,6 +105,17 @@ class TransferToolsTest {
     }
 
     @Test
+    void reduceScatterAndAllGatherCheckAndPrintTheirBusBandwidth() {
+        for (String op : new String[] {"reduce-scatter", "all-gather"}) {
+            try (Proc p = Proc.tool("allreduce", "--op", op, "-N", "3", "-s", "65544", "-n", "2")) {
+                p.await(120).assertSuccess();
+                assertTrue(p.out().contains("verbs4j " + op + ": ring"), p.describe());
+                assertTrue(p.out().matches("(?s).*\\n 65544 +16386 +2 +[0-9.]+ .*"), p.describe());
+            }
+        }
+    }
+
+    @Test
     void allreduceWithEveryRankInAJvmOfItsOwnChecksAndPrintsTheSlowestRank() {
         try (Proc p = Proc.tool("allreduce", "-N", "3", "-s", "65536", "-n", "2", "--processes")) {
             p.await(240).assertSuccess();
@@ -117,6 +128,8 @@ class TransferToolsTest {
     void badArgumentsAreUsageErrors() {
         String[][] bad = {
             {"allreduce", "-N", "1"},
+            {"allreduce", "--op", "all-gather", "-N", "3", "-s", "65536"},
+            {"allreduce", "--op", "broadcast"},
             {"allreduce", "-N", "2", "--rank", "2", "--rendezvous", "127.0.0.1:1"},
             {"allreduce", "-N", "2", "--rank", "1"},
             {"allreduce", "-N", "2", "--rank", "1", "--rendezvous", "127.0.0.1"},

@@ -236,8 +236,10 @@ public final class Batch {
 
     /**
      * The completion status behind a failed request, or {@code null}: done, pending, timed out,
-     * local error, and a {@link TransferStatus#PEER_LOST} request none of whose chunks failed on
-     * the wire (the peer was found lost, through rdma_cm's DISCONNECTED, before they were posted).
+     * local error, and a {@link TransferStatus#PEER_LOST} request that was never posted: the peer
+     * was found lost (through rdma_cm's DISCONNECTED, or another request's failed chunk) before any
+     * of its chunks went out, so no completion of its own says why; {@link TransferPeer#lostBecause()}
+     * says what showed the loss.
      */
     public WcStatus completionStatus(int index) {
         check(index);

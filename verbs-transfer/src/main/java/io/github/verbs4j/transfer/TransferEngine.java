@@ -497,7 +497,9 @@ public final class TransferEngine implements AutoCloseable {
             advancing = false;
             TransferPeer p = b.remote[i].peer;
             if (p.isLost()) {
-                b.finish(i, TransferStatus.PEER_LOST, p.lostBecause());
+                // a request none of whose chunks was posted has no completion status of its own: it
+                // must not claim the retry failure (or flush) of the chunks that showed the loss
+                b.finish(i, TransferStatus.PEER_LOST, b.posted[i] == 0 ? null : p.lostBecause());
                 continue;
             }
             Segment local = b.local[i];

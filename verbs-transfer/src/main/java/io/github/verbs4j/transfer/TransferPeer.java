@@ -187,16 +187,17 @@ public final class TransferPeer implements AutoCloseable {
      *
      * <p><b>Errors</b>: {@link java.util.NoSuchElementException} when the peer has no segment of
      * that name; {@link RdmaTimeoutException} when no answer came within {@code timeout};
-     * {@link WorkCompletionException} when the look-up's work request failed;
-     * {@link IllegalStateException} when the connection is lost or closed.
+     * {@link PeerLostException} when the connection is lost, found before the look-up (no cause)
+     * or by its own work request (RETRY_EXC_ERR, or the flush after rdma_cm's DISCONNECTED: the
+     * {@link WorkCompletionException} is the cause); {@link WorkCompletionException} when its work
+     * request failed otherwise; {@link IllegalStateException} when the connection was closed.
      */
     public synchronized RemoteSegment lookup(String name, Duration timeout) {
         SegmentDescriptor.checkName("name", name);
         Deadline deadline = Deadline.after(timeout);
         state.ensureOpen(this);
         if (lost) {
-            throw new IllegalStateException(this + " is lost ("
-                    + (lostBecause == null ? "rdma_cm reported it disconnected" : lostBecause) + ")");
+            throw lostException("directory look-up of '" + name + "'", null);
         }
         engine.progress(); // reap the completions of earlier look-ups' SENDs, which share the send queue
         byte[] n = name.getBytes(StandardCharsets.UTF_8);
@@ -210,8 +211,12 @@ public final class TransferPeer implements AutoCloseable {
             if (got > 0) {
                 Completion wc = controlCompletions.get(0);
                 if (!wc.ok()) {
-                    throw new WorkCompletionException("directory look-up of '" + name + "' at " + address,
-                            wc.status(), wc.wrId(), wc.vendorError(), wc.qpNumber(), wc.opcode());
+                    WorkCompletionException failed = new WorkCompletionException("directory look-up of '" + name
+                            + "' at " + address, wc.status(), wc.wrId(), wc.vendorError(), wc.qpNumber(), wc.opcode());
+                    if (lost || TransferEngine.classify(wc.status(), lanes[0]) == TransferStatus.PEER_LOST) {
+                        throw lostException("directory look-up of '" + name + "'", failed);
+                    }
+                    throw failed;
                 }
                 ByteBuffer in = control.segment().asSlice(0, wc.byteLength()).asByteBuffer();
                 lanes[0].qp.postRecv(controlRecv);
@@ -236,6 +241,13 @@ public final class TransferPeer implements AutoCloseable {
                 armed = false;
             }
         }
+    }
+
+    /** What a call meeting the loss throws: the status that showed it, once, and the call's own failure as cause. */
+    private PeerLostException lostException(String call, WorkCompletionException failed) {
+        WcStatus why = failed != null ? failed.status() : lostBecause;
+        return new PeerLostException(call + ": " + address + " is lost ("
+                + (why == null ? "rdma_cm reported it disconnected" : "shown by " + why) + ")", why, failed);
     }
 
     /** Disconnects and destroys the queue pairs; requests still in flight fail as flushed. Idempotent. */

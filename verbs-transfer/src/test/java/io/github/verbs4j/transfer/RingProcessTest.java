@@ -16,6 +16,7 @@ import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
@@ -67,7 +68,7 @@ class RingProcessTest {
      * thread's CPU time is reached through verbs-core's ThreadMeter, which measures the current
      * thread only, so the thread measures itself). Then rank 1 is killed with SIGKILL: rank 0's
      * allreduce ends through rdma_cm's DISCONNECTED with a {@link WorkCompletionException} (its
-     * receives flushed, the message naming the neighbour), not after the ring's 60 s timeout.
+     * receives flushed, the message naming the neighbour, no cause), not after the ring's 60 s timeout.
      * The CPU share and the delay are printed.
      */
     @Test
@@ -114,6 +115,7 @@ class RingProcessTest {
                 WorkCompletionException e = assertInstanceOf(WorkCompletionException.class, t);
                 assertEquals(WcStatus.WR_FLUSH_ERROR, e.status(), "flushed after rdma_cm's DISCONNECTED: " + e);
                 assertTrue(e.getMessage().contains("neighbour, rank 1, disconnected"), e.getMessage());
+                assertNull(e.getCause(), "the completion is the failure itself, not wrapped again");
                 assertTrue(spent[1] > 500_000_000L, "the wait was shorter than the neighbour's stall of 1 s");
                 assertTrue(spent[0] < 0.3 * spent[1], "the waiting rank used " + spent[0] / 1_000_000 + " ms of CPU in "
                         + spent[1] / 1_000_000 + " ms");

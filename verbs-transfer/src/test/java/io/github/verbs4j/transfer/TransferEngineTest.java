@@ -1,6 +1,7 @@
 package io.github.verbs4j.transfer;
 
 import io.github.verbs4j.Errno;
+import io.github.verbs4j.RdmaException;
 import io.github.verbs4j.RdmaTimeoutException;
 import io.github.verbs4j.VerbsException;
 import io.github.verbs4j.WcStatus;
@@ -20,6 +21,7 @@ import java.util.NoSuchElementException;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -221,6 +223,78 @@ class TransferEngineTest {
             // 25 600 chunks per window: one allocation per chunk would be >= 400 KB
             assertTrue(least < 2048, "a window of 200 batches (25 600 chunks) allocated " + least + " bytes");
             assertTrue(chunks > 0);
+        }
+    }
+
+    /**
+     * A peer whose engine closed is lost (rdma_cm's DISCONNECTED, taken by the engine's service
+     * thread): a look-up throws {@link PeerLostException}, an {@code RdmaException} naming the
+     * peer, with no status (no completion showed the loss) and no cause; a batch submitted
+     * afterwards is final at once, every request PEER_LOST with no completion status.
+     */
+    @Test
+    void aLookupOnALostPeerThrowsPeerLostExceptionAndLaterRequestsAreNeverPosted() throws Exception {
+        try (TransferEngine engine = TransferEngine.open("initiator", TestNet.anyPort(), TestNet.options())) {
+            TransferPeer peer;
+            RemoteSegment remote;
+            try (TransferEngine target = TransferEngine.open("target", TestNet.anyPort(), TestNet.options())) {
+                target.allocate("data", 4096);
+                peer = engine.connect(target.localAddress());
+                remote = peer.lookup("data", T);
+            }
+            long deadline = System.nanoTime() + T.toNanos();
+            while (!peer.isLost() && System.nanoTime() < deadline) {
+                Thread.sleep(5);
+            }
+            assertTrue(peer.isLost(), "the closed target's DISCONNECTED never marked the peer lost");
+            PeerLostException e = assertThrows(PeerLostException.class, () -> peer.lookup("data", T));
+            assertInstanceOf(RdmaException.class, e);
+            assertEquals("directory look-up of 'data': " + peer.address() + " is lost (rdma_cm reported it disconnected)",
+                    e.getMessage());
+            assertNull(e.status());
+            assertNull(e.getCause());
+            Segment local = engine.allocate("local", 4096);
+            Batch b = engine.batch(2);
+            b.write(local, 0, remote, 0, 4096);
+            b.read(local, 0, remote, 0, 4096);
+            b.submit();
+            assertTrue(b.isDone(), "requests to a lost peer are final at submit");
+            for (int i = 0; i < 2; i++) {
+                assertEquals(TransferStatus.PEER_LOST, b.status(i));
+                assertNull(b.completionStatus(i), "never posted: no completion");
+            }
+        }
+    }
+
+    /**
+     * A peer found lost by a transport retry failure (its host or link gone without a word, which
+     * no test here can make: the engine's own bookkeeping is driven to that state, as its reap
+     * does on a RETRY_EXC_ERR completion): a look-up throws {@link PeerLostException} with that
+     * status, named once; requests submitted afterwards are PEER_LOST with no completion status
+     * of their own, not RETRY_EXC_ERR, which belongs to the chunks that failed.
+     */
+    @Test
+    void requestsNeverPostedToAPeerLostByRetriesDoNotClaimTheRetryFailure() {
+        try (TransferEngine target = TransferEngine.open("target", TestNet.anyPort(), TestNet.options());
+             TransferEngine engine = TransferEngine.open("initiator", TestNet.anyPort(), TestNet.options())) {
+            target.allocate("data", 4096);
+            TransferPeer peer = engine.connect(target.localAddress());
+            RemoteSegment remote = peer.lookup("data", T);
+            synchronized (engine) {
+                peer.markLost(WcStatus.RETRY_EXCEEDED);
+            }
+            assertEquals(WcStatus.RETRY_EXCEEDED, peer.lostBecause());
+            PeerLostException e = assertThrows(PeerLostException.class, () -> peer.lookup("data", T));
+            assertEquals(WcStatus.RETRY_EXCEEDED, e.status());
+            assertEquals("directory look-up of 'data': " + peer.address() + " is lost (shown by RETRY_EXCEEDED)",
+                    e.getMessage());
+            assertNull(e.getCause());
+            Segment local = engine.allocate("local", 4096);
+            Batch b = engine.batch(1);
+            b.write(local, 0, remote, 0, 4096);
+            b.submit();
+            assertEquals(TransferStatus.PEER_LOST, b.status(0));
+            assertNull(b.completionStatus(0), "never posted: no completion of its own");
         }
     }
 }

@@ -21,9 +21,11 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 /**
- * {@code verbs4j allreduce}: ring allreduce of float32 over {@code -N} ranks, nccl-tests style:
- * algorithm bandwidth (bytes / time) and bus bandwidth ({@code algbw * 2 (N-1) / N}, what each
- * link carries). Every run's result is checked element by element on every rank. Three ways to
+ * {@code verbs4j allreduce}: ring allreduce of float32 over {@code -N} ranks (or, with
+ * {@code --op}, reduce-scatter or all-gather), nccl-tests style: algorithm bandwidth (bytes /
+ * time, bytes being the whole array: reduce-scatter's input, all-gather's output) and bus
+ * bandwidth, what each link carries: {@code algbw * 2 (N-1) / N} for allreduce,
+ * {@code algbw * (N-1) / N} for reduce-scatter and all-gather. Every run's result is checked element by element on every rank. Three ways to
  * place the ranks:
  * <ul>
  * <li>default: each rank a thread of this process, with a ring connection of its own;</li>
@@ -67,6 +69,30 @@ public final class AllreduceCommand implements Callable<Integer> {
     @Option(names = "--processes", description = "run each rank as a JVM of its own on this host")
     boolean processes;
 
+    /** The collective measured, with nccl-tests' bus-bandwidth factor. */
+    enum Op {
+        allreduce, reduce_scatter, all_gather;
+
+        double busFactor(int n) {
+            return (this == allreduce ? 2.0 : 1.0) * (n - 1) / n;
+        }
+
+        String label() {
+            return name().replace('_', '-');
+        }
+    }
+
+    @Option(names = "--op", paramLabel = "<op>", defaultValue = "allreduce", converter = OpConverter.class,
+            description = "allreduce, reduce-scatter or all-gather (default: ${DEFAULT-VALUE})")
+    Op op;
+
+    static final class OpConverter implements CommandLine.ITypeConverter<Op> {
+        @Override
+        public Op convert(String value) {
+            return Op.valueOf(value.replace('-', '_'));
+        }
+    }
+
     @Option(names = "--timeout", paramLabel = "<seconds>", defaultValue = "120",
             description = "how long forming the ring (and each rank's runs) may take (default: ${DEFAULT-VALUE})")
     int timeoutSeconds;
@@ -77,6 +103,8 @@ public final class AllreduceCommand implements Callable<Integer> {
                 && bytes / 4 <= Integer.MAX_VALUE && iterations >= 1 && timeoutSeconds >= 1, "need 2.." + Ring.MAX_RANKS
                 + " ranks, a size that is a positive multiple of 4, at least one iteration and a positive timeout");
         TransferCli.require(spec, !(processes && rank >= 0), "--processes starts every rank; --rank is for one");
+        TransferCli.require(spec, op == Op.allreduce || bytes % (4L * ranks) == 0,
+                "--op " + op.label() + " cuts the array into " + ranks + " blocks: the size must be a multiple of 4 x ranks");
         Duration timeout = Duration.ofSeconds(timeoutSeconds);
         if (rank >= 0) {
             TransferCli.require(spec, rank < ranks, "--rank must be within 0.." + (ranks - 1));
@@ -205,7 +233,7 @@ public final class AllreduceCommand implements Callable<Integer> {
             cmd.add("--enable-native-access=ALL-UNNAMED"); // what the jar's manifest gave this JVM
         }
         cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), "io.github.verbs4j.examples.Verbs4jTool",
-                "allreduce", "-N", Integer.toString(ranks), "-s", Long.toString(bytes), "-n",
+                "allreduce", "--op", op.label(), "-N", Integer.toString(ranks), "-s", Long.toString(bytes), "-n",
                 Integer.toString(iterations), "-a", bind.bind, "--timeout", Integer.toString(timeoutSeconds),
                 "--rank", Integer.toString(r), "--rendezvous", at));
         return new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
@@ -248,35 +276,57 @@ public final class AllreduceCommand implements Callable<Integer> {
     private void print(double seconds, String where) {
         PrintStream out = System.out;
         double algbw = bytes / seconds / 1e9;
-        double busbw = algbw * 2 * (ranks - 1) / ranks;
+        double busbw = algbw * op.busFactor(ranks);
         TransferCli.rule(out, 75);
-        out.printf(" verbs4j allreduce: ring, float32 sum, %d ranks, %s%n", ranks, where);
+        out.printf(" verbs4j %s: ring, float32%s, %d ranks, %s%n", op.label(), op == Op.all_gather ? "" : " sum", ranks,
+                where);
         TransferCli.rule(out, 75);
         out.println(" #bytes         #count       #iterations  time[ms]    algbw[GB/s]  busbw[GB/s]");
         out.printf(" %-14d %-12d %-12d %-11.3f %-12.3f %.3f%n", bytes, bytes / 4, iterations, seconds * 1e3, algbw, busbw);
         TransferCli.rule(out, 75);
     }
 
-    /** A warm-up and {@code iterations} timed allreduces, each checked element by element; the mean seconds per run. */
+    /** A warm-up and {@code iterations} timed runs, each checked element by element; the mean seconds per run. */
     private double run(Ring ring, int count) {
+        int n = ring.size();
+        int me = ring.rank();
+        int block = count / n;
         float[] data = new float[count];
+        float[] part = new float[op == Op.allreduce ? 0 : block];
         long total = 0;
         for (int it = -1; it < iterations; it++) {
-            for (int i = 0; i < count; i++) {
-                data[i] = (i + ring.rank()) % 64;
+            if (op == Op.all_gather) {
+                for (int i = 0; i < block; i++) {
+                    part[i] = (me * block + i + me) % 64;
+                }
+            } else {
+                for (int i = 0; i < count; i++) {
+                    data[i] = (i + me) % 64;
+                }
             }
             long t0 = System.nanoTime();
-            ring.allreduce(data);
+            switch (op) {
+                case allreduce -> ring.allreduce(data);
+                case reduce_scatter -> ring.reduceScatter(data, part, io.github.verbs4j.transfer.collective.ReduceOp.SUM);
+                case all_gather -> ring.allGather(part, data);
+            }
             if (it >= 0) {
                 total += System.nanoTime() - t0;
             }
-            for (int i = 0; i < count; i++) {
+            int checked = op == Op.reduce_scatter ? block : count;
+            for (int k = 0; k < checked; k++) {
+                int i = op == Op.reduce_scatter ? me * block + k : k;
                 float want = 0;
-                for (int r = 0; r < ring.size(); r++) {
-                    want += (i + r) % 64;
+                if (op == Op.all_gather) {
+                    want = (i + i / block) % 64;
+                } else {
+                    for (int r = 0; r < n; r++) {
+                        want += (i + r) % 64;
+                    }
                 }
-                if (data[i] != want) {
-                    throw new IllegalStateException("rank " + ring.rank() + ": element " + i + " is " + data[i]
+                float got = op == Op.reduce_scatter ? part[k] : data[k];
+                if (got != want) {
+                    throw new IllegalStateException("rank " + me + ": " + op.label() + " element " + i + " is " + got
                             + ", not " + want);
                 }
             }

@@ -28,7 +28,6 @@ import io.github.verbs4j.cm.PortSpace;
 import io.github.verbs4j.cm.QpInit;
 
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.net.Inet4Address;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -51,22 +50,36 @@ import java.util.concurrent.TimeoutException;
  * connects to its right neighbour and accepts its left one, whose accept carries the address
  * and rkey of its buffers. Addresses are IPv4; at most {@link #MAX_RANKS} ranks.
  *
- * <p><b>Allreduce</b> ({@link #allreduce(float[])}, {@link #allreduce(long[])}): the sum over all
- * ranks, element by element, left in every rank's array. The array is cut into {@code size}
- * chunks; reduce-scatter ({@code size - 1} steps: send one chunk into the right neighbour's
- * staging buffer with RDMA WRITE, the last piece with immediate data; add the chunk the left
- * neighbour wrote) leaves chunk {@code rank + 1} fully reduced on each rank; allgather
- * ({@code size - 1} steps) writes the reduced chunks straight into the neighbours' arrays. Before
- * allgather each rank tells its left neighbour (a SEND) that its own reduce-scatter writes have
- * completed, so no chunk is overwritten while the device still reads it. Each rank moves
- * {@code 2 (size - 1) / size} of the array: the ring's bound on bus bandwidth.
+ * <p><b>Collectives</b>, as NCCL defines them, for {@code float}, {@code double}, {@code int} and
+ * {@code long} ({@link ElementType}) with {@link ReduceOp} SUM, PROD, MIN and MAX, on Java arrays
+ * and on {@link MemorySegment}s of any kind (copied into the ring's registered buffer and back):
+ * <ul>
+ * <li>{@link #allreduce(float[], ReduceOp)}: the reduction over all ranks, element by element,
+ * left in every rank's array;</li>
+ * <li>{@link #reduceScatter(float[], float[], ReduceOp)}: the array (a multiple of the ring's
+ * size) cut into {@code size} equal blocks; rank {@code r} receives block {@code r} reduced;</li>
+ * <li>{@link #allGather(float[], float[])}: every rank receives every rank's array, in rank
+ * order;</li>
+ * <li>{@link #broadcast(float[], int)}: every rank receives the root's array.</li>
+ * </ul>
+ * Reduce-scatter ({@code size - 1} steps) sends one chunk into the right neighbour's staging
+ * buffer with RDMA WRITE and reduces into its own the chunk the left neighbour wrote, leaving
+ * chunk {@code rank} fully reduced on each rank; all-gather ({@code size - 1} steps) writes the
+ * chunks straight into the neighbours' arrays; allreduce is the two in a row (each rank moves
+ * {@code 2 (size - 1) / size} of the array: the ring's bound on bus bandwidth). Before a phase
+ * that writes into the neighbours' arrays each rank tells its left neighbour (a SEND) that its
+ * own earlier writes have completed, so no chunk is overwritten while the device still reads it.
  *
- * <p><b>Broadcast</b> ({@link #broadcast(long[], int)} and others): the root's array is passed
- * along the ring, each rank forwarding once it has it.
+ * <p><b>Pipeline</b>: each chunk is cut into pieces (as many as the chunk's size gives, at
+ * least 64 KiB each, at most 16 or a quarter of the send queue), each its own WRITE with
+ * immediate data; a rank reduces (or, in all-gather and broadcast, forwards) a piece and posts its
+ * WRITE to the right at once, while the next piece is still arriving from the left, so the
+ * transfer of one piece overlaps the reduction of the one before.
  *
  * <p>Every rank must call the same collectives in the same order with arrays of the same length
  * (at most {@code maxBytes}). Float sums are added in ring order: chunk {@code c} is summed as
- * {@code x[c] + x[c+1] + ...} around the ring, the same on every rank.
+ * {@code x[c+1] + x[c+2] + ...} around the ring, ending with rank {@code c}'s, the same on every
+ * rank.
  *
  * <p><b>Failures</b>: a neighbour that dies ends the collective with a
  * {@link WorkCompletionException}: rdma_cm's DISCONNECTED shows a killed neighbour's process at
@@ -85,12 +98,19 @@ public final class Ring implements AutoCloseable {
     /** The most ranks a rendezvous takes (the table travels in 196 bytes of private data). */
     public static final int MAX_RANKS = 32;
 
+    /** The largest single WRITE: a longer piece is posted as several, the last with immediate data. */
     private static final int PIECE = 1 << 20;
+    /** The smallest piece a chunk is cut into for the pipeline ({@link #piecesFor}). */
+    private static final long MIN_PIECE = 64 << 10;
+    /** The most pieces a chunk is cut into: beyond, the per-piece cost outweighs the overlap won. */
+    private static final int MAX_PIECES = 16;
     private static final int SCRATCH = 64;
     private static final byte MAGIC = 'R';
-    private static final int TAG_SCATTER = 1 << 16;
-    private static final int TAG_GATHER = 2 << 16;
-    private static final int TAG_BCAST = 3 << 16;
+    /** Immediate data of a piece: the collective's phase, the step (below MAX_RANKS) and the piece (below 2^20). */
+    private static final int TAG_SCATTER = 1 << 28;
+    private static final int TAG_GATHER = 2 << 28;
+    private static final int TAG_BCAST = 3 << 28;
+    private static final int STEP_SHIFT = 20;
     /**
      * How long a wait polls the completion queue without a result before it blocks on the
      * completion channel (and the neighbours' rdma_cm events): a few round trips, so that a step
@@ -111,10 +131,14 @@ public final class Ring implements AutoCloseable {
      * but the acknowledgement and the event travel separately.
      */
     private static final long SEND_GRACE_NANOS = 20_000_000;
-    /** What a wait needs: a chunk from the left neighbour, a message from the right one, or send completions. */
+    /**
+     * What a wait needs: a chunk from the left neighbour, a message from the right one, send
+     * completions, or the completions of the writes to the right only.
+     */
     private static final int NEED_LEFT = 0;
     private static final int NEED_RIGHT = 1;
     private static final int NEED_SENDS = 2;
+    private static final int NEED_WRITES = 3;
     /** Work request ids of the writes to the right neighbour and of the ready messages to the left one. */
     private static final long WRITE_ID = 3;
     private static final long READY_ID = 4;
@@ -157,7 +181,15 @@ public final class Ring implements AutoCloseable {
     private int readyReceived;
     private int immReceived;
     private int immExpectedNext;
-    private final int[] imms = new int[1024];
+    /**
+     * Immediates taken but not yet awaited: the left neighbour runs at most about three phases of
+     * pieces ahead (the rest of a collective and the next one's reduce-scatter), so four suffice.
+     */
+    private final int[] imms = new int[4 * MAX_PIECES * MAX_RANKS];
+    /** The most pieces per chunk: a quarter of the send queue, so a step's pieces are posted without a wait. */
+    private final int maxPieces;
+    /** Whether the right neighbour still owes the word that its staging is free (after a reduce-scatter). */
+    private boolean stagingReadyOwed;
     private int immHead;
     private final CloseState state = new CloseState();
 
@@ -182,6 +214,7 @@ public final class Ring implements AutoCloseable {
         this.rightAddress = rightAddress;
         this.rightRkey = rightRkey;
         this.sendDepth = sendDepth;
+        this.maxPieces = Math.min(MAX_PIECES, Math.max(1, sendDepth / 4));
         long scratch = 2 * maxBytes;
         this.leftRecv = ReceiveRequest.create().id(1).local(buffer, scratch, SCRATCH);
         this.rightRecv = ReceiveRequest.create().id(2).local(buffer, scratch + SCRATCH, SCRATCH);
@@ -371,6 +404,15 @@ public final class Ring implements AutoCloseable {
         }
     }
 
+    /**
+     * The receives posted for the left neighbour's immediate data: a few steps of pieces, so the
+     * left rarely finds none (it would then wait out a receiver-not-ready retry, never fail: the
+     * ring connects with unbounded RNR retries).
+     */
+    private static int leftReceives(int size) {
+        return MAX_PIECES * (size - 1) + 16;
+    }
+
     private static void checkSize(int size) {
         if (size < 2 || size > MAX_RANKS) {
             throw new IllegalArgumentException("size must be within 2.." + MAX_RANKS + ", got " + size);
@@ -440,7 +482,7 @@ public final class Ring implements AutoCloseable {
 
         Ring connect(int rank, int size, InetSocketAddress[] table, Deadline deadline) {
             int depth = 256;
-            int recvDepth = 4 * size + 8;
+            int recvDepth = leftReceives(size);
             // accept the left neighbour in another thread while connecting to the right one
             CompletableFuture<CmId> leftSide = CompletableFuture.supplyAsync(() -> {
                 CmEvent e = listener.getRequest(deadline.remaining());
@@ -517,118 +559,393 @@ public final class Ring implements AutoCloseable {
 
     /** Sums {@code data} element by element over all ranks, in place on every rank. */
     public void allreduce(float[] data) {
-        checkLength(data.length, 4L);
-        MemorySegment.copy(data, 0, buffer.segment(), ValueLayout.JAVA_FLOAT, 0, data.length);
-        allreduce(data.length, 4, false);
-        MemorySegment.copy(buffer.segment(), ValueLayout.JAVA_FLOAT, 0, data, 0, data.length);
+        allreduce(data, ReduceOp.SUM);
+    }
+
+    /** Sums {@code data} element by element over all ranks, in place on every rank. */
+    public void allreduce(double[] data) {
+        allreduce(data, ReduceOp.SUM);
+    }
+
+    /** Sums {@code data} element by element over all ranks, in place on every rank. */
+    public void allreduce(int[] data) {
+        allreduce(data, ReduceOp.SUM);
     }
 
     /** Sums {@code data} element by element over all ranks, in place on every rank. */
     public void allreduce(long[] data) {
-        checkLength(data.length, 8L);
-        MemorySegment.copy(data, 0, buffer.segment(), ValueLayout.JAVA_LONG, 0, data.length);
-        allreduce(data.length, 8, true);
-        MemorySegment.copy(buffer.segment(), ValueLayout.JAVA_LONG, 0, data, 0, data.length);
+        allreduce(data, ReduceOp.SUM);
     }
 
-    /** Replaces {@code data} on every rank by the root's. */
-    public void broadcast(long[] data, int root) {
-        checkLength(data.length, 8L);
-        MemorySegment.copy(data, 0, buffer.segment(), ValueLayout.JAVA_LONG, 0, data.length);
-        broadcast(data.length * 8L, root);
-        MemorySegment.copy(buffer.segment(), ValueLayout.JAVA_LONG, 0, data, 0, data.length);
+    /** Reduces {@code data} element by element over all ranks with {@code op}, in place on every rank. */
+    public void allreduce(float[] data, ReduceOp op) {
+        allreduce(MemorySegment.ofArray(data), ElementType.FLOAT, op);
     }
 
-    /** Replaces {@code data} on every rank by the root's. */
-    public void broadcast(float[] data, int root) {
-        checkLength(data.length, 4L);
-        MemorySegment.copy(data, 0, buffer.segment(), ValueLayout.JAVA_FLOAT, 0, data.length);
-        broadcast(data.length * 4L, root);
-        MemorySegment.copy(buffer.segment(), ValueLayout.JAVA_FLOAT, 0, data, 0, data.length);
+    /** Reduces {@code data} element by element over all ranks with {@code op}, in place on every rank. */
+    public void allreduce(double[] data, ReduceOp op) {
+        allreduce(MemorySegment.ofArray(data), ElementType.DOUBLE, op);
     }
 
-    /** Replaces {@code data} on every rank by the root's. */
-    public void broadcast(byte[] data, int root) {
-        checkLength(data.length, 1L);
-        MemorySegment.copy(data, 0, buffer.segment(), ValueLayout.JAVA_BYTE, 0, data.length);
-        broadcast(data.length, root);
-        MemorySegment.copy(buffer.segment(), ValueLayout.JAVA_BYTE, 0, data, 0, data.length);
+    /** Reduces {@code data} element by element over all ranks with {@code op}, in place on every rank. */
+    public void allreduce(int[] data, ReduceOp op) {
+        allreduce(MemorySegment.ofArray(data), ElementType.INT, op);
     }
 
-    private long checkLength(int count, long elementBytes) {
-        state.ensureOpen(this);
-        long bytes = count * elementBytes;
-        if (bytes > maxBytes) {
-            throw new IllegalArgumentException(bytes + " bytes exceed the ring's maxBytes " + maxBytes);
-        }
-        return bytes;
+    /** Reduces {@code data} element by element over all ranks with {@code op}, in place on every rank. */
+    public void allreduce(long[] data, ReduceOp op) {
+        allreduce(MemorySegment.ofArray(data), ElementType.LONG, op);
     }
 
-    private long chunkStart(int count, int c) {
-        return (long) count * c / size;
-    }
-
-    private void allreduce(int count, int elem, boolean isLong) {
+    /**
+     * Reduces the elements of {@code data} (any segment: heap, native, mapped) element by element
+     * over all ranks with {@code op}, in place on every rank. The bytes are copied into the ring's
+     * registered buffer and back.
+     *
+     * <p><b>Errors</b>: {@link IllegalArgumentException} when {@code data} is not a whole number of
+     * elements, exceeds {@link #maxBytes()} or is read-only.
+     */
+    public void allreduce(MemorySegment data, ElementType type, ReduceOp op) {
+        Objects.requireNonNull(type, "type");
+        Objects.requireNonNull(op, "op");
+        long bytes = checkWhole("data", data, type);
+        checkFits("data", bytes);
+        checkWritable("data", data);
+        long count = bytes / type.bytes();
         if (count == 0) {
             return;
         }
-        long deadline = System.nanoTime() + timeout.toNanos();
-        MemorySegment m = buffer.segment();
-        // reduce-scatter
-        for (int s = 0; s < size - 1; s++) {
-            int send = Math.floorMod(rank - s, size);
-            long from = chunkStart(count, send) * elem;
-            long len = chunkStart(count, send + 1) * elem - from;
-            writeChunk(from, maxBytes + from, len, TAG_SCATTER | s, deadline);
-            int recv = Math.floorMod(rank - s - 1, size);
-            awaitImm(TAG_SCATTER | s, deadline);
-            long a = chunkStart(count, recv);
-            long b = chunkStart(count, recv + 1);
-            if (isLong) {
-                for (long i = a; i < b; i++) {
-                    m.setAtIndex(ValueLayout.JAVA_LONG, i, m.getAtIndex(ValueLayout.JAVA_LONG, i)
-                            + m.get(ValueLayout.JAVA_LONG, maxBytes + i * 8));
-                }
-            } else {
-                for (long i = a; i < b; i++) {
-                    // the chunk arriving from the left carries the sum of the ranks before this one
-                    m.setAtIndex(ValueLayout.JAVA_FLOAT, i, m.get(ValueLayout.JAVA_FLOAT, maxBytes + i * 4)
-                            + m.getAtIndex(ValueLayout.JAVA_FLOAT, i));
-                }
-            }
-        }
+        long deadline = start();
+        MemorySegment.copy(data, 0, buffer.segment(), 0, bytes);
+        int pieces = piecesFor(bytes / size);
+        reduceScatterPhase(count, type, op, pieces, deadline);
         // this rank's writes of reduce-scatter have been read out: the left neighbour may overwrite
         awaitSends(0, deadline);
         sendReady(deadline);
         awaitReady(deadline);
-        // allgather
+        allGatherPhase(count, type.bytes(), pieces, deadline);
+        MemorySegment.copy(buffer.segment(), 0, data, 0, bytes);
+    }
+
+    /**
+     * NCCL's reduce-scatter: {@code send} (every rank's of one length, a multiple of the ring's
+     * size) is cut into {@link #size()} equal blocks; rank {@code r} receives block {@code r}
+     * reduced over all ranks with {@code op} in the first {@code send.length / size()} elements of
+     * {@code recv}.
+     *
+     * <p><b>Errors</b>: {@link IllegalArgumentException} as {@link #reduceScatter(MemorySegment,
+     * MemorySegment, ElementType, ReduceOp)}.
+     */
+    public void reduceScatter(float[] send, float[] recv, ReduceOp op) {
+        reduceScatter(MemorySegment.ofArray(send), MemorySegment.ofArray(recv), ElementType.FLOAT, op);
+    }
+
+    /** As {@link #reduceScatter(float[], float[], ReduceOp)}, for doubles. */
+    public void reduceScatter(double[] send, double[] recv, ReduceOp op) {
+        reduceScatter(MemorySegment.ofArray(send), MemorySegment.ofArray(recv), ElementType.DOUBLE, op);
+    }
+
+    /** As {@link #reduceScatter(float[], float[], ReduceOp)}, for ints. */
+    public void reduceScatter(int[] send, int[] recv, ReduceOp op) {
+        reduceScatter(MemorySegment.ofArray(send), MemorySegment.ofArray(recv), ElementType.INT, op);
+    }
+
+    /** As {@link #reduceScatter(float[], float[], ReduceOp)}, for longs. */
+    public void reduceScatter(long[] send, long[] recv, ReduceOp op) {
+        reduceScatter(MemorySegment.ofArray(send), MemorySegment.ofArray(recv), ElementType.LONG, op);
+    }
+
+    /**
+     * NCCL's reduce-scatter on segments: {@code send}'s elements are cut into {@link #size()} equal
+     * blocks; rank {@code r} receives block {@code r} reduced over all ranks with {@code op} at the
+     * start of {@code recv} ({@code send.byteSize() / size()} bytes; the rest of {@code recv} is left
+     * alone). {@code send} is not changed; the two may overlap.
+     *
+     * <p><b>Errors</b>: {@link IllegalArgumentException} when {@code send} is not a whole number of
+     * elements, its element count is not divisible by the ring's size, it exceeds
+     * {@link #maxBytes()}, or {@code recv} is smaller than one block or read-only.
+     */
+    public void reduceScatter(MemorySegment send, MemorySegment recv, ElementType type, ReduceOp op) {
+        Objects.requireNonNull(type, "type");
+        Objects.requireNonNull(op, "op");
+        long bytes = checkWhole("send", send, type);
+        long count = bytes / type.bytes();
+        if (count % size != 0) {
+            throw new IllegalArgumentException("send has " + count + " " + type + " elements, not divisible by the ring's "
+                    + size + " ranks");
+        }
+        checkFits("send", bytes);
+        long block = bytes / size;
+        checkRoom("recv", recv, block, "one block (" + count + " elements / " + size + " ranks)");
+        if (count == 0) {
+            return;
+        }
+        long deadline = start();
+        MemorySegment.copy(send, 0, buffer.segment(), 0, bytes);
+        reduceScatterPhase(count, type, op, piecesFor(block), deadline);
+        // the left neighbour may write into this rank's staging again once told (see start()); that
+        // word is not awaited: the left may have ended its last collective and closed its ring
+        sendReady(deadline);
+        stagingReadyOwed = true;
+        awaitWrites(deadline);
+        MemorySegment.copy(buffer.segment(), rank * block, recv, 0, block);
+    }
+
+    /**
+     * NCCL's all-gather: every rank receives every rank's {@code send} (all of one length) in rank
+     * order: rank {@code r}'s at element {@code r * send.length} of {@code recv}, which holds at
+     * least {@code size() * send.length} elements.
+     *
+     * <p><b>Errors</b>: {@link IllegalArgumentException} as {@link #allGather(MemorySegment, MemorySegment)}.
+     */
+    public void allGather(float[] send, float[] recv) {
+        allGather(MemorySegment.ofArray(send), MemorySegment.ofArray(recv));
+    }
+
+    /** As {@link #allGather(float[], float[])}, for doubles. */
+    public void allGather(double[] send, double[] recv) {
+        allGather(MemorySegment.ofArray(send), MemorySegment.ofArray(recv));
+    }
+
+    /** As {@link #allGather(float[], float[])}, for ints. */
+    public void allGather(int[] send, int[] recv) {
+        allGather(MemorySegment.ofArray(send), MemorySegment.ofArray(recv));
+    }
+
+    /** As {@link #allGather(float[], float[])}, for longs. */
+    public void allGather(long[] send, long[] recv) {
+        allGather(MemorySegment.ofArray(send), MemorySegment.ofArray(recv));
+    }
+
+    /**
+     * NCCL's all-gather on segments (bytes: the element type does not matter): every rank receives
+     * every rank's {@code send} (all of one size) in rank order, rank {@code r}'s at byte
+     * {@code r * send.byteSize()} of {@code recv}; the rest of {@code recv} is left alone.
+     *
+     * <p><b>Errors</b>: {@link IllegalArgumentException} when {@code size() * send.byteSize()}
+     * exceeds {@link #maxBytes()}, or {@code recv} is smaller than that or read-only.
+     */
+    public void allGather(MemorySegment send, MemorySegment recv) {
+        Objects.requireNonNull(send, "send");
+        long block = send.byteSize();
+        long bytes = block * size;
+        checkFits("size() * send", bytes);
+        checkRoom("recv", recv, bytes, size + " blocks of " + block + " bytes");
+        if (block == 0) {
+            return;
+        }
+        long deadline = start();
+        MemorySegment.copy(send, 0, buffer.segment(), rank * block, block);
+        // the left neighbour writes into this rank's array: once this rank's last collective is done with it
+        sendReady(deadline);
+        awaitReady(deadline);
+        allGatherPhase(bytes, 1, piecesFor(block), deadline);
+        MemorySegment.copy(buffer.segment(), 0, recv, 0, bytes);
+    }
+
+    /** Replaces {@code data} on every rank by the root's. */
+    public void broadcast(byte[] data, int root) {
+        broadcast(MemorySegment.ofArray(data), root);
+    }
+
+    /** Replaces {@code data} on every rank by the root's. */
+    public void broadcast(float[] data, int root) {
+        broadcast(MemorySegment.ofArray(data), root);
+    }
+
+    /** Replaces {@code data} on every rank by the root's. */
+    public void broadcast(double[] data, int root) {
+        broadcast(MemorySegment.ofArray(data), root);
+    }
+
+    /** Replaces {@code data} on every rank by the root's. */
+    public void broadcast(int[] data, int root) {
+        broadcast(MemorySegment.ofArray(data), root);
+    }
+
+    /** Replaces {@code data} on every rank by the root's. */
+    public void broadcast(long[] data, int root) {
+        broadcast(MemorySegment.ofArray(data), root);
+    }
+
+    /**
+     * Replaces the bytes of {@code data} on every rank by the root's (every rank's {@code data} of
+     * one size).
+     *
+     * <p><b>Errors</b>: {@link IllegalArgumentException} for a root outside {@code 0..size()-1},
+     * or {@code data} larger than {@link #maxBytes()} or read-only.
+     */
+    public void broadcast(MemorySegment data, int root) {
+        Objects.requireNonNull(data, "data");
+        if (root < 0 || root >= size) {
+            throw new IllegalArgumentException("root must be within 0.." + (size - 1) + ", got " + root);
+        }
+        long bytes = data.byteSize();
+        checkFits("data", bytes);
+        checkWritable("data", data);
+        if (bytes == 0) {
+            return;
+        }
+        long deadline = start();
+        int pieces = piecesFor(bytes);
+        if (rank == root) {
+            MemorySegment.copy(data, 0, buffer.segment(), 0, bytes);
+            awaitReady(deadline);
+            for (int j = 0; j < pieces; j++) {
+                writeChunk(bytes * j / pieces, bytes * j / pieces, bytes * (j + 1) / pieces - bytes * j / pieces,
+                        tag(TAG_BCAST, 0, j), deadline);
+            }
+        } else {
+            boolean forward = (rank + 1) % size != root;
+            sendReady(deadline);
+            for (int j = 0; j < pieces; j++) {
+                awaitImm(tag(TAG_BCAST, 0, j), deadline);
+                if (forward) {
+                    if (j == 0) {
+                        awaitReady(deadline);
+                    }
+                    writeChunk(bytes * j / pieces, bytes * j / pieces, bytes * (j + 1) / pieces - bytes * j / pieces,
+                        tag(TAG_BCAST, 0, j), deadline);
+                }
+            }
+        }
+        awaitSends(0, deadline);
+        if (rank != root) {
+            MemorySegment.copy(buffer.segment(), 0, data, 0, bytes);
+        }
+    }
+
+    private long checkWhole(String name, MemorySegment s, ElementType type) {
+        Objects.requireNonNull(s, name);
+        long bytes = s.byteSize();
+        if (bytes % type.bytes() != 0) {
+            throw new IllegalArgumentException(name + " has " + bytes + " bytes, not a whole number of " + type.bytes()
+                    + "-byte " + type + " elements");
+        }
+        return bytes;
+    }
+
+    private void checkFits(String name, long bytes) {
+        state.ensureOpen(this);
+        if (bytes > maxBytes) {
+            throw new IllegalArgumentException(name + " has " + bytes + " bytes, more than the ring's maxBytes " + maxBytes);
+        }
+    }
+
+    private static void checkWritable(String name, MemorySegment s) {
+        if (s.isReadOnly()) {
+            throw new IllegalArgumentException(name + " is read-only: the result is written into it");
+        }
+    }
+
+    private static void checkRoom(String name, MemorySegment s, long bytes, String what) {
+        Objects.requireNonNull(s, name);
+        if (s.byteSize() < bytes) {
+            throw new IllegalArgumentException(name + " has " + s.byteSize() + " bytes, too small for " + what + ": "
+                    + bytes + " bytes");
+        }
+        checkWritable(name, s);
+    }
+
+    /**
+     * The deadline of a collective that begins now; first takes the right neighbour's word that
+     * its staging is free when the last collective was a reduce-scatter: that one ends without
+     * waiting for it (its last chunk from the left may still be being reduced on the right, and
+     * the next collective's first writes go to the same staging).
+     */
+    private long start() {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        if (stagingReadyOwed) {
+            awaitReady(deadline);
+            stagingReadyOwed = false;
+        }
+        return deadline;
+    }
+
+    /** The first element of chunk {@code c} of {@code count} elements cut in {@link #size} chunks. */
+    private long chunkStart(long count, int c) {
+        return count * c / size;
+    }
+
+    /** The first element of piece {@code j} of {@code pieces} of chunk {@code c}. */
+    private long pieceStart(long count, int c, int j, int pieces) {
+        long a = chunkStart(count, c);
+        return a + (chunkStart(count, c + 1) - a) * j / pieces;
+    }
+
+    /**
+     * How many pieces a chunk of {@code chunkBytes} is cut into: enough that the reduction (or the
+     * forwarding) of one piece overlaps the transfer of the next, none below {@link #MIN_PIECE}
+     * (each piece costs a work request and a completion on both sides), and few enough that a
+     * step's pieces fit the send queue together.
+     */
+    private int piecesFor(long chunkBytes) {
+        return (int) Math.max(1, Math.min(maxPieces, chunkBytes / MIN_PIECE));
+    }
+
+    private static int tag(int kind, int step, int piece) {
+        return kind | step << STEP_SHIFT | piece;
+    }
+
+    /**
+     * Reduce-scatter over {@code count} elements in the data area: after {@code size - 1} steps,
+     * chunk {@code rank} holds the reduction over all ranks. At step {@code s} this rank receives
+     * chunk {@code rank - s - 2} in its staging from the left (which began it with its own chunk
+     * {@code rank - 2} at step 0) and reduces it into its own; each reduced piece goes on to the
+     * right at once, while the next piece is still arriving.
+     */
+    private void reduceScatterPhase(long count, ElementType type, ReduceOp op, int pieces, long deadline) {
+        int elem = type.bytes();
+        MemorySegment m = buffer.segment();
+        int first = Math.floorMod(rank - 1, size);
+        for (int j = 0; j < pieces; j++) {
+            writePiece(count, first, elem, maxBytes, j, pieces, tag(TAG_SCATTER, 0, j), deadline);
+        }
         for (int s = 0; s < size - 1; s++) {
-            int send = Math.floorMod(rank + 1 - s, size);
-            long from = chunkStart(count, send) * elem;
-            long len = chunkStart(count, send + 1) * elem - from;
-            writeChunk(from, from, len, TAG_GATHER | s, deadline);
-            awaitImm(TAG_GATHER | s, deadline);
+            int recv = Math.floorMod(rank - s - 2, size);
+            for (int j = 0; j < pieces; j++) {
+                awaitImm(tag(TAG_SCATTER, s, j), deadline);
+                long a = pieceStart(count, recv, j, pieces);
+                long b = pieceStart(count, recv, j + 1, pieces);
+                // the piece arriving from the left carries the reduction of the ranks before this one
+                Reduction.apply(m, maxBytes + a * elem, a * elem, b - a, type, op);
+                if (s < size - 2) {
+                    writePiece(count, recv, elem, maxBytes, j, pieces, tag(TAG_SCATTER, s + 1, j), deadline);
+                }
+            }
+        }
+    }
+
+    /**
+     * All-gather over {@code count} elements of {@code elem} bytes, this rank holding chunk
+     * {@code rank}: at step {@code s} it receives chunk {@code rank - 1 - s} straight into its data
+     * area and forwards each piece as it lands. Ends with every write completed.
+     */
+    private void allGatherPhase(long count, long elem, int pieces, long deadline) {
+        for (int j = 0; j < pieces; j++) {
+            writePiece(count, rank, elem, 0, j, pieces, tag(TAG_GATHER, 0, j), deadline);
+        }
+        for (int s = 0; s < size - 1; s++) {
+            int recv = Math.floorMod(rank - 1 - s, size);
+            for (int j = 0; j < pieces; j++) {
+                awaitImm(tag(TAG_GATHER, s, j), deadline);
+                if (s < size - 2) {
+                    writePiece(count, recv, elem, 0, j, pieces, tag(TAG_GATHER, s + 1, j), deadline);
+                }
+            }
         }
         awaitSends(0, deadline);
     }
 
-    private void broadcast(long bytes, int root) {
-        if (root < 0 || root >= size) {
-            throw new IllegalArgumentException("root must be within 0.." + (size - 1) + ", got " + root);
-        }
-        if (bytes == 0) {
-            return;
-        }
-        long deadline = System.nanoTime() + timeout.toNanos();
-        if (rank != root) {
-            sendReady(deadline);
-            awaitImm(TAG_BCAST, deadline);
-        }
-        if ((rank + 1) % size != root) {
-            awaitReady(deadline);
-            writeChunk(0, 0, bytes, TAG_BCAST, deadline);
-        }
-        awaitSends(0, deadline);
+    /**
+     * WRITEs piece {@code j} of chunk {@code c} ({@code count} elements of {@code elem} bytes) to
+     * the same place of the right neighbour's data area ({@code toOffset} 0) or its staging
+     * ({@code toOffset} {@link #maxBytes}), with immediate {@code imm}.
+     */
+    private void writePiece(long count, int c, long elem, long toOffset, int j, int pieces, int imm, long deadline) {
+        long from = pieceStart(count, c, j, pieces) * elem;
+        long end = pieceStart(count, c, j + 1, pieces) * elem;
+        writeChunk(from, toOffset + from, end - from, imm, deadline);
     }
 
     /** WRITEs {@code len} bytes at {@code from} to the right neighbour's {@code to}, the last piece with immediate. */
@@ -664,6 +981,13 @@ public final class Ring implements AutoCloseable {
     private void awaitSends(int atMost, long deadline) {
         while (sendsPending > atMost) {
             pollOnce(deadline, "send completions", NEED_SENDS);
+        }
+    }
+
+    /** Waits for the writes to the right neighbour, not for the ready messages to the left one. */
+    private void awaitWrites(long deadline) {
+        while (sendsPending > readySendsPending) {
+            pollOnce(deadline, "write completions", NEED_WRITES);
         }
     }
 
@@ -738,6 +1062,10 @@ public final class Ring implements AutoCloseable {
             }
             WcOpcode op = wc.opcode();
             if (op == WcOpcode.RECV_RDMA_WITH_IMM) {
+                if (immReceived == imms.length) {
+                    throw new IllegalStateException("rank " + rank + ": more than " + imms.length
+                            + " chunks from the left neighbour not yet taken: the ranks did not call the same collectives");
+                }
                 imms[(immHead + immReceived) % imms.length] = wc.immediate();
                 immReceived++;
                 left.postRecv(leftRecv);
@@ -785,6 +1113,8 @@ public final class Ring implements AutoCloseable {
         } else if (need == NEED_RIGHT && rightGone != null) {
             took = takeCompletions();
             broken = readyReceived == 0 ? rightGone : null;
+        } else if (need == NEED_WRITES && now - goneAt > SEND_GRACE_NANOS) {
+            broken = rightGone;
         } else if (need == NEED_SENDS && now - goneAt > SEND_GRACE_NANOS) {
             // only the sends to a side that is gone wait for nothing
             broken = leftGone != null && readySendsPending > 0 ? leftGone
