@@ -124,8 +124,8 @@ public final class KernelPairMain {
     }
 
     /** Compares what comes back with the message in flight; completes once all of it came. */
-    private static final class EchoChecker extends ChannelInboundHandlerAdapter {
-        private volatile CompletableFuture<Void> current = new CompletableFuture<>();
+    static final class EchoChecker extends ChannelInboundHandlerAdapter {
+        volatile CompletableFuture<Void> current = new CompletableFuture<>();
         private volatile int index;
         private volatile int length;
         private int received;
