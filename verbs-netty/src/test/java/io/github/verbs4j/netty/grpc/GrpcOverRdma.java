@@ -32,7 +32,13 @@ final class GrpcOverRdma {
     /** A server on the loopback address (softrdma's device), on a port the system picks. */
     static Server startServer(EventLoopGroup boss, EventLoopGroup worker, BindableService service)
             throws IOException {
-        return NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
+        return startServer(boss, worker, service, new InetSocketAddress("127.0.0.1", 0));
+    }
+
+    /** A server on {@code address}: an RDMA device's IP address and an rdma_cm port. */
+    static Server startServer(EventLoopGroup boss, EventLoopGroup worker, BindableService service,
+            InetSocketAddress address) throws IOException {
+        return NettyServerBuilder.forAddress(address)
                 .channelType(RdmaServerSocketChannel.class)
                 .bossEventLoopGroup(boss)
                 .workerEventLoopGroup(worker)
@@ -42,7 +48,11 @@ final class GrpcOverRdma {
     }
 
     static ManagedChannel channel(EventLoopGroup group, int port) {
-        return NettyChannelBuilder.forAddress(new InetSocketAddress("127.0.0.1", port))
+        return channel(group, new InetSocketAddress("127.0.0.1", port));
+    }
+
+    static ManagedChannel channel(EventLoopGroup group, InetSocketAddress server) {
+        return NettyChannelBuilder.forAddress(server)
                 .channelType(RdmaSocketChannel.class)
                 .eventLoopGroup(group)
                 .usePlaintext()
