@@ -134,7 +134,9 @@ public final class CompletionChannel implements AutoCloseable {
             if (rc != 0) {
                 throw VerbsException.of("ibv_get_cq_event", Downcalls.errno(errno));
             }
-            long address = cqOut.get(ValueLayout.ADDRESS, 0).address();
+            // the pointer read as a 64-bit word: get(ADDRESS) would make a MemorySegment, which the
+            // JIT does not always scalar-replace on this path (a polling thread blocks here often)
+            long address = cqOut.get(ValueLayout.JAVA_LONG, 0);
             CompletionQueue cq = null;
             for (CompletionQueue q : queues) {
                 if (q.handle.pointer().address() == address) {

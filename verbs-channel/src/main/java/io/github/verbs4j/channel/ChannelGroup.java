@@ -88,6 +88,12 @@ public final class ChannelGroup implements AutoCloseable {
     /** Begun under this lock, so that {@link #prepare} never adds a channel that close() misses. */
     private final CloseState state = new CloseState();
     private volatile Throwable pollerFailure;
+    /**
+     * How often the polling thread blocked on the completion channel: a test's measure. A wait
+     * is not per message, and its code may run uncompiled (it runs rarely), where the JDK's errno
+     * capture allocates a segment slice per downcall; the allocation tests allow for it per wait.
+     */
+    private volatile long blockingWaits;
     // application polling: the queue, taken by one thread at a time
     private final ReentrantLock pollLock = new ReentrantLock();
     private volatile CompletionQueue appCq;
@@ -354,6 +360,11 @@ public final class ChannelGroup implements AutoCloseable {
         servers.remove(server);
     }
 
+    /** {@link #blockingWaits}: how often the polling thread has blocked so far (tests). */
+    long blockingWaits() {
+        return blockingWaits;
+    }
+
     // ---- the threads --------------------------------------------------------------------------
 
     private void pollLoop() {
@@ -393,6 +404,7 @@ public final class ChannelGroup implements AutoCloseable {
                     idle = 0;
                     continue;
                 }
+                blockingWaits++; // written by this thread only
                 completionChannel.await(POLL_SLICE);
             }
         } catch (Throwable t) {

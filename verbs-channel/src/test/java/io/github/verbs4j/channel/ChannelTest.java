@@ -378,21 +378,25 @@ class ChannelTest {
             Thread poller = p.serverGroup().pollingThread();
             long[] sender = new long[ALLOCATION_ROUNDS];
             long[] polling = new long[ALLOCATION_ROUNDS];
+            long[] waits = new long[ALLOCATION_ROUNDS];
             for (int round = 0; round < ALLOCATION_ROUNDS; round++) {
                 long before = ThreadMeter.allocatedBytes();
                 long pollerBefore = poller == null ? 0 : ThreadMeter.allocatedBytes(poller);
+                long waitsBefore = p.serverGroup().blockingWaits();
                 for (int i = 0; i < n; i++) {
                     msg.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, i);
                     p.client().send(msg);
                 }
                 sender[round] = ThreadMeter.allocatedBytes() - before;
                 polling[round] = poller == null ? 0 : ThreadMeter.allocatedBytes(poller) - pollerBefore;
+                waits[round] = p.serverGroup().blockingWaits() - waitsBefore;
             }
             long[] r = receiver.get(T.toSeconds(), TimeUnit.SECONDS);
             long[] received = Arrays.copyOf(r, ALLOCATION_ROUNDS);
             System.out.printf("allocation per round of %d messages (%s), the first warming up: sender %s B, "
-                    + "receiver %s B, server polling thread %s B%n", n, what, Arrays.toString(sender),
-                    Arrays.toString(received), poller == null ? "(none)" : Arrays.toString(polling));
+                    + "receiver %s B, server polling thread %s%n", n, what, Arrays.toString(sender),
+                    Arrays.toString(received), poller == null ? "(none)" : Arrays.toString(polling) + " B in "
+                            + Arrays.toString(waits) + " blocking waits");
             assertEquals(ALLOCATION_ROUNDS * ((long) n * (n - 1) / 2), r[ALLOCATION_ROUNDS]);
             assertTrue(leastMeasured(sender) < limit, "the sender allocated in every round: " + Arrays.toString(sender));
             assertTrue(leastMeasured(received) < limit,
@@ -400,11 +404,22 @@ class ChannelTest {
             if (poller != null) {
                 // the polling thread's rounds are cut by the sender's clock: one of them may
                 // hold some of the warm-up's completions, which is why only the least counts
-                assertTrue(leastMeasured(polling) < limit,
-                        "the server's polling thread allocated in every round: " + Arrays.toString(polling));
+                // a blocking wait is not per message, and its rarely run code may be uncompiled,
+                // where each errno-capturing downcall (poll, ibv_get_cq_event) allocates a slice of
+                // the capture segment (about 48 B): allowed per wait, so a per-message allocation
+                // (16 B or more each, every message) still fails the test
+                boolean steady = false;
+                for (int round = 1; round < ALLOCATION_ROUNDS; round++) {
+                    steady |= polling[round] < limit + BYTES_PER_BLOCKING_WAIT * waits[round];
+                }
+                assertTrue(steady, "the server's polling thread allocated in every round: " + Arrays.toString(polling)
+                        + " B in " + Arrays.toString(waits) + " blocking waits");
             }
         }
     }
+
+    /** What a blocking wait of the polling thread may allocate when its code runs uncompiled. */
+    private static final long BYTES_PER_BLOCKING_WAIT = 128;
 
     private static long leastMeasured(long[] rounds) {
         return Arrays.stream(rounds, 1, rounds.length).min().orElseThrow();
