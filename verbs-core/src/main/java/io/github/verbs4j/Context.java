@@ -10,6 +10,7 @@ import io.github.verbs4j.raw.ContextOps;
 import io.github.verbs4j.raw.CqInitAttrEx;
 import io.github.verbs4j.raw.DeviceAttr;
 import io.github.verbs4j.raw.Downcalls;
+import io.github.verbs4j.raw.FileDescriptors;
 import io.github.verbs4j.raw.ExtendedOps;
 import io.github.verbs4j.raw.GidEntryFields;
 import io.github.verbs4j.raw.ImportOps;
@@ -177,7 +178,7 @@ public final class Context implements AutoCloseable {
         int dup;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
-            dup = (int) ImportOps.DUP.invokeExact(errno, fd);
+            dup = (int) FileDescriptors.DUP.invokeExact(errno, fd);
             if (dup < 0) {
                 throw new VerbsException("dup", Downcalls.errno(errno), "command fd " + fd + " of " + this);
             }
@@ -203,13 +204,12 @@ public final class Context implements AutoCloseable {
 
     private static void closeFd(int fd, Throwable failure) {
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment errno = Downcalls.errnoSegment(arena);
-            int rc = (int) io.github.verbs4j.raw.XrcOps.CLOSE_FD.invokeExact(errno, fd);
-            if (rc != 0) {
-                failure.addSuppressed(new VerbsException("close", Downcalls.errno(errno), "fd " + fd));
+            int errno = FileDescriptors.close(Downcalls.errnoSegment(arena), fd);
+            if (errno != 0) {
+                failure.addSuppressed(new VerbsException("close", errno, "fd " + fd));
             }
-        } catch (Throwable t) {
-            failure.addSuppressed(t);
+        } catch (RuntimeException | Error e) {
+            failure.addSuppressed(e);
         }
     }
 

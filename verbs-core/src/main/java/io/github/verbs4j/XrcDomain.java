@@ -3,6 +3,7 @@ package io.github.verbs4j;
 import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.internal.NativeHandle;
 import io.github.verbs4j.raw.Downcalls;
+import io.github.verbs4j.raw.FileDescriptors;
 import io.github.verbs4j.raw.XrcOps;
 import io.github.verbs4j.raw.XrcdInitAttr;
 
@@ -67,7 +68,7 @@ public final class XrcDomain implements AutoCloseable {
         int fd;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
-            fd = (int) XrcOps.OPEN.invokeExact(errno, arena.allocateFrom(file.toString()), O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
+            fd = (int) FileDescriptors.OPEN.invokeExact(errno, arena.allocateFrom(file.toString()), O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
             if (fd < 0) {
                 throw new VerbsException("open", Downcalls.errno(errno), "the XRC domain file " + file);
             }
@@ -79,9 +80,7 @@ public final class XrcDomain implements AutoCloseable {
         } finally {
             // the domain is the file's, not the descriptor's: it stays when the descriptor closes
             try (Arena arena = Arena.ofConfined()) {
-                int ignored = (int) XrcOps.CLOSE_FD.invokeExact(Downcalls.errnoSegment(arena), fd);
-            } catch (Throwable t) {
-                throw Downcalls.unexpected("close", t);
+                FileDescriptors.close(Downcalls.errnoSegment(arena), fd);
             }
         }
     }

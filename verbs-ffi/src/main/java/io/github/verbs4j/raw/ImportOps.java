@@ -4,10 +4,8 @@ import io.github.verbs4j.ffi.RdmaCore;
 import io.github.verbs4j.ffi.ibv_pd;
 
 import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
-import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 import java.util.function.Supplier;
 
@@ -42,10 +40,6 @@ public final class ImportOps {
     public static final MethodHandle IMPORT_MR = bind("ibv_import_mr", RdmaCore::ibv_import_mr$descriptor);
     /** {@code void ibv_unimport_mr(struct ibv_mr *)}. */
     public static final MethodHandle UNIMPORT_MR = plain("ibv_unimport_mr", RdmaCore::ibv_unimport_mr$descriptor);
-
-    /** libc {@code int dup(int fd)}; errno captured. */
-    public static final MethodHandle DUP = Downcalls.errnoCapturing(Linker.nativeLinker().defaultLookup(), "dup",
-            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
 
     /** {@code sizeof(struct ibv_pd)}. */
     public static final long PD_SIZE = ibv_pd.layout().byteSize();

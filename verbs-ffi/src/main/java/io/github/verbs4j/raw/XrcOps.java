@@ -4,7 +4,6 @@ import io.github.verbs4j.ffi.ibv_xrcd;
 import io.github.verbs4j.ffi.verbs_context;
 
 import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
@@ -34,13 +33,6 @@ public final class XrcOps {
     public static final MethodHandle CLOSE = Downcalls.functionPointerCapturingErrno(FunctionDescriptor.of(I, A));
     /** {@code int (*get_srq_num)(struct ibv_srq *, uint32_t *)}; errno captured. */
     public static final MethodHandle GET_SRQ_NUM = Downcalls.functionPointerCapturingErrno(FunctionDescriptor.of(I, A, A));
-
-    /** libc {@code int open(const char *path, int flags, ...)} with a mode; errno captured. */
-    public static final MethodHandle OPEN = Downcalls.errnoCapturing(Linker.nativeLinker().defaultLookup(), "open",
-            FunctionDescriptor.of(I, A, I, I), Linker.Option.firstVariadicArg(2));
-    /** libc {@code int close(int fd)}; errno captured. */
-    public static final MethodHandle CLOSE_FD = Downcalls.errnoCapturing(Linker.nativeLinker().defaultLookup(), "close",
-            FunctionDescriptor.of(I, I));
 
     /** {@code verbs_context->open_xrcd}, or {@code null}. */
     public static MemorySegment openXrcd(MemorySegment context) {
