@@ -65,13 +65,17 @@ import java.util.concurrent.atomic.AtomicInteger;
  * an event loop group of {@link RdmaIoHandler}.
  *
  * <p><b>On the wire</b>: each side registers a receive ring of {@code RDMA_RING_SLOTS} slots of
- * {@code RDMA_SLOT_SIZE} bytes and posts a receive on every slot; the peer learns both sizes
- * from the connection's private data and starts with one credit per slot. A message is one SEND
- * of a 4-byte header and up to a slot's worth of payload: the header returns credits (slots the
- * sender consumed and posted again) and carries the FIN of {@link #shutdownOutput()} and the CLOSE
- * of {@link #close()}. Credits ride on data when there is data, or go alone once a quarter of the
- * ring is owed; one credit is kept back for those credit-only messages, so two peers that both
- * run out can always tell each other. SEND/RECV serves IB, RoCE and iWARP alike.
+ * {@code RDMA_SLOT_SIZE} bytes and posts a receive for every slot; the peer learns both sizes
+ * from the connection's private data ({@link WireHandshake}) and starts with one credit per slot.
+ * A message fills one slot and carries a 32-bit word: the credits it returns (slots the sender
+ * freed and posted again), the FIN of {@link #shutdownOutput()} and the CLOSE of {@link #close()}.
+ * Credits ride on data when there is data, or go alone once a quarter of the ring is owed; one
+ * credit is kept back for those credit-only messages, so two peers that both run out can always
+ * tell each other. The wire ({@link RdmaWireMode}, from the device's transport unless
+ * {@link RdmaChannelOption#RDMA_WIRE_MODE} says otherwise): on IB and RoCE an RDMA WRITE with
+ * immediate of the payload into the peer's slot, the word and the slot in the immediate; on
+ * iWARP, which has no immediate data on WRITE, a SEND of the word as a 4-byte header and the
+ * payload into the peer's next posted receive.
  *
  * <p><b>Writes</b> are copied into a registered send ring (one slot per message in flight), unless
  * they lie in a chunk of {@link RdmaByteBufAllocator} (then posted in place and released once
@@ -1528,8 +1532,12 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         return true;
     }
 
-    /** The wire mode this connection uses, resolved at its setup (null before): for tests. */
-    RdmaWireMode wireMode() {
+    /**
+     * The wire this connection uses ({@code WRITE_WITH_IMM} or {@code SEND}), resolved from
+     * {@link RdmaChannelOption#RDMA_WIRE_MODE} and the device's transport when the connection was
+     * set up; null before. A channel closed after its setup keeps reporting it.
+     */
+    public RdmaWireMode wireMode() {
         return wireMode;
     }
 

@@ -3,9 +3,13 @@ package io.github.verbs4j.netty;
 import io.github.verbs4j.TransportType;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -13,6 +17,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.net.ConnectException;
 import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
+import java.util.Arrays;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -109,6 +115,87 @@ class RdmaWireModeTest {
         assertEquals(RdmaWireMode.SEND, seen.server());
         assertEquals(0, seen.clientImmediates());
         assertEquals(0, seen.serverImmediates());
+    }
+
+    /**
+     * Releases zero-copy reads at once, except every 12th, which it keeps until 10 more arrived
+     * and only then copies out: slots come free out of ring order, and a sender that went round
+     * the ring in order would write into the kept slot meanwhile. It must write only into the
+     * slots the receiver handed back through its slot queue.
+     */
+    static final class OutOfOrderReleaser extends ChannelInboundHandlerAdapter {
+        final byte[][] got;
+        final ArrayDeque<ByteBuf> kept = new ArrayDeque<>();
+        final ArrayDeque<Integer> keptIndex = new ArrayDeque<>();
+        final CompletableFuture<byte[][]> done = new CompletableFuture<>();
+        int count;
+        int slotBuffers;
+
+        OutOfOrderReleaser(int messages) {
+            got = new byte[messages][];
+        }
+
+        private void copyAndRelease(int index, ByteBuf buf) {
+            got[index] = ByteBufUtil.getBytes(buf);
+            buf.release();
+        }
+
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            ByteBuf buf = (ByteBuf) msg;
+            slotBuffers += buf instanceof ReceiveSlotBuf ? 1 : 0;
+            int index = count++;
+            if (index % 12 == 0) {
+                kept.addLast(buf);
+                keptIndex.addLast(index);
+            } else {
+                copyAndRelease(index, buf);
+            }
+            while (!kept.isEmpty() && (keptIndex.peekFirst() + 10 <= index || count == got.length)) {
+                copyAndRelease(keptIndex.pollFirst(), kept.pollFirst());
+            }
+            if (count == got.length) {
+                done.complete(got);
+            }
+        }
+
+        @Override
+        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+            done.completeExceptionally(cause);
+        }
+    }
+
+    @Test
+    void zeroCopySlotsReleasedOutOfOrderAreReusedOnlyOnceReleased() throws Exception {
+        int messages = 300;
+        int size = 200;
+        OutOfOrderReleaser releaser = new OutOfOrderReleaser(messages);
+        Channel server = loops.serverBootstrap().childOption(RdmaChannelOption.RDMA_ZERO_COPY_READ, true)
+                .childOption(RdmaChannelOption.RDMA_RING_SLOTS, 8).childOption(RdmaChannelOption.RDMA_SLOT_SIZE, 256)
+                .childHandler(releaser).bind(RdmaLoops.LOCAL_ANY_PORT).syncUninterruptibly().channel();
+        try {
+            RdmaSocketChannel client = (RdmaSocketChannel) loops.clientBootstrap()
+                    .handler(new ChannelInboundHandlerAdapter()).connect(server.localAddress())
+                    .syncUninterruptibly().channel();
+            try {
+                byte[] sent = new byte[messages * size];
+                new Random(7).nextBytes(sent);
+                for (int i = 0; i < messages; i++) {
+                    client.writeAndFlush(Unpooled.wrappedBuffer(sent, i * size, size));
+                }
+                byte[][] got = releaser.done.get(60, TimeUnit.SECONDS);
+                for (int i = 0; i < messages; i++) {
+                    assertArrayEquals(Arrays.copyOfRange(sent, i * size, (i + 1) * size), got[i], "message " + i);
+                }
+                assertEquals(RdmaWireMode.WRITE_WITH_IMM, client.wireMode());
+                // (written before done completed, so seen here)
+                assertEquals(messages, releaser.slotBuffers, "every read was its slot (at most 1 of 8 kept at once)");
+            } finally {
+                client.close().syncUninterruptibly();
+            }
+        } finally {
+            server.close().syncUninterruptibly();
+        }
     }
 
     @Test
