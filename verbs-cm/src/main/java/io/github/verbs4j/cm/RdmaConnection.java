@@ -135,7 +135,7 @@ public final class RdmaConnection implements AutoCloseable {
             callbacks = new RmaCallback[depth];
             tags = new long[depth];
             kinds = new byte[depth];
-            int ring = q.receiveSlots;
+            int ring = q.receiveSlots + 1; // every slot may hold a message not yet taken: full must not read as empty
             rxSlot = new int[ring];
             rxLength = new int[ring];
             q.register(this, qpNumber, depth);

@@ -17,6 +17,7 @@ import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -257,6 +258,24 @@ class RdmaConnectionTest {
             assertTrue(lost.getMessage().contains(client.toString()) && lost.getMessage().contains("disconnected"),
                     lost.getMessage());
             assertTrue(System.nanoTime() - start < T.toNanos() / 2, "the wait ended at its timeout, not at the event");
+        }
+    }
+
+    /**
+     * Every receive slot filled before the application takes one: the messages queue in order (a
+     * ring of exactly {@code receiveSlots} entries once read as empty when full, and the messages
+     * were lost with their slots never posted again).
+     */
+    @Test
+    void messagesFillingEveryReceiveSlotAreAllDelivered() throws Exception {
+        RdmaConnection[] p = pair(EndpointOptions.defaults().withReceiveSlots(2));
+        try (RdmaConnection client = p[0]; RdmaConnection server = p[1]) {
+            client.send(new byte[] {1}, T);
+            client.send(new byte[] {2}, T); // both slots used, none taken yet
+            assertArrayEquals(new byte[] {1}, server.receive(T));
+            assertArrayEquals(new byte[] {2}, server.receive(T));
+            client.send(new byte[] {3}, T); // the slots were posted again
+            assertArrayEquals(new byte[] {3}, server.receive(T));
         }
     }
 
