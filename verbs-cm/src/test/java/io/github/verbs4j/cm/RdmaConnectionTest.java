@@ -262,6 +262,34 @@ class RdmaConnectionTest {
     }
 
     /**
+     * A send the transport gave up on is a lost peer: with no receiver-not-ready retries and the
+     * server taking no message, the third send finds no receive posted and completes with
+     * RNR_RETRY_EXCEEDED; it throws {@link PeerLostException} with that status, its own
+     * {@link WorkCompletionException} (naming the send) as cause, the message not repeated.
+     */
+    @Test
+    void aSendTheTransportGaveUpOnIsAPeerLostWithItsCompletionAsCause() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeFalse(CmTestNet.iwarp(), "iWARP has no receiver-not-ready"
+                + " retries: a SEND without a receive terminates the connection");
+        ConnectParameters d = ConnectParameters.defaults();
+        EndpointOptions noRnrRetry = EndpointOptions.defaults().withReceiveSlots(2).withParameters(
+                new ConnectParameters(d.responderResources(), d.initiatorDepth(), d.retryCount(), 0, d.privateData()));
+        RdmaConnection[] p = pair(noRnrRetry);
+        try (RdmaConnection client = p[0]; RdmaConnection server = p[1]) {
+            client.send(new byte[] {1}, T);
+            client.send(new byte[] {2}, T); // both of the server's receives are used, none taken
+            PeerLostException lost = assertThrows(PeerLostException.class, () -> client.send(new byte[] {3}, T));
+            assertEquals(WcStatus.RNR_RETRY_EXCEEDED, lost.status());
+            WorkCompletionException wc = assertInstanceOf(WorkCompletionException.class, lost.getCause());
+            assertEquals(WcStatus.RNR_RETRY_EXCEEDED, wc.status());
+            assertTrue(wc.getMessage().startsWith("send #3 on " + client), wc.getMessage());
+            assertEquals("the peer of " + client + " is lost", lost.getMessage());
+            assertArrayEquals(new byte[] {1}, server.receive(T), "what arrived before is still delivered");
+            assertArrayEquals(new byte[] {2}, server.receive(T));
+        }
+    }
+
+    /**
      * Every receive slot filled before the application takes one: the messages queue in order (a
      * ring of exactly {@code receiveSlots} entries once read as empty when full, and the messages
      * were lost with their slots never posted again).
