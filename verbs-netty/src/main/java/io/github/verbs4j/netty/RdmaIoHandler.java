@@ -26,6 +26,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * The I/O handler of an RDMA event loop: {@code new MultiThreadIoEventLoopGroup(n, RdmaIoHandler.newFactory())}.
@@ -65,6 +66,11 @@ public final class RdmaIoHandler implements IoHandler {
     private Object[] pollOwners = new Object[0];
     private long lastWorkNanos = System.nanoTime();
     private int passes;
+    /**
+     * Blocking waits of every RDMA loop of this JVM, for tests of steady-state allocation: a wait
+     * costs a {@code poll(2)} downcall, whose allocation (if any) is per wait, not per message.
+     */
+    private static final LongAdder BLOCKING_WAITS = new LongAdder();
 
     /** A device's resources on this loop. */
     static final class Device {
@@ -108,6 +114,11 @@ public final class RdmaIoHandler implements IoHandler {
         Objects.requireNonNull(options, "options");
         Rdma.ensureAvailability();
         return executor -> new RdmaIoHandler(executor, options);
+    }
+
+    /** How many times the RDMA loops of this JVM blocked in {@code poll(2)} so far: for tests. */
+    static long blockingWaits() {
+        return BLOCKING_WAITS.sum();
     }
 
     /** The options this loop runs with. */
@@ -166,6 +177,7 @@ public final class RdmaIoHandler implements IoHandler {
         }
         long delay = context.delayNanos(System.nanoTime());
         int timeoutMillis = delay == Long.MAX_VALUE ? -1 : (int) Math.min(Integer.MAX_VALUE, (delay + 999_999) / 1_000_000);
+        BLOCKING_WAITS.increment();
         work = waitForEvents(timeoutMillis);
         work += pollAll();
         lastWorkNanos = System.nanoTime();
