@@ -26,6 +26,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
@@ -50,6 +51,13 @@ public final class RdmaIoHandler implements IoHandler {
     private final RdmaTransportOptions options;
     private final Arena arena = Arena.ofShared();
     private final int wakeupFd;
+    /**
+     * How many {@link #wakeup()} calls are writing to {@link #wakeupFd} now, plus
+     * {@code Integer.MIN_VALUE} once {@link #destroy()} began: destroy waits until no write is
+     * in flight before it closes the fd (whose number another open could take) and the arena
+     * (which a write in flight holds).
+     */
+    private final AtomicInteger wakeups = new AtomicInteger();
     private final MemorySegment one;
     private final MemorySegment drain;
     private final List<Registration> registrations = new ArrayList<>();
@@ -283,7 +291,16 @@ public final class RdmaIoHandler implements IoHandler {
 
     @Override
     public void wakeup() {
-        Syscalls.write(wakeupFd, one);
+        // from any thread, also while or after the loop ends: then there is nothing to wake
+        if (wakeups.getAndIncrement() >= 0) {
+            try {
+                Syscalls.write(wakeupFd, one);
+            } finally {
+                wakeups.decrementAndGet();
+            }
+        } else {
+            wakeups.decrementAndGet();
+        }
     }
 
     @Override
@@ -326,6 +343,10 @@ public final class RdmaIoHandler implements IoHandler {
             }
         }
         devices.clear();
+        wakeups.addAndGet(Integer.MIN_VALUE); // no new write from here on
+        while (wakeups.get() != Integer.MIN_VALUE) {
+            Thread.onSpinWait(); // a write in flight: one eventfd write(2), microseconds
+        }
         Syscalls.close(wakeupFd);
         arena.close();
     }
