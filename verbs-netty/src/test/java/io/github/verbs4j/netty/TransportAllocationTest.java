@@ -30,7 +30,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Steady state allocates nothing per message in the transport itself (issue 24): an echo of a few
- * thousand 64 B and 4 KiB messages, one in flight, over this transport on softrdma and over
+ * thousand 64 B and 4 KiB messages, one in flight (each size twice, the second pass measured), over this transport on softrdma and over
  * Netty's epoll transport on TCP loopback, each on a group of two event loops that carries both
  * the client and the server. After a warm-up, the bytes the loop threads allocate
  * ({@code com.sun.management.ThreadMXBean#getThreadAllocatedBytes}) are divided by the round
@@ -57,7 +57,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Netty 4.2 on Java 25 (no {@code sun.misc.Unsafe} by default) makes a new {@code DirectByteBuffer}
  * for each such copy: {@code buf.writeBytes(view)} in {@code deliver} (a slice in
  * {@code UnpooledDirectByteBuf.nioBuffer}) and {@code buf.getBytes(index, view)} in {@code fill}
- * (a duplicate in {@code UnpooledDirectByteBuf.getBytes}).
+ * (a duplicate in {@code UnpooledDirectByteBuf.getBytes}). Netty's adaptive buffers do have a
+ * memory address without Unsafe: copying with {@code MemorySegment.copy} between the ring's
+ * segment and {@code buf.memoryAddress()} (when {@code buf.hasMemoryAddress()}) made this test
+ * pass (2.6 and 10.1 B per round trip; epoll 0.0 and 0.9), and 64 B more per completion made it
+ * fail again (384 B).
  */
 @Tag("transport-gap")
 @Timeout(300)
@@ -189,10 +193,14 @@ public class TransportAllocationTest {
         int[] sizes = {64, 4096};
         EventLoopGroup rdmaLoops = RdmaLoops.newGroup(2);
         try {
-            for (int i = 0; i < sizes.length; i++) {
-                long waited = RdmaIoHandler.blockingWaits();
-                rdma[i] = perRoundTrip(rdmaLoops, RdmaServerSocketChannel.class, RdmaSocketChannel.class, sizes[i]);
-                waits[i] = (RdmaIoHandler.blockingWaits() - waited) / (double) (WARMUP + MEASURED);
+            // a first pass of both sizes brings the JIT to the code the second one measures (one
+            // pass of 7,000 round trips still showed 50 to 70 B per round trip being compiled away)
+            for (int pass = 0; pass < 2; pass++) {
+                for (int i = 0; i < sizes.length; i++) {
+                    long waited = RdmaIoHandler.blockingWaits();
+                    rdma[i] = perRoundTrip(rdmaLoops, RdmaServerSocketChannel.class, RdmaSocketChannel.class, sizes[i]);
+                    waits[i] = (RdmaIoHandler.blockingWaits() - waited) / (double) (WARMUP + MEASURED);
+                }
             }
         } finally {
             RdmaLoops.shutdown(rdmaLoops);
@@ -200,8 +208,10 @@ public class TransportAllocationTest {
         if (Epoll.isAvailable()) {
             EventLoopGroup epollLoops = new MultiThreadIoEventLoopGroup(2, EpollIoHandler.newFactory());
             try {
-                for (int i = 0; i < sizes.length; i++) {
-                    epoll[i] = perRoundTrip(epollLoops, EpollServerSocketChannel.class, EpollSocketChannel.class, sizes[i]);
+                for (int pass = 0; pass < 2; pass++) {
+                    for (int i = 0; i < sizes.length; i++) {
+                        epoll[i] = perRoundTrip(epollLoops, EpollServerSocketChannel.class, EpollSocketChannel.class, sizes[i]);
+                    }
                 }
             } finally {
                 epollLoops.shutdownGracefully(0, 5, TimeUnit.SECONDS).syncUninterruptibly();
