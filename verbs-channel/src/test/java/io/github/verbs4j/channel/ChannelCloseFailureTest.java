@@ -2,6 +2,7 @@ package io.github.verbs4j.channel;
 
 import io.github.verbs4j.Access;
 import io.github.verbs4j.MemoryRegion;
+import io.github.verbs4j.PeerLostException;
 import io.github.verbs4j.ProtectionDomain;
 import io.github.verbs4j.test.SoftRdmaTest;
 import org.junit.jupiter.api.Test;
