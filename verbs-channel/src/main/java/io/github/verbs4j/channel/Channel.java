@@ -103,6 +103,15 @@ public final class Channel implements AutoCloseable {
     private final boolean appPolling;
     private final int spinPolls;
     private int idlePolls; // guarded by this
+    /**
+     * Counts kept for the tests that count a message's hand-offs (docs/channel.md, "Where the
+     * half round trip goes"), all guarded by this: how often an application thread blocked in
+     * {@code Object.wait} on this channel (each one a park, and its end a wake-up by another
+     * thread or a timeout), and the completions of each kind ({@link #KIND_RECV},
+     * {@link #KIND_DATA}, {@link #KIND_CREDIT}, {@link #KIND_FIN}) this channel handled.
+     */
+    private long monitorWaits;
+    private final long[] completionsByKind = new long[(int) KIND_WRITE + 1];
     final int key;
     private final CmId id;
     private final Duration closeTimeout;
@@ -440,6 +449,7 @@ public final class Channel implements AutoCloseable {
      */
     private void await(long nanos) throws InterruptedException {
         if (!appPolling) {
+            monitorWaits++;
             if (nanos == Long.MAX_VALUE) {
                 wait();
             } else {
@@ -460,7 +470,18 @@ public final class Channel implements AutoCloseable {
             }
             return;
         }
+        monitorWaits++;
         wait(1);
+    }
+
+    /** {@link #monitorWaits}: how often an application thread blocked on this channel so far (tests). */
+    synchronized long monitorWaits() {
+        return monitorWaits;
+    }
+
+    /** How many successful completions of {@code kind} ({@link #KIND_RECV}, {@link #KIND_DATA}...) this channel handled (tests). */
+    synchronized long completions(long kind) {
+        return completionsByKind[(int) kind];
     }
 
     // ---- completions, from the group's polling thread ---------------------------------------
@@ -473,6 +494,9 @@ public final class Channel implements AutoCloseable {
         if (!wc.ok()) {
             onError(wc, kind);
             return;
+        }
+        if (kind < completionsByKind.length) {
+            completionsByKind[(int) kind]++;
         }
         if (kind == KIND_RECV) {
             receiver.onReceive(wc, low);
