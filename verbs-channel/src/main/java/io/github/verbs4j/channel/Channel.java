@@ -103,6 +103,22 @@ public final class Channel implements AutoCloseable {
     private final boolean appPolling;
     private final int spinPolls;
     private int idlePolls; // guarded by this
+    /**
+     * The spin of a receive before it waits ({@link #spinForDelivery}), and a count of receives
+     * for its probes: read and written by receiving threads without the lock (a race between two
+     * of them only skews a hint).
+     */
+    private int receiveSpins;
+    private int receiveProbes;
+    /**
+     * Counts kept for the tests that count a message's hand-offs (docs/channel.md, "Where the
+     * half round trip goes"), all guarded by this: how often an application thread blocked in
+     * {@code Object.wait} on this channel (each one a park, and its end a wake-up by another
+     * thread or a timeout), and the completions of each kind ({@link #KIND_RECV},
+     * {@link #KIND_DATA}, {@link #KIND_CREDIT}, {@link #KIND_FIN}) this channel handled.
+     */
+    private long monitorWaits;
+    private final long[] completionsByKind = new long[(int) KIND_WRITE + 1];
     final int key;
     private final CmId id;
     private final Duration closeTimeout;
@@ -129,6 +145,7 @@ public final class Channel implements AutoCloseable {
         this.ownsGroup = ownsGroup;
         this.appPolling = options.applicationPolling();
         this.spinPolls = options.spinPolls();
+        this.receiveSpins = spinPolls;
         this.key = key;
         this.id = id;
         this.closeTimeout = options.closeTimeout();
@@ -401,8 +418,51 @@ public final class Channel implements AutoCloseable {
     }
 
     /** The next message, or {@code null} when none arrived within {@code timeoutNanos}. */
-    private synchronized Message receive(long timeoutNanos) throws InterruptedException {
+    private Message receive(long timeoutNanos) throws InterruptedException {
         long deadline = System.nanoTime() + timeoutNanos;
+        if (!appPolling && timeoutNanos > 0) {
+            spinForDelivery(deadline);
+        }
+        return receive(deadline, timeoutNanos);
+    }
+
+    /**
+     * With a polling thread: spins, outside the lock, while no delivered message is published
+     * ({@link ChannelReceiver#mayHaveMessage()}, a volatile read that the polling thread's
+     * delivery writes), so that a message that comes within the spin is taken without this
+     * thread parking and the polling thread waking it (a futex wait and a futex wake, and a trip
+     * through the scheduler, per message). The lock is not held: the polling thread delivers
+     * under it. What the spin sees is a hint; the locked loop decides.
+     *
+     * <p>The spin adapts, as HotSpot's monitors do: a message that came within it restores the
+     * full {@link ChannelOptions#spinPolls()}, a spin that ran out halves the next one, and while
+     * it is short every 32nd receive probes with the full one. Where the peer answers within
+     * the spin (cores to spare), every receive spins and none parks; where it does not (more
+     * runnable threads than cores), the spin shrinks to nothing, since spinning there only keeps
+     * the thread it waits for off the CPU.
+     */
+    private void spinForDelivery(long deadline) {
+        int budget = receiveSpins;
+        int limit = budget < spinPolls && (++receiveProbes & 31) == 0 ? spinPolls : budget;
+        int i = 0;
+        for (; i < limit; i++) {
+            if (receiver.mayHaveMessage()) {
+                if (i > 0) {
+                    receiveSpins = spinPolls;
+                }
+                return;
+            }
+            Thread.onSpinWait();
+            if ((i & 63) == 63 && (state.isClosed() || deadline - System.nanoTime() <= 0)) {
+                return;
+            }
+        }
+        if (limit > 0) {
+            receiveSpins = budget / 2;
+        }
+    }
+
+    private synchronized Message receive(long deadline, long timeoutNanos) throws InterruptedException {
         if (appPolling && !receiver.hasMessage()) {
             group.drive();
         }
@@ -440,6 +500,7 @@ public final class Channel implements AutoCloseable {
      */
     private void await(long nanos) throws InterruptedException {
         if (!appPolling) {
+            monitorWaits++;
             if (nanos == Long.MAX_VALUE) {
                 wait();
             } else {
@@ -460,7 +521,18 @@ public final class Channel implements AutoCloseable {
             }
             return;
         }
+        monitorWaits++;
         wait(1);
+    }
+
+    /** {@link #monitorWaits}: how often an application thread blocked on this channel so far (tests). */
+    synchronized long monitorWaits() {
+        return monitorWaits;
+    }
+
+    /** How many successful completions of {@code kind} ({@link #KIND_RECV}, {@link #KIND_DATA}...) this channel handled (tests). */
+    synchronized long completions(long kind) {
+        return completionsByKind[(int) kind];
     }
 
     // ---- completions, from the group's polling thread ---------------------------------------
@@ -474,17 +546,33 @@ public final class Channel implements AutoCloseable {
             onError(wc, kind);
             return;
         }
+        if (kind < completionsByKind.length) {
+            completionsByKind[(int) kind]++;
+        }
         if (kind == KIND_RECV) {
             receiver.onReceive(wc, low);
         } else if (kind == KIND_DATA) {
             sender.onDataCompleted();
-            notifyAll();
+            wakeCloser();
         } else if (kind == KIND_CREDIT) {
             sender.creditInFlight = false;
             sender.maybeSendCredit();
-            notifyAll();
+            wakeCloser();
         } else if (kind == KIND_FIN) {
             sender.finDone = true;
+            notifyAll();
+        }
+    }
+
+    /**
+     * After a data WRITE or a credit word completed: only {@link #close()} waits for that (the
+     * drain). {@code send}/{@code offer} wait for the peer's credits and {@code receive} for
+     * messages, both of which notify where they arrive; waking them here woke a thread waiting
+     * in {@code receive} for nothing once per message it had sent (a futex wake, its park, and
+     * a context switch each way: half the hand-offs of a round trip).
+     */
+    private void wakeCloser() {
+        if (state.isClosed()) {
             notifyAll();
         }
     }

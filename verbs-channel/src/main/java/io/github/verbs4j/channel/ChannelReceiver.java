@@ -48,8 +48,12 @@ final class ChannelReceiver {
     private final boolean[] released;
     private final Message[] messages;
     private final int[] delivery;
-    long deliveryHead;
-    long deliveryTail;
+    /**
+     * The delivery queue's ends: written under the channel's lock, volatile so that a thread
+     * waiting in {@code receive} can spin on them outside it ({@link #mayHaveMessage()}).
+     */
+    volatile long deliveryHead;
+    volatile long deliveryTail;
     long receivedMessages;
     boolean finReceived;
 
@@ -91,10 +95,19 @@ final class ChannelReceiver {
         return deliveryHead != deliveryTail;
     }
 
+    /**
+     * Whether a delivered message may wait, read without the lock (two volatile reads): a hint
+     * for a spinning receiver, which then takes the lock and looks with {@link #hasMessage()}.
+     */
+    boolean mayHaveMessage() {
+        return deliveryHead != deliveryTail;
+    }
+
     /** Hands out the next delivered message; call only when {@link #hasMessage()}. */
     Message next() {
-        int slot = delivery[(int) (deliveryHead % slots)];
-        deliveryHead++;
+        long head = deliveryHead;
+        int slot = delivery[(int) (head % slots)];
+        deliveryHead = head + 1;
         Message m = messages[slot];
         m.open = true;
         return m;
@@ -173,6 +186,7 @@ final class ChannelReceiver {
             }
         }
         long end = received + n;
+        long tail = deliveryTail;
         if (n == 0 || n > slots || (received % slots) + n > slots) {
             channel.fail(new PeerLostException("protocol error: the peer wrote " + n + " slots at slot " + (received % slots)
                     + " of a ring of " + slots, null));
@@ -185,6 +199,7 @@ final class ChannelReceiver {
             int credit = ringSegment.get(LE_INT_UNALIGNED, offset + 4);
             long k = (length + (long) HEADER + slotSize - 1) / slotSize;
             if (length < 0 || k > end - received) {
+                deliveryTail = tail; // the messages before this one were whole: they are delivered
                 channel.fail(new PeerLostException("protocol error: a message of " + length + " bytes at slot " + slot
                         + " does not fit the " + (end - received) + " slots written", null));
                 return;
@@ -196,10 +211,11 @@ final class ChannelReceiver {
             m.slotCount = (int) k;
             m.open = false;
             m.sequence = receivedMessages++;
-            delivery[(int) (deliveryTail % slots)] = slot;
-            deliveryTail++;
+            delivery[(int) (tail % slots)] = slot;
+            tail++;
             received += k;
         }
+        deliveryTail = tail; // publishes the messages (and the delivery entries before it) to a spinning receiver
         advanceFreed();
         channel.notifyAll();
     }
