@@ -372,7 +372,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
                 : new WireHandshake(ringSlots, slotSize, wireMode, 0, 0, 0, 0, 0).encode();
     }
 
-    /** The wire mode from the option and the device's transport. On the setup thread. */
+    /** The wire mode from the option and the device's transport. On the loop, during setup. */
     private void resolveWireMode() {
         io.github.verbs4j.Device device = id.context().device();
         wireMode = WireHandshake.resolve(config.wireMode(), device.transport(), device.name());
@@ -380,7 +380,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         wireHeader = writeWithImm ? 0 : HEADER;
     }
 
-    /** The receive side: queues, ring, posted receives. On the setup thread. */
+    /** The receive side: queues, ring, posted receives. On the loop, during setup. */
     private void createQueues() {
         resolveWireMode();
         ringSlots = config.ringSlots();
@@ -425,7 +425,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         completions = cq.completions(64);
     }
 
-    /** The send side, once the peer's ring is known. On the setup thread. */
+    /** The send side, once the peer's ring is known. On the loop, during setup. */
     private void createSendRing(byte[] peer) {
         WireHandshake h = WireHandshake.decode(peer);
         if (h.mode() != wireMode) {
