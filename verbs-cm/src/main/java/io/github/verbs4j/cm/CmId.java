@@ -44,6 +44,11 @@ import java.util.Set;
  * CONNECT_ERROR) throws {@link CmEventException} carrying the event (status, private data);
  * no event in time throws {@link VerbsException} with {@code ETIMEDOUT} naming the verb.
  *
+ * <p><b>Without blocking</b>: {@link #startResolveAddress}, {@link #startResolveRoute},
+ * {@link #startConnect} and {@link #startAccept} issue the same rdma_* call and return at once;
+ * the event that ends the step arrives on the id's {@link EventChannel}, for an event loop that
+ * polls the channel's {@link EventChannel#fd()} and reads it with {@code next(Duration.ZERO)}.
+ *
  * <p><b>Queue pair</b>: {@link #createQueuePair} ({@code rdma_create_qp}) makes a verbs-core
  * {@link QueuePair} on the device the id is bound to ({@link #context()}), with verbs-core's
  * protection domain and completion queues; rdma_cm moves it through its states while
@@ -196,8 +201,28 @@ public final class CmId implements AutoCloseable {
      * {@link VerbsException} from {@code rdma_resolve_addr}, or ETIMEDOUT when no event came in time.
      */
     public CmEvent resolveAddress(InetSocketAddress source, InetSocketAddress destination, Duration timeout) {
-        Objects.requireNonNull(destination, "destination");
         long deadline = Timeouts.deadline(timeout);
+        startResolveAddress(source, destination, timeout);
+        return expect("rdma_resolve_addr", deadline, timeout, EnumSet.of(CmEventType.ADDR_RESOLVED),
+                EnumSet.of(CmEventType.ADDR_ERROR), "resolving " + destination);
+    }
+
+    /**
+     * Starts resolving {@code destination} ({@code rdma_resolve_addr}) and returns without waiting:
+     * ADDR_RESOLVED, or ADDR_ERROR (its status {@code -errno}: ENODEV, ENETUNREACH...), arrives on
+     * {@link #channel()} within about {@code timeout}. The non-blocking form of {@link #resolveAddress}.
+     *
+     * @param source      the local address to use, or {@code null} for the routing's choice
+     * @param destination the peer's IP address and rdma_cm port
+     * @param timeout     rdma_cm's own limit on the resolution (whole milliseconds, at least 1)
+     *
+     * <p><b>Errors</b>: {@link VerbsException} from {@code rdma_resolve_addr} (EADDRNOTAVAIL for a
+     * source address of no RDMA device, EINVAL when the id was resolved already);
+     * {@link IllegalStateException} after close.
+     */
+    public void startResolveAddress(InetSocketAddress source, InetSocketAddress destination, Duration timeout) {
+        Objects.requireNonNull(destination, "destination");
+        Objects.requireNonNull(timeout, "timeout");
         ensureOpen();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
@@ -207,8 +232,6 @@ public final class CmId implements AutoCloseable {
         } catch (Throwable t) {
             throw Downcalls.unexpected("rdma_resolve_addr", t);
         }
-        return expect("rdma_resolve_addr", deadline, timeout, EnumSet.of(CmEventType.ADDR_RESOLVED),
-                EnumSet.of(CmEventType.ADDR_ERROR), "resolving " + destination);
     }
 
     /**
@@ -219,6 +242,21 @@ public final class CmId implements AutoCloseable {
      */
     public CmEvent resolveRoute(Duration timeout) {
         long deadline = Timeouts.deadline(timeout);
+        startResolveRoute(timeout);
+        return expect("rdma_resolve_route", deadline, timeout, EnumSet.of(CmEventType.ROUTE_RESOLVED),
+                EnumSet.of(CmEventType.ROUTE_ERROR), null);
+    }
+
+    /**
+     * Starts resolving the route to the peer ({@code rdma_resolve_route}) and returns without
+     * waiting: ROUTE_RESOLVED or ROUTE_ERROR arrives on {@link #channel()}. The non-blocking form
+     * of {@link #resolveRoute}.
+     *
+     * <p><b>Errors</b>: {@link VerbsException} from {@code rdma_resolve_route} (EINVAL before the
+     * address is resolved); {@link IllegalStateException} after close.
+     */
+    public void startResolveRoute(Duration timeout) {
+        Objects.requireNonNull(timeout, "timeout");
         ensureOpen();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
@@ -227,8 +265,6 @@ public final class CmId implements AutoCloseable {
         } catch (Throwable t) {
             throw Downcalls.unexpected("rdma_resolve_route", t);
         }
-        return expect("rdma_resolve_route", deadline, timeout, EnumSet.of(CmEventType.ROUTE_RESOLVED),
-                EnumSet.of(CmEventType.ROUTE_ERROR), null);
     }
 
     /**
@@ -324,14 +360,28 @@ public final class CmId implements AutoCloseable {
      * (close the id then: the attempt is abandoned).
      */
     public CmEvent connect(ConnectParameters parameters, Duration timeout) {
-        Objects.requireNonNull(parameters, "parameters");
         long deadline = Timeouts.deadline(timeout);
-        ensureOpen();
-        call("rdma_connect", CmFunctions.CONNECT, parameters);
+        startConnect(parameters);
         return expect("rdma_connect", deadline, timeout, EnumSet.of(CmEventType.ESTABLISHED),
                 EnumSet.of(CmEventType.REJECTED, CmEventType.UNREACHABLE, CmEventType.CONNECT_ERROR,
                         CmEventType.CONNECT_RESPONSE, CmEventType.DISCONNECTED, CmEventType.DEVICE_REMOVAL),
                 remoteAddress() == null ? null : "connecting to " + remoteAddress());
+    }
+
+    /**
+     * Starts connecting ({@code rdma_connect}, with the id's own queue pair if it has one) after
+     * the route is resolved, and returns without waiting: ESTABLISHED (its private data the
+     * peer's accept's), or REJECTED, UNREACHABLE or CONNECT_ERROR, arrives on {@link #channel()}.
+     * The non-blocking form of {@link #connect(ConnectParameters, Duration)}; closing the id
+     * abandons the attempt.
+     *
+     * <p><b>Errors</b>: {@link VerbsException} from {@code rdma_connect} (EINVAL for private data
+     * longer than 56 bytes, or before the route is resolved); {@link IllegalStateException} after close.
+     */
+    public void startConnect(ConnectParameters parameters) {
+        Objects.requireNonNull(parameters, "parameters");
+        ensureOpen();
+        call("rdma_connect", CmFunctions.CONNECT, parameters);
     }
 
     /**
@@ -344,16 +394,29 @@ public final class CmId implements AutoCloseable {
      * (EINVAL: private data longer than 196 bytes, an id that is not a request) or ETIMEDOUT.
      */
     public CmEvent accept(ConnectParameters parameters, Duration timeout) {
-        Objects.requireNonNull(parameters, "parameters");
         long deadline = Timeouts.deadline(timeout);
-        ensureOpen();
-        call("rdma_accept", CmFunctions.ACCEPT, parameters);
+        startAccept(parameters);
         if (portSpace == PortSpace.UDP) {
             return null;
         }
         return expect("rdma_accept", deadline, timeout, EnumSet.of(CmEventType.ESTABLISHED),
                 EnumSet.of(CmEventType.UNREACHABLE, CmEventType.CONNECT_ERROR, CmEventType.REJECTED,
                         CmEventType.DISCONNECTED, CmEventType.DEVICE_REMOVAL), null);
+    }
+
+    /**
+     * Starts accepting the connection request this id came from ({@code rdma_accept}) and returns
+     * without waiting: for a TCP id, ESTABLISHED (the peer's RTU), or UNREACHABLE, CONNECT_ERROR,
+     * REJECTED or DISCONNECTED, arrives on {@link #channel()}; a UDP id's SIDR reply is all there
+     * is, no event follows. The non-blocking form of {@link #accept(ConnectParameters, Duration)}.
+     *
+     * <p><b>Errors</b>: {@link VerbsException} from {@code rdma_accept} (EINVAL: private data longer
+     * than 196 bytes, an id that is not a request); {@link IllegalStateException} after close.
+     */
+    public void startAccept(ConnectParameters parameters) {
+        Objects.requireNonNull(parameters, "parameters");
+        ensureOpen();
+        call("rdma_accept", CmFunctions.ACCEPT, parameters);
     }
 
     /**

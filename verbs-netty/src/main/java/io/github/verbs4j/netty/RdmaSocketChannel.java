@@ -12,7 +12,6 @@ import io.github.verbs4j.SendRequest;
 import io.github.verbs4j.VerbsException;
 import io.github.verbs4j.WcStatus;
 import io.github.verbs4j.cm.CmEvent;
-import io.github.verbs4j.cm.CmEventException;
 import io.github.verbs4j.cm.CmEventType;
 import io.github.verbs4j.cm.CmId;
 import io.github.verbs4j.cm.ConnectParameters;
@@ -54,8 +53,6 @@ import java.nio.channels.ConnectionPendingException;
 import java.nio.channels.WritableByteChannel;
 import java.time.Duration;
 import java.util.Objects;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -86,9 +83,11 @@ import java.util.concurrent.atomic.AtomicInteger;
  * allocator, or with {@link RdmaChannelOption#RDMA_ZERO_COPY_READ} as its receive slot wrapped
  * (reposted on release), honouring {@code autoRead}, {@code read()} and the {@link RecvByteBufAllocator}.
  *
- * <p><b>Connection setup</b> (rdma_cm's address and route resolution, connect, accept) runs on a
- * setup thread, since those calls of verbs-cm wait for their events; the event loop takes over
- * the connection once it is established, and then reads its CM events without blocking.
+ * <p><b>Connection setup</b> (rdma_cm's address and route resolution, connect, accept) runs on
+ * the event loop, as a TCP connect does on Netty's native transports: each step is started
+ * without waiting (verbs-cm's {@code CmId.start*}), and the event that ends it, read from the
+ * connection's CM event channel when the loop's {@code poll(2)} finds it readable, starts the
+ * next. The same channel then reports the established connection's DISCONNECTED.
  */
 public final class RdmaSocketChannel extends AbstractChannel implements SocketChannel {
 
@@ -101,13 +100,6 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     private static final MemorySegment ALL_MEMORY = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
     private static final InternalLogger logger = InternalLoggerFactory.getInstance(RdmaSocketChannel.class);
     private static final ChannelMetadata METADATA = new ChannelMetadata(false, 16);
-
-    /** The blocking rdma_cm calls of connection setup; daemon threads that end when idle. */
-    static final ExecutorService SETUP = Executors.newCachedThreadPool(r -> {
-        Thread t = new Thread(r, "rdma-connection-setup");
-        t.setDaemon(true);
-        return t;
-    });
 
     /** The bytes before the payload in a slot on the SEND wire: the message word. */
     static final int HEADER = 4;
@@ -131,7 +123,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     private final RdmaSocketChannelConfig config;
     private final boolean accepted;
 
-    // set up by the setup thread, handed to the loop (happens-before through execute)
+    // made during connection setup, on the loop
     private EventChannel events;
     private CmId id;
     private CompletionQueue cq;
@@ -192,13 +184,10 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     private volatile boolean ready;
     private volatile InetSocketAddress local;
     private volatile InetSocketAddress remote;
-    private boolean setupRunning;
-    /** Guards {@link #setupThread} and {@link #setupAborted} between the loop and the setup thread. */
-    private final Object setupLock = new Object();
-    /** The thread running this channel's setup while it may wait for a CM event; null otherwise. */
-    private Thread setupThread;
-    /** The channel closed during setup: a setup not yet begun does nothing, a waiting one is interrupted. */
-    private boolean setupAborted;
+    /** Where the connection setup stands: each CM event of the connection advances it. */
+    private SetupStep setup = SetupStep.NONE;
+    /** A client's setup ends by then (System.nanoTime): what is left bounds each rdma_cm step. */
+    private long setupDeadline;
     private boolean readPending;
     private boolean inputShutdown;
     private volatile boolean outputShutdown;
@@ -223,7 +212,8 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     private int slotsHeld;
     private ChannelPromise connectPromise;
     private final SlotChannel regionTarget = new SlotChannel();
-    private Future<?> connectTimeout;
+    /** Ends a setup that takes too long: CONNECT_TIMEOUT_MILLIS for a connect, ACCEPT_TIMEOUT_MILLIS for an accept. */
+    private Future<?> setupTimer;
     private final WriteBatch writeBatch = new WriteBatch();
     /** Closed for Netty, the connection not yet released: sends before the CLOSE await their acknowledgement. */
     private boolean lingering;
@@ -317,9 +307,9 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             if (f.isSuccess()) {
                 registration = (IoRegistration) f.getNow();
                 handler = registration.attachment();
-                // the accept starts before the registration is reported, so that a handler that
-                // blocks its loop in channelRegistered cannot hold it back
-                if (accepted && !setupRunning && !ready && open) {
+                // rdma_accept is issued before the registration is reported, so that a handler
+                // that blocks its loop in channelRegistered cannot hold the peer's connect back
+                if (accepted && setup == SetupStep.NONE && !ready && open) {
                     startAccept();
                 }
                 promise.setSuccess();
@@ -390,7 +380,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
                 : new WireHandshake(ringSlots, slotSize, wireMode, 0, 0, 0, 0, 0).encode();
     }
 
-    /** The wire mode from the option and the device's transport. On the setup thread. */
+    /** The wire mode from the option and the device's transport. On the loop, during setup. */
     private void resolveWireMode() {
         io.github.verbs4j.Device device = id.context().device();
         wireMode = WireHandshake.resolve(config.wireMode(), device.transport(), device.name());
@@ -398,7 +388,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         wireHeader = writeWithImm ? 0 : HEADER;
     }
 
-    /** The receive side: queues, ring, posted receives. On the setup thread. */
+    /** The receive side: queues, ring, posted receives. On the loop, during setup. */
     private void createQueues() {
         resolveWireMode();
         ringSlots = config.ringSlots();
@@ -443,7 +433,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         completions = cq.completions(64);
     }
 
-    /** The send side, once the peer's ring is known. On the setup thread. */
+    /** The send side, once the peer's ring is known. On the loop, during setup. */
     private void createSendRing(byte[] peer) {
         WireHandshake h = WireHandshake.decode(peer);
         if (h.mode() != wireMode) {
@@ -479,41 +469,70 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         }
     }
 
-    private void startConnect(InetSocketAddress to, InetSocketAddress from, int timeoutMillis) {
-        setupRunning = true;
-        long deadline = System.nanoTime() + (timeoutMillis > 0 ? TimeUnit.MILLISECONDS.toNanos(timeoutMillis)
-                : TimeUnit.DAYS.toNanos(1));
-        SETUP.execute(() -> {
-            Throwable failure = runSetup(() -> {
-                events = EventChannel.create();
-                id = events.createId(PortSpace.TCP);
-                id.resolveAddress(from, to, left(deadline));
-                id.resolveRoute(left(deadline));
-                createQueues();
-                CmEvent established = id.connect(ConnectParameters.defaults().withPrivateData(localParameters()),
-                        left(deadline));
-                createSendRing(established.privateData());
-                local = id.localAddress();
-                remote = id.remoteAddress() == null ? to : id.remoteAddress();
-            });
-            Throwable f = failure == null ? null : connectFailure(failure, to, wireMode);
-            handBack(() -> connected(f));
-        });
+    /**
+     * The step of connection setup a channel is in: each starts an rdma_cm call without waiting,
+     * and the event it ends with, read from the connection's CM event channel when the loop finds
+     * it readable, starts the next ({@link #advanceSetup}). Loop only.
+     */
+    private enum SetupStep {
+        /** No setup runs: not begun, or ended (established, failed or closed). */
+        NONE,
+        /** {@code rdma_resolve_addr} issued: ADDR_RESOLVED next, then the route. */
+        RESOLVING_ADDRESS,
+        /** {@code rdma_resolve_route} issued: ROUTE_RESOLVED next, then the queues and the connect. */
+        RESOLVING_ROUTE,
+        /** {@code rdma_connect} issued with this side's handshake: ESTABLISHED next, with the peer's. */
+        CONNECTING,
+        /** {@code rdma_accept} issued with this side's handshake: ESTABLISHED next. */
+        ACCEPTING
     }
 
+    /** On the loop: starts a client's setup with address resolution; its events do the rest. */
+    private void startConnect(InetSocketAddress to, InetSocketAddress from, int timeoutMillis) {
+        // rdma_cm's own limits on the resolutions are what is left of CONNECT_TIMEOUT_MILLIS (whose
+        // timer closes the channel in any case), or a day without one, as an unbounded connect
+        setupDeadline = System.nanoTime() + (timeoutMillis > 0 ? TimeUnit.MILLISECONDS.toNanos(timeoutMillis)
+                : TimeUnit.DAYS.toNanos(1));
+        try {
+            events = EventChannel.create();
+            id = events.createId(PortSpace.TCP);
+            setup = SetupStep.RESOLVING_ADDRESS;
+            id.startResolveAddress(from, to, stepTimeout());
+        } catch (RuntimeException e) {
+            setupFailed(e);
+            return;
+        }
+        handler.pollSetChanged(); // the loop watches this connection's CM event channel from now on
+    }
+
+    /**
+     * On the loop, once the channel is registered: refuses a request of the other wire, or
+     * creates the queues and accepts; ESTABLISHED on the connection's event channel (which the
+     * server channel moved the request's id to) makes it active, within {@link #ACCEPT_TIMEOUT_MILLIS}.
+     */
     private void startAccept() {
-        setupRunning = true;
-        SETUP.execute(() -> {
-            Throwable f = runSetup(() -> {
-                refuseOtherWire();
-                createQueues();
-                id.accept(ConnectParameters.defaults().withPrivateData(localParameters()),
-                        Duration.ofMillis(ACCEPT_TIMEOUT_MILLIS));
-                createSendRing(peerParameters);
-                local = id.localAddress();
-            });
-            handBack(() -> accepted(f));
-        });
+        setup = SetupStep.ACCEPTING;
+        try {
+            refuseOtherWire();
+            createQueues();
+            id.startAccept(ConnectParameters.defaults().withPrivateData(localParameters()));
+            local = id.localAddress();
+        } catch (RuntimeException e) {
+            setupFailed(e);
+            return;
+        }
+        try {
+            setupTimer = eventLoop().schedule(() -> {
+                if (setup == SetupStep.ACCEPTING) {
+                    setupFailed(VerbsException.timedOut("rdma_accept", "ESTABLISHED from " + remote,
+                            Duration.ofMillis(ACCEPT_TIMEOUT_MILLIS)));
+                }
+            }, ACCEPT_TIMEOUT_MILLIS, TimeUnit.MILLISECONDS);
+        } catch (RejectedExecutionException e) {
+            // the loop is ending: its handler closes this channel as it is destroyed
+        }
+        // its ESTABLISHED is read on a later pass of the loop, after the registration is reported
+        handler.pollSetChanged();
     }
 
     /**
@@ -548,89 +567,132 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     }
 
     /**
-     * Runs the blocking steps of a setup on the setup thread, where {@link #abortSetup} can
-     * interrupt their wait for a CM event; on failure releases what they made.
-     *
-     * @return the failure, or null
+     * On the loop, when the connection's CM event channel is readable during setup: each event
+     * advances the setup; events after ESTABLISHED (a peer that left at once) are the connection's.
      */
-    private Throwable runSetup(Runnable steps) {
-        Throwable failure = null;
-        synchronized (setupLock) {
-            if (setupAborted) {
-                failure = new ClosedChannelException();
+    private void setupEvents() {
+        try {
+            CmEvent e;
+            while (setup != SetupStep.NONE && events != null && (e = events.next(Duration.ZERO)) != null) {
+                advanceSetup(e);
+            }
+        } catch (RuntimeException ex) {
+            if (setup != SetupStep.NONE) {
+                setupFailed(ex);
             } else {
-                setupThread = Thread.currentThread();
+                throw ex;
             }
         }
-        if (failure == null) {
-            try {
-                steps.run();
-            } catch (Throwable t) {
-                failure = t;
+        if (ready) {
+            cmReadable();
+        }
+    }
+
+    /** On the loop: the event that ends the current step starts the next, or ends the setup. */
+    private void advanceSetup(CmEvent e) {
+        if (e.id() != id) {
+            logger.debug("{}: an event of another id during setup: {}", this, e);
+            return;
+        }
+        SetupStep step = setup;
+        CmEventType awaited = switch (step) {
+            case RESOLVING_ADDRESS -> CmEventType.ADDR_RESOLVED;
+            case RESOLVING_ROUTE -> CmEventType.ROUTE_RESOLVED;
+            case CONNECTING, ACCEPTING -> CmEventType.ESTABLISHED;
+            case NONE -> null;
+        };
+        if (awaited == null) {
+            return;
+        }
+        if (e.type() != awaited) {
+            setupFailed(setupEventFailure(e, awaited));
+            return;
+        }
+        switch (step) {
+            case RESOLVING_ADDRESS -> {
+                setup = SetupStep.RESOLVING_ROUTE;
+                id.startResolveRoute(stepTimeout());
             }
-            synchronized (setupLock) {
-                setupThread = null;
-                // an abort that came after the steps ended must not reach the pool's next task
-                Thread.interrupted();
+            case RESOLVING_ROUTE -> {
+                createQueues();
+                setup = SetupStep.CONNECTING;
+                id.startConnect(ConnectParameters.defaults().withPrivateData(localParameters()));
+            }
+            case CONNECTING -> {
+                createSendRing(e.privateData());
+                local = id.localAddress();
+                InetSocketAddress peer = id.remoteAddress();
+                if (peer != null) {
+                    remote = peer;
+                }
+                setup = SetupStep.NONE;
+                connected(null);
+            }
+            case ACCEPTING -> {
+                createSendRing(peerParameters);
+                setup = SetupStep.NONE;
+                accepted(null);
+            }
+            case NONE -> {
             }
         }
-        if (failure != null) {
-            releaseResources();
+    }
+
+    /** What is left of the setup's time, for rdma_cm's limit on a step; at least 1 ms. */
+    private Duration stepTimeout() {
+        return Duration.ofNanos(Math.max(TimeUnit.MILLISECONDS.toNanos(1), setupDeadline - System.nanoTime()));
+    }
+
+    /** On the loop: the setup failed; releases what it made and fails the connect (or the accepted channel). */
+    private void setupFailed(Throwable t) {
+        setup = SetupStep.NONE;
+        releaseResources();
+        if (accepted) {
+            accepted(t);
+        } else {
+            connected(connectFailure(t, remote, wireMode));
         }
-        return failure;
     }
 
     /**
-     * On the loop, when the channel closes during setup (a cancelled connect, its timeout, a
-     * close): the setup stops waiting (EventChannel's wait polls in short slices and gives up
-     * when interrupted), releases the id, which cancels a pending rdma_cm connect
-     * (rdma_destroy_id), and hands back to the loop.
+     * The failure of a setup step that ended with {@code e} instead of {@code awaited}: on the
+     * connecting side a {@link ConnectException} naming the event and its status ("Connection
+     * refused" for REJECTED, with both wire modes when the peer refused this one; "Network is
+     * unreachable" for ADDR_ERROR, ROUTE_ERROR and UNREACHABLE), a
+     * {@link ConnectTimeoutException} when a resolution ran out of the time it was given (what
+     * was left of {@code CONNECT_TIMEOUT_MILLIS}).
      */
-    private void abortSetup() {
-        synchronized (setupLock) {
-            setupAborted = true;
-            if (setupThread != null) {
-                setupThread.interrupt();
-            }
+    private Throwable setupEventFailure(CmEvent e, CmEventType awaited) {
+        CmEventType type = e.type();
+        if (accepted) {
+            return new ConnectException("accepting the connection from " + remote + " failed: " + e.describe()
+                    + " instead of " + awaited);
         }
-    }
-
-    /** Gives the set-up connection to the loop; when the loop has ended, releases it here. */
-    private void handBack(Runnable task) {
-        try {
-            eventLoop().execute(task);
-        } catch (java.util.concurrent.RejectedExecutionException e) {
-            open = false;
-            releaseResources();
+        if ((type == CmEventType.ADDR_ERROR || type == CmEventType.ROUTE_ERROR) && Errno.ETIMEDOUT.is(e.errno())) {
+            return new ConnectTimeoutException("connection timed out: " + remote + " (" + e.describe() + ")");
         }
-    }
-
-    private static Duration left(long deadline) {
-        long nanos = deadline - System.nanoTime();
-        if (nanos <= 0) {
-            throw VerbsException.timedOut("connection setup", "the connection", Duration.ZERO);
-        }
-        return Duration.ofNanos(nanos);
+        RdmaWireMode peerMode = type == CmEventType.REJECTED ? WireHandshake.modeOf(e.privateData()) : null;
+        return new ConnectException(switch (type) {
+            case REJECTED -> "Connection refused: " + remote + " (" + e.describe() + ")" + (peerMode != null
+                    && wireMode != null && peerMode != wireMode ? ": " + WireHandshake.mismatch(wireMode, peerMode) : "");
+            case ADDR_ERROR, ROUTE_ERROR, UNREACHABLE -> "Network is unreachable: " + remote + " (" + e.describe() + ")";
+            default -> "connection to " + remote + " failed: " + e.describe() + " instead of " + awaited;
+        });
     }
 
     private static Throwable connectFailure(Throwable t, InetSocketAddress to, RdmaWireMode wireMode) {
-        if (t instanceof UnsupportedOperationException) {
-            return t; // what this side cannot do (WRITE_WITH_IMM on iWARP): its message says why
-        }
-        if (t instanceof CmEventException e) {
-            CmEventType type = e.event().type();
-            RdmaWireMode peerMode = type == CmEventType.REJECTED ? WireHandshake.modeOf(e.event().privateData()) : null;
-            ConnectException c = new ConnectException(switch (type) {
-                case REJECTED -> "Connection refused: " + to + (peerMode != null && wireMode != null
-                        && peerMode != wireMode ? ": " + WireHandshake.mismatch(wireMode, peerMode) : "");
-                case ADDR_ERROR, ROUTE_ERROR, UNREACHABLE -> "Network is unreachable: " + to + " (" + type + ")";
-                default -> "connection to " + to + " failed: " + type;
-            });
-            c.initCause(t);
-            return c;
+        if (t instanceof UnsupportedOperationException || t instanceof ConnectException) {
+            // what this side cannot do (WRITE_WITH_IMM on iWARP), or a CM event's answer: the message says why
+            return t;
         }
         if (t instanceof VerbsException v && v.is(Errno.ETIMEDOUT)) {
             ConnectTimeoutException c = new ConnectTimeoutException("connection timed out: " + to);
+            c.initCause(t);
+            return c;
+        }
+        if (t instanceof VerbsException v && v.is(Errno.ECONNREFUSED)) {
+            // iWARP connects over TCP: rdma_connect itself fails when nobody listens there
+            ConnectException c = new ConnectException("Connection refused: " + to + " (" + v.getMessage() + ")");
             c.initCause(t);
             return c;
         }
@@ -645,18 +707,21 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         return c;
     }
 
-    /** Whether the connection setup still runs (the setup thread has not handed back): how a test sees that an aborted setup ended. Loop only. */
+    /** Whether the connection setup still runs: how a test sees that an aborted setup ended. Loop only. */
     boolean settingUp() {
-        return setupRunning;
+        return setup != SetupStep.NONE;
+    }
+
+    private void cancelSetupTimer() {
+        if (setupTimer != null) {
+            setupTimer.cancel(false);
+            setupTimer = null;
+        }
     }
 
     /** On the loop: the client's setup ended. */
     private void connected(Throwable failure) {
-        setupRunning = false;
-        if (connectTimeout != null) {
-            connectTimeout.cancel(false);
-            connectTimeout = null;
-        }
+        cancelSetupTimer();
         ChannelPromise promise = connectPromise;
         connectPromise = null;
         if (failure == null && (!open || promise == null || promise.isDone())) {
@@ -682,7 +747,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
 
     /** On the loop: the server side's accept ended. */
     private void accepted(Throwable failure) {
-        setupRunning = false;
+        cancelSetupTimer();
         if (failure == null && !open) {
             releaseResources();
             return;
@@ -1472,9 +1537,27 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             connectPromise.tryFailure(new java.nio.channels.ClosedChannelException());
             connectPromise = null;
         }
-        if (setupRunning) {
-            abortSetup();
-            return; // the setup thread releases what it made and hands back to the loop
+        if (setup != SetupStep.NONE) {
+            // destroying the id cancels what rdma_cm still has pending (a resolution, a connect's
+            // REQ, an accept); rdma_destroy_id may wait for the CM's own thread (softrdma's: tens
+            // of ms, more under load), so the close is reported first and the release is the
+            // loop's next task, as a cancelled connect closes at once on Netty's transports
+            setup = SetupStep.NONE;
+            cancelSetupTimer();
+            EventLoop loop = eventLoop();
+            if (loop.isShuttingDown()) {
+                releaseResources(); // a task now might never run
+            } else {
+                try {
+                    loop.execute(this::releaseResources);
+                } catch (RejectedExecutionException e) {
+                    releaseResources();
+                }
+            }
+            if (handler != null) {
+                handler.pollSetChanged();
+            }
+            return;
         }
         boolean wasReady = ready;
         ready = false;
@@ -1756,7 +1839,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             remote = to;
             int timeoutMillis = config.getConnectTimeoutMillis();
             if (timeoutMillis > 0) {
-                connectTimeout = eventLoop().schedule(() -> {
+                setupTimer = eventLoop().schedule(() -> {
                     ChannelPromise p = connectPromise;
                     if (p != null && !p.isDone()) {
                         // closed before the promise fails: whoever waits on it sees a closed channel
@@ -1769,9 +1852,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             }
             promise.addListener(f -> {
                 if (f.isCancelled()) {
-                    if (connectTimeout != null) {
-                        connectTimeout.cancel(false);
-                    }
+                    cancelSetupTimer();
                     connectPromise = null;
                     close(voidPromise());
                 }
@@ -1805,12 +1886,14 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
 
         @Override
         public int cmFd() {
-            return ready && events != null ? events.fd() : -1;
+            return events != null && (ready || setup != SetupStep.NONE) ? events.fd() : -1;
         }
 
         @Override
         public void cmReadable() {
-            if (ready) {
+            if (setup != SetupStep.NONE) {
+                setupEvents();
+            } else if (ready) {
                 RdmaSocketChannel.this.cmReadable();
             }
         }

@@ -13,6 +13,7 @@ import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.ConnectTimeoutException;
 import io.netty.channel.EventLoop;
+import io.netty.channel.EventLoopGroup;
 import io.netty.channel.socket.ChannelInputShutdownEvent;
 import io.netty.channel.socket.DuplexChannel;
 import org.junit.jupiter.api.Test;
@@ -33,6 +34,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -167,7 +169,7 @@ class RdmaChannelSemanticsTest {
     }
 
     @Test
-    void connectToAPortWithoutListenerIsRefused() {
+    void connectToAPortWithoutListenerIsRefused() throws Exception {
         Channel server = server(new Recorder(), false, true, 32, 4096);
         InetSocketAddress address = (InetSocketAddress) server.localAddress();
         server.close().syncUninterruptibly();
@@ -175,7 +177,56 @@ class RdmaChannelSemanticsTest {
                 .handler(new Recorder()).connect(address).awaitUninterruptibly();
         assertFalse(f.isSuccess());
         assertInstanceOf(ConnectException.class, f.cause(), () -> String.valueOf(f.cause()));
+        // the CM event that ended the setup, and its status (softrdma's REJ: no listener there)
+        assertTrue(f.cause().getMessage().contains("Connection refused: " + address + " (REJECTED (status "
+                + io.github.verbs4j.cm.CmEvent.REJECT_INVALID_SERVICE_ID + "))"), f.cause().getMessage());
         assertFalse(f.channel().isOpen(), "a failed connect closes the channel");
+        assertSetupEndsAtOnce(f.channel());
+    }
+
+    /** The channel's setup already ended (it ended on the loop, with the connect's failure). */
+    private static void assertSetupEndsAtOnce(Channel channel) throws Exception {
+        RdmaSocketChannel ch = (RdmaSocketChannel) channel;
+        assertFalse(ch.eventLoop().submit(ch::settingUp).get(5, TimeUnit.SECONDS));
+    }
+
+    @Test
+    void manyConnectsAtOnceOnOneLoopEachSetUpByItsEventsAndEchoed() throws Exception {
+        // one loop for all the clients and one for the server and all its children: the setups
+        // run side by side on each, every CM event advancing its own channel's setup
+        int clients = 12;
+        EventLoopGroup clientLoop = RdmaLoops.newGroup(1);
+        EventLoopGroup serverLoop = RdmaLoops.newGroup(1);
+        try {
+            Channel server = RdmaEchoTest.echoServer(serverLoop);
+            try {
+                List<ChannelFuture> connects = new ArrayList<>();
+                List<RdmaEchoTest.Collector> collectors = new ArrayList<>();
+                for (int i = 0; i < clients; i++) {
+                    RdmaEchoTest.Collector c = new RdmaEchoTest.Collector(3);
+                    collectors.add(c);
+                    connects.add(RdmaLoops.clientBootstrap(clientLoop).handler(c).connect(server.localAddress()));
+                }
+                for (int i = 0; i < clients; i++) {
+                    Channel ch = connects.get(i).syncUninterruptibly().channel();
+                    assertTrue(ch.isActive());
+                    assertFalse(ch.eventLoop().submit(((RdmaSocketChannel) ch)::settingUp).get(5, TimeUnit.SECONDS));
+                    ch.writeAndFlush(Unpooled.wrappedBuffer(new byte[] {(byte) i, (byte) (i * 7), (byte) -i}));
+                }
+                for (int i = 0; i < clients; i++) {
+                    assertArrayEquals(new byte[] {(byte) i, (byte) (i * 7), (byte) -i},
+                            collectors.get(i).done.get(30, TimeUnit.SECONDS), "client " + i);
+                }
+                for (ChannelFuture f : connects) {
+                    f.channel().close().syncUninterruptibly();
+                }
+            } finally {
+                server.close().syncUninterruptibly();
+            }
+        } finally {
+            RdmaLoops.shutdown(clientLoop);
+            RdmaLoops.shutdown(serverLoop);
+        }
     }
 
     @Test
@@ -213,7 +264,7 @@ class RdmaChannelSemanticsTest {
         return f;
     }
 
-    /** Waits until the channel's connection setup handed back to its loop; fails after {@code millis}. */
+    /** Waits until the channel's connection setup ended on its loop; fails after {@code millis}. */
     private static void assertSetupEnds(Channel channel, long millis) throws Exception {
         RdmaSocketChannel ch = (RdmaSocketChannel) channel;
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
@@ -229,7 +280,7 @@ class RdmaChannelSemanticsTest {
         assertTrue(f.cancel(true), "a pending connect can be cancelled");
         assertTrue(f.channel().closeFuture().await(500), "the cancelled connect's channel closes");
         assertTrue(f.isCancelled());
-        // the setup thread stops waiting for the CM and destroys the id, long before the 20 s
+        // the close destroyed the id on the loop, which cancels the pending rdma_cm connect
         assertSetupEnds(f.channel(), 2000);
     }
 
