@@ -340,7 +340,8 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         RdmaIoHandler.Device device = handler.device(id.context());
         int depth = config.sendDepth();
         cq = id.context().createCq(depth + ringSlots + 1, device.completions, 0);
-        qp = id.createQueuePair(device.pd, cq, cq, new QpInit(depth, ringSlots, 2, 1, config.inlineSize(), false));
+        qp = id.createQueuePair(device.pd, cq, cq, QpInit.defaults().withMaxSendWr(depth)
+                .withMaxRecvWr(ringSlots).withMaxSendSge(2).withMaxInlineData(config.inlineSize()));
         maxInline = qp.capabilities().maxInlineData();
         sendSlots = Math.min(depth, qp.capabilities().maxSendWr());
         recvRegion = device.pd.allocate((long) ringSlots * slotSize, Access.LOCAL_WRITE);
