@@ -1,6 +1,7 @@
 /*
  * softrdma librdmacm, device unit: the verbs devices, opened once for the life of the
- * process, and the device, port and GID index a local address binds to.
+ * process, the device, port and GID index a local address binds to, and each device's
+ * default PD. Calls only cm_util.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -122,6 +123,21 @@ int find_dev(const struct sockaddr *sa, struct cm_id *idp)
 		}
 	}
 	return -ENODEV;
+}
+
+/* ------------------------------------------------------------- default PD */
+
+/* The PD of an id's QPs and SRQs when the application gives none: one per device, made
+ * on first use and kept with the device. */
+struct ibv_pd *default_pd(struct cm_id *idp)
+{
+	struct cm_dev *d = idp->dev ? idp->dev : dev_of(idp->id.verbs);
+
+	if (!d)
+		return NULL;
+	if (!d->default_pd)
+		d->default_pd = ibv_alloc_pd(d->verbs);
+	return d->default_pd;
 }
 
 /* --------------------------------------------------------------- the API's device list */

@@ -1,6 +1,7 @@
 /*
  * softrdma librdmacm, util unit: time, errno, PSNs, socket addresses and the GIDs made from
- * them, and the one lock that guards the CM state (the units above take it).
+ * them, and the one lock that guards the CM state with its condition (the units above take
+ * and wait on them).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -13,6 +14,7 @@
 #include "cm_units.h"
 
 pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_cond_t g_cond = PTHREAD_COND_INITIALIZER;
 
 /* ------------------------------------------------------------------ utils */
 

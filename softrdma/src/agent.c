@@ -55,7 +55,7 @@ static void handle_packet(const uint8_t *buf, size_t n, const struct sockaddr_in
 	}
 	const uint8_t *payload = buf + sizeof(h);
 	if (h.op == OP_XRC_CTRL || h.op == OP_XRC_CTRL_RESP) {
-		/* ibv_open_qp across processes (qp.c), handled outside the QPN table's lock */
+		/* ibv_open_qp across processes (xctl.c), handled outside the QPN table's lock */
 		void (*hook)(const struct pkt_hdr *, const uint8_t *, const struct sockaddr_in6 *) =
 			__atomic_load_n(&srd_xrc_ctrl_hook, __ATOMIC_ACQUIRE);
 		if (hook)

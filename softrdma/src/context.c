@@ -3,7 +3,7 @@
  * context->ops and the verbs_context's extended verbs, and starts the agent;
  * ibv_import_device (another context on the ucontext behind a context's command fd);
  * ibv_close_device.
- * Owns: struct srd_context's and struct srd_ucontext's life. Calls: qp, device, events, cq, rq, requester, agent, xrc.
+ * Owns: struct srd_context's and struct srd_ucontext's life. Calls: qpx, qp, device, events, cq, rq, requester, agent, xrc.
  */
 #include "device.h"
 #include "events.h"
@@ -12,6 +12,7 @@
 #include "requester.h"
 #include "agent.h"
 #include "qp.h"
+#include "qpx.h"
 #include "pd.h"
 #include "xrc.h"
 #include <errno.h>

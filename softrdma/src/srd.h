@@ -4,8 +4,8 @@
  * unit's functions are declared in that unit's own header, and the units call
  * each other one way (docs/softrdma.md, "Units"; tests/layering.sh checks it):
  *
- *   context.c  >  qp.c  >  agent.c  >  requester.c  >  responder.c  >  sq.c  >  rq.c
- *   >  cq.c net.c  >  events.c device.c pd.c faults.c misc.c
+ *   context.c  >  qpx.c  >  qp.c  >  xctl.c  >  agent.c  >  requester.c  >  responder.c
+ *   >  sq.c  >  rq.c  >  cq.c net.c  >  events.c device.c pd.c faults.c misc.c
  *
  * Every verbs object is a private struct that embeds the public rdma-core
  * struct as its first member, so the pointer handed to the application is the
@@ -309,8 +309,8 @@ struct srd_qp {
 	 * responder executes relayed requests on it; its errors are recorded, not raised */
 	bool shadow;
 	int shadow_ev;            /* the async event of the shadow's error */
-	/* an ibv_open_qp handle of a TGT QP of another process (qp.c): that process's port (0
-	 * for any other QP), the handle's number there; qp.c's list of such handles */
+	/* an ibv_open_qp handle of a TGT QP of another process (xctl.c): that process's port (0
+	 * for any other QP), the handle's number there; xctl.c's list of such handles */
 	uint16_t rport;
 	uint32_t rid;
 	struct srd_qp *rnext;

@@ -15,7 +15,7 @@
 enum { OP_SEND = 1, OP_WRITE, OP_READ_REQ, OP_READ_RESP, OP_CAS, OP_FAA, OP_ATOMIC_RESP,
        OP_ACK, OP_UD_SEND, OP_XRC_RELAY, OP_XRC_RELAY_RESP, OP_XRC_CTRL, OP_XRC_CTRL_RESP };
 /*
- * OP_XRC_CTRL: ibv_open_qp of a TGT QP of another process (qp.c): the request (kind in
+ * OP_XRC_CTRL: ibv_open_qp of a TGT QP of another process (xctl.c): the request (kind in
  * syndrome: XCTL_*) to the TGT QP's process, dqpn the TGT QP, sqpn the handle's number, psn
  * the request's number, imm the opener's pid (OPEN) or the attribute mask (MODIFY), sgid the
  * domain's key, the payload a struct ibv_qp_attr (MODIFY); or (XCTL_EVENT) an async event of

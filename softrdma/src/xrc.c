@@ -21,7 +21,7 @@
  * kept here. Each process lists the ports of its SRQ numbers in the domain's registry, so a
  * TGT QP whose relay goes unanswered can tell that no live process of the domain has the
  * SRQ. A TGT QP is opened (ibv_open_qp) by handles of its own process, and by those of other
- * processes through its process (qp.c), which lists them here as remote openers.
+ * processes through its process (xctl.c), which lists them here as remote openers.
  *
  * Owns: struct srd_xdom, srd_xrcd's life, the XRC SRQ table, the TGT QP list, the shadows.
  * Lock order: a QP's resp_lock < the SRQ table lock; the TGT list lock < a QP's resp_lock;

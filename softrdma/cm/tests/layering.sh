@@ -12,7 +12,12 @@ set -u
 declare -A layer=(
 	[cm_util]=0 [stubs]=0
 	[cm_device]=1 [addrinfo]=1
-	[cm]=2
+	[cm_id]=2 [cm_event]=2 [cm_msg]=2
+	[cm_qp]=3
+	[cm_conn]=4
+	[cm_thread]=5
+	[cm_api]=6
+	[cm_ep]=7
 )
 declare -A owner=()
 bad=0

@@ -5,10 +5,12 @@ package io.github.verbs4j;
  * them in one place:
  * <ul>
  *   <li>{@link VerbsException}: a verb (or librdmacm call) failed, with the function's name and
- *       its {@link Errno}; verbs-cm's {@code CmEventException} and
- *       {@code PeerDisconnectedException} are kinds of it;</li>
+ *       its {@link Errno}; verbs-cm's {@code CmEventException} is a kind of it, and so is
+ *       {@link RdmaTimeoutException} (a wait ran out);</li>
  *   <li>{@link WorkCompletionException}: a work request completed with an error
- *       {@link WcStatus}.</li>
+ *       {@link WcStatus};</li>
+ *   <li>{@link PeerLostException}: the peer of a connection is gone, in every layer (cm,
+ *       channel, transfer), with the completion that showed it as cause.</li>
  * </ul>
  * Misuse of the API is not an {@code RdmaException}: a closed owner or a request that cannot be
  * posted is an {@link IllegalStateException} or {@link IllegalArgumentException}, thrown before

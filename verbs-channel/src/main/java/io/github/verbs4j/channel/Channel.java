@@ -5,7 +5,9 @@ import io.github.verbs4j.Closer;
 import io.github.verbs4j.Completion;
 import io.github.verbs4j.Deadline;
 import io.github.verbs4j.MemoryRegion;
+import io.github.verbs4j.PeerLostException;
 import io.github.verbs4j.QueuePair;
+import io.github.verbs4j.RdmaException;
 import io.github.verbs4j.RdmaTimeoutException;
 import io.github.verbs4j.WcStatus;
 import io.github.verbs4j.cm.CmId;
@@ -119,7 +121,7 @@ public final class Channel implements AutoCloseable {
     boolean released;
     boolean peerDisconnected;
     private boolean disconnectCalled;
-    ChannelException failure;
+    PeerLostException failure;
 
     Channel(ChannelGroup group, boolean ownsGroup, int key, CmId id, QueuePair qp, MemoryRegion ring, MemoryRegion words,
             boolean sendNotify, ChannelOptions options) {
@@ -337,7 +339,7 @@ public final class Channel implements AutoCloseable {
             throw new ChannelClosedException("the peer " + peerName() + " closed the channel", null);
         }
         if (peerDisconnected) {
-            throw new PeerLostException("the peer " + peerName() + " disconnected", null);
+            throw new PeerLostException("the peer " + peerName() + " disconnected");
         }
     }
 
@@ -521,7 +523,7 @@ public final class Channel implements AutoCloseable {
     /** After a DISCONNECTED, once the completion queue was drained: a peer that did not close is lost. */
     synchronized void checkDisconnected() {
         if (peerDisconnected && !receiver.finReceived && !state.isClosed() && failure == null) {
-            fail(new PeerLostException("the peer " + peerName() + " disconnected without closing the channel", null));
+            fail(new PeerLostException("the peer " + peerName() + " disconnected without closing the channel"));
         }
     }
 
@@ -530,7 +532,7 @@ public final class Channel implements AutoCloseable {
         fail(new PeerLostException("handling a completion of the channel to " + peerName() + " failed: " + e, e));
     }
 
-    void fail(ChannelException cause) {
+    void fail(PeerLostException cause) {
         if (failure == null && !released) {
             failure = cause;
         }
@@ -544,11 +546,11 @@ public final class Channel implements AutoCloseable {
      * message is repeated down the chain.
      */
     PeerLostException lost() {
-        return new PeerLostException(failure.getMessage(), failure.getCause());
+        return new PeerLostException(failure.getMessage(), failure.status(), failure.getCause());
     }
 
     /** Whether the peer went away without closing ({@link PeerLostException}), and why; {@code null} if not. */
-    public synchronized ChannelException failure() {
+    public synchronized PeerLostException failure() {
         return failure;
     }
 
@@ -565,15 +567,15 @@ public final class Channel implements AutoCloseable {
      * (which then receives the rest and sees {@link ChannelClosedException}), disconnects and
      * releases the queue pair and memory. Messages not yet closed become invalid. Idempotent.
      *
-     * <p><b>Errors</b>: {@link ChannelException} when staged messages could not be delivered
-     * (the peer was lost: its cause is what showed it, as for {@link PeerLostException}; or the
-     * close timed out); the resources are released all the same, each even when another fails,
+     * <p><b>Errors</b>: when staged messages could not be delivered, {@link PeerLostException}
+     * (the peer was lost: its cause is what showed it) or {@link ChannelException} (the close
+     * timed out); the resources are released all the same, each even when another fails,
      * and a failure to release one is suppressed on that exception (or thrown, the later ones
      * suppressed on it, when everything was delivered).
      */
     @Override
     public void close() {
-        ChannelException undelivered = null;
+        RdmaException undelivered = null;
         synchronized (this) {
             if (!state.beginClose()) {
                 return;

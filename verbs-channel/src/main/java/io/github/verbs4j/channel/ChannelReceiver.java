@@ -2,6 +2,7 @@ package io.github.verbs4j.channel;
 
 import io.github.verbs4j.Completion;
 import io.github.verbs4j.MemoryRegion;
+import io.github.verbs4j.PeerLostException;
 import io.github.verbs4j.QueuePair;
 import io.github.verbs4j.ReceiveRequest;
 import io.github.verbs4j.VerbsException;

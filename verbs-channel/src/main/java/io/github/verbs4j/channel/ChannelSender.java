@@ -1,6 +1,7 @@
 package io.github.verbs4j.channel;
 
 import io.github.verbs4j.MemoryRegion;
+import io.github.verbs4j.PeerLostException;
 import io.github.verbs4j.QueuePair;
 import io.github.verbs4j.SendRequest;
 import io.github.verbs4j.VerbsException;

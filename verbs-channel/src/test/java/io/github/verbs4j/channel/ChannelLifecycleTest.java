@@ -1,5 +1,6 @@
 package io.github.verbs4j.channel;
 
+import io.github.verbs4j.PeerLostException;
 import io.github.verbs4j.WcStatus;
 import io.github.verbs4j.WorkCompletionException;
 import io.github.verbs4j.test.SoftRdmaTest;
@@ -70,6 +71,7 @@ class ChannelLifecycleTest {
             PeerLostException lost = assertThrows(PeerLostException.class, () -> p.client().receive(T));
             WorkCompletionException wc = assertInstanceOf(WorkCompletionException.class, lost.getCause());
             assertEquals(WcStatus.REMOTE_ACCESS_ERROR, wc.status());
+            assertEquals(WcStatus.REMOTE_ACCESS_ERROR, lost.status(), "the status that showed the loss");
             assertTrue(lost.getMessage().contains("REMOTE_ACCESS_ERROR on an RDMA WRITE"), lost.getMessage());
             assertFalse(lost.getMessage().contains(wc.getMessage()), lost.getMessage());
             assertSame(wc, p.client().failure().getCause(), "one work completion: the one that failed");
@@ -77,6 +79,7 @@ class ChannelLifecycleTest {
             PeerLostException again = assertThrows(PeerLostException.class,
                     () -> p.client().send(MemorySegment.ofArray(new byte[8])));
             assertSame(wc, again.getCause());
+            assertEquals(WcStatus.REMOTE_ACCESS_ERROR, again.status());
         }
     }
 

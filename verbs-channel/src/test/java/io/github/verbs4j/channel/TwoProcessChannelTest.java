@@ -1,5 +1,7 @@
 package io.github.verbs4j.channel;
 
+import io.github.verbs4j.PeerLostException;
+import io.github.verbs4j.WorkCompletionException;
 import io.github.verbs4j.testsupport.PeerJvm;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
@@ -25,6 +27,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -137,9 +140,14 @@ class TwoProcessChannelTest {
             for (Future<?> f : pending) {
                 ExecutionException e = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class,
                         () -> f.get(10L * Traffic.SLOWDOWN, TimeUnit.SECONDS));
-                assertInstanceOf(PeerLostException.class, e.getCause(), () -> "got " + e.getCause());
+                PeerLostException lost = assertInstanceOf(PeerLostException.class, e.getCause(), () -> "got " + e.getCause());
                 // the cause is what showed the loss (a work completion, or none for the CM's disconnect), never the failure again
-                assertFalse(e.getCause().getCause() instanceof PeerLostException, () -> "doubled: " + e.getCause().getCause());
+                assertFalse(lost.getCause() instanceof PeerLostException, () -> "doubled: " + lost.getCause());
+                if (lost.getCause() instanceof WorkCompletionException wc) {
+                    assertEquals(wc.status(), lost.status(), lost.getMessage());
+                } else if (lost.getCause() == null) {
+                    assertNull(lost.status(), () -> "the CM's disconnect, yet a status: " + lost.getMessage());
+                }
             }
             long ms = (System.nanoTime() - t0) / 1_000_000;
             System.out.println("every pending operation failed " + ms + " ms after SIGKILL");

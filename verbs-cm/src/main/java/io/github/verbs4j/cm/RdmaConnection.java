@@ -7,6 +7,7 @@ import io.github.verbs4j.CompletionQueue;
 import io.github.verbs4j.Context;
 import io.github.verbs4j.Deadline;
 import io.github.verbs4j.MemoryRegion;
+import io.github.verbs4j.PeerLostException;
 import io.github.verbs4j.ProtectionDomain;
 import io.github.verbs4j.QpState;
 import io.github.verbs4j.QueuePair;
@@ -53,7 +54,7 @@ import java.util.concurrent.CompletableFuture;
  * <p><b>Waiting</b>: a wait polls the completion queue, spins {@link EndpointOptions#spinPolls()}
  * times, then blocks in {@code poll(2)} on the completion channel and the CM event fd together:
  * an idle connection costs no CPU, and a peer that disconnects ends every wait at once with
- * {@link PeerDisconnectedException}. Every wait has a timeout, and a wait that runs out throws
+ * {@link PeerLostException}. Every wait has a timeout, and a wait that runs out throws
  * {@link VerbsException} ETIMEDOUT naming the duration the caller gave. Failed completions throw
  * {@link WorkCompletionException} naming the operation ("RDMA READ #3") and its status.
  *
@@ -134,7 +135,7 @@ public final class RdmaConnection implements AutoCloseable {
             callbacks = new RmaCallback[depth];
             tags = new long[depth];
             kinds = new byte[depth];
-            int ring = q.receiveSlots;
+            int ring = q.receiveSlots + 1; // every slot may hold a message not yet taken: full must not read as empty
             rxSlot = new int[ring];
             rxLength = new int[ring];
             q.register(this, qpNumber, depth);
@@ -282,8 +283,10 @@ public final class RdmaConnection implements AutoCloseable {
      * Sends {@code data} as one message ({@code ibv_post_send}, SEND) and waits for its completion.
      *
      * <p><b>Errors</b>: {@link IllegalArgumentException} for more than {@code messageSize} bytes;
-     * {@link WorkCompletionException} with the status (RETRY_EXC_ERR when the peer is gone,
-     * WR_FLUSH_ERR after a disconnect); {@link PeerDisconnectedException};
+     * {@link PeerLostException} when the peer is gone: rdma_cm reported it disconnected (the
+     * flushed request's {@link WorkCompletionException} as cause when a flush showed it first), or
+     * the transport gave up on it (RETRY_EXC_ERR: the request's exception as cause);
+     * {@link WorkCompletionException} with the status when the request failed otherwise;
      * {@link VerbsException} ETIMEDOUT.
      */
     public void send(byte[] data, Duration timeout) {
@@ -349,10 +352,10 @@ public final class RdmaConnection implements AutoCloseable {
                 // a flush followed by that event is the peer's disconnect, not a failure
                 if (receiveFailure.status() == WcStatus.WR_FLUSH_ERROR
                         && disconnectArrives(System.nanoTime() + 1_000_000_000L)) {
-                    throw new PeerDisconnectedException("ibv_poll_cq", "the connection was disconnected: "
-                            + receiveFailure.getMessage() + " was flushed");
+                    throw new PeerLostException("the peer of " + this + " disconnected", receiveFailure);
                 }
-                throw receiveFailure;
+                throw PeerLostException.shows(receiveFailure.status())
+                        ? new PeerLostException("the peer of " + this + " is lost", receiveFailure) : receiveFailure;
             }
             step(deadline, timeout, null);
         }
@@ -368,7 +371,7 @@ public final class RdmaConnection implements AutoCloseable {
      * {@code remote}; waits for its completion. Allocates nothing.
      *
      * <p><b>Errors</b>: {@link WorkCompletionException} naming the operation ("RDMA WRITE #3") and
-     * its status; {@link PeerDisconnectedException}; {@link VerbsException} ETIMEDOUT;
+     * its status; {@link PeerLostException}; {@link VerbsException} ETIMEDOUT;
      * {@link IndexOutOfBoundsException} for a range outside the RDMA buffer.
      */
     public void write(long localOffset, RemoteBuffer remote, int length, Duration timeout) {
@@ -403,7 +406,7 @@ public final class RdmaConnection implements AutoCloseable {
      *
      * <p><b>Errors</b>: {@link VerbsException} ETIMEDOUT when no room came within {@code timeout};
      * {@link WorkCompletionException} when an earlier request failed (the connection is broken);
-     * {@link PeerDisconnectedException}; {@link IndexOutOfBoundsException} for a range outside
+     * {@link PeerLostException}; {@link IndexOutOfBoundsException} for a range outside
      * the RDMA buffer.
      */
     public void readAsync(long localOffset, RemoteBuffer remote, int length, long tag, RmaCallback callback,
@@ -537,12 +540,13 @@ public final class RdmaConnection implements AutoCloseable {
     /** Throws when a request before {@code seq} failed. */
     private void failIfBroken(long seq) {
         if (failedSeq != 0 && failedSeq < seq) {
+            WorkCompletionException failed = new WorkCompletionException(describe(kinds[(int) (failedSeq % depth)],
+                    failedSeq) + " on " + this, failedStatus, failedSeq, failedVendorError, qpNumber, WcOpcode.UNKNOWN);
             if (failedStatus == WcStatus.WR_FLUSH_ERROR && disconnectArrives(System.nanoTime() + 1_000_000_000L)) {
-                throw new PeerDisconnectedException("ibv_poll_cq", "the connection was disconnected: " + describe(
-                        kinds[(int) (failedSeq % depth)], failedSeq) + " on " + this + " was flushed");
+                throw new PeerLostException("the peer of " + this + " disconnected", failed);
             }
-            throw new WorkCompletionException(describe(kinds[(int) (failedSeq % depth)], failedSeq) + " on " + this,
-                    failedStatus, failedSeq, failedVendorError, qpNumber, WcOpcode.UNKNOWN);
+            throw PeerLostException.shows(failedStatus) ? new PeerLostException("the peer of " + this + " is lost", failed)
+                    : failed;
         }
     }
 
@@ -571,9 +575,8 @@ public final class RdmaConnection implements AutoCloseable {
         rethrowCallbackFailure();
     }
 
-    private PeerDisconnectedException disconnectedWhile(Object kind) {
-        return new PeerDisconnectedException("ibv_poll_cq", "the connection was disconnected while waiting for "
-                + awaited(kind) + " on " + this);
+    private PeerLostException disconnectedWhile(Object kind) {
+        return new PeerLostException("the peer of " + this + " disconnected while waiting for " + awaited(kind));
     }
 
     private static String awaited(Object kind) {

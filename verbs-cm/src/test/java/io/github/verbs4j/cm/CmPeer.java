@@ -56,7 +56,7 @@ public final class CmPeer {
             c.write(0, target, WRITE_LENGTH, T);
             try {
                 c.send("written".getBytes(StandardCharsets.US_ASCII), T);
-            } catch (PeerDisconnectedException flushed) {
+            } catch (io.github.verbs4j.PeerLostException flushed) {
                 // iWARP: the server disconnects once it has this message, which can flush the
                 // send here before its completion is seen; the disconnect is awaited below
             }

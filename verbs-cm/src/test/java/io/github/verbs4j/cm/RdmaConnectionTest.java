@@ -1,8 +1,10 @@
 package io.github.verbs4j.cm;
 
+import io.github.verbs4j.PeerLostException;
 import io.github.verbs4j.RemoteBuffer;
 import io.github.verbs4j.VerbsException;
 import io.github.verbs4j.WcStatus;
+import io.github.verbs4j.WorkCompletionException;
 import io.github.verbs4j.testsupport.ThreadMeter;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -15,7 +17,10 @@ import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -240,8 +245,65 @@ class RdmaConnectionTest {
             long start = System.nanoTime();
             server.disconnect();
             Throwable t = waiting.get(CmInProcessTest.FUTURE_SECONDS, TimeUnit.SECONDS);
-            assertTrue(t instanceof PeerDisconnectedException, String.valueOf(t));
+            PeerLostException lost = assertInstanceOf(PeerLostException.class, t);
+            // rdma_cm's DISCONNECTED ended the wait; on iWARP the receives' flush may come first, and then
+            // it is the cause, once (never a second PeerLostException), with its status
+            if (lost.getCause() == null) {
+                assertNull(lost.status(), lost.getMessage());
+            } else {
+                WorkCompletionException flushed = assertInstanceOf(WorkCompletionException.class, lost.getCause());
+                assertEquals(WcStatus.WR_FLUSH_ERROR, flushed.status());
+                assertEquals(WcStatus.WR_FLUSH_ERROR, lost.status());
+            }
+            assertTrue(lost.getMessage().contains(client.toString()) && lost.getMessage().contains("disconnected"),
+                    lost.getMessage());
             assertTrue(System.nanoTime() - start < T.toNanos() / 2, "the wait ended at its timeout, not at the event");
+        }
+    }
+
+    /**
+     * A send the transport gave up on is a lost peer: with no receiver-not-ready retries and the
+     * server taking no message, the third send finds no receive posted and completes with
+     * RNR_RETRY_EXCEEDED; it throws {@link PeerLostException} with that status, its own
+     * {@link WorkCompletionException} (naming the send) as cause, the message not repeated.
+     */
+    @Test
+    void aSendTheTransportGaveUpOnIsAPeerLostWithItsCompletionAsCause() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeFalse(CmTestNet.iwarp(), "iWARP has no receiver-not-ready"
+                + " retries: a SEND without a receive terminates the connection");
+        ConnectParameters d = ConnectParameters.defaults();
+        EndpointOptions noRnrRetry = EndpointOptions.defaults().withReceiveSlots(2).withParameters(
+                new ConnectParameters(d.responderResources(), d.initiatorDepth(), d.retryCount(), 0, d.privateData()));
+        RdmaConnection[] p = pair(noRnrRetry);
+        try (RdmaConnection client = p[0]; RdmaConnection server = p[1]) {
+            client.send(new byte[] {1}, T);
+            client.send(new byte[] {2}, T); // both of the server's receives are used, none taken
+            PeerLostException lost = assertThrows(PeerLostException.class, () -> client.send(new byte[] {3}, T));
+            assertEquals(WcStatus.RNR_RETRY_EXCEEDED, lost.status());
+            WorkCompletionException wc = assertInstanceOf(WorkCompletionException.class, lost.getCause());
+            assertEquals(WcStatus.RNR_RETRY_EXCEEDED, wc.status());
+            assertTrue(wc.getMessage().startsWith("send #3 on " + client), wc.getMessage());
+            assertEquals("the peer of " + client + " is lost", lost.getMessage());
+            assertArrayEquals(new byte[] {1}, server.receive(T), "what arrived before is still delivered");
+            assertArrayEquals(new byte[] {2}, server.receive(T));
+        }
+    }
+
+    /**
+     * Every receive slot filled before the application takes one: the messages queue in order (a
+     * ring of exactly {@code receiveSlots} entries once read as empty when full, and the messages
+     * were lost with their slots never posted again).
+     */
+    @Test
+    void messagesFillingEveryReceiveSlotAreAllDelivered() throws Exception {
+        RdmaConnection[] p = pair(EndpointOptions.defaults().withReceiveSlots(2));
+        try (RdmaConnection client = p[0]; RdmaConnection server = p[1]) {
+            client.send(new byte[] {1}, T);
+            client.send(new byte[] {2}, T); // both slots used, none taken yet
+            assertArrayEquals(new byte[] {1}, server.receive(T));
+            assertArrayEquals(new byte[] {2}, server.receive(T));
+            client.send(new byte[] {3}, T); // the slots were posted again
+            assertArrayEquals(new byte[] {3}, server.receive(T));
         }
     }
 

@@ -26,6 +26,8 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 import java.io.PrintWriter;
+import java.lang.management.CompilationMXBean;
+import java.lang.management.ManagementFactory;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.ServerSocket;
@@ -239,62 +241,18 @@ abstract class PingPongCommand implements Callable<Integer> {
             connect(qp, remote, pd, send);
         }
 
-        int pending = (int) RECV_WRID;
-        if (host != null) {
-            if (check) {
-                for (int i = 0; i < size; i += DeviceChoice.pageSize()) {
-                    // rdma-core writes i / page_size % sizeof(char), which is 0 for every page
-                    buf.set(ValueLayout.JAVA_BYTE, sendOffset() + i, (byte) 0);
-                }
+        if (host != null && check) {
+            for (int i = 0; i < size; i += DeviceChoice.pageSize()) {
+                // rdma-core writes i / page_size % sizeof(char), which is 0 for every page
+                buf.set(ValueLayout.JAVA_BYTE, sendOffset() + i, (byte) 0);
             }
-            post(qp, send, mr);
-            pending |= (int) SEND_WRID;
         }
-
         Progress meter = new Progress(progress, spec.name(), iters);
-        Completions wcs = cq.completions(2);
-        long start = System.nanoTime();
-        meter.start();
-        int rcnt = 0;
-        int scnt = 0;
-        while (rcnt < iters || scnt < iters) {
-            if (channel != null) {
-                channel.await();
-                cq.requestNotify(false);
-            }
-            int ne;
-            do {
-                ne = cq.poll(wcs);
-            } while (channel == null && ne < 1);
-            for (int k = 0; k < ne; k++) {
-                Completion wc = wcs.get(k);
-                if (!wc.ok()) {
-                    throw new Verbs4jTool.Verbs4jFailure(String.format("failed status %s (%d) for wr_id %d",
-                            wc.status(), wc.statusValue(), wc.wrId()));
-                }
-                long id = wc.wrId();
-                if (id == SEND_WRID) {
-                    ++scnt;
-                } else if (id == RECV_WRID) {
-                    if (--routs <= 1) {
-                        routs += postReceives(qp, recv, rxDepth - routs);
-                    }
-                    ++rcnt;
-                    meter.tick(rcnt);
-                } else {
-                    throw new Verbs4jTool.Verbs4jFailure("completion for unknown wr_id " + id);
-                }
-                pending &= ~(int) id;
-                if (scnt < iters && pending == 0) {
-                    post(qp, send, mr);
-                    pending = (int) (RECV_WRID | SEND_WRID);
-                }
-            }
-        }
-        long end = System.nanoTime();
+        long nanos = exchange(qp, cq, channel, recv, routs, send, mr, base + sendOffset(), iters, host != null, meter);
         meter.finish();
 
-        double usec = (end - start) / 1000.0;
+
+        double usec = nanos / 1000.0;
         long bytes = (long) size * iters * 2;
         out.printf(Locale.ROOT, "%d bytes in %.2f seconds = %.2f Mbit/sec%n", bytes, usec / 1e6, bytes * 8. / usec);
         out.printf(Locale.ROOT, "%d iters in %.2f seconds = %.2f usec/iter%n", iters, usec / 1e6, usec / iters);
@@ -320,9 +278,72 @@ abstract class PingPongCommand implements Callable<Integer> {
     }
 
     /**
-     * {@link #warmup} untimed round trips (a receive, a send to itself, both completions) through a
-     * QP of this command's type connected to itself, on its own CQ and region, closed afterwards:
-     * the exchange's own calls (post send, post receive, poll) are then compiled when it starts.
+     * The ping-pong itself: {@code n} exchanges on {@code qp}, the first SEND posted here when
+     * {@code sendFirst} (the client), each later one once the previous SEND completed and the
+     * peer's message arrived; receives reposted in batches of up to {@code rxDepth}. Returns the
+     * nanoseconds from the first SEND to the last completion. The warm-up runs this very method on
+     * a loopback QP, so the timed run starts in code the JIT has compiled as a whole method (a
+     * loop met for the first time in a long method runs interpreted until on-stack replacement,
+     * and its compilation then competes with the two polling threads for the CPUs).
+     */
+    private long exchange(QueuePair qp, CompletionQueue cq, CompletionChannel channel, ReceiveRequest recv, int routs,
+                          SendRequest send, MemoryRegion mr, long sendAt, int n, boolean sendFirst, Progress meter) {
+        int pending = (int) RECV_WRID;
+        if (sendFirst) {
+            post(qp, send, mr, sendAt);
+            pending |= (int) SEND_WRID;
+        }
+        Completions wcs = cq.completions(2);
+        long start = System.nanoTime();
+        if (meter != null) {
+            meter.start();
+        }
+        int rcnt = 0;
+        int scnt = 0;
+        while (rcnt < n || scnt < n) {
+            if (channel != null) {
+                channel.await();
+                cq.requestNotify(false);
+            }
+            int ne;
+            do {
+                ne = cq.poll(wcs);
+            } while (channel == null && ne < 1);
+            for (int k = 0; k < ne; k++) {
+                Completion wc = wcs.get(k);
+                if (!wc.ok()) {
+                    throw new Verbs4jTool.Verbs4jFailure(String.format("%sfailed status %s (%d) for wr_id %d",
+                            meter == null ? "warm-up: " : "", wc.status(), wc.statusValue(), wc.wrId()));
+                }
+                long id = wc.wrId();
+                if (id == SEND_WRID) {
+                    ++scnt;
+                } else if (id == RECV_WRID) {
+                    if (--routs <= 1) {
+                        routs += postReceives(qp, recv, rxDepth - routs);
+                    }
+                    ++rcnt;
+                    if (meter != null) {
+                        meter.tick(rcnt);
+                    }
+                } else {
+                    throw new Verbs4jTool.Verbs4jFailure("completion for unknown wr_id " + id);
+                }
+                pending &= ~(int) id;
+                if (scnt < n && pending == 0) {
+                    post(qp, send, mr, sendAt);
+                    pending = (int) (RECV_WRID | SEND_WRID);
+                }
+            }
+        }
+        return System.nanoTime() - start;
+    }
+
+    /**
+     * {@link #warmup} untimed round trips through a QP of this command's type connected to itself,
+     * on its own CQ and region, closed afterwards, run by {@link #exchange} itself (each SEND's
+     * message arrives in the QP's own receive at once): the timed exchange then starts in compiled
+     * code; then a wait for the JIT to go quiet ({@link #awaitQuietCompiler}).
      * A device that cannot connect a QP by hand (iWARP: through rdma_cm only) gets none, said on
      * stderr.
      */
@@ -335,32 +356,50 @@ abstract class PingPongCommand implements Callable<Integer> {
                     + " (iWARP connects through rdma_cm only); the first iterations run colder");
             return;
         }
-        try (CompletionQueue wcq = ctx.createCq(2);
+        QueuePairBuilder wqb = pd.queuePair(qpType()).maxSendWr(1).maxRecvWr(rxDepth).maxSendSge(1).maxRecvSge(1);
+        if (newSend()) {
+            wqb.sendOps(SendOp.SEND);
+        }
+        try (CompletionQueue wcq = ctx.createCq(rxDepth + 1);
              MemoryRegion wmr = pd.allocate(bufferBytes(), Access.LOCAL_WRITE);
-             QueuePair w = pd.queuePair(qpType()).cq(wcq).maxSendWr(1).maxRecvWr(1).maxSendSge(1).maxRecvSge(1)
-                     .build()) {
+             QueuePair w = wqb.cq(wcq).build()) {
             w.init(connectOptions());
             SendRequest send = SendRequest.send().id(SEND_WRID).local(wmr, sendOffset(), size).signaled();
-            connect(w, new Endpoint(lid, w.qpNumber(), w.initialPsn(), gid), pd, send);
             ReceiveRequest recv = ReceiveRequest.create().id(RECV_WRID).local(wmr, 0, bufferBytes());
-            Completions wcs = wcq.completions(2);
-            for (int i = 0; i < warmup; i++) {
-                w.postRecv(recv);
-                w.postSend(send);
-                for (int done = 0; done < 2; ) {
-                    int ne = wcq.poll(wcs);
-                    for (int k = 0; k < ne; k++) {
-                        Completion wc = wcs.get(k);
-                        if (!wc.ok()) {
-                            throw new Verbs4jTool.Verbs4jFailure(String.format("warm-up: failed status %s (%d) for"
-                                    + " wr_id %d", wc.status(), wc.statusValue(), wc.wrId()));
-                        }
-                    }
-                    done += ne;
-                }
+            int routs = postReceives(w, recv, rxDepth);
+            connect(w, new Endpoint(lid, w.qpNumber(), w.initialPsn(), gid), pd, send);
+            exchange(w, wcq, null, recv, routs, send, wmr, sendOffset(), warmup, true, null);
+        }
+        awaitQuietCompiler();
+    }
+
+    /**
+     * Waits (at most {@value #QUIET_COMPILER_MAX_MILLIS} ms) until the JIT has compiled nothing for
+     * three 20 ms looks in a row: the compilations the warm-up queued would otherwise run on the
+     * CPUs the timed exchange's polling threads need, which on a machine with few cores costs the
+     * first thousand iterations milliseconds each.
+     */
+    static void awaitQuietCompiler() {
+        CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
+        if (jit == null || !jit.isCompilationTimeMonitoringSupported()) {
+            return;
+        }
+        long deadline = System.nanoTime() + QUIET_COMPILER_MAX_MILLIS * 1_000_000L;
+        long last = jit.getTotalCompilationTime();
+        for (int quiet = 0; quiet < 3 && System.nanoTime() < deadline; ) {
+            try {
+                Thread.sleep(20);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
             }
+            long now = jit.getTotalCompilationTime();
+            quiet = now == last ? quiet + 1 : 0;
+            last = now;
         }
     }
+
+    static final long QUIET_COMPILER_MAX_MILLIS = 2_000;
 
     /** Whether the SENDs go through the post-send API ({@code ibv_qp_ex}, the stock tool's {@code -N}). */
     boolean newSend() {
@@ -368,13 +407,13 @@ abstract class PingPongCommand implements Callable<Integer> {
     }
 
     /** Posts the SEND: {@code ibv_post_send}, or with {@link #newSend()} ibv_wr_start/send/set_sge/complete. */
-    private void post(QueuePair qp, SendRequest send, MemoryRegion mr) {
+    private void post(QueuePair qp, SendRequest send, MemoryRegion mr, long sendAt) {
         if (!newSend()) {
             qp.postSend(send);
             return;
         }
         try (PostSession s = qp.startPosting()) {
-            s.id(SEND_WRID).signaled(true).send().sge(mr, base + sendOffset(), size);
+            s.id(SEND_WRID).signaled(true).send().sge(mr, sendAt, size);
         }
     }
 

@@ -35,6 +35,17 @@ public final class RdmaChannelOption<T> extends ChannelOption<T> {
     public static final ChannelOption<Boolean> RDMA_ZERO_COPY_READ =
             valueOf(RdmaChannelOption.class, "RDMA_ZERO_COPY_READ");
     /**
+     * How messages travel ({@link RdmaWireMode}): {@code AUTO} (the default) picks RDMA WRITE with
+     * immediate on InfiniBand and RoCE and SEND on iWARP from the device's transport. Both ends
+     * must use the same mode. Takes effect when the connection is set up.
+     *
+     * <p># Errors: {@code WRITE_WITH_IMM} on an iWARP device fails the connect (or the accept) with
+     * an {@code UnsupportedOperationException} that says why: iWARP has no immediate data on RDMA
+     * WRITE. A peer of the other mode is refused: the connect fails with a
+     * {@code ConnectException} naming both modes.
+     */
+    public static final ChannelOption<RdmaWireMode> RDMA_WIRE_MODE = valueOf(RdmaChannelOption.class, "RDMA_WIRE_MODE");
+    /**
      * How the event loop waits for completions. A property of the loop, set through
      * {@link RdmaTransportOptions}: a channel's {@code setOption} returns {@code false} for it.
      */

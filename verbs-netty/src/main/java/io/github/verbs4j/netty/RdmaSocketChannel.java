@@ -65,13 +65,17 @@ import java.util.concurrent.atomic.AtomicInteger;
  * an event loop group of {@link RdmaIoHandler}.
  *
  * <p><b>On the wire</b>: each side registers a receive ring of {@code RDMA_RING_SLOTS} slots of
- * {@code RDMA_SLOT_SIZE} bytes and posts a receive on every slot; the peer learns both sizes
- * from the connection's private data and starts with one credit per slot. A message is one SEND
- * of a 4-byte header and up to a slot's worth of payload: the header returns credits (slots the
- * sender consumed and posted again) and carries the FIN of {@link #shutdownOutput()} and the CLOSE
- * of {@link #close()}. Credits ride on data when there is data, or go alone once a quarter of the
- * ring is owed; one credit is kept back for those credit-only messages, so two peers that both
- * run out can always tell each other. SEND/RECV serves IB, RoCE and iWARP alike.
+ * {@code RDMA_SLOT_SIZE} bytes and posts a receive for every slot; the peer learns both sizes
+ * from the connection's private data ({@link WireHandshake}) and starts with one credit per slot.
+ * A message fills one slot and carries a 32-bit word: the credits it returns (slots the sender
+ * freed and posted again), the FIN of {@link #shutdownOutput()} and the CLOSE of {@link #close()}.
+ * Credits ride on data when there is data, or go alone once a quarter of the ring is owed; one
+ * credit is kept back for those credit-only messages, so two peers that both run out can always
+ * tell each other. The wire ({@link RdmaWireMode}, from the device's transport unless
+ * {@link RdmaChannelOption#RDMA_WIRE_MODE} says otherwise): on IB and RoCE an RDMA WRITE with
+ * immediate of the payload into the peer's slot, the word and the slot in the immediate; on
+ * iWARP, which has no immediate data on WRITE, a SEND of the word as a 4-byte header and the
+ * payload into the peer's next posted receive.
  *
  * <p><b>Writes</b> are copied into a registered send ring (one slot per message in flight), unless
  * they lie in a chunk of {@link RdmaByteBufAllocator} (then posted in place and released once
@@ -97,11 +101,21 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         return t;
     });
 
+    /** The bytes before the payload in a slot on the SEND wire: the message word. */
     static final int HEADER = 4;
-    static final int CREDIT_MASK = 0xffff;
-    static final int FIN = 1 << 16;
-    static final int CLOSE = 1 << 17;
+    // the message word, the same on both wires: the SEND wire's header, WRITE_WITH_IMM's immediate
+    static final int CREDIT_MASK = 0x3fff;
+    static final int FIN = 1 << 14;
+    static final int CLOSE = 1 << 15;
+    /** WRITE_WITH_IMM: the receive slot the message was written into, bits 16..31 (slots are at most 65535). */
+    static final int SLOT_SHIFT = 16;
     static final long SEND_TAG = 1L << 62;
+    /** The id of WRITE_WITH_IMM's unsignaled slot-queue writes: reported only when they fail. */
+    private static final long SLOT_QUEUE_WRITE_ID = SEND_TAG | (1L << 61);
+    /** An entry of a slot queue: a slot number, 16 bits, big-endian. */
+    private static final ValueLayout.OfShort SLOT_ENTRY = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+    /** Entries of a connecting side's slot queue: the peer's ring is not known yet, and has at most this many slots. */
+    private static final int MAX_SLOT_QUEUE = 65535;
     private static final int SIGNAL_EVERY = 16;
     private static final long ACCEPT_TIMEOUT_MILLIS = 10_000;
     private static final long CLOSE_LINGER_NANOS = TimeUnit.MILLISECONDS.toNanos(500);
@@ -131,6 +145,37 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     private int sendSlots;
     private int sendSlotSize;
     private int maxInline;
+    /** The wire this connection uses, resolved from the option and the device at setup. */
+    private RdmaWireMode wireMode;
+    private boolean writeWithImm;
+    /** Bytes before the payload in a slot: {@link #HEADER} on the SEND wire, none with the word in the immediate. */
+    private int wireHeader;
+    // WRITE_WITH_IMM: the receiver picks which of its slots the sender writes next, in the order it
+    // freed them (zero-copy buffers are released in any order), and tells the sender by an RDMA
+    // WRITE of the slot numbers into the sender's slot queue, just before the message whose
+    // immediate returns those credits. Credits are entries of the queue, read in order.
+    /** This side's slot queue: the peer's slots to write next, written by the peer. */
+    private MemoryRegion slotQueue;
+    private int slotQueueLength;
+    /** Entries of the slot queue used: the next message goes to the slot at this count modulo the length. */
+    private long slotsTaken;
+    /** The slots this side freed, at the positions of the peer's slot queue they are written to. */
+    private MemoryRegion freedLog;
+    private int peerQueueLength;
+    private long peerQueueAddress;
+    private int peerQueueRkey;
+    private long peerRingAddress;
+    private int peerRingRkey;
+    /** The peer's first entries of its slot queue are its initial credits, slots 0 on: this side's first freed slot goes after them. */
+    private int freedBase;
+    /** Slots freed (reposted) since the connection began; {@code freedCount - owed} were returned. */
+    private long freedCount;
+    /** Per send slot, the two writes (one, or two at the queue's wrap) of the slot numbers its message returns. */
+    private SendRequest[] slotQueueWrites;
+    /** The first request of the message {@link #filled} made last: its slot-queue writes, or the message. */
+    private SendRequest messageHead;
+    /** A message broke the wire's rules (WRITE_WITH_IMM: a slot out of range, no immediate). */
+    private IOException wireFailure;
 
     // loop state
     private volatile IoRegistration registration;
@@ -179,6 +224,8 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     long chainsPosted;
     /** Sends whose payload went from a registered chunk in place: how a test sees the path taken. Loop only. */
     long sentWithoutCopy;
+    /** Messages received as RDMA WRITE with immediate: how a test sees the wire used. Loop only. */
+    long receivedWithImmediate;
 
     /** A channel to connect ({@code bootstrap.channel(RdmaSocketChannel.class)}). */
     public RdmaSocketChannel() {
@@ -327,33 +374,62 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
 
     // ---------------------------------------------------------------- setup
 
+    /** This side's handshake: its ring, its mode, and for WRITE_WITH_IMM where the peer writes. */
     private byte[] localParameters() {
-        ByteBuffer b = ByteBuffer.allocate(8);
-        b.putInt(ringSlots).putInt(slotSize);
-        return b.array();
+        return writeWithImm
+                ? new WireHandshake(ringSlots, slotSize, wireMode, slotQueueLength, recvRegion.address(),
+                        recvRegion.rkey(), slotQueue.address(), slotQueue.rkey()).encode()
+                : new WireHandshake(ringSlots, slotSize, wireMode, 0, 0, 0, 0, 0).encode();
+    }
+
+    /** The wire mode from the option and the device's transport. On the setup thread. */
+    private void resolveWireMode() {
+        io.github.verbs4j.Device device = id.context().device();
+        wireMode = WireHandshake.resolve(config.wireMode(), device.transport(), device.name());
+        writeWithImm = wireMode == RdmaWireMode.WRITE_WITH_IMM;
+        wireHeader = writeWithImm ? 0 : HEADER;
     }
 
     /** The receive side: queues, ring, posted receives. On the setup thread. */
     private void createQueues() {
+        resolveWireMode();
         ringSlots = config.ringSlots();
         slotSize = config.slotSize();
         RdmaIoHandler.Device device = handler.device(id.context());
         int depth = config.sendDepth();
-        cq = id.context().createCq(depth + ringSlots + 1, device.completions, 0);
-        qp = id.createQueuePair(device.pd, cq, cq, QpInit.defaults().withMaxSendWr(depth)
+        // WRITE_WITH_IMM: a message may follow up to two writes into the peer's slot queue
+        int requestsPerMessage = writeWithImm ? 3 : 1;
+        int sendWrs = writeWithImm ? Math.min(depth * requestsPerMessage, id.context().queryDevice().maxQpWr())
+                : depth;
+        cq = id.context().createCq(sendWrs + ringSlots + 1, device.completions, 0);
+        qp = id.createQueuePair(device.pd, cq, cq, QpInit.defaults().withMaxSendWr(sendWrs)
                 .withMaxRecvWr(ringSlots).withMaxSendSge(2).withMaxInlineData(config.inlineSize()));
         maxInline = qp.capabilities().maxInlineData();
-        sendSlots = Math.min(depth, qp.capabilities().maxSendWr());
-        recvRegion = device.pd.allocate((long) ringSlots * slotSize, Access.LOCAL_WRITE);
+        sendSlots = Math.min(depth, qp.capabilities().maxSendWr() / requestsPerMessage);
+        recvRegion = writeWithImm
+                ? device.pd.allocate((long) ringSlots * slotSize, Access.LOCAL_WRITE, Access.REMOTE_WRITE)
+                : device.pd.allocate((long) ringSlots * slotSize, Access.LOCAL_WRITE);
         ring = new ReceiveRing(recvRegion);
         zeroCopyRead = config.zeroCopyRead();
         receives = new ReceiveRequest[ringSlots];
         recvViews = new ByteBuffer[ringSlots];
         rxQueue = new int[ringSlots];
         rxLength = new int[ringSlots];
+        if (writeWithImm) {
+            // an entry per slot of the peer's ring, the most credits the peer gives: an accepting
+            // side knows its ring from the request, a connecting side makes room for the largest
+            slotQueueLength = accepted ? WireHandshake.decode(peerParameters).slots() : MAX_SLOT_QUEUE;
+            slotQueue = device.pd.allocate(2L * slotQueueLength, Access.LOCAL_WRITE, Access.REMOTE_WRITE);
+            for (int i = 0; i < slotQueueLength; i++) {
+                // the initial credits are the peer's slots 0 on, in order
+                slotQueue.segment().set(SLOT_ENTRY, 2L * i, (short) i);
+            }
+        }
         MemorySegment ring = recvRegion.segment();
         for (int i = 0; i < ringSlots; i++) {
-            receives[i] = ReceiveRequest.withMaxSge(1).id(i).local(recvRegion, (long) i * slotSize, slotSize);
+            // WRITE_WITH_IMM: a receive takes only the immediate, the bytes are written into the slot
+            receives[i] = writeWithImm ? ReceiveRequest.withMaxSge(1).id(i).sgeCount(0)
+                    : ReceiveRequest.withMaxSge(1).id(i).local(recvRegion, (long) i * slotSize, slotSize);
             recvViews[i] = ring.asSlice((long) i * slotSize, slotSize).asByteBuffer();
             qp.postRecv(receives[i]);
         }
@@ -362,26 +438,36 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
 
     /** The send side, once the peer's ring is known. On the setup thread. */
     private void createSendRing(byte[] peer) {
-        if (peer == null || peer.length < 8) {
-            throw new IllegalStateException("the peer sent no ring parameters: it is not an RDMA Netty channel");
+        WireHandshake h = WireHandshake.decode(peer);
+        if (h.mode() != wireMode) {
+            throw new IllegalStateException(WireHandshake.mismatch(wireMode, h.mode()));
         }
-        ByteBuffer b = ByteBuffer.wrap(peer);
-        int peerSlots = b.getInt();
-        int peerSlotSize = b.getInt();
-        if (peerSlots < 4 || peerSlotSize < RdmaSocketChannelConfig.MIN_SLOT_SIZE
-                || peerSlotSize > RdmaSocketChannelConfig.MAX_SLOT_SIZE) {
-            throw new IllegalStateException("the peer's ring parameters are out of range: " + peerSlots + " slots of "
-                    + peerSlotSize + " bytes");
+        sendSlotSize = h.slotSize();
+        if (writeWithImm) {
+            // slots beyond the smaller of the peer's ring and this side's queue are never used
+            credits = Math.min(h.slots(), slotQueueLength);
+            freedBase = Math.min(ringSlots, h.queueLength());
+            peerQueueLength = h.queueLength();
+            peerQueueAddress = h.queueAddress();
+            peerQueueRkey = h.queueRkey();
+            peerRingAddress = h.ringAddress();
+            peerRingRkey = h.ringRkey();
+            freedLog = qp.protectionDomain().allocate(2L * peerQueueLength);
+            slotQueueWrites = new SendRequest[2 * sendSlots];
+            for (int i = 0; i < slotQueueWrites.length; i++) {
+                slotQueueWrites[i] = SendRequest.rdmaWrite().id(SLOT_QUEUE_WRITE_ID).signaled(false);
+            }
+        } else {
+            credits = h.slots();
         }
-        credits = peerSlots;
-        sendSlotSize = peerSlotSize;
         sendRegion = qp.protectionDomain().allocate((long) sendSlots * sendSlotSize);
         sends = new SendRequest[sendSlots];
         sentInPlace = new ByteBuf[sendSlots];
         sendViews = new ByteBuffer[sendSlots];
         MemorySegment ring = sendRegion.segment();
         for (int i = 0; i < sendSlots; i++) {
-            sends[i] = SendRequest.send().local(sendRegion, (long) i * sendSlotSize, HEADER);
+            sends[i] = writeWithImm ? SendRequest.rdmaWriteWithImm(0).sgeCount(0)
+                    : SendRequest.send().local(sendRegion, (long) i * sendSlotSize, HEADER);
             sendViews[i] = ring.asSlice((long) i * sendSlotSize, sendSlotSize).asByteBuffer();
         }
     }
@@ -403,7 +489,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
                 local = id.localAddress();
                 remote = id.remoteAddress() == null ? to : id.remoteAddress();
             });
-            Throwable f = failure == null ? null : connectFailure(failure, to);
+            Throwable f = failure == null ? null : connectFailure(failure, to, wireMode);
             handBack(() -> connected(f));
         });
     }
@@ -412,6 +498,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         setupRunning = true;
         SETUP.execute(() -> {
             Throwable f = runSetup(() -> {
+                refuseOtherWire();
                 createQueues();
                 id.accept(ConnectParameters.defaults().withPrivateData(localParameters()),
                         Duration.ofMillis(ACCEPT_TIMEOUT_MILLIS));
@@ -420,6 +507,37 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             });
             handBack(() -> accepted(f));
         });
+    }
+
+    /**
+     * On the accepting side, before anything is made: a connection request of the other wire mode
+     * (or none this version reads) is rejected with this side's handshake, so that the peer's
+     * {@code ConnectException} can name both modes.
+     */
+    private void refuseOtherWire() {
+        RdmaWireMode peer = WireHandshake.modeOf(peerParameters);
+        try {
+            resolveWireMode();
+        } catch (UnsupportedOperationException e) {
+            rejectQuietly(null);
+            throw e;
+        }
+        if (peer != wireMode) {
+            rejectQuietly(new WireHandshake(config.ringSlots(), config.slotSize(), wireMode, 0, 0, 0, 0, 0).encode());
+            throw peer == null ? new IllegalStateException("refused a connection request from " + remote
+                    + ": it carries no ring parameters of this wire format (" + (peerParameters == null ? 0
+                    : peerParameters.length) + " bytes of private data), not an RDMA Netty channel of this version")
+                    : new IllegalStateException("refused a connection request from " + remote + ": "
+                    + WireHandshake.mismatch(wireMode, peer));
+        }
+    }
+
+    private void rejectQuietly(byte[] privateData) {
+        try {
+            id.reject(privateData);
+        } catch (RuntimeException e) {
+            logger.debug("rejecting a connection request on {}", this, e);
+        }
     }
 
     /**
@@ -488,11 +606,16 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         return Duration.ofNanos(nanos);
     }
 
-    private static Throwable connectFailure(Throwable t, InetSocketAddress to) {
+    private static Throwable connectFailure(Throwable t, InetSocketAddress to, RdmaWireMode wireMode) {
+        if (t instanceof UnsupportedOperationException) {
+            return t; // what this side cannot do (WRITE_WITH_IMM on iWARP): its message says why
+        }
         if (t instanceof CmEventException e) {
             CmEventType type = e.event().type();
+            RdmaWireMode peerMode = type == CmEventType.REJECTED ? WireHandshake.modeOf(e.event().privateData()) : null;
             ConnectException c = new ConnectException(switch (type) {
-                case REJECTED -> "Connection refused: " + to;
+                case REJECTED -> "Connection refused: " + to + (peerMode != null && wireMode != null
+                        && peerMode != wireMode ? ": " + WireHandshake.mismatch(wireMode, peerMode) : "");
                 case ADDR_ERROR, ROUTE_ERROR, UNREACHABLE -> "Network is unreachable: " + to + " (" + type + ")";
                 default -> "connection to " + to + " failed: " + type;
             });
@@ -558,7 +681,12 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             return;
         }
         if (failure != null) {
-            logger.debug("accepting a connection on {} failed", this, failure);
+            if (failure instanceof IllegalStateException || failure instanceof UnsupportedOperationException) {
+                // refused for its wire mode or its handshake: the message says why
+                logger.warn("{}", failure.getMessage());
+            } else {
+                logger.debug("accepting a connection on {} failed", this, failure);
+            }
             unsafe().close(voidPromise());
             return;
         }
@@ -581,10 +709,12 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             return 0;
         }
         int n = takeCompletions();
-        if (failedStatus != null) {
-            WcStatus failed = failedStatus;
+        if (failedStatus != null || wireFailure != null) {
+            IOException cause = wireFailure != null ? wireFailure : new IOException("RDMA connection to " + remote
+                    + " failed: work completion " + failedStatus);
             failedStatus = null;
-            completionFailed(failed);
+            wireFailure = null;
+            completionFailed(cause);
             return Math.max(n, 1);
         }
         int work = n;
@@ -623,9 +753,24 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
                 return n;
             }
             if ((wr & SEND_TAG) != 0) {
-                sendsCompleted((wr & ~SEND_TAG) + 1); // releases the buffers sent in place
+                if (wr != SLOT_QUEUE_WRITE_ID) {
+                    sendsCompleted((wr & ~SEND_TAG) + 1); // releases the buffers sent in place
+                }
+            } else if (writeWithImm) {
+                int word = c.immediate();
+                int slot = word >>> SLOT_SHIFT;
+                if (!c.hasImmediate() || slot >= ringSlots || c.byteLength() > slotSize) {
+                    wireFailure = new IOException("RDMA connection to " + remote + " broke the WRITE_WITH_IMM wire: "
+                            + (c.hasImmediate() ? "slot " + slot + " of " + ringSlots + ", " + c.byteLength()
+                            + " bytes" : "a " + c.opcode() + " without immediate data"));
+                    return n;
+                }
+                receivedWithImmediate++;
+                received(slot, word, c.byteLength());
             } else {
-                received((int) wr, c.byteLength());
+                int slot = (int) wr;
+                received(slot, recvRegion.segment().get(ValueLayout.JAVA_INT_UNALIGNED, (long) slot * slotSize),
+                        c.byteLength() - HEADER);
             }
         }
         return n;
@@ -638,32 +783,28 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
      * channelActive after the peer closed), and a TCP socket fails such a write too.
      */
     private boolean peerClosed() {
-        if (!closeReceived && !peerGone && failedStatus == null) {
+        if (!closeReceived && !peerGone && failedStatus == null && wireFailure == null) {
             takeCompletions();
         }
-        return closeReceived || peerGone || failedStatus != null;
+        return closeReceived || peerGone || failedStatus != null || wireFailure != null;
     }
 
     private boolean outputShutdownForGood() {
         return unsafe().outboundBuffer() == null && !finPending;
     }
 
-    private void completionFailed(WcStatus status) {
+    private void completionFailed(IOException cause) {
         if (!open) {
             return;
         }
-        IOException cause = new IOException("RDMA connection to " + remote + " failed: work completion " + status);
         peerGone = true;
         pipeline().fireExceptionCaught(cause);
         unsafe().close(voidPromise());
     }
 
-    private void received(int slot, int length) {
-        MemorySegment ring = recvRegion.segment();
-        long offset = (long) slot * slotSize;
-        int header = ring.get(ValueLayout.JAVA_INT_UNALIGNED, offset);
+    /** A message of {@code payload} bytes in {@code slot}, its word {@code header} (credits, FIN, CLOSE). */
+    private void received(int slot, int header, int payload) {
         credits += header & CREDIT_MASK;
-        int payload = length - HEADER;
         if (payload > 0 && !inputShutdown) {
             rxQueue[(rxHead + rxCount) % ringSlots] = slot;
             rxLength[slot] = payload;
@@ -731,6 +872,12 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
 
     private void repost(int slot) {
         if (qp.tryPostRecv(receives[slot]) == 0) {
+            if (writeWithImm) {
+                // where the peer's slot queue takes it: the credit that returns it carries it there
+                long position = (freedBase + freedCount) % peerQueueLength;
+                freedLog.segment().set(SLOT_ENTRY, 2 * position, (short) slot);
+            }
+            freedCount++;
             owed++;
         }
     }
@@ -758,7 +905,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             do {
                 int slot = rxQueue[rxHead];
                 int left = rxLength[slot] - rxConsumed;
-                int from = HEADER + rxConsumed;
+                int from = wireHeader + rxConsumed;
                 ByteBuf buf;
                 int n;
                 if (zeroCopyRead && slotsHeld < ringSlots / 2) {
@@ -827,7 +974,8 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         if (writing || !ready || !open || peerGone || owed < Math.max(2, ringSlots / 4) || credits < 1 || !sendSlotFree()) {
             return;
         }
-        post(fill(0, null, 0, 0, true), 1);
+        fill(0, null, 0, 0, true);
+        post(messageHead, 1);
     }
 
     /**
@@ -883,26 +1031,78 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     private SendRequest fill(int flags, ByteBuf buf, int index, int length, boolean signaled) {
         if (length > 0) {
             ByteBuffer view = sendViews[(int) (sendPosted % sendSlots)];
-            view.limit(HEADER + length).position(HEADER);
+            view.limit(wireHeader + length).position(wireHeader);
             buf.getBytes(index, view);
         }
         return filled(flags, length, signaled);
     }
 
-    /** Writes the header of the next send slot, whose payload of {@code length} bytes is in place. */
+    /**
+     * Completes the message of the next send slot, whose payload of {@code length} bytes is in
+     * place: its word (owed credits and {@code flags}) goes into the slot's header (SEND) or the
+     * immediate (WRITE_WITH_IMM, after the writes of the returned slots into the peer's queue:
+     * {@link #messageHead} is the first request to post). Returns the message's request, not yet posted.
+     */
     private SendRequest filled(int flags, int length, boolean signaled) {
         int slot = (int) (sendPosted % sendSlots);
         int give = Math.min(owed, CREDIT_MASK);
+        long offset = (long) slot * sendSlotSize;
+        SendRequest r = sends[slot];
+        if (writeWithImm) {
+            messageHead = slotQueueWrites(slot, give, r);
+            int peerSlot = takePeerSlot();
+            r.immediate(give | flags | peerSlot << SLOT_SHIFT)
+                    .remote(peerRingAddress + (long) peerSlot * sendSlotSize, peerRingRkey);
+            if (length > 0) {
+                r.local(sendRegion, offset, length).inline(length <= maxInline);
+            } else {
+                r.inline(false).sgeCount(0);
+            }
+        } else {
+            sendRegion.segment().set(ValueLayout.JAVA_INT_UNALIGNED, offset, give | flags);
+            int size = HEADER + length;
+            r.local(sendRegion, offset, size).inline(size <= maxInline);
+            messageHead = r;
+        }
         owed -= give;
         credits--;
-        long offset = (long) slot * sendSlotSize;
-        sendRegion.segment().set(ValueLayout.JAVA_INT_UNALIGNED, offset, give | flags);
-        int size = HEADER + length;
-        SendRequest r = sends[slot];
-        r.id(SEND_TAG | sendPosted).local(sendRegion, offset, size).inline(size <= maxInline)
-                .signaled(signaled || sendPosted % SIGNAL_EVERY == SIGNAL_EVERY - 1).next(null);
+        r.id(SEND_TAG | sendPosted).signaled(signaled || sendPosted % SIGNAL_EVERY == SIGNAL_EVERY - 1).next(null);
         sendPosted++;
         return r;
+    }
+
+    /**
+     * WRITE_WITH_IMM: the writes of the {@code give} slots this message returns into the peer's
+     * slot queue, chained before {@code message} (two at the queue's wrap); {@code message} itself
+     * when it returns none. The queue's entries reach the peer before the immediate that counts
+     * them, as a reliable connection executes its requests in order.
+     */
+    private SendRequest slotQueueWrites(int slot, int give, SendRequest message) {
+        if (give == 0) {
+            return message;
+        }
+        long start = (freedBase + freedCount - owed) % peerQueueLength;
+        int first = (int) Math.min(give, peerQueueLength - start);
+        SendRequest a = slotQueueWrites[2 * slot];
+        a.local(freedLog, 2 * start, 2 * first).remote(peerQueueAddress + 2 * start, peerQueueRkey)
+                .inline(2 * first <= maxInline);
+        if (first == give) {
+            a.next(message);
+        } else {
+            int rest = give - first;
+            SendRequest b = slotQueueWrites[2 * slot + 1];
+            b.local(freedLog, 0, 2 * rest).remote(peerQueueAddress, peerQueueRkey).inline(2 * rest <= maxInline)
+                    .next(message);
+            a.next(b);
+        }
+        return a;
+    }
+
+    /** WRITE_WITH_IMM: the peer's slot the next message goes to, from this side's slot queue. */
+    private int takePeerSlot() {
+        int peerSlot = slotQueue.segment().get(SLOT_ENTRY, 2 * (slotsTaken % slotQueueLength)) & 0xffff;
+        slotsTaken++;
+        return peerSlot;
     }
 
     /**
@@ -913,7 +1113,11 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     private SendRequest inPlace(ByteBuf owner, MemoryRegion chunk, long offset, int length) {
         int slot = (int) (sendPosted % sendSlots);
         SendRequest r = filled(0, 0, false);
-        r.inline(false).sge(1, chunk, offset, length).sgeCount(2);
+        if (writeWithImm) {
+            r.inline(false).local(chunk, offset, length);
+        } else {
+            r.inline(false).sge(1, chunk, offset, length).sgeCount(2);
+        }
         sentInPlace[slot] = owner.retain();
         sentWithoutCopy++;
         return r;
@@ -926,7 +1130,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
      */
     private int copyRegion(FileRegion region, int max) throws IOException {
         ByteBuffer view = sendViews[(int) (sendPosted % sendSlots)];
-        view.limit(HEADER + max).position(HEADER);
+        view.limit(wireHeader + max).position(wireHeader);
         regionTarget.into = view;
         try {
             while (view.hasRemaining() && region.transferred() < region.count()) {
@@ -937,7 +1141,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         } finally {
             regionTarget.into = null;
         }
-        return view.position() - HEADER;
+        return view.position() - wireHeader;
     }
 
     /** A channel over the payload of a send slot: takes what fits, never more. */
@@ -1108,11 +1312,12 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             failure = null;
         }
 
+        /** Appends the message {@code r} that {@link #filled} made last, after the requests that precede it. */
         private void append(SendRequest r) {
             if (tail == null) {
-                head = r;
+                head = messageHead;
             } else {
-                tail.next(r);
+                tail.next(messageHead);
             }
             tail = r;
             count++;
@@ -1125,7 +1330,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
 
         @Override
         public boolean processMessage(Object msg) {
-            int maxPayload = sendSlotSize - HEADER;
+            int maxPayload = sendSlotSize - wireHeader;
             if (msg instanceof FileRegion r) {
                 region = r;
                 try {
@@ -1178,7 +1383,8 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     private void sendFin() {
         if (credits >= 1 && sendSlotFree()) {
             finPending = false;
-            post(fill(FIN, null, 0, 0, true), 1);
+            fill(FIN, null, 0, 0, true);
+            post(messageHead, 1);
         }
     }
 
@@ -1273,7 +1479,8 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     private boolean startLinger() {
         try {
             if (credits >= 1 && sendSlotFree()) {
-                post(fill(FIN | CLOSE, null, 0, 0, true), 1);
+                fill(FIN | CLOSE, null, 0, 0, true);
+                post(messageHead, 1);
             }
         } catch (RuntimeException e) {
             logger.debug("telling the peer of {} that it closes", this, e);
@@ -1310,7 +1517,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
                     sendCompleted = sendPosted; // nothing more will be acknowledged
                     break;
                 }
-                if ((c.wrId() & SEND_TAG) != 0) {
+                if ((c.wrId() & SEND_TAG) != 0 && c.wrId() != SLOT_QUEUE_WRITE_ID) {
                     sendsCompleted((c.wrId() & ~SEND_TAG) + 1);
                 }
                 // a receive: the peer's data after this side closed, dropped as a closed socket's
@@ -1324,6 +1531,15 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         }
         finishClose();
         return true;
+    }
+
+    /**
+     * The wire this connection uses ({@code WRITE_WITH_IMM} or {@code SEND}), resolved from
+     * {@link RdmaChannelOption#RDMA_WIRE_MODE} and the device's transport when the connection was
+     * set up; null before. A channel closed after its setup keeps reporting it.
+     */
+    public RdmaWireMode wireMode() {
+        return wireMode;
     }
 
     /** Receive slots held by the application as zero-copy buffers: for tests. Loop only. */
@@ -1380,6 +1596,8 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             close(recvRegion);
         }
         close(sendRegion);
+        close(slotQueue);
+        close(freedLog);
         close(events);
         id = null;
         cq = null;
@@ -1387,6 +1605,8 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         recvRegion = null;
         ring = null;
         sendRegion = null;
+        slotQueue = null;
+        freedLog = null;
         events = null;
     }
 

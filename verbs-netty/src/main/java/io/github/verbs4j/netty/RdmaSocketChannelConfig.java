@@ -28,6 +28,7 @@ public final class RdmaSocketChannelConfig extends DefaultChannelConfig implemen
     private volatile int sendDepth = 64;
     private volatile int inlineSize = 64;
     private volatile boolean zeroCopyRead;
+    private volatile RdmaWireMode wireMode = RdmaWireMode.AUTO;
 
     // SocketChannelConfig's TCP settings: kept and reported back, without effect on RDMA
     private volatile boolean tcpNoDelay = true;
@@ -46,7 +47,7 @@ public final class RdmaSocketChannelConfig extends DefaultChannelConfig implemen
     public Map<ChannelOption<?>, Object> getOptions() {
         return getOptions(super.getOptions(), ChannelOption.ALLOW_HALF_CLOSURE, RdmaChannelOption.RDMA_RING_SLOTS,
                 RdmaChannelOption.RDMA_SLOT_SIZE, RdmaChannelOption.RDMA_SEND_DEPTH, RdmaChannelOption.RDMA_INLINE_SIZE,
-                RdmaChannelOption.RDMA_ZERO_COPY_READ);
+                RdmaChannelOption.RDMA_ZERO_COPY_READ, RdmaChannelOption.RDMA_WIRE_MODE);
     }
 
     @Override
@@ -70,6 +71,9 @@ public final class RdmaSocketChannelConfig extends DefaultChannelConfig implemen
         if (option == RdmaChannelOption.RDMA_ZERO_COPY_READ) {
             return (T) Boolean.valueOf(zeroCopyRead);
         }
+        if (option == RdmaChannelOption.RDMA_WIRE_MODE) {
+            return (T) wireMode;
+        }
         return super.getOption(option);
     }
 
@@ -88,6 +92,11 @@ public final class RdmaSocketChannelConfig extends DefaultChannelConfig implemen
             inlineSize = range("RDMA_INLINE_SIZE", (Integer) value, 0, 4096);
         } else if (option == RdmaChannelOption.RDMA_ZERO_COPY_READ) {
             zeroCopyRead = (Boolean) value;
+        } else if (option == RdmaChannelOption.RDMA_WIRE_MODE) {
+            if (value == null) {
+                throw new NullPointerException("RDMA_WIRE_MODE");
+            }
+            wireMode = (RdmaWireMode) value;
         } else if (option == RdmaChannelOption.RDMA_NOTIFICATION_MODE) {
             // a property of the event loop (RdmaTransportOptions), not of one channel
             return false;
@@ -139,6 +148,10 @@ public final class RdmaSocketChannelConfig extends DefaultChannelConfig implemen
 
     boolean zeroCopyRead() {
         return zeroCopyRead;
+    }
+
+    RdmaWireMode wireMode() {
+        return wireMode;
     }
 
     @Override

@@ -8,6 +8,10 @@ import org.junit.jupiter.api.extension.AfterAllCallback;
 import org.junit.jupiter.api.extension.BeforeAllCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 
+import java.lang.annotation.ElementType;
+import java.lang.annotation.Retention;
+import java.lang.annotation.RetentionPolicy;
+import java.lang.annotation.Target;
 import java.net.InetSocketAddress;
 import java.util.concurrent.TimeUnit;
 
@@ -16,9 +20,22 @@ import java.util.concurrent.TimeUnit;
  * {@code @RegisterExtension static final RdmaLoops loops = new RdmaLoops();} and gets a group of
  * two loops on {@link RdmaIoHandler} for the class: made before its first test (a transport that
  * cannot run fails the class with the reason, it is not skipped), shut down after its last.
- * Servers bind to {@link #LOCAL_ANY_PORT}.
+ * Servers bind to {@link #LOCAL_ANY_PORT}. A class annotated {@link WireMode} gets bootstraps
+ * (these and the static ones, for its tests' own groups) that set
+ * {@link RdmaChannelOption#RDMA_WIRE_MODE} on both sides: a subclass so annotated runs its parent's
+ * tests on that wire.
  */
 final class RdmaLoops implements BeforeAllCallback, AfterAllCallback {
+
+    /** The wire mode of the bootstraps of {@link RdmaLoops} for the annotated class (not its subclasses). */
+    @Retention(RetentionPolicy.RUNTIME)
+    @Target(ElementType.TYPE)
+    @interface WireMode {
+        RdmaWireMode value();
+    }
+
+    /** The wire mode the running class asked for, or null: the option is left unset (AUTO). Classes run one at a time. */
+    private static volatile RdmaWireMode classMode;
 
     /** 127.0.0.1, the address softrdma's device answers on, and a free port. */
     static final InetSocketAddress LOCAL_ANY_PORT = new InetSocketAddress("127.0.0.1", 0);
@@ -27,6 +44,8 @@ final class RdmaLoops implements BeforeAllCallback, AfterAllCallback {
 
     @Override
     public void beforeAll(ExtensionContext context) {
+        WireMode mode = context.getRequiredTestClass().getAnnotation(WireMode.class);
+        classMode = mode == null ? null : mode.value();
         group = newGroup(2);
     }
 
@@ -34,6 +53,7 @@ final class RdmaLoops implements BeforeAllCallback, AfterAllCallback {
     public void afterAll(ExtensionContext context) {
         EventLoopGroup g = group;
         group = null;
+        classMode = null;
         shutdown(g);
     }
 
@@ -70,10 +90,14 @@ final class RdmaLoops implements BeforeAllCallback, AfterAllCallback {
     }
 
     static ServerBootstrap serverBootstrap(EventLoopGroup group) {
-        return new ServerBootstrap().group(group).channel(RdmaServerSocketChannel.class);
+        ServerBootstrap b = new ServerBootstrap().group(group).channel(RdmaServerSocketChannel.class);
+        RdmaWireMode mode = classMode;
+        return mode == null ? b : b.childOption(RdmaChannelOption.RDMA_WIRE_MODE, mode);
     }
 
     static Bootstrap clientBootstrap(EventLoopGroup group) {
-        return new Bootstrap().group(group).channel(RdmaSocketChannel.class);
+        Bootstrap b = new Bootstrap().group(group).channel(RdmaSocketChannel.class);
+        RdmaWireMode mode = classMode;
+        return mode == null ? b : b.option(RdmaChannelOption.RDMA_WIRE_MODE, mode);
     }
 }

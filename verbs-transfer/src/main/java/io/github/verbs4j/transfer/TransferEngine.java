@@ -9,6 +9,7 @@ import io.github.verbs4j.CompletionQueue;
 import io.github.verbs4j.Completions;
 import io.github.verbs4j.Context;
 import io.github.verbs4j.MemoryRegion;
+import io.github.verbs4j.PeerLostException;
 import io.github.verbs4j.PollSet;
 import io.github.verbs4j.ProtectionDomain;
 import io.github.verbs4j.QueuePair;
@@ -614,8 +615,10 @@ public final class TransferEngine implements AutoCloseable {
 
     /** What a failed completion means for the request it belongs to. */
     static TransferStatus classify(WcStatus status, Lane lane) {
+        if (PeerLostException.shows(status)) {
+            return TransferStatus.PEER_LOST; // the transport gave up on the peer
+        }
         return switch (status) {
-            case RETRY_EXCEEDED, RNR_RETRY_EXCEEDED, RESPONSE_TIMEOUT_ERROR, REMOTE_ABORT_ERROR -> TransferStatus.PEER_LOST;
             case REMOTE_ACCESS_ERROR, LOCAL_PROTECTION_ERROR, LOCAL_ACCESS_ERROR, REMOTE_INVALID_REQUEST_ERROR,
                     REMOTE_INVALID_RD_REQUEST_ERROR -> TransferStatus.ACCESS_ERROR;
             // a flush that is the queue pair's first error: rdma_cm moved it to ERR because the peer

@@ -7,6 +7,7 @@ import io.github.verbs4j.CompletionQueue;
 import io.github.verbs4j.Deadline;
 import io.github.verbs4j.Completions;
 import io.github.verbs4j.MemoryRegion;
+import io.github.verbs4j.PeerLostException;
 import io.github.verbs4j.QueuePair;
 import io.github.verbs4j.RdmaTimeoutException;
 import io.github.verbs4j.ReceiveRequest;

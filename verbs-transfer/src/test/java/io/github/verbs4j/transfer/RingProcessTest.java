@@ -1,5 +1,6 @@
 package io.github.verbs4j.transfer;
 
+import io.github.verbs4j.PeerLostException;
 import io.github.verbs4j.WcStatus;
 import io.github.verbs4j.WorkCompletionException;
 import io.github.verbs4j.testsupport.ThreadMeter;
@@ -15,6 +16,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -67,8 +69,9 @@ class RingProcessTest {
      * start to its end is under 30 % of the wall time; a spinning wait takes all of it, and the
      * thread's CPU time is reached through verbs-core's ThreadMeter, which measures the current
      * thread only, so the thread measures itself). Then rank 1 is killed with SIGKILL: rank 0's
-     * allreduce ends through rdma_cm's DISCONNECTED with a {@link WorkCompletionException} (its
-     * receives flushed, the message naming the neighbour, no cause), not after the ring's 60 s timeout.
+     * allreduce ends through rdma_cm's DISCONNECTED with a {@link PeerLostException} naming the
+     * neighbour, whose cause is the flushed receive's {@link WorkCompletionException} (once: its
+     * own cause none) and whose status is that flush's, not after the ring's 60 s timeout.
      * The CPU share and the delay are printed.
      */
     @Test
@@ -112,10 +115,15 @@ class RingProcessTest {
                         exited.get(60L * TestNet.WAIT, TimeUnit.SECONDS) / 1000.0, t);
                 System.out.printf("rank 0 waiting for a stalled neighbour, then failing: %.1f ms of CPU in %.1f ms"
                         + " (%.1f %%)%n", spent[0] / 1e6, spent[1] / 1e6, 100.0 * spent[0] / spent[1]);
-                WorkCompletionException e = assertInstanceOf(WorkCompletionException.class, t);
+                PeerLostException e = assertInstanceOf(PeerLostException.class, t);
                 assertEquals(WcStatus.WR_FLUSH_ERROR, e.status(), "flushed after rdma_cm's DISCONNECTED: " + e);
-                assertTrue(e.getMessage().contains("neighbour, rank 1, disconnected"), e.getMessage());
-                assertNull(e.getCause(), "the completion is the failure itself, not wrapped again");
+                assertTrue(e.getMessage().startsWith("rank 0 of 2: its "), e.getMessage());
+                assertTrue(e.getMessage().contains("neighbour, rank 1, disconnected (rdma_cm DISCONNECTED)"),
+                        e.getMessage());
+                WorkCompletionException flushed = assertInstanceOf(WorkCompletionException.class, e.getCause());
+                assertEquals(WcStatus.WR_FLUSH_ERROR, flushed.status());
+                assertFalse(flushed.getMessage().contains("disconnected"), "the neighbour named once: " + flushed);
+                assertNull(flushed.getCause(), "the completion is the cause, not wrapped again");
                 assertTrue(spent[1] > 500_000_000L, "the wait was shorter than the neighbour's stall of 1 s");
                 assertTrue(spent[0] < 0.3 * spent[1], "the waiting rank used " + spent[0] / 1_000_000 + " ms of CPU in "
                         + spent[1] / 1_000_000 + " ms");

@@ -1,6 +1,7 @@
 package io.github.verbs4j.transfer;
 
 import io.github.verbs4j.Errno;
+import io.github.verbs4j.PeerLostException;
 import io.github.verbs4j.RdmaException;
 import io.github.verbs4j.RdmaTimeoutException;
 import io.github.verbs4j.VerbsException;

@@ -1,9 +1,9 @@
 package io.github.verbs4j.examples.cm;
 
+import io.github.verbs4j.PeerLostException;
 import io.github.verbs4j.RemoteBuffer;
 import io.github.verbs4j.cm.ConnectParameters;
 import io.github.verbs4j.cm.EndpointOptions;
-import io.github.verbs4j.cm.PeerDisconnectedException;
 import io.github.verbs4j.cm.RdmaClient;
 import io.github.verbs4j.cm.RdmaConnection;
 import io.github.verbs4j.cm.RdmaServer;
@@ -121,7 +121,7 @@ final class Rping {
                     RemoteBuffer source;
                     try {
                         source = parseInfo(c.receive(Duration.ofDays(365)));
-                    } catch (PeerDisconnectedException gone) {
+                    } catch (PeerLostException gone) {
                         break;
                     }
                     debug("Received rkey %x addr %x len %d from peer", source.rkey(), source.address(), source.length());
@@ -139,7 +139,7 @@ final class Rping {
                     RemoteBuffer sinkAd;
                     try {
                         sinkAd = parseInfo(c.receive(step()));
-                    } catch (PeerDisconnectedException gone) {
+                    } catch (PeerLostException gone) {
                         break;
                     }
                     int length = cStringLength(buffer.asSlice(0, size)) + 1;
@@ -147,7 +147,7 @@ final class Rping {
                             (int) Math.min(length, sinkAd.length()), step());
                     try {
                         c.send(new byte[INFO_SIZE], step());
-                    } catch (PeerDisconnectedException gone) {
+                    } catch (PeerLostException gone) {
                         break rounds;
                     }
                 }

@@ -182,6 +182,8 @@ public final class KernelPairMain {
         try {
             Bootstrap bootstrap = new Bootstrap().group(group).channel(RdmaSocketChannel.class).handler(checker);
             Channel channel = connect(server, () -> bootstrap.connect(server).sync().channel());
+            // the wire AUTO picked from the device: WRITE_WITH_IMM on rxe (RoCE), SEND on siw (iWARP)
+            System.out.println("wire mode: " + ((RdmaSocketChannel) channel).wireMode() + " to " + server);
             int messages = 0;
             long bytes = 0;
             int large = 0;

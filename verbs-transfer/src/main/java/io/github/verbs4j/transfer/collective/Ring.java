@@ -10,6 +10,7 @@ import io.github.verbs4j.Completions;
 import io.github.verbs4j.Context;
 import io.github.verbs4j.Deadline;
 import io.github.verbs4j.MemoryRegion;
+import io.github.verbs4j.PeerLostException;
 import io.github.verbs4j.PollSet;
 import io.github.verbs4j.ProtectionDomain;
 import io.github.verbs4j.QueuePair;
@@ -17,6 +18,7 @@ import io.github.verbs4j.RdmaTimeoutException;
 import io.github.verbs4j.ReceiveRequest;
 import io.github.verbs4j.SendOpcode;
 import io.github.verbs4j.SendRequest;
+import io.github.verbs4j.WcStatus;
 import io.github.verbs4j.WcOpcode;
 import io.github.verbs4j.WorkCompletionException;
 import io.github.verbs4j.cm.CmEvent;
@@ -81,10 +83,13 @@ import java.util.concurrent.TimeoutException;
  * {@code x[c+1] + x[c+2] + ...} around the ring, ending with rank {@code c}'s, the same on every
  * rank.
  *
- * <p><b>Failures</b>: a neighbour that dies ends the collective with a
- * {@link WorkCompletionException}: rdma_cm's DISCONNECTED shows a killed neighbour's process at
- * once (the ring's connections are then disconnected and the collective ends with the flush,
- * naming the neighbour); a host or link gone without a word shows after the transport's retries.
+ * <p><b>Failures</b>: a neighbour that dies ends the collective with a {@link PeerLostException}
+ * naming it, whose cause is the {@link WorkCompletionException} of this rank's request that
+ * showed it (and whose status is that request's): rdma_cm's DISCONNECTED shows a killed
+ * neighbour's process at once (the ring's connections are then disconnected and the collective
+ * ends with the flush, WR_FLUSH_ERROR); a host or link gone without a word shows after the
+ * transport's retries (RETRY_EXCEEDED). Any other failed completion (a refused access) is the
+ * {@link WorkCompletionException} itself.
  * A rank that does not come within the timeout ends the wait with {@link RdmaTimeoutException}.
  *
  * <p><b>Waiting</b>: a rank polls its completion queue for {@link #SPIN_WAIT} without a result,
@@ -1056,9 +1061,7 @@ public final class Ring implements AutoCloseable {
         for (int k = 0; k < n; k++) {
             Completion wc = wcs.get(k);
             if (!wc.ok()) {
-                throw new WorkCompletionException("rank " + rank + "'s " + wc.opcode() + " ("
-                        + (neighbourGone != null ? neighbourGone : "a neighbour is gone?") + ")",
-                        wc.status(), wc.wrId(), wc.vendorError(), wc.qpNumber(), wc.opcode());
+                throw failure(wc);
             }
             WcOpcode op = wc.opcode();
             if (op == WcOpcode.RECV_RDMA_WITH_IMM) {
@@ -1083,11 +1086,38 @@ public final class Ring implements AutoCloseable {
     }
 
     /**
+     * What a failed completion ends the collective with: a {@link PeerLostException} naming the
+     * neighbour when the completion shows it gone (rdma_cm reported it, looked at once more here in
+     * case the flush came first; the transport gave up on it; or its connection was flushed), with
+     * the completion's {@link WorkCompletionException} as cause; else that exception itself.
+     */
+    private RuntimeException failure(Completion wc) {
+        WorkCompletionException failed = new WorkCompletionException("rank " + rank + "'s " + wc.opcode(), wc.status(),
+                wc.wrId(), wc.vendorError(), wc.qpNumber(), wc.opcode());
+        String gone = neighbourGone;
+        if (gone == null) {
+            long now = System.nanoTime();
+            int leftRank = Math.floorMod(rank - 1, size);
+            int rightRank = (rank + 1) % size;
+            leftGone = leftGone != null ? leftGone : watch(leftId, "left", leftRank, now);
+            rightGone = rightGone != null ? rightGone : watch(rightId, "right", rightRank, now);
+            boolean onLeft = wc.qpNumber() == left.qpNumber();
+            gone = onLeft ? leftGone : rightGone;
+            if (gone == null && (wc.status() == WcStatus.WR_FLUSH_ERROR || PeerLostException.shows(wc.status()))) {
+                gone = "its " + (onLeft ? "left" : "right") + " neighbour, rank " + (onLeft ? leftRank : rightRank)
+                        + ", is lost (" + (PeerLostException.shows(wc.status()) ? "the transport gave up on it"
+                        : "its connection was flushed") + ")";
+            }
+        }
+        return gone == null ? failed : new PeerLostException("rank " + rank + " of " + size + ": " + gone, failed);
+    }
+
+    /**
      * Takes the neighbours' rdma_cm events, and breaks the ring when this wait needs a neighbour
      * that rdma_cm reported DISCONNECTED (its process died or closed its ring) or removed: both
      * connections are disconnected (to ERR: the posted receives and writes flush, and the live
-     * neighbour hears of it the same way), and the collective ends with the flush's
-     * {@link WorkCompletionException}, naming the neighbour, instead of waiting for the
+     * neighbour hears of it the same way), and the collective ends with the flush (a
+     * {@link PeerLostException} naming the neighbour), instead of waiting for the
      * transport's retries or the ring's timeout.
      *
      * <p>A neighbour that closed its ring after its last collective disconnects too, while this
