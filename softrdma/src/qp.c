@@ -499,7 +499,13 @@ SRD_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 		srd_flush_sq_locked(qp);
 		srd_unlock(&qp->sq_lock);
 		pthread_mutex_unlock(&g_trans_once);
+		/* under resp_lock: a receive the responder took and acknowledged but has not
+		 * completed yet (it completes after the ACK) completes before the flushes of the
+		 * receives behind it, so the receive queue completes in order (ERR is already
+		 * set: a packet taken after this waits is dropped, not executed) */
+		srd_lock(&qp->resp_lock);
 		srd_flush_rq(qp);
+		srd_unlock(&qp->resp_lock);
 		return 0;
 	}
 out:;

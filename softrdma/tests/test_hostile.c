@@ -10,6 +10,8 @@
 #define _GNU_SOURCE
 #include <infiniband/verbs.h>
 #include <poll.h>
+#include <sched.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 #include <signal.h>
@@ -545,6 +547,67 @@ static void expect_invalid_request(struct sock peer, struct ibv_qp *q, uint32_t 
 	      wc[1].status != IBV_WC_SUCCESS, "%s: both receive WQEs complete in error (%d)", what, n);
 }
 
+/* Every thread of this process onto one CPU (set != NULL), or back to the mask saved (NULL). */
+static void pin_threads(const cpu_set_t *set)
+{
+	DIR *d = opendir("/proc/self/task");
+	if (!d)
+		return;
+	for (struct dirent *e; (e = readdir(d));) {
+		pid_t tid = (pid_t)atoi(e->d_name);
+		if (tid > 0)
+			sched_setaffinity(tid, sizeof(*set), set);
+	}
+	closedir(d);
+}
+
+/*
+ * A QP moved to ERR while its responder is between the ACK of a SEND and the SEND's receive
+ * completion (softrdma writes the completion after the ACK, as hardware acknowledges on
+ * placement): the SEND's completion still comes before the flushes of the receives posted
+ * after it, since a receive queue completes in order. An application that got the ACK and
+ * disconnected must not make the peer see a flush before the message (a channel's FIN).
+ * The race is made likely, not certain: every thread shares one CPU, so the test's thread,
+ * woken by the ACK, tends to run before the agent that sent it writes the completion.
+ */
+static void t_flush_after_ack_keeps_order(void)
+{
+	cpu_set_t saved, one;
+	CPU_ZERO(&saved);
+	if (sched_getaffinity(0, sizeof(saved), &saved))
+		return;
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &one);
+	struct sock peer = udp_sock();
+	unsigned char msg[16];
+	t_fill(msg, sizeof(msg), 17);
+	int tries = 200, overtaken = 0, done = 0;
+	for (int i = 0; i < tries; i++) {
+		struct ibv_qp *q = responder(peer);
+		pin_threads(&one);
+		send_req(peer, q, peer, OP_SEND, F_FIRST | F_LAST, RQ_PSN, msg, sizeof(msg));
+		uint32_t psn = 0;
+		int syn = rx_ack(peer, &psn, 1000);
+		struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+		int mrc = ibv_modify_qp(q, &a, IBV_QP_STATE);
+		struct ibv_wc wc[2];
+		int n = poll_for(wc, 2, 1000);
+		if (syn != SYN_ACK || mrc || n != 2) {
+			CHECK(0, "try %d: ACK (syndrome %d), modify to ERR (%d), two completions (%d)", i, syn, mrc, n);
+			ibv_destroy_qp(q);
+			break;
+		}
+		if (wc[0].wr_id != 1 || wc[0].status != IBV_WC_SUCCESS)
+			overtaken++;
+		done++;
+		ibv_destroy_qp(q);
+	}
+	pin_threads(&saved);
+	CHECK(overtaken == 0, "the SEND's completion came after a flush of a later receive in %d of %d tries",
+	      overtaken, done);
+	close(peer.fd);
+}
+
 /* An unknown opcode is dropped and does not take the PSN: the SEND at that PSN arrives. */
 static void t_unknown_opcode(void)
 {
@@ -1026,6 +1089,7 @@ int main(void)
 	t_read_resp();
 	t_read_gap();
 	t_ack_after_go_back();
+	t_flush_after_ack_keeps_order();
 	t_unknown_opcode();
 	t_sequence();
 	t_malformed();

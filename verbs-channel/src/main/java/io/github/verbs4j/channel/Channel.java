@@ -98,7 +98,7 @@ public final class Channel implements AutoCloseable {
 
     static final int MAGIC = 0x5643_4831; // "VCH1"
 
-    private final ChannelGroup group;
+    final ChannelGroup group;
     private final boolean ownsGroup;
     private final boolean appPolling;
     private final int spinPolls;
@@ -107,7 +107,7 @@ public final class Channel implements AutoCloseable {
     private final CmId id;
     private final Duration closeTimeout;
     /** Receive words, then (notifying by SEND) a ring of send words; {@code LOCAL_WRITE}. */
-    private final MemoryRegion words;
+    final MemoryRegion words;
 
     // the two halves, guarded by this (their methods are called with this lock held)
     final ChannelSender sender;

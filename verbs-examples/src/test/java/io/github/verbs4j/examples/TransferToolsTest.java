@@ -24,6 +24,29 @@ class TransferToolsTest {
         }
     }
 
+    /**
+     * A client with three batches in flight (-w 3) runs its batches and prints its row, naming
+     * the window, and the client thread's cost per chunk: 20 batches of 8 requests of 4096 bytes
+     * in chunks of 1024, 640 chunks timed.
+     */
+    @Test
+    void transferBenchKeepsAWindowOfBatchesInFlightAndPrintsTheCostPerChunk() throws Exception {
+        try (Proc server = Proc.tool("transfer-bench", "-s", "4096", "-b", "8")) {
+            String port = portOf(server);
+            for (String op : new String[] {"WRITE", "READ"}) {
+                try (Proc client = Proc.tool("transfer-bench", "127.0.0.1", "-p", port, "-s", "4096", "-b", "8",
+                        "-c", "1024", "-q", "2", "-n", "20", "-w", "3", "-o", op)) {
+                    client.await(120).assertSuccess();
+                    assertTrue(client.out().contains("verbs4j transfer-bench " + op + ", 2 QPs, 16 chunks in flight per QP,"
+                            + " chunk 1024 bytes, 3 batches in flight"), client.describe());
+                    assertTrue(client.out().matches("(?s).*\\n 4096 +8 +20 +[0-9.]+ .*"), client.describe());
+                    assertTrue(client.out().matches("(?s).*\\n client thread per chunk: [0-9]+ ns CPU, [0-9.]+ B allocated"
+                            + " \\(640 chunks, .*"), client.describe());
+                }
+            }
+        }
+    }
+
     @Test
     void verifiedTrafficIsCheckedOnBothEndsAndAOnceServerExitsWhenTheClientIsDone() throws Exception {
         // WRITE then READ on one connection: the client reads every WRITE batch back, then READs
@@ -140,6 +163,8 @@ class TransferToolsTest {
             {"transfer-bench", "127.0.0.1", "-p", "1", "-o", "WRITE,SEND"},
             {"transfer-bench", "127.0.0.1", "-p", "x"},
             {"transfer-bench", "127.0.0.1", "-p", "1", "-q", "0"},
+            {"transfer-bench", "127.0.0.1", "-p", "1", "-w", "0"},
+            {"transfer-bench", "127.0.0.1", "-p", "1", "-w", "2", "-V"},
         };
         for (String[] args : bad) {
             try (Proc p = Proc.tool(args)) {

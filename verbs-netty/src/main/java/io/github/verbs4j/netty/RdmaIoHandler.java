@@ -26,6 +26,8 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * The I/O handler of an RDMA event loop: {@code new MultiThreadIoEventLoopGroup(n, RdmaIoHandler.newFactory())}.
@@ -49,6 +51,13 @@ public final class RdmaIoHandler implements IoHandler {
     private final RdmaTransportOptions options;
     private final Arena arena = Arena.ofShared();
     private final int wakeupFd;
+    /**
+     * How many {@link #wakeup()} calls are writing to {@link #wakeupFd} now, plus
+     * {@code Integer.MIN_VALUE} once {@link #destroy()} began: destroy waits until no write is
+     * in flight before it closes the fd (whose number another open could take) and the arena
+     * (which a write in flight holds).
+     */
+    private final AtomicInteger wakeups = new AtomicInteger();
     private final MemorySegment one;
     private final MemorySegment drain;
     private final List<Registration> registrations = new ArrayList<>();
@@ -65,6 +74,11 @@ public final class RdmaIoHandler implements IoHandler {
     private Object[] pollOwners = new Object[0];
     private long lastWorkNanos = System.nanoTime();
     private int passes;
+    /**
+     * Blocking waits of every RDMA loop of this JVM, for tests of steady-state allocation: a wait
+     * costs a {@code poll(2)} downcall, whose allocation (if any) is per wait, not per message.
+     */
+    private static final LongAdder BLOCKING_WAITS = new LongAdder();
 
     /** A device's resources on this loop. */
     static final class Device {
@@ -108,6 +122,11 @@ public final class RdmaIoHandler implements IoHandler {
         Objects.requireNonNull(options, "options");
         Rdma.ensureAvailability();
         return executor -> new RdmaIoHandler(executor, options);
+    }
+
+    /** How many times the RDMA loops of this JVM blocked in {@code poll(2)} so far: for tests. */
+    static long blockingWaits() {
+        return BLOCKING_WAITS.sum();
     }
 
     /** The options this loop runs with. */
@@ -166,6 +185,7 @@ public final class RdmaIoHandler implements IoHandler {
         }
         long delay = context.delayNanos(System.nanoTime());
         int timeoutMillis = delay == Long.MAX_VALUE ? -1 : (int) Math.min(Integer.MAX_VALUE, (delay + 999_999) / 1_000_000);
+        BLOCKING_WAITS.increment();
         work = waitForEvents(timeoutMillis);
         work += pollAll();
         lastWorkNanos = System.nanoTime();
@@ -271,7 +291,16 @@ public final class RdmaIoHandler implements IoHandler {
 
     @Override
     public void wakeup() {
-        Syscalls.write(wakeupFd, one);
+        // from any thread, also while or after the loop ends: then there is nothing to wake
+        if (wakeups.getAndIncrement() >= 0) {
+            try {
+                Syscalls.write(wakeupFd, one);
+            } finally {
+                wakeups.decrementAndGet();
+            }
+        } else {
+            wakeups.decrementAndGet();
+        }
     }
 
     @Override
@@ -314,6 +343,10 @@ public final class RdmaIoHandler implements IoHandler {
             }
         }
         devices.clear();
+        wakeups.addAndGet(Integer.MIN_VALUE); // no new write from here on
+        while (wakeups.get() != Integer.MIN_VALUE) {
+            Thread.onSpinWait(); // a write in flight: one eventfd write(2), microseconds
+        }
         Syscalls.close(wakeupFd);
         arena.close();
     }

@@ -53,6 +53,7 @@ import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ConnectionPendingException;
 import java.nio.channels.WritableByteChannel;
 import java.time.Duration;
+import java.util.Objects;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
@@ -91,6 +92,13 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 public final class RdmaSocketChannel extends AbstractChannel implements SocketChannel {
 
+    /**
+     * The whole address space, for copies to and from a buffer's native memory by its address:
+     * Netty 4.2 on JDK 25 runs without sun.misc.Unsafe, so ByteBuf.writeBytes(ByteBuffer) and
+     * getBytes(int, ByteBuffer) make a new DirectByteBuffer per call (TransportAllocationTest).
+     * Each copy below is bounded by the buffer's own capacity, checked before it.
+     */
+    private static final MemorySegment ALL_MEMORY = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
     private static final InternalLogger logger = InternalLoggerFactory.getInstance(RdmaSocketChannel.class);
     private static final ChannelMetadata METADATA = new ChannelMetadata(false, 16);
 
@@ -926,9 +934,16 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
                     buf = allocHandle.allocate(config.getAllocator());
                     n = Math.min(left, buf.writableBytes());
                     allocHandle.attemptedBytesRead(buf.writableBytes());
-                    ByteBuffer view = recvViews[slot];
-                    view.limit(from + n).position(from);
-                    buf.writeBytes(view);
+                    if (buf.hasMemoryAddress()) {
+                        // n <= writableBytes: within the buffer's capacity
+                        MemorySegment.copy(recvRegion.segment(), (long) slot * slotSize + from, ALL_MEMORY,
+                                buf.memoryAddress() + buf.writerIndex(), n);
+                        buf.writerIndex(buf.writerIndex() + n);
+                    } else {
+                        ByteBuffer view = recvViews[slot];
+                        view.limit(from + n).position(from);
+                        buf.writeBytes(view);
+                    }
                     consumed(slot, n, left);
                 }
                 allocHandle.lastBytesRead(n);
@@ -1030,9 +1045,15 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
      */
     private SendRequest fill(int flags, ByteBuf buf, int index, int length, boolean signaled) {
         if (length > 0) {
-            ByteBuffer view = sendViews[(int) (sendPosted % sendSlots)];
-            view.limit(wireHeader + length).position(wireHeader);
-            buf.getBytes(index, view);
+            if (buf.hasMemoryAddress()) {
+                Objects.checkFromIndexSize(index, length, buf.capacity());
+                MemorySegment.copy(ALL_MEMORY, buf.memoryAddress() + index, sendRegion.segment(),
+                        (sendPosted % sendSlots) * sendSlotSize + wireHeader, length);
+            } else {
+                ByteBuffer view = sendViews[(int) (sendPosted % sendSlots)];
+                view.limit(wireHeader + length).position(wireHeader);
+                buf.getBytes(index, view);
+            }
         }
         return filled(flags, length, signaled);
     }

@@ -20,7 +20,9 @@ import java.util.Objects;
  * <p><b>Chunks</b>: the engine splits each request into chunks of at most
  * {@link TransferOptions#chunkSize()} bytes and stripes them round robin over the peer's queue
  * pairs, with at most {@link TransferOptions#maxOutstanding()} chunks in flight per queue pair;
- * requests of other peers go on while one peer's queue pairs are full.
+ * requests of other peers go on while one peer's queue pairs are full. Several batches may be
+ * submitted before any is awaited (up to {@link TransferOptions#maxBatches()}): awaiting or
+ * polling any of them posts the chunks of all, oldest batch first, as the queue pairs make room.
  *
  * <p><b>Failures</b> are per request, never an exception of the batch: a lost peer fails that
  * peer's requests ({@link TransferStatus#PEER_LOST}), a refused access fails its own request

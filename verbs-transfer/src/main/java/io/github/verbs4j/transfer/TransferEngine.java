@@ -67,8 +67,14 @@ import java.util.concurrent.locks.ReentrantLock;
  * grant remote READ and WRITE.
  *
  * <p><b>Progress</b> is made by the threads that poll or await batches: no thread of the engine
- * touches the data path. Steady state allocates nothing: each queue pair's work requests are
- * pre-allocated slots, and batches are reused with {@link Batch#reset()}.
+ * touches the data path. Each progress pass takes the completions, then gives every batch in
+ * flight (oldest first, up to {@link TransferOptions#maxBatches()}) the room the queue pairs have:
+ * so one thread awaiting one batch keeps every queue pair's send queue full with the chunks of
+ * the batches submitted after it, and batches flow back to back. The chunks a pass gives one
+ * queue pair go out as one chain (one {@code ibv_post_send}, one doorbell), and only every
+ * quarter of the depth and each chain's last are signaled ({@code Lane}). Steady state allocates
+ * nothing: each queue pair's work requests are pre-allocated slots, and batches are reused with
+ * {@link Batch#reset()}.
  *
  * <p><b>Lifecycle</b>: {@link #close()} stops the service thread, closes connections and
  * deregisters every segment; idempotent.
@@ -108,6 +114,14 @@ public final class TransferEngine implements AutoCloseable {
     private TransferPeer[] peerArray = new TransferPeer[0];
     private final Batch[] inflight;
     private int inflightCount;
+    /**
+     * What the data path did so far (under this monitor): chunks posted, the chains (doorbells)
+     * that carried them, and the completions taken for them. For the tests that show the chains
+     * and the selective signaling; counting costs three increments per pass.
+     */
+    long chunksPosted;
+    long chainsPosted;
+    long completionsTaken;
     private final Thread service;
     private final CloseState state = new CloseState();
     /** Whether close() has released the resources (under this monitor): progress() stops then. */
@@ -371,16 +385,15 @@ public final class TransferEngine implements AutoCloseable {
             return;
         }
         for (Lane l : p.lanes) {
-            for (int s = 0; s < l.requests.length; s++) {
+            for (int n = l.outstanding(); n > 0; n--) {
+                int s = l.oldestSlot();
                 Batch b = l.slotBatch[s];
-                if (b != null) {
-                    if (b.generation == l.slotGeneration[s]) {
-                        int r = l.slotRequest[s];
-                        b.inFlight[r]--;
-                        b.finish(r, TransferStatus.PEER_LOST, null);
-                    }
-                    l.give(s);
+                if (b != null && b.generation == l.slotGeneration[s]) {
+                    int r = l.slotRequest[s];
+                    b.inFlight[r]--;
+                    b.finish(r, TransferStatus.PEER_LOST, null);
                 }
+                l.retireOldest();
             }
         }
         p.destroy();
@@ -428,8 +441,12 @@ public final class TransferEngine implements AutoCloseable {
         for (TransferPeer p : ps) {
             work += reap(p);
         }
+        // every batch in flight, oldest first: chunks of later batches fill the room earlier ones leave
         for (int i = 0; i < inflightCount; i++) {
             work += post(inflight[i]);
+        }
+        for (TransferPeer p : ps) {
+            flush(p);
         }
         // drop finished batches, keeping order
         int w = 0;
@@ -458,32 +475,52 @@ public final class TransferEngine implements AutoCloseable {
             if (id == TransferPeer.CONTROL_WR_ID) {
                 continue;
             }
+            completionsTaken++;
             Lane lane = p.lanes[(int) (id >>> 32)];
-            int slot = (int) id;
-            Batch b = lane.slotBatch[slot];
-            int r = lane.slotRequest[slot];
-            long gen = lane.slotGeneration[slot];
-            lane.give(slot);
             boolean ok = wc.ok();
             WcStatus st = ok ? WcStatus.SUCCESS : wc.status();
             if (!ok) {
                 lane.failed(st);
             }
-            if (b == null || b.generation != gen) {
-                continue;
-            }
-            b.inFlight[r]--;
-            if (ok) {
-                if (b.posted[r] == b.length[r] && b.inFlight[r] == 0) {
-                    b.finish(r, TransferStatus.DONE, null);
+            // The unsignaled chunks before this one on its queue pair have completed too (an RC
+            // send queue completes in order). After a success or the queue pair's first error
+            // (RETRY_EXC_ERR, REM_ACCESS_ERR...) they succeeded. Before a flush they may have been
+            // flushed as well, where a provider reports no flush of an unsignaled request: they
+            // count as flushed, since a chunk wrongly failed costs a retry, one wrongly done
+            // would claim bytes that never moved.
+            boolean olderOk = ok || st != WcStatus.WR_FLUSH_ERROR;
+            WcStatus olderStatus = olderOk ? WcStatus.SUCCESS : WcStatus.WR_FLUSH_ERROR;
+            for (int older = lane.retiring((int) id) - 1; older >= 0; older--) {
+                int slot = lane.oldestSlot();
+                if (older == 0) {
+                    retire(lane, slot, ok, st);
+                } else {
+                    retire(lane, slot, olderOk, olderStatus);
                 }
-            } else {
-                b.finish(r, classify(st, lane), st);
+                lane.retireOldest();
             }
         }
         return n;
     }
 
+    /** The chunk in {@code slot} completed with {@code st}: its request is final when it was the last, or failed. */
+    private static void retire(Lane lane, int slot, boolean ok, WcStatus st) {
+        Batch b = lane.slotBatch[slot];
+        if (b == null || b.generation != lane.slotGeneration[slot]) {
+            return; // the batch was reset since (its request timed out): the chunk no longer touches it
+        }
+        int r = lane.slotRequest[slot];
+        b.inFlight[r]--;
+        if (ok) {
+            if (b.posted[r] == b.length[r] && b.inFlight[r] == 0) {
+                b.finish(r, TransferStatus.DONE, null);
+            }
+        } else {
+            b.finish(r, classify(st, lane), st);
+        }
+    }
+
+    /** Appends the chunks of {@code b} the queue pairs have room for to their chains (posted by {@link #flush}). */
     private int post(Batch b) {
         int work = 0;
         int size = b.size;
@@ -517,24 +554,9 @@ public final class TransferEngine implements AutoCloseable {
                 }
                 long done = b.posted[i];
                 int chunk = (int) Math.min(options.chunkSize(), b.length[i] - done);
-                int slot = lane.take();
-                SendRequest req = lane.requests[slot];
-                req.opcode(op).local(local.region, b.localOffset[i] + done, chunk)
+                int slot = lane.append(b, i);
+                lane.requests[slot].opcode(op).local(local.region, b.localOffset[i] + done, chunk)
                         .remote(d.address() + b.remoteOffset[i] + done, d.rkey());
-                int rc;
-                try {
-                    rc = lane.qp.tryPostSend(req);
-                } catch (RuntimeException e) {
-                    rc = -1;
-                }
-                if (rc != 0) {
-                    lane.give(slot);
-                    b.finish(i, TransferStatus.LOCAL_ERROR, null);
-                    break;
-                }
-                lane.slotBatch[slot] = b;
-                lane.slotRequest[slot] = i;
-                lane.slotGeneration[slot] = b.generation;
                 b.posted[i] = done + chunk;
                 b.inFlight[i]++;
                 work++;
@@ -543,6 +565,49 @@ public final class TransferEngine implements AutoCloseable {
         return work;
     }
 
+    /**
+     * Posts each lane's chain of this pass with one doorbell. A chain refused by a Java-side check
+     * (nothing of it posted) frees its slots and fails its requests with
+     * {@link TransferStatus#LOCAL_ERROR}, as a refused single post did; a chain the provider
+     * refused with an errno may have gone out in part, so its queue pair is given up as well (its
+     * posted chunks still complete, or flush).
+     */
+    private void flush(TransferPeer p) {
+        for (Lane lane : p.lanes) {
+            if (!lane.hasChain()) {
+                continue;
+            }
+            long first = lane.chainStart();
+            int length = lane.chainLength();
+            SendRequest head = lane.takeChain();
+            int rc;
+            try {
+                rc = lane.qp.tryPostSend(head);
+            } catch (RuntimeException e) {
+                rc = -1;
+            }
+            if (rc == 0) {
+                chainsPosted++;
+                chunksPosted += length;
+                continue;
+            }
+            for (int k = 0; k < length; k++) {
+                int slot = lane.chainSlot(first, k);
+                Batch b = lane.slotBatch[slot];
+                if (b != null && b.generation == lane.slotGeneration[slot]) {
+                    int r = lane.slotRequest[slot];
+                    b.inFlight[r]--;
+                    b.finish(r, TransferStatus.LOCAL_ERROR, null);
+                }
+                lane.slotBatch[slot] = null; // a completion that still comes for it touches no batch
+            }
+            if (rc < 0) {
+                lane.unappend(length);
+            } else {
+                lane.refused();
+            }
+        }
+    }
     /** How long a wait polls without a result before it blocks ({@link TransferOptions#spinWait()}), in nanoseconds. */
     long spinNanos() {
         return spinNanos;

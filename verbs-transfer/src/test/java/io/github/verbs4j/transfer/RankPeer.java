@@ -3,7 +3,6 @@ package io.github.verbs4j.transfer;
 import io.github.verbs4j.transfer.collective.Ring;
 
 import java.net.InetSocketAddress;
-import java.time.Duration;
 
 /**
  * A rank of {@link RingProcessTest} in a JVM of its own: joins the ring, runs the collectives on
@@ -23,7 +22,7 @@ public final class RankPeer {
         InetSocketAddress rendezvous = new InetSocketAddress(args[2], Integer.parseInt(args[3]));
         int count = Integer.parseInt(args[4]);
         boolean hold = args.length > 5 && args[5].equals("hold");
-        try (Ring ring = Ring.join(rendezvous, rank, size, count * 8L, Duration.ofSeconds(60L * TestNet.WAIT))) {
+        try (Ring ring = Ring.join(rendezvous, rank, size, TestNet.ring(count * 8L, TestNet.WAIT))) {
             if (hold) {
                 // a neighbour that joined and then takes no part until killed (or told to go on)
                 System.out.println("JOINED " + rank);

@@ -2,7 +2,9 @@ package io.github.verbs4j.transfer;
 
 import io.github.verbs4j.transfer.collective.ElementType;
 import io.github.verbs4j.transfer.collective.ReduceOp;
+import io.github.verbs4j.RdmaTimeoutException;
 import io.github.verbs4j.transfer.collective.Ring;
+import io.github.verbs4j.transfer.collective.RingOptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -20,6 +22,9 @@ import java.util.function.Function;
 import java.util.function.LongUnaryOperator;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
@@ -275,19 +280,81 @@ class RingCollectivesTest {
         }
     }
 
+    /**
+     * A collective whose neighbour joined but takes no part ends after the ring's operation
+     * timeout, not the join's: rank 1 of two joins and then waits; rank 0's allreduce throws
+     * {@link RdmaTimeoutException} carrying the operation timeout (the join's is a minute, far
+     * beyond this test's wait for it), naming the collective and the rank it waited for, and no
+     * verb (the wait is the ring's own).
+     */
+    @Test
+    void aCollectiveWhoseNeighbourTakesNoPartTimesOutAfterTheOperationTimeout() throws Exception {
+        assumeFalse(TestNet.iwarp(), "iWARP has no immediate data; the ring's steps are RDMA WRITE with immediate");
+        Duration operation = Duration.ofMillis(300);
+        RingOptions options = TestNet.ring(1 << 16, TestNet.SLOWDOWN).withOperationTimeout(operation);
+        assertTrue(options.joinTimeout().compareTo(Duration.ofSeconds(60)) >= 0);
+        CompletableFuture<Void> rankZeroDone = new CompletableFuture<>();
+        try (Ring.Rendezvous rendezvous = Ring.rendezvous(TestNet.anyPort())) {
+            InetSocketAddress at = rendezvous.address();
+            CompletableFuture<Throwable> zero = CompletableFuture.supplyAsync(() -> {
+                try (Ring ring = rendezvous.join(2, options)) {
+                    ring.allreduce(new float[1024]);
+                    return null;
+                } catch (RuntimeException e) {
+                    return e;
+                } finally {
+                    rankZeroDone.complete(null);
+                }
+            }, task -> Thread.ofPlatform().name("rank-0").start(task));
+            CompletableFuture<String> one = CompletableFuture.supplyAsync(() -> {
+                try (Ring ring = Ring.join(at, 1, 2, options)) {
+                    rankZeroDone.join(); // joined, then no collective: rank 0 waits for its chunks in vain
+                    return "idle " + ring.rank();
+                }
+            }, task -> Thread.ofPlatform().name("rank-1").start(task));
+            // bounded well below the join timeout: a collective that waited that long fails here
+            Throwable failure = zero.get(30L * TestNet.SLOWDOWN, TimeUnit.SECONDS);
+            RdmaTimeoutException e = assertInstanceOf(RdmaTimeoutException.class, failure);
+            assertEquals(operation, e.timeout(), "the operation timeout, not the join's");
+            assertNull(e.verb(), "no verb timed out: the wait is the ring's own");
+            assertEquals("rank 1, the left neighbour: its chunk 0x10000000 (allreduce on rank 0 of 2)", e.awaited());
+            assertEquals("idle 1", one.get(30L * TestNet.SLOWDOWN, TimeUnit.SECONDS));
+        }
+    }
+
+    @Test
+    void ringOptionsHaveAWitherForEveryFieldAndCheckEachValue() {
+        RingOptions o = RingOptions.defaults().withMaxBytes(1024).withJoinTimeout(Duration.ofSeconds(5))
+                .withOperationTimeout(Duration.ofMillis(250)).withSpinWait(Duration.ZERO);
+        assertEquals(new RingOptions(1024, Duration.ofSeconds(5), Duration.ofMillis(250), Duration.ZERO), o);
+        assertEquals(new RingOptions(RingOptions.DEFAULT_MAX_BYTES, RingOptions.DEFAULT_JOIN_TIMEOUT,
+                RingOptions.DEFAULT_OPERATION_TIMEOUT, RingOptions.DEFAULT_SPIN_WAIT), RingOptions.defaults());
+        assertEquals("maxBytes must be a positive multiple of 8, got 12",
+                assertThrows(IllegalArgumentException.class, () -> o.withMaxBytes(12)).getMessage());
+        assertThrows(IllegalArgumentException.class, () -> o.withMaxBytes(0));
+        assertEquals("operationTimeout must be positive, got PT0S",
+                assertThrows(IllegalArgumentException.class, () -> o.withOperationTimeout(Duration.ZERO)).getMessage());
+        assertThrows(IllegalArgumentException.class, () -> o.withJoinTimeout(Duration.ofSeconds(-1)));
+        assertThrows(NullPointerException.class, () -> o.withJoinTimeout(null));
+        assertThrows(IllegalArgumentException.class, () -> o.withSpinWait(Duration.ofSeconds(2)));
+        // the shorthand's maxBytes goes through the same check
+        assertThrows(IllegalArgumentException.class,
+                () -> Ring.join(TestNet.anyPort(), 1, 2, 12, Duration.ofSeconds(1)));
+    }
+
     // ---------------------------------------------------------------- the ring of threads
 
     static void runRing(int ranks, long maxBytes, Function<Ring, String> body) throws Exception {
         assumeFalse(TestNet.iwarp(), "iWARP has no immediate data; the ring's steps are RDMA WRITE with immediate");
-        Duration timeout = Duration.ofSeconds(60L * TestNet.SLOWDOWN);
         List<CompletableFuture<String>> results = new ArrayList<>();
         try (Ring.Rendezvous rendezvous = Ring.rendezvous(TestNet.anyPort())) {
             InetSocketAddress at = rendezvous.address();
             for (int r = 0; r < ranks; r++) {
                 int rank = r;
                 results.add(CompletableFuture.supplyAsync(() -> {
-                    try (Ring ring = rank == 0 ? rendezvous.join(ranks, maxBytes, timeout)
-                            : Ring.join(at, rank, ranks, maxBytes, timeout)) {
+                    RingOptions options = TestNet.ring(maxBytes, TestNet.SLOWDOWN);
+                    try (Ring ring = rank == 0 ? rendezvous.join(ranks, options)
+                            : Ring.join(at, rank, ranks, options)) {
                         return body.apply(ring) + " " + rank;
                     }
                 }, task -> Thread.ofPlatform().name("rank-" + rank).start(task)));

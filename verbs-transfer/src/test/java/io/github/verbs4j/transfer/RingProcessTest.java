@@ -46,7 +46,7 @@ class RingProcessTest {
                         at.getAddress().getHostAddress(), Integer.toString(at.getPort()), Integer.toString(COUNT)));
             }
             CompletableFuture<String> zero = CompletableFuture.supplyAsync(() -> {
-                try (Ring ring = rendezvous.join(RANKS, COUNT * 8L, Duration.ofSeconds(60L * TestNet.WAIT))) {
+                try (Ring ring = rendezvous.join(RANKS, TestNet.ring(COUNT * 8L, TestNet.WAIT))) {
                     assertEquals(0, ring.rank());
                     return RankPeer.run(ring, COUNT);
                 }
@@ -83,7 +83,7 @@ class RingProcessTest {
             InetSocketAddress at = rendezvous.address();
             try (TestNet.Child neighbour = TestNet.start(RankPeer.class, Map.of(), "1", "2",
                     at.getAddress().getHostAddress(), Integer.toString(at.getPort()), Integer.toString(count), "hold");
-                 Ring ring = rendezvous.join(2, count * 8L, Duration.ofSeconds(60L * TestNet.WAIT))) {
+                 Ring ring = rendezvous.join(2, TestNet.ring(count * 8L, TestNet.WAIT))) {
                 assertEquals("1", neighbour.expect("JOINED "));
                 float[] data = new float[count];
                 // the waiting thread measures itself: CPU and wall time from the allreduce's start to its end

@@ -1,10 +1,10 @@
 package io.github.verbs4j.transfer;
 
 import io.github.verbs4j.transfer.collective.Ring;
+import io.github.verbs4j.transfer.collective.RingOptions;
 import org.junit.jupiter.api.Test;
 
 import java.net.InetSocketAddress;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -35,6 +35,11 @@ class RingThreadsTest {
         assertThrows(IllegalArgumentException.class, () -> Ring.rendezvous(new InetSocketAddress(0)));
         assertThrows(IllegalArgumentException.class,
                 () -> Ring.rendezvous(InetSocketAddress.createUnresolved("rank0.invalid", 7000)));
+        // the joining side refuses the wildcard too, before any connection
+        InetSocketAddress wildcardRendezvous = new InetSocketAddress("0.0.0.0", 7000);
+        IllegalArgumentException j = assertThrows(IllegalArgumentException.class,
+                () -> Ring.join(wildcardRendezvous, 1, 2, RingOptions.defaults()));
+        assertEquals("join the rendezvous at rank 0's address, not " + wildcardRendezvous, j.getMessage());
         // nothing was left bound: a rendezvous on the device's address still opens
         try (Ring.Rendezvous ok = Ring.rendezvous(TestNet.anyPort())) {
             assertTrue(ok.address().getPort() > 0);
@@ -44,15 +49,15 @@ class RingThreadsTest {
     @Test
     void threeRanksInThreadsAllreduceAndBroadcastElementByElement() throws Exception {
         assumeFalse(TestNet.iwarp(), "iWARP has no immediate data; the ring's steps are RDMA WRITE with immediate");
-        Duration timeout = Duration.ofSeconds(60L * TestNet.SLOWDOWN);
         List<CompletableFuture<String>> ranks = new ArrayList<>();
         try (Ring.Rendezvous rendezvous = Ring.rendezvous(TestNet.anyPort())) {
             InetSocketAddress at = rendezvous.address();
             for (int r = 0; r < RANKS; r++) {
                 int rank = r;
                 ranks.add(CompletableFuture.supplyAsync(() -> {
-                    try (Ring ring = rank == 0 ? rendezvous.join(RANKS, COUNT * 8L, timeout)
-                            : Ring.join(at, rank, RANKS, COUNT * 8L, timeout)) {
+                    RingOptions options = TestNet.ring(COUNT * 8L, TestNet.SLOWDOWN);
+                    try (Ring ring = rank == 0 ? rendezvous.join(RANKS, options)
+                            : Ring.join(at, rank, RANKS, options)) {
                         assertEquals(rank, ring.rank());
                         assertEquals(RANKS, ring.size());
                         return RankPeer.run(ring, COUNT);

@@ -77,6 +77,16 @@ final class TestNet {
         return d.withConnectTimeout(d.connectTimeout().multipliedBy(SLOWDOWN));
     }
 
+    /**
+     * Ring options for collectives of at most {@code maxBytes}, with the join and every
+     * collective allowed 60 s times {@code factor} ({@link #SLOWDOWN} or {@link #WAIT}).
+     */
+    static io.github.verbs4j.transfer.collective.RingOptions ring(long maxBytes, int factor) {
+        Duration t = Duration.ofSeconds(60L * factor);
+        return io.github.verbs4j.transfer.collective.RingOptions.defaults().withMaxBytes(maxBytes).withJoinTimeout(t)
+                .withOperationTimeout(t);
+    }
+
     static InetSocketAddress anyPort() {
         return new InetSocketAddress(ADDRESS, 0);
     }

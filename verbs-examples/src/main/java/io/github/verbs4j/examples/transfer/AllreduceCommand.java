@@ -2,6 +2,7 @@ package io.github.verbs4j.examples.transfer;
 
 import io.github.verbs4j.cm.CmEventException;
 import io.github.verbs4j.transfer.collective.Ring;
+import io.github.verbs4j.transfer.collective.RingOptions;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -94,8 +95,14 @@ public final class AllreduceCommand implements Callable<Integer> {
     }
 
     @Option(names = "--timeout", paramLabel = "<seconds>", defaultValue = "120",
-            description = "how long forming the ring (and each rank's runs) may take (default: ${DEFAULT-VALUE})")
+            description = "how long forming the ring, and each collective, may take (default: ${DEFAULT-VALUE})")
     int timeoutSeconds;
+
+    /** The ring's options: {@code join} for forming it, {@code --timeout} for each collective. */
+    private RingOptions ringOptions(Duration join) {
+        return RingOptions.defaults().withMaxBytes(bytes).withJoinTimeout(join)
+                .withOperationTimeout(Duration.ofSeconds(timeoutSeconds));
+    }
 
     @Override
     public Integer call() throws Exception {
@@ -126,7 +133,7 @@ public final class AllreduceCommand implements Callable<Integer> {
             for (int r = 0; r < ranks; r++) {
                 int me = r;
                 results.add(CompletableFuture.supplyAsync(() -> {
-                    try (Ring ring = me == 0 ? rv.join(ranks, bytes, timeout) : Ring.join(at, me, ranks, bytes, timeout)) {
+                    try (Ring ring = me == 0 ? rv.join(ranks, ringOptions(timeout)) : Ring.join(at, me, ranks, ringOptions(timeout))) {
                         return run(ring, count);
                     }
                 }, task -> Thread.ofPlatform().name("rank-" + me).start(task)));
@@ -150,7 +157,7 @@ public final class AllreduceCommand implements Callable<Integer> {
                 InetSocketAddress listening = rv.address();
                 out.println("RENDEZVOUS " + listening.getAddress().getHostAddress() + ":" + listening.getPort());
                 out.flush();
-                ring = rv.join(ranks, bytes, timeout);
+                ring = rv.join(ranks, ringOptions(timeout));
             }
         } else {
             ring = joinRetrying(at, deadline);
@@ -168,7 +175,7 @@ public final class AllreduceCommand implements Callable<Integer> {
         while (true) {
             Duration left = Duration.ofNanos(deadline - System.nanoTime());
             try {
-                return Ring.join(at, rank, ranks, bytes, left);
+                return Ring.join(at, rank, ranks, ringOptions(left));
             } catch (CmEventException e) {
                 if (System.nanoTime() - deadline > -1_000_000_000L) {
                     throw e;

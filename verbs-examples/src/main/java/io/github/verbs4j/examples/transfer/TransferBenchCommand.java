@@ -27,7 +27,13 @@ import java.util.concurrent.Callable;
  * {@code verbs4j transfer-bench}: the transfer engine's bandwidth, perftest style. The server
  * registers a segment and serves until it is stopped; the client connects with {@code -q} queue
  * pairs and runs {@code -n} batches of {@code -b} requests of {@code -s} bytes each (READ or
- * WRITE), split into chunks of {@code -c} bytes, and prints one table row.
+ * WRITE), split into chunks of {@code -c} bytes, and prints one table row, then the client
+ * thread's cost per chunk (CPU time and bytes allocated, over the timed batches).
+ *
+ * <p>With {@code -w} the client keeps that many batches in flight: it awaits the oldest, refills
+ * and resubmits it while the others stream (each batch of the window covers the same ranges, as
+ * perftest's iterations do). With {@code -w 1} (the default) each batch is awaited before the
+ * next is submitted.
  *
  * <p>With {@code -V} the data is checked, request by request: the server fills its segment with a
  * known pattern; a READ client clears its buffer before every batch and compares each request's
@@ -75,6 +81,9 @@ public final class TransferBenchCommand implements Callable<Integer> {
     @Option(names = {"-o", "--op"}, paramLabel = "READ|WRITE", defaultValue = "WRITE", description = "operation, or several in order (WRITE,READ) over one connection (default: ${DEFAULT-VALUE})")
     String op;
 
+    @Option(names = {"-w", "--window"}, paramLabel = "<n>", defaultValue = "1", description = "batches in flight on the client (default: ${DEFAULT-VALUE}: each awaited before the next)")
+    int window;
+
     @Option(names = {"-V", "--verify"}, description = "check every request's data (see the command's description)")
     boolean verify;
 
@@ -119,8 +128,9 @@ public final class TransferBenchCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         PrintStream out = System.out;
-        TransferCli.require(spec, size >= 1 && batchSize >= 1 && iterations >= 1,
-                "size, batch and iterations must be positive");
+        TransferCli.require(spec, size >= 1 && batchSize >= 1 && iterations >= 1 && window >= 1,
+                "size, batch, iterations and window must be positive");
+        TransferCli.require(spec, window == 1 || !verify, "-V checks one batch at a time: use it with --window 1");
         List<Boolean> writes = new ArrayList<>(); // the operations in order: true = WRITE
         for (String one : op.split(",")) {
             writes.add(switch (one.trim().toUpperCase()) {
@@ -133,7 +143,8 @@ public final class TransferBenchCommand implements Callable<Integer> {
         long segmentBytes = (long) size * batchSize;
         TransferOptions options;
         try {
-            options = TransferOptions.defaults().withQpsPerPeer(qps).withMaxOutstanding(outstanding).withChunkSize(chunk);
+            options = TransferOptions.defaults().withQpsPerPeer(qps).withMaxOutstanding(outstanding).withChunkSize(chunk)
+                    .withMaxBatches(Math.max(window, TransferOptions.defaults().maxBatches()));
         } catch (IllegalArgumentException e) {
             throw TransferCli.usage(spec, e.getMessage());
         }
@@ -162,10 +173,16 @@ public final class TransferBenchCommand implements Callable<Integer> {
             TransferCli.require(spec, remote.length() >= segmentBytes + DONE_WORD, "the server's segment has "
                     + remote.length() + " bytes; run both sides with the same -s and -b");
             Batch batch = engine.batch(batchSize);
+            Batch[] windowBatches = new Batch[window];
+            windowBatches[0] = batch;
+            for (int k = 1; k < window; k++) {
+                windowBatches[k] = engine.batch(batchSize);
+            }
             Segment check = verify ? engine.allocate("check", segmentBytes) : null;
             long lastSeed = -1; // the last WRITE batch's pattern; -1: the server's own
             for (boolean write : writes) {
-                long seed = runOperation(out, write, batch, segment, check, remote, lastSeed);
+                long seed = window > 1 ? runWindow(out, write, windowBatches, segment, remote, lastSeed)
+                        : runOperation(out, write, batch, segment, check, remote, lastSeed);
                 if (seed == Long.MIN_VALUE) {
                     return 1;
                 }
@@ -193,9 +210,11 @@ public final class TransferBenchCommand implements Callable<Integer> {
         }
         int warmup = Math.max(1, iterations / 10);
         long start = 0;
+        ThreadCost cost = null;
         for (int it = -warmup; it < iterations; it++) {
             if (it == 0) {
                 start = System.nanoTime();
+                cost = ThreadCost.start();
             }
             if (verify) {
                 if (write) {
@@ -227,25 +246,72 @@ public final class TransferBenchCommand implements Callable<Integer> {
             }
         }
         double seconds = (System.nanoTime() - start) / 1e9;
+        ThreadCost.Measured spent = cost.stop();
         if (verify) {
             out.printf("verified %d %s requests of %d bytes (%s)%n", (long) (iterations + warmup) * batchSize,
                     write ? "WRITE" : "READ", size, write ? "each written, read back and compared"
                             : "each read and compared with what the server's segment holds");
         }
+        printRow(out, write, seconds, spent);
+        return lastSeed;
+    }
+
+    /** The table row of one operation, and the client thread's cost per chunk. */
+    private void printRow(PrintStream out, boolean write, double seconds, ThreadCost.Measured spent) {
         double bytes = (double) size * batchSize * iterations;
         TransferCli.rule(out, 87);
-        out.printf(" verbs4j transfer-bench %s, %d QPs, %d chunks in flight per QP, chunk %d bytes%n",
-                write ? "WRITE" : "READ", qps, outstanding, chunk);
+        out.printf(" verbs4j transfer-bench %s, %d QPs, %d chunks in flight per QP, chunk %d bytes, %d batch%s in flight%n",
+                write ? "WRITE" : "READ", qps, outstanding, chunk, window, window == 1 ? "" : "es");
         TransferCli.rule(out, 87);
         out.println(" #bytes     #batch     #iterations    BW average[GB/sec]    BW average[Gb/sec]   MsgRate[Mpps]");
         out.printf(" %-10d %-10d %-14d %-21.3f %-20.3f %.6f%n", size, batchSize, iterations, bytes / seconds / 1e9,
                 bytes * 8 / seconds / 1e9, batchSize * (double) iterations / seconds / 1e6);
         TransferCli.rule(out, 87);
+        long chunks = (long) iterations * batchSize * ((size + (long) chunk - 1) / chunk);
+        out.printf(" client thread per chunk: %.0f ns CPU, %.1f B allocated (%d chunks, %.2f s)%n",
+                spent.cpuNanos() / (double) chunks, spent.allocatedBytes() / (double) chunks, chunks, seconds);
+    }
+
+    /**
+     * Runs the batches of one operation with {@link #window} batches in flight (no -V): submits the
+     * window, then awaits the oldest, refills and resubmits it, until every batch ran; prints the
+     * row. Returns the pattern the server holds afterwards (unchanged: nothing is verified), or
+     * Long.MIN_VALUE after a failure.
+     */
+    private long runWindow(PrintStream out, boolean write, Batch[] batches, Segment segment, RemoteSegment remote,
+            long lastSeed) {
+        int warmup = Math.max(window, iterations / 10);
+        int total = warmup + iterations;
+        int submitted = 0;
+        for (; submitted < Math.min(window, total); submitted++) {
+            fillBatch(batches[submitted], segment, remote, write);
+        }
+        long start = System.nanoTime();
+        ThreadCost cost = ThreadCost.start();
+        for (int done = 0; done < total; done++) {
+            if (done == warmup) {
+                // the timed part: the batches still in flight from the warm-up count from here
+                start = System.nanoTime();
+                cost = ThreadCost.start();
+            }
+            Batch b = batches[done % window];
+            if (!finishesInAMinute(b) || b.count(TransferStatus.DONE) != batchSize) {
+                out.println("batch " + (done - warmup) + " failed: " + b.count(TransferStatus.DONE) + " of " + batchSize
+                        + " done, first status " + b.status(0) + " " + b.completionStatus(0));
+                return Long.MIN_VALUE;
+            }
+            if (submitted < total) {
+                fillBatch(b, segment, remote, write);
+                submitted++;
+            }
+        }
+        double seconds = (System.nanoTime() - start) / 1e9;
+        printRow(out, write, seconds, cost.stop());
         return lastSeed;
     }
 
-    /** Adds one request per slot of the batch (READ or WRITE between {@code local} and the server), submits and awaits it. */
-    private boolean run(PrintStream out, Batch batch, Segment local, RemoteSegment remote, boolean write, String what) {
+    /** Resets {@code batch}, adds one request per slot (READ or WRITE between {@code local} and the server) and submits it. */
+    private void fillBatch(Batch batch, Segment local, RemoteSegment remote, boolean write) {
         batch.reset();
         for (int i = 0; i < batchSize; i++) {
             if (write) {
@@ -255,6 +321,11 @@ public final class TransferBenchCommand implements Callable<Integer> {
             }
         }
         batch.submit();
+    }
+
+    /** Adds one request per slot of the batch (READ or WRITE between {@code local} and the server), submits and awaits it. */
+    private boolean run(PrintStream out, Batch batch, Segment local, RemoteSegment remote, boolean write, String what) {
+        fillBatch(batch, local, remote, write);
         if (!finishesInAMinute(batch) || batch.count(TransferStatus.DONE) != batchSize) {
             out.println(what + " failed: " + batch.count(TransferStatus.DONE) + " of " + batchSize
                     + " done, first status " + batch.status(0) + " " + batch.completionStatus(0));

@@ -16,6 +16,7 @@ import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFactory;
+import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
@@ -31,11 +32,16 @@ import io.netty.channel.epoll.EpollSocketChannel;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
+import io.netty.util.concurrent.EventExecutor;
 
+import java.lang.management.ManagementFactory;
 import java.net.InetSocketAddress;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 
 /**
  * One transport's numbers for scripts/netty-benchmark: a Netty echo ping-pong (one message in
@@ -44,6 +50,18 @@ import java.util.concurrent.TimeUnit;
  * {@code rdma}: this transport over softrdma; {@code epoll}: Netty's epoll transport over TCP
  * loopback ({@code nio} where epoll cannot load). One line per measurement:
  * {@code RESULT <transport> <what> <value> <unit>}.
+ *
+ * <p>The echo also measures what is allocated per round trip (one message out, its echo back)
+ * after its warm-up: by the event-loop threads ({@code alloc-echo-<size>B-loops}) and by the whole
+ * JVM ({@code alloc-echo-<size>B-jvm}), from {@code com.sun.management.ThreadMXBean}. In one JVM
+ * both ends of the echo are counted.
+ *
+ * <p>Modes: {@code <transport> [scale]} runs everything in this JVM (server and client);
+ * {@code serve <transport>} and {@code client <transport> <host> <echo-port> <stream-port> [scale]}
+ * run the echo and the stream with the server in another process: the server prints
+ * {@code PORTS <echo-port> <stream-port>} (both bound to port 0, so free) and serves until it is
+ * killed; the client prints the RESULT lines. {@code echo <transport> [scale]} runs the two echoes
+ * only (for a profiler).
  */
 public final class NettyTransportBenchmark {
 
@@ -108,32 +126,37 @@ public final class NettyTransportBenchmark {
         }
     }
 
-    /** Counts bytes; answers one byte when {@code total} have arrived. */
+    /**
+     * Reads the stream's length (its first 8 bytes), counts the bytes after it and answers one
+     * byte when all have arrived.
+     */
     private static final class Sink extends ChannelInboundHandlerAdapter {
-        private final long total;
+        private int headerBytes;
+        private long total;
         private long seen;
-
-        Sink(long total) {
-            this.total = total;
-        }
 
         @Override
         public void channelRead(ChannelHandlerContext ctx, Object msg) {
             ByteBuf b = (ByteBuf) msg;
+            while (headerBytes < Long.BYTES && b.isReadable()) {
+                total = total << 8 | (b.readByte() & 0xff);
+                headerBytes++;
+            }
             seen += b.readableBytes();
             b.release();
-            if (seen == total) {
+            if (headerBytes == Long.BYTES && seen == total) {
                 ctx.writeAndFlush(ctx.alloc().buffer(1).writeByte(1));
             }
         }
     }
 
-    private Channel server(ChannelInboundHandlerAdapter handler) throws InterruptedException {
+    /** A server on port 0 of 127.0.0.1 whose connections each get a handler of {@code handlers}. */
+    private Channel server(Supplier<ChannelHandler> handlers) throws InterruptedException {
         return new ServerBootstrap().group(boss, workers).channelFactory(serverChannels)
                 .childHandler(new ChannelInitializer<>() {
                     @Override
                     protected void initChannel(Channel ch) {
-                        ch.pipeline().addLast(handler instanceof Echo ? new Echo() : handler);
+                        ch.pipeline().addLast(handlers.get());
                     }
                 })
                 .bind(new InetSocketAddress("127.0.0.1", 0)).sync().channel();
@@ -145,8 +168,42 @@ public final class NettyTransportBenchmark {
                 .handler(handler).connect(to).sync().channel();
     }
 
+    private static final com.sun.management.ThreadMXBean THREADS =
+            (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+
+    /** The threads of this JVM's event loops (each started by a task if it was not yet). */
+    private long[] loopThreads() throws Exception {
+        List<Long> ids = new ArrayList<>();
+        for (EventLoopGroup g : List.of(boss, workers)) {
+            for (EventExecutor loop : g) {
+                ids.add(loop.submit(() -> Thread.currentThread().threadId()).get(10, TimeUnit.SECONDS));
+            }
+        }
+        return ids.stream().mapToLong(Long::longValue).toArray();
+    }
+
+    /** Bytes allocated so far: by {@code threads}, and by the whole JVM. */
+    private static long[] allocated(long[] threads) {
+        long loops = 0;
+        for (long id : threads) {
+            loops += THREADS.getThreadAllocatedBytes(id);
+        }
+        return new long[] {loops, THREADS.getTotalThreadAllocatedBytes()};
+    }
+
+    /** The echo in this JVM: its server too. */
     void pingPong(int size, int rounds) throws Exception {
-        Channel server = server(new Echo());
+        Channel server = server(Echo::new);
+        try {
+            pingPong((InetSocketAddress) server.localAddress(), size, rounds);
+        } finally {
+            server.close().sync();
+        }
+    }
+
+    void pingPong(InetSocketAddress to, int size, int rounds) throws Exception {
+        long[] loopThreads = loopThreads();
+        long[][] alloc = new long[2][];
         long[] rtt = new long[rounds];
         CompletableFuture<Void> done = new CompletableFuture<>();
         byte[] payload = new byte[size];
@@ -176,28 +233,42 @@ public final class NettyTransportBenchmark {
                 }
                 if (round >= 0) {
                     rtt[round] = System.nanoTime() - t0;
+                } else if (round == -1) {
+                    alloc[0] = allocated(loopThreads); // the warm-up is over
                 }
                 if (++round == rounds) {
+                    alloc[1] = allocated(loopThreads);
                     done.complete(null);
                 } else {
                     send(ctx);
                 }
             }
         };
-        Channel c = client((InetSocketAddress) server.localAddress(), driver);
+        Channel c = client(to, driver);
         done.get(600, TimeUnit.SECONDS);
         c.close().sync();
-        server.close().sync();
         Arrays.sort(rtt);
         result("echo-" + size + "B-rtt-p50", rtt[rounds / 2] / 1e3, "us");
         result("echo-" + size + "B-rtt-p99", rtt[(int) (rounds * 0.99)] / 1e3, "us");
+        // per round trip: the recorded rounds, between the two snapshots
+        result("alloc-echo-" + size + "B-loops", (double) (alloc[1][0] - alloc[0][0]) / rounds, "B/msg");
+        result("alloc-echo-" + size + "B-jvm", (double) (alloc[1][1] - alloc[0][1]) / rounds, "B/msg");
     }
 
+    /** The stream in this JVM: its server too. */
     void stream(int size, int messages) throws Exception {
+        Channel server = server(Sink::new);
+        try {
+            stream((InetSocketAddress) server.localAddress(), size, messages);
+        } finally {
+            server.close().sync();
+        }
+    }
+
+    void stream(InetSocketAddress to, int size, int messages) throws Exception {
         long total = (long) size * messages;
-        Channel server = server(new Sink(total));
         CompletableFuture<Void> acked = new CompletableFuture<>();
-        Channel c = client((InetSocketAddress) server.localAddress(), new ChannelInboundHandlerAdapter() {
+        Channel c = client(to, new ChannelInboundHandlerAdapter() {
             @Override
             public void channelRead(ChannelHandlerContext ctx, Object msg) {
                 ((ByteBuf) msg).release();
@@ -208,10 +279,14 @@ public final class NettyTransportBenchmark {
         long t0 = System.nanoTime();
         CompletableFuture<Void> written = new CompletableFuture<>();
         c.eventLoop().execute(new Runnable() {
-            private int sent;
+            private int sent = -1; // the length first
 
             @Override
             public void run() {
+                if (sent < 0) {
+                    c.write(c.alloc().directBuffer(Long.BYTES).writeLong(total));
+                    sent = 0;
+                }
                 // fill up to the high water mark, then continue when the channel drains
                 while (sent < messages && c.isWritable()) {
                     c.write(c.alloc().directBuffer(size).writeBytes(payload));
@@ -229,7 +304,6 @@ public final class NettyTransportBenchmark {
         acked.get(600, TimeUnit.SECONDS);
         double seconds = (System.nanoTime() - t0) / 1e9;
         c.close().sync();
-        server.close().sync();
         result("stream-" + size + "B", total / seconds / 1e6, "MB/s");
     }
 
@@ -314,15 +388,53 @@ public final class NettyTransportBenchmark {
         }
     }
 
-    /** {@code <rdma|epoll|nio> [scale]}: scale multiplies every count (default 1). */
+    /**
+     * {@code <rdma|epoll|nio> [scale]}, {@code echo <transport> [scale]}, {@code serve <transport>},
+     * {@code client <transport> <host> <echo-port> <stream-port> [scale]}: scale multiplies every
+     * count (default 1).
+     */
     public static void main(String[] args) throws Exception {
-        double scale = args.length > 1 ? Double.parseDouble(args[1]) : 1;
-        NettyTransportBenchmark b = new NettyTransportBenchmark(args[0]);
+        String mode = switch (args.length > 0 ? args[0] : "") {
+            case "echo", "serve", "client" -> args[0];
+            default -> "all";
+        };
+        String[] rest = mode.equals("all") ? args : Arrays.copyOfRange(args, 1, args.length);
+        if (rest.length == 0) {
+            throw new IllegalArgumentException("usage: [echo|serve|client] <rdma|epoll|nio> ...");
+        }
+        NettyTransportBenchmark b = new NettyTransportBenchmark(rest[0]);
+        int scaleArg = mode.equals("client") ? 4 : 1;
+        double scale = rest.length > scaleArg ? Double.parseDouble(rest[scaleArg]) : 1;
+        int rounds = (int) (20_000 * scale);
+        int streamed = (int) (8_192 * scale);
         try {
-            b.pingPong(64, (int) (20_000 * scale));
-            b.pingPong(4096, (int) (20_000 * scale));
-            b.stream(65536, (int) (8_192 * scale));
-            b.grpc((int) (10_000 * scale), (int) (100_000 * scale));
+            switch (mode) {
+                case "serve" -> {
+                    Channel echo = b.server(Echo::new);
+                    Channel sink = b.server(Sink::new);
+                    System.out.printf("PORTS %d %d%n", ((InetSocketAddress) echo.localAddress()).getPort(),
+                            ((InetSocketAddress) sink.localAddress()).getPort());
+                    System.out.flush();
+                    echo.closeFuture().sync(); // until the process is killed
+                }
+                case "client" -> {
+                    InetSocketAddress echo = new InetSocketAddress(rest[1], Integer.parseInt(rest[2]));
+                    InetSocketAddress sink = new InetSocketAddress(rest[1], Integer.parseInt(rest[3]));
+                    b.pingPong(echo, 64, rounds);
+                    b.pingPong(echo, 4096, rounds);
+                    b.stream(sink, 65536, streamed);
+                }
+                case "echo" -> {
+                    b.pingPong(64, rounds);
+                    b.pingPong(4096, rounds);
+                }
+                default -> {
+                    b.pingPong(64, rounds);
+                    b.pingPong(4096, rounds);
+                    b.stream(65536, streamed);
+                    b.grpc((int) (10_000 * scale), (int) (100_000 * scale));
+                }
+            }
         } finally {
             b.workers.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
             b.boss.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();

@@ -46,7 +46,9 @@ import java.util.concurrent.TimeoutException;
  * rank writes to its right neighbour ({@code rank + 1 mod size}) and is written by its left one.
  *
  * <p><b>Rendezvous</b>: rank 0 opens a {@link Rendezvous} on an rdma_cm address and tells the
- * others (command line, environment...); each other rank {@link #join}s it with its rank. The
+ * others (command line, environment...); each other rank {@link #join}s it with its rank, and
+ * rank 0 itself calls {@link Rendezvous#join(int, RingOptions)}, which builds its own side of the
+ * ring. The
  * ranks' connection requests carry their own ring listener's port; once all arrived, rank 0
  * accepts them with the table of every rank's address in the private data. Then each rank
  * connects to its right neighbour and accepts its left one, whose accept carries the address
@@ -90,9 +92,15 @@ import java.util.concurrent.TimeoutException;
  * ends with the flush, WR_FLUSH_ERROR); a host or link gone without a word shows after the
  * transport's retries (RETRY_EXCEEDED). Any other failed completion (a refused access) is the
  * {@link WorkCompletionException} itself.
- * A rank that does not come within the timeout ends the wait with {@link RdmaTimeoutException}.
  *
- * <p><b>Waiting</b>: a rank polls its completion queue for {@link #SPIN_WAIT} without a result,
+ * <p><b>Timeouts</b> ({@link RingOptions}): a rank that does not come within
+ * {@link RingOptions#joinTimeout()} ends the join with {@link RdmaTimeoutException}; a
+ * collective that does not finish within {@link RingOptions#operationTimeout()} (a neighbour
+ * that does not take part, or stalls) throws {@link RdmaTimeoutException} naming the collective,
+ * this rank and the neighbour's rank it waited for. The ring is unusable after either failure
+ * (the ranks no longer agree where they are): close it.
+ *
+ * <p><b>Waiting</b>: a rank polls its completion queue for {@link RingOptions#spinWait()} without a result,
  * then blocks on its completion channel (and the neighbours' rdma_cm events) until a completion
  * wakes it, so a rank that waits for a slower neighbour leaves the core to it.
  *
@@ -116,14 +124,6 @@ public final class Ring implements AutoCloseable {
     private static final int TAG_GATHER = 2 << 28;
     private static final int TAG_BCAST = 3 << 28;
     private static final int STEP_SHIFT = 20;
-    /**
-     * How long a wait polls the completion queue without a result before it blocks on the
-     * completion channel (and the neighbours' rdma_cm events): a few round trips, so that a step
-     * whose chunk is on its way is not put to sleep, while a rank that waits for a slower neighbour
-     * leaves the core to it (on a shared machine, the neighbour may need that very core).
-     */
-    public static final Duration SPIN_WAIT = Duration.ofNanos(50_000);
-    private static final long SPIN_NANOS = SPIN_WAIT.toNanos();
     /**
      * The longest single block of a wait: a bound on a wake-up lost to a race the arming does not
      * cover (none is known), not how a completion or a neighbour's loss is noticed.
@@ -151,7 +151,16 @@ public final class Ring implements AutoCloseable {
     private final int rank;
     private final int size;
     private final long maxBytes;
-    private final Duration timeout;
+    /** How long each collective may take ({@link RingOptions#operationTimeout()}). */
+    private final Duration operationTimeout;
+    /**
+     * How long a wait polls without a result before it blocks ({@link RingOptions#spinWait()}): a
+     * few round trips, so that a step whose chunk is on its way is not put to sleep, while a rank
+     * that waits for a slower neighbour leaves the core to it.
+     */
+    private final long spinNanos;
+    /** The collective in progress, named by its timeout. */
+    private String collective = "";
     private final Closer owned;
     private final MemoryRegion buffer;
     private final CompletionQueue cq;
@@ -198,13 +207,14 @@ public final class Ring implements AutoCloseable {
     private int immHead;
     private final CloseState state = new CloseState();
 
-    private Ring(int rank, int size, long maxBytes, Duration timeout, Closer owned, MemoryRegion buffer,
+    private Ring(int rank, int size, RingOptions options, Closer owned, MemoryRegion buffer,
             CompletionQueue cq, CompletionChannel completionEvents, EventChannel leftEvents, EventChannel rightEvents,
             CmId rightId, CmId leftId, long rightAddress, int rightRkey, int sendDepth) {
         this.rank = rank;
         this.size = size;
-        this.maxBytes = maxBytes;
-        this.timeout = timeout;
+        this.maxBytes = options.maxBytes();
+        this.operationTimeout = options.operationTimeout();
+        this.spinNanos = options.spinWait().toNanos();
         this.owned = owned;
         this.buffer = buffer;
         this.cq = cq;
@@ -220,7 +230,7 @@ public final class Ring implements AutoCloseable {
         this.rightRkey = rightRkey;
         this.sendDepth = sendDepth;
         this.maxPieces = Math.min(MAX_PIECES, Math.max(1, sendDepth / 4));
-        long scratch = 2 * maxBytes;
+        long scratch = 2 * this.maxBytes;
         this.leftRecv = ReceiveRequest.create().id(1).local(buffer, scratch, SCRATCH);
         this.rightRecv = ReceiveRequest.create().id(2).local(buffer, scratch + SCRATCH, SCRATCH);
         this.ready.local(buffer, scratch + 2 * SCRATCH, 4);
@@ -245,7 +255,7 @@ public final class Ring implements AutoCloseable {
 
     /**
      * Rank 0's side of the rendezvous: an rdma_cm listener the other ranks {@link #join}.
-     * Made by {@link #rendezvous(InetSocketAddress)}; {@link #join(int, long, Duration)} consumes it.
+     * Made by {@link #rendezvous(InetSocketAddress)}; {@link #join(int, RingOptions)} consumes it.
      */
     public static final class Rendezvous implements AutoCloseable {
         private final EventChannel channel;
@@ -267,17 +277,28 @@ public final class Ring implements AutoCloseable {
         }
 
         /**
+         * The shorthand of {@link #join(int, RingOptions)} with {@link RingOptions#defaults()} but
+         * {@code maxBytes} and the join's {@code timeout}: collectives get
+         * {@link RingOptions#DEFAULT_OPERATION_TIMEOUT} each, not {@code timeout}.
+         */
+        public Ring join(int size, long maxBytes, Duration timeout) {
+            return join(size, RingOptions.defaults().withMaxBytes(maxBytes).withJoinTimeout(timeout));
+        }
+
+        /**
          * Waits for ranks 1..size-1, sends them the table and builds rank 0's side of the ring.
          *
          * <p><b>Errors</b>: {@link RdmaTimeoutException} when not every rank came within
-         * {@code timeout}; {@link IllegalArgumentException} for a bad size or two ranks with one number.
+         * {@link RingOptions#joinTimeout()}; {@link IllegalArgumentException} for a bad size or two
+         * ranks with one number.
          */
-        public Ring join(int size, long maxBytes, Duration timeout) {
+        public Ring join(int size, RingOptions options) {
             checkSize(size);
-            Deadline deadline = Deadline.after(timeout);
+            Objects.requireNonNull(options, "options");
+            Deadline deadline = Deadline.after(options.joinTimeout());
             CmId[] requests = new CmId[size];
             InetSocketAddress[] table = new InetSocketAddress[size];
-            RingSide side = RingSide.listen(new InetSocketAddress(address().getAddress(), 0), maxBytes);
+            RingSide side = new RingSide(options, new InetSocketAddress(address().getAddress(), 0));
             try {
                 table[0] = side.listenAddress();
                 for (int got = 1; got < size; ) {
@@ -364,24 +385,42 @@ public final class Ring implements AutoCloseable {
     }
 
     /**
-     * Joins the ring as {@code rank} (1..size-1) through rank 0's rendezvous at {@code rendezvous}.
+     * The shorthand of {@link #join(InetSocketAddress, int, int, RingOptions)} with
+     * {@link RingOptions#defaults()} but {@code maxBytes} and the join's {@code timeout}:
+     * collectives get {@link RingOptions#DEFAULT_OPERATION_TIMEOUT} each, not {@code timeout}.
      *
      * @param maxBytes the largest array a collective will take, in bytes (every rank the same)
      * @param timeout  how long the rendezvous and the ring's connections may take
      */
     public static Ring join(InetSocketAddress rendezvous, int rank, int size, long maxBytes, Duration timeout) {
+        return join(rendezvous, rank, size, RingOptions.defaults().withMaxBytes(maxBytes).withJoinTimeout(timeout));
+    }
+
+    /**
+     * Joins the ring as {@code rank} (1..size-1) through rank 0's rendezvous at {@code rendezvous}.
+     *
+     * <p><b>Errors</b>: {@link RdmaTimeoutException} when the rendezvous or the neighbours'
+     * connections did not complete within {@link RingOptions#joinTimeout()};
+     * {@link IllegalArgumentException} for a bad rank or size, a wildcard or unresolved
+     * {@code rendezvous}; {@link io.github.verbs4j.cm.CmEventException} when rank 0 refused the rank.
+     */
+    public static Ring join(InetSocketAddress rendezvous, int rank, int size, RingOptions options) {
         Objects.requireNonNull(rendezvous, "rendezvous");
+        Objects.requireNonNull(options, "options");
+        if (rendezvous.getAddress() == null || rendezvous.getAddress().isAnyLocalAddress()) {
+            throw new IllegalArgumentException("join the rendezvous at rank 0's address, not " + rendezvous);
+        }
         checkSize(size);
         if (rank < 1 || rank >= size) {
             throw new IllegalArgumentException("rank must be within 1.." + (size - 1) + " (rank 0 opens the rendezvous), got "
                     + rank);
         }
-        Deadline deadline = Deadline.after(timeout);
+        Deadline deadline = Deadline.after(options.joinTimeout());
         InetSocketAddress[] table = new InetSocketAddress[size];
         try (EventChannel channel = EventChannel.create(); CmId id = channel.createId(PortSpace.TCP)) {
             id.resolveAddress(null, rendezvous, deadline.remaining());
             id.resolveRoute(deadline.remaining());
-            RingSide side = RingSide.listen(new InetSocketAddress(id.localAddress().getAddress(), 0), maxBytes);
+            RingSide side = new RingSide(options, new InetSocketAddress(id.localAddress().getAddress(), 0));
             try {
                 id.createQueuePair(side.pd, side.cq, side.cq, QpInit.defaults().withMaxSendWr(1).withMaxRecvWr(1));
                 ByteBuffer req = ByteBuffer.allocate(9).put(MAGIC).putInt(rank).putInt(side.listenAddress().getPort());
@@ -442,10 +481,12 @@ public final class Ring implements AutoCloseable {
         final CompletionChannel completionEvents;
         final CompletionQueue cq;
         final MemoryRegion buffer;
+        final RingOptions options;
         final long maxBytes;
 
-        private RingSide(long maxBytes, InetSocketAddress at) {
-            this.maxBytes = maxBytes;
+        RingSide(RingOptions options, InetSocketAddress at) {
+            this.options = options;
+            this.maxBytes = options.maxBytes();
             try {
                 listenChannel = add(EventChannel.create());
                 connectChannel = add(EventChannel.create());
@@ -464,13 +505,6 @@ public final class Ring implements AutoCloseable {
                 closeAll(e);
                 throw e;
             }
-        }
-
-        static RingSide listen(InetSocketAddress at, long maxBytes) {
-            if (maxBytes < 8 || maxBytes % 8 != 0) {
-                throw new IllegalArgumentException("maxBytes must be a positive multiple of 8, got " + maxBytes);
-            }
-            return new RingSide(maxBytes, at);
         }
 
         <T extends AutoCloseable> T add(T t) {
@@ -530,7 +564,7 @@ public final class Ring implements AutoCloseable {
                 owned.register(rightId);
                 owned.register(leftId);
                 listener.close();
-                return new Ring(rank, size, maxBytes, deadline.timeout(), owned, buffer, cq, completionEvents,
+                return new Ring(rank, size, options, owned, buffer, cq, completionEvents,
                         listenChannel, connectChannel, rightId, leftId,
                         address, rkey, depth);
             } catch (ExecutionException e) {
@@ -620,7 +654,7 @@ public final class Ring implements AutoCloseable {
         if (count == 0) {
             return;
         }
-        long deadline = start();
+        long deadline = start("allreduce");
         MemorySegment.copy(data, 0, buffer.segment(), 0, bytes);
         int pieces = piecesFor(bytes / size);
         reduceScatterPhase(count, type, op, pieces, deadline);
@@ -685,7 +719,7 @@ public final class Ring implements AutoCloseable {
         if (count == 0) {
             return;
         }
-        long deadline = start();
+        long deadline = start("reduceScatter");
         MemorySegment.copy(send, 0, buffer.segment(), 0, bytes);
         reduceScatterPhase(count, type, op, piecesFor(block), deadline);
         // the left neighbour may write into this rank's staging again once told (see start()); that
@@ -739,7 +773,7 @@ public final class Ring implements AutoCloseable {
         if (block == 0) {
             return;
         }
-        long deadline = start();
+        long deadline = start("allGather");
         MemorySegment.copy(send, 0, buffer.segment(), rank * block, block);
         // the left neighbour writes into this rank's array: once this rank's last collective is done with it
         sendReady(deadline);
@@ -791,7 +825,7 @@ public final class Ring implements AutoCloseable {
         if (bytes == 0) {
             return;
         }
-        long deadline = start();
+        long deadline = start("broadcast");
         int pieces = piecesFor(bytes);
         if (rank == root) {
             MemorySegment.copy(data, 0, buffer.segment(), 0, bytes);
@@ -853,13 +887,15 @@ public final class Ring implements AutoCloseable {
     }
 
     /**
-     * The deadline of a collective that begins now; first takes the right neighbour's word that
-     * its staging is free when the last collective was a reduce-scatter: that one ends without
-     * waiting for it (its last chunk from the left may still be being reduced on the right, and
-     * the next collective's first writes go to the same staging).
+     * The deadline of collective {@code name} that begins now ({@link RingOptions#operationTimeout()}
+     * from now); first takes the right neighbour's word that its staging is free when the last
+     * collective was a reduce-scatter: that one ends without waiting for it (its last chunk from
+     * the left may still be being reduced on the right, and the next collective's first writes go
+     * to the same staging).
      */
-    private long start() {
-        long deadline = System.nanoTime() + timeout.toNanos();
+    private long start(String name) {
+        collective = name;
+        long deadline = System.nanoTime() + operationTimeout.toNanos();
         if (stagingReadyOwed) {
             awaitReady(deadline);
             stagingReadyOwed = false;
@@ -985,27 +1021,27 @@ public final class Ring implements AutoCloseable {
 
     private void awaitSends(int atMost, long deadline) {
         while (sendsPending > atMost) {
-            pollOnce(deadline, "send completions", NEED_SENDS);
+            pollOnce(deadline, "the completions of its sends", NEED_SENDS);
         }
     }
 
     /** Waits for the writes to the right neighbour, not for the ready messages to the left one. */
     private void awaitWrites(long deadline) {
         while (sendsPending > readySendsPending) {
-            pollOnce(deadline, "write completions", NEED_WRITES);
+            pollOnce(deadline, "the completions of its writes", NEED_WRITES);
         }
     }
 
     private void awaitReady(long deadline) {
         while (readyReceived == 0) {
-            pollOnce(deadline, "the right neighbour's ready message", NEED_RIGHT);
+            pollOnce(deadline, "its ready message", NEED_RIGHT);
         }
         readyReceived--;
     }
 
     private void awaitImm(int tag, long deadline) {
         while (immReceived == 0) {
-            pollOnce(deadline, "the left neighbour's chunk " + Integer.toHexString(tag), NEED_LEFT);
+            pollOnce(deadline, "its chunk 0x" + Integer.toHexString(tag), NEED_LEFT);
         }
         immReceived--;
         int got = imms[immHead];
@@ -1031,12 +1067,12 @@ public final class Ring implements AutoCloseable {
         long now = System.nanoTime();
         if (now - deadline > 0) {
             idleSince = NOT_IDLE;
-            throw new RdmaTimeoutException(null, what + " (rank " + rank + " of " + size + ")", timeout);
+            throw new RdmaTimeoutException(null, awaited(what, need), operationTimeout);
         }
         if (idleSince == NOT_IDLE) {
             idleSince = now;
         }
-        if (now - idleSince < SPIN_NANOS) {
+        if (now - idleSince < spinNanos) {
             Thread.onSpinWait();
             return;
         }
@@ -1053,6 +1089,23 @@ public final class Ring implements AutoCloseable {
         if (millis > 0 && waitSet.await(millis) > 0 && waitSet.isReady(0)) {
             completionEvents.await(Duration.ZERO); // the queue's one event: it is armed again before the next block
         }
+    }
+
+    /**
+     * What a wait that timed out awaited, for {@link RdmaTimeoutException#awaited()}: the neighbour
+     * by rank (whom to look at), what of it, and the collective on this rank, e.g. {@code "rank 0,
+     * the left neighbour: its chunk 0x10000000 (allreduce on rank 1 of 3)"}.
+     */
+    private String awaited(String what, int need) {
+        int leftRank = (rank - 1 + size) % size;
+        int rightRank = (rank + 1) % size;
+        String whom = switch (need) {
+            case NEED_LEFT -> "rank " + leftRank + ", the left neighbour";
+            case NEED_SENDS -> size == 2 ? "rank " + rightRank + ", both neighbours"
+                    : "ranks " + leftRank + " and " + rightRank + ", the neighbours";
+            default -> "rank " + rightRank + ", the right neighbour";
+        };
+        return whom + ": " + what + " (" + collective + " on rank " + rank + " of " + size + ")";
     }
 
     /** Polls the queue once and accounts for what completed; how many completions it took. */
