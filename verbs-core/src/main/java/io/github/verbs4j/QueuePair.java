@@ -322,8 +322,8 @@ public final class QueuePair implements AutoCloseable {
      * <p><b>Errors</b>: as {@link #toInit}.
      */
     public void init(ConnectOptions options) {
-        QpAttr attr = new QpAttr().port(options.port).pkeyIndex(options.pkeyIndex);
-        toInit(type == QpType.UD ? attr.qkey(options.qkey) : attr.access(options.access));
+        QpAttr attr = new QpAttr().port(options.port()).pkeyIndex(options.pkeyIndex());
+        toInit(type == QpType.UD ? attr.qkey(options.qkey()) : attr.access(options.accessArray()));
     }
 
     /** {@link #connect(Endpoint, ConnectOptions)} with {@link ConnectOptions#defaults()}. */
@@ -352,20 +352,20 @@ public final class QueuePair implements AutoCloseable {
         if (state == QpState.RESET) {
             init(options);
         }
-        Mtu mtu = options.mtu != null ? options.mtu : pd.context.queryPort(options.port).activeMtu();
-        int gidIndex = options.gidIndex >= 0 ? options.gidIndex
-                : advertisedGidIndex >= 0 ? advertisedGidIndex : sourceGidIndexFor(options.port, remote.gid());
-        AddressVector av = AddressVector.to(remote).port(options.port).sgidIndex(gidIndex)
-                .serviceLevel(options.serviceLevel);
+        Mtu mtu = options.mtu() != null ? options.mtu() : pd.context.queryPort(options.port()).activeMtu();
+        int gidIndex = options.gidIndex() >= 0 ? options.gidIndex()
+                : advertisedGidIndex >= 0 ? advertisedGidIndex : sourceGidIndexFor(options.port(), remote.gid());
+        AddressVector av = AddressVector.to(remote).port(options.port()).sgidIndex(gidIndex)
+                .serviceLevel(options.serviceLevel());
         QpAttr rtr = new QpAttr().addressVector(av).pathMtu(mtu).destQpNum(remote.qpn()).rqPsn(remote.psn());
         if (type == QpType.RC) {
-            rtr.maxDestRdAtomic(options.maxDestRdAtomic).minRnrTimer(options.minRnrTimer);
+            rtr.maxDestRdAtomic(options.maxDestRdAtomic()).minRnrTimer(options.minRnrTimer());
         }
         toRtr(rtr);
         QpAttr rts = new QpAttr().sqPsn(initialPsn);
         if (type == QpType.RC || type == QpType.XRC_SEND) {
-            rts.timeout(options.timeout).retryCount(options.retryCount).rnrRetry(options.rnrRetry)
-                    .maxRdAtomic(options.maxRdAtomic);
+            rts.timeout(options.timeout()).retryCount(options.retryCount()).rnrRetry(options.rnrRetry())
+                    .maxRdAtomic(options.maxRdAtomic());
         }
         toRts(rts);
     }

@@ -156,14 +156,16 @@ public final class XrcTarget implements AutoCloseable {
         if (state != QpState.RESET) {
             throw new IllegalStateException("connect needs " + this + " in RESET, it is in " + state);
         }
-        modify("toInit", QpState.INIT, new QpAttr().port(options.port).pkeyIndex(options.pkeyIndex).access(options.access));
-        Mtu mtu = options.mtu != null ? options.mtu : domain.context.queryPort(options.port).activeMtu();
-        int gidIndex = options.gidIndex >= 0 ? options.gidIndex : Math.max(0, advertisedGidIndex);
-        AddressVector av = AddressVector.to(remote).port(options.port).sgidIndex(gidIndex).serviceLevel(options.serviceLevel);
+        modify("toInit", QpState.INIT, new QpAttr().port(options.port()).pkeyIndex(options.pkeyIndex())
+                .access(options.accessArray()));
+        Mtu mtu = options.mtu() != null ? options.mtu() : domain.context.queryPort(options.port()).activeMtu();
+        int gidIndex = options.gidIndex() >= 0 ? options.gidIndex() : Math.max(0, advertisedGidIndex);
+        AddressVector av = AddressVector.to(remote).port(options.port()).sgidIndex(gidIndex)
+                .serviceLevel(options.serviceLevel());
         av.validate(domain.context, "connect");
         modify("toRtr", QpState.RTR, new QpAttr().addressVector(av).pathMtu(mtu).destQpNum(remote.qpn())
-                .rqPsn(remote.psn()).maxDestRdAtomic(options.maxDestRdAtomic).minRnrTimer(options.minRnrTimer));
-        modify("toRts", QpState.RTS, new QpAttr().timeout(options.timeout).sqPsn(initialPsn));
+                .rqPsn(remote.psn()).maxDestRdAtomic(options.maxDestRdAtomic()).minRnrTimer(options.minRnrTimer()));
+        modify("toRts", QpState.RTS, new QpAttr().timeout(options.timeout()).sqPsn(initialPsn));
     }
 
     /** Moves the QP to ERR ({@code ibv_modify_qp}). */

@@ -16,7 +16,7 @@ class ErrorCompletionTest {
     @Test
     void writeIntoMemoryWithoutRemoteWriteIsRemoteAccessError() {
         // both regions local-only (the default): the QP allows remote writes, the region does not
-        try (Rig rig = Rig.create(QpType.RC, new ConnectOptions(), Access.LOCAL_WRITE)) {
+        try (Rig rig = Rig.create(QpType.RC, ConnectOptions.defaults(), Access.LOCAL_WRITE)) {
             rig.mrB.segment().set(ValueLayout.JAVA_LONG, 0, 0x1111L);
             rig.mrA.segment().set(ValueLayout.JAVA_LONG, 0, 0x2222L);
             rig.a.postSend(SendRequest.rdmaWrite().id(5).local(rig.mrA, 0, 8).remote(rig.mrB.remote()).signaled());
@@ -58,7 +58,7 @@ class ErrorCompletionTest {
 
     @Test
     void sendWithoutPostedReceiveAndNoRnrRetryIsRnrRetryExceeded() {
-        try (Rig rig = Rig.create(QpType.RC, new ConnectOptions().rnrRetry(0), Access.LOCAL_WRITE)) {
+        try (Rig rig = Rig.create(QpType.RC, ConnectOptions.defaults().withRnrRetry(0), Access.LOCAL_WRITE)) {
             rig.a.postSend(SendRequest.send().id(8).local(rig.mrA, 0, 16).signaled());
             Completion wc = rig.next(rig.cqA);
             assertEquals(WcStatus.RNR_RETRY_EXCEEDED, wc.status());
@@ -100,7 +100,7 @@ class ErrorCompletionTest {
 
     @Test
     void errorMovesTheQpToErrorAndLaterSendsFlush() {
-        try (Rig rig = Rig.create(QpType.RC, new ConnectOptions(), Access.LOCAL_WRITE)) {
+        try (Rig rig = Rig.create(QpType.RC, ConnectOptions.defaults(), Access.LOCAL_WRITE)) {
             rig.a.postSend(SendRequest.rdmaWrite().id(1).local(rig.mrA, 0, 8).remote(rig.mrB.remote()).signaled());
             assertEquals(WcStatus.REMOTE_ACCESS_ERROR, rig.next(rig.cqA).status());
             assertEquals(QpState.ERR, rig.a.state(), "the device moved the QP to ERR");

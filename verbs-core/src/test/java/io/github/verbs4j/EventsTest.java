@@ -260,7 +260,7 @@ class EventsTest {
         // WRITE; kernel rxe (6.1) raises none, so this is checked on softrdma only.
         assumeTrue(Rig.onSoftrdma(), "kernel rxe raises no async event for a responder access error");
         BlockingQueue<AsyncEvent> events = new ArrayBlockingQueue<>(16);
-        try (Rig rig = Rig.create(QpType.RC, new ConnectOptions(), Access.LOCAL_WRITE)) {
+        try (Rig rig = Rig.create(QpType.RC, ConnectOptions.defaults(), Access.LOCAL_WRITE)) {
             rig.ctx.onAsyncEvent(events::add);
             rig.a.postSend(SendRequest.rdmaWrite().local(rig.mrA, 0, 8).remote(rig.mrB.remote()).signaled());
             assertEquals(WcStatus.REMOTE_ACCESS_ERROR, rig.next(rig.cqA).status());

@@ -62,8 +62,8 @@ class ExtendedQpCqTest {
         mrA = pd.allocate(SIZE, all);
         mrB = pd.allocate(SIZE, all);
         if (type == QpType.UD) {
-            a.activate(new ConnectOptions());
-            b.activate(new ConnectOptions());
+            a.activate(ConnectOptions.defaults());
+            b.activate(ConnectOptions.defaults());
         } else {
             Endpoint ea = a.endpoint();
             Endpoint eb = b.endpoint();

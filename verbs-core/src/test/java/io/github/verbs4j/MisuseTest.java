@@ -299,12 +299,12 @@ class MisuseTest {
                     () -> rig.a.postSend(SendRequest.send().local(rig.mrA, 0, 4096).inline(true)));
             assertTrue(tooLong.getMessage().contains("inlines 4096 bytes"), tooLong.getMessage());
         }
-        try (Rig uc = Rig.create(QpType.UC, new ConnectOptions(), Access.LOCAL_WRITE, Access.REMOTE_WRITE)) {
+        try (Rig uc = Rig.create(QpType.UC, ConnectOptions.defaults(), Access.LOCAL_WRITE, Access.REMOTE_WRITE)) {
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                     () -> uc.a.postSend(SendRequest.rdmaRead().local(uc.mrA, 0, 8).remote(uc.mrB.remote())));
             assertEquals("RDMA_READ is not supported on UC QPs (request 0)", e.getMessage());
         }
-        try (Rig ud = Rig.create(QpType.UD, new ConnectOptions(), Access.LOCAL_WRITE)) {
+        try (Rig ud = Rig.create(QpType.UD, ConnectOptions.defaults(), Access.LOCAL_WRITE)) {
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                     () -> ud.a.postSend(SendRequest.send().local(ud.mrA, 0, 8)));
             assertTrue(e.getMessage().contains("needs ud(addressHandle"), e.getMessage());

@@ -108,7 +108,7 @@ class OnDemandPagingTest {
         try (Rig probe = Rig.rc()) {
             requireOdp(probe);
         }
-        try (Rig rig = Rig.create(QpType.RC, new ConnectOptions().access(flags), flags)) {
+        try (Rig rig = Rig.create(QpType.RC, ConnectOptions.defaults().withAccess(flags), flags)) {
             assertTrue(rig.mrA.isOnDemand() && rig.mrB.isOnDemand());
             fill(rig.mrA.segment(), 0, 4096, 11);
             rig.a.postSend(SendRequest.rdmaWrite().id(1).local(rig.mrA, 0, 4096).remote(rig.mrB.remote(), 8192).signaled());

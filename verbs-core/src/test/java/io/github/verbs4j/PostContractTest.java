@@ -39,7 +39,7 @@ class PostContractTest {
     @Test
     void aSendQueueStalledByRnrFillsUpWithEnomem() {
         // no receive at the peer and infinite RNR retries: the first SEND stays outstanding
-        try (Rig rig = Rig.create(QpType.RC, new ConnectOptions().rnrRetry(7), Access.LOCAL_WRITE)) {
+        try (Rig rig = Rig.create(QpType.RC, ConnectOptions.defaults().withRnrRetry(7), Access.LOCAL_WRITE)) {
             SendRequest send = SendRequest.send().local(rig.mrA, 0, 8);
             int rc = 0;
             int posted = 0;

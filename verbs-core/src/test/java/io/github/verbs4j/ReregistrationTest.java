@@ -186,7 +186,7 @@ class ReregistrationTest {
                 try (CompletionQueue cq = ctx.createCq(8);
                      QueuePair qp = pd.queuePair(QpType.RC).cq(cq).maxSendWr(8).maxRecvWr(8).build();
                      MemoryWindow mw = pd.allocateMemoryWindow(MemoryWindow.Type.TYPE_1)) {
-                    qp.connect(qp.endpoint(), new ConnectOptions());
+                    qp.connect(qp.endpoint(), ConnectOptions.defaults());
                     qp.bindMemoryWindow(mw, mr.slice(0, 4096), 1, true, Access.REMOTE_READ);
                     Completions wcs = new Completions(1);
                     long deadline = System.nanoTime() + 5_000_000_000L;
@@ -216,7 +216,7 @@ class ReregistrationTest {
 
     @Test
     void udSendLongerThanTheActiveMtuIsRefusedAtPost() {
-        try (Rig rig = Rig.create(QpType.UD, new ConnectOptions(), Access.LOCAL_WRITE)) {
+        try (Rig rig = Rig.create(QpType.UD, ConnectOptions.defaults(), Access.LOCAL_WRITE)) {
             int mtu = rig.ctx.port(1).query().activeMtu().bytes();
             Endpoint eb = rig.b.endpoint(1, 1);
             try (AddressHandle ah = rig.pd.createAh(AddressVector.to(eb).port(1).sgidIndex(1))) {

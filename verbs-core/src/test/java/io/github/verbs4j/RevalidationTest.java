@@ -173,7 +173,7 @@ class RevalidationTest {
     @Test
     void aRequestCheckedForOneQueuePairIsCheckedAgainForAnother() {
         try (Rig rc = Rig.rc();
-             Rig uc = Rig.create(QpType.UC, new ConnectOptions(), Access.LOCAL_WRITE, Access.REMOTE_WRITE)) {
+             Rig uc = Rig.create(QpType.UC, ConnectOptions.defaults(), Access.LOCAL_WRITE, Access.REMOTE_WRITE)) {
             SendRequest read = SendRequest.rdmaRead().id(4).local(rc.mrA, 0, 8).remote(rc.mrB.remote()).signaled();
             postOk(rc, read);
             // same request, a UC QP of another domain: the opcode and the region are refused again

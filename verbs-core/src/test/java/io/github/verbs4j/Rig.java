@@ -79,7 +79,7 @@ final class Rig implements AutoCloseable {
 
     /** RC pair, both regions with every right, connected with the default options. */
     static Rig rc() {
-        return create(QpType.RC, new ConnectOptions(), Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ,
+        return create(QpType.RC, ConnectOptions.defaults(), Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ,
                 Access.REMOTE_ATOMIC);
     }
 

@@ -30,7 +30,7 @@ class TransportsTest {
 
     @Test
     void ucSendAndWrite() {
-        try (Rig rig = Rig.create(QpType.UC, new ConnectOptions(), Access.LOCAL_WRITE, Access.REMOTE_WRITE)) {
+        try (Rig rig = Rig.create(QpType.UC, ConnectOptions.defaults(), Access.LOCAL_WRITE, Access.REMOTE_WRITE)) {
             byte[] msg = fill(rig.mrA, 0, 1000);
             rig.b.postRecv(ReceiveRequest.create().id(1).local(rig.mrB, 0, 1000));
             rig.a.postSend(SendRequest.send().id(2).local(rig.mrA, 0, 1000).signaled());
@@ -52,7 +52,7 @@ class TransportsTest {
 
     @Test
     void udSendWithGrh() {
-        try (Rig rig = Rig.create(QpType.UD, new ConnectOptions(), Access.LOCAL_WRITE)) {
+        try (Rig rig = Rig.create(QpType.UD, ConnectOptions.defaults(), Access.LOCAL_WRITE)) {
             Endpoint eb = rig.b.endpoint(1, 1);
             Endpoint ea = rig.a.endpoint(1, 1);
             try (AddressHandle ah = rig.pd.createAh(AddressVector.to(eb).port(1).sgidIndex(1))) {
@@ -83,7 +83,7 @@ class TransportsTest {
 
     @Test
     void udReplyThroughAnAddressHandleMadeFromTheCompletion() {
-        try (Rig rig = Rig.create(QpType.UD, new ConnectOptions(), Access.LOCAL_WRITE)) {
+        try (Rig rig = Rig.create(QpType.UD, ConnectOptions.defaults(), Access.LOCAL_WRITE)) {
             Endpoint eb = rig.b.endpoint(1, 1);
             try (AddressHandle toB = rig.pd.createAh(AddressVector.to(eb).port(1).sgidIndex(1))) {
                 rig.b.postRecv(ReceiveRequest.create().id(1).local(rig.mrB, 0, GRH_BYTES + 256));
@@ -113,7 +113,7 @@ class TransportsTest {
 
     @Test
     void udWithAWrongQkeyIsDropped() {
-        try (Rig rig = Rig.create(QpType.UD, new ConnectOptions(), Access.LOCAL_WRITE)) {
+        try (Rig rig = Rig.create(QpType.UD, ConnectOptions.defaults(), Access.LOCAL_WRITE)) {
             Endpoint eb = rig.b.endpoint(1, 1);
             try (AddressHandle ah = rig.pd.createAh(AddressVector.to(eb).port(1).sgidIndex(1))) {
                 rig.b.postRecv(ReceiveRequest.create().id(5).local(rig.mrB, 0, GRH_BYTES + 64));

@@ -4,8 +4,10 @@ import java.time.Duration;
 import java.util.Objects;
 
 /**
- * The sizes and limits of a channel: an immutable value, changed with the {@code with...}
- * methods.
+ * The sizes and limits of a channel: an immutable value; start from {@link #defaults()} and
+ * name what differs with the {@code withX} methods (each returns new options: use its result).
+ * Every value is checked where the options are made ({@link IllegalArgumentException} naming
+ * the field and its range).
  *
  * <pre>{@code
  * ChannelOptions options = ChannelOptions.defaults().withSlots(256).withSlotSize(2048);
@@ -77,39 +79,6 @@ public record ChannelOptions(int slots, int slotSize, int writesInFlight, int co
             throw new IllegalArgumentException("closeTimeout must not be negative, got " + closeTimeout);
         }
         Objects.requireNonNull(notification, "notification");
-    }
-
-    /**
-     * The options with {@link Notification#AUTO}.
-     *
-     * @param slots see the record's description
-     * @param slotSize see the record's description
-     * @param writesInFlight see the record's description
-     * @param completionQueueEntries see the record's description
-     * @param spinPolls see the record's description
-     * @param closeTimeout see the record's description
-     * @param applicationPolling see the record's description
-     */
-    public ChannelOptions(int slots, int slotSize, int writesInFlight, int completionQueueEntries, int spinPolls,
-            Duration closeTimeout, boolean applicationPolling) {
-        this(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout, applicationPolling,
-                Notification.AUTO);
-    }
-
-    /**
-     * The options with a polling thread per group ({@code applicationPolling} false) and
-     * {@link Notification#AUTO}.
-     *
-     * @param slots see the record's description
-     * @param slotSize see the record's description
-     * @param writesInFlight see the record's description
-     * @param completionQueueEntries see the record's description
-     * @param spinPolls see the record's description
-     * @param closeTimeout see the record's description
-     */
-    public ChannelOptions(int slots, int slotSize, int writesInFlight, int completionQueueEntries, int spinPolls,
-            Duration closeTimeout) {
-        this(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout, false, Notification.AUTO);
     }
 
     /**

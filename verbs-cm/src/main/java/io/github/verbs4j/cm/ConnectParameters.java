@@ -5,6 +5,15 @@ import java.util.Objects;
 
 /**
  * The parameters of {@code rdma_connect} and {@code rdma_accept} ({@code struct rdma_conn_param}).
+ * Start from {@link #defaults()} and name what differs:
+ *
+ * <pre>{@code
+ * ConnectParameters p = ConnectParameters.defaults().withDepths(16, 16).withRnrRetryCount(0).withPrivateData(hello);
+ * }</pre>
+ *
+ * <p>Immutable (the private data is copied in and out); each {@code withX} returns new
+ * parameters (its result must be used). Every value is checked where the parameters are made
+ * ({@link IllegalArgumentException} naming the field and its range).
  *
  * @param responderResources incoming RDMA READs/atomics this side serves at once (0..255;
  *                           {@link #MAX} lets librdmacm use the device maximum)
@@ -19,6 +28,7 @@ public record ConnectParameters(int responderResources, int initiatorDepth, int 
     /** {@code RDMA_MAX_RESP_RES}/{@code RDMA_MAX_INIT_DEPTH}: the device's maximum. */
     public static final int MAX = 0xff;
 
+    /** Checks every value (ranges in the record's description); a null private data is none. */
     public ConnectParameters {
         range("responderResources", responderResources, 255);
         range("initiatorDepth", initiatorDepth, 255);
@@ -53,6 +63,26 @@ public record ConnectParameters(int responderResources, int initiatorDepth, int 
      */
     public ConnectParameters withDepths(int responderResources, int initiatorDepth) {
         return new ConnectParameters(responderResources, initiatorDepth, retryCount, rnrRetryCount, privateData);
+    }
+
+    /** These parameters serving {@code n} incoming RDMA READs/atomics at once (0..255, or {@link #MAX}). */
+    public ConnectParameters withResponderResources(int n) {
+        return new ConnectParameters(n, initiatorDepth, retryCount, rnrRetryCount, privateData);
+    }
+
+    /** These parameters issuing up to {@code n} RDMA READs/atomics at once (0..255, or {@link #MAX}). */
+    public ConnectParameters withInitiatorDepth(int n) {
+        return new ConnectParameters(responderResources, n, retryCount, rnrRetryCount, privateData);
+    }
+
+    /** These parameters with {@code n} transport retries (0..7; ignored on accept). */
+    public ConnectParameters withRetryCount(int n) {
+        return new ConnectParameters(responderResources, initiatorDepth, n, rnrRetryCount, privateData);
+    }
+
+    /** These parameters with {@code n} receiver-not-ready retries (0..7, 7 = forever). */
+    public ConnectParameters withRnrRetryCount(int n) {
+        return new ConnectParameters(responderResources, initiatorDepth, retryCount, n, privateData);
     }
 
     /** A copy of the private data. */

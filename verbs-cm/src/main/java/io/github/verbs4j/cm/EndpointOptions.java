@@ -149,7 +149,8 @@ public record EndpointOptions(int messageSize, int receiveSlots, int rdmaBufferS
 
     /** The {@link QpInit} these options ask {@code rdma_create_qp} for. */
     QpInit qpInit() {
-        return new QpInit(sendQueueDepth, receiveSlots, maxSendSge, maxRecvSge, maxInlineData, false);
+        return QpInit.defaults().withMaxSendWr(sendQueueDepth).withMaxRecvWr(receiveSlots).withMaxSendSge(maxSendSge)
+                .withMaxRecvSge(maxRecvSge).withMaxInlineData(maxInlineData);
     }
 
     private static void atLeast(String name, int value, int min) {

@@ -320,7 +320,8 @@ abstract class PerfCommand implements Callable<Integer> {
     private ConnectOptions connectOptions(int gid) {
         DeviceAttributes da = ctx.queryDevice();
         int depth = Math.max(1, Math.min(16, Math.min(da.maxQpRdAtomic(), da.maxQpInitRdAtomic())));
-        return ConnectOptions.defaults().port(shared.ibPort).gidIndex(gid).maxRdAtomic(depth).maxDestRdAtomic(depth);
+        return ConnectOptions.defaults().withPort(shared.ibPort).withGidIndex(gid).withMaxRdAtomic(depth)
+                .withMaxDestRdAtomic(depth);
     }
 
     private static int defaultGidIndex(Port p, PortAttributes pa) {

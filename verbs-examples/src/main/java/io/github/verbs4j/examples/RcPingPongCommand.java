@@ -144,8 +144,8 @@ final class RcPingPongCommand extends PingPongCommand {
     @Override
     ConnectOptions connectOptions() {
         // as the stock tool: no remote access to the QP, RTR/RTS timers 12/14, retries 7
-        return ConnectOptions.defaults().port(shared.ibPort).gidIndex(Math.max(0, gidIndex)).mtu(pathMtu)
-                .serviceLevel(sl).access();
+        return ConnectOptions.defaults().withPort(shared.ibPort).withGidIndex(Math.max(0, gidIndex)).withMtu(pathMtu)
+                .withServiceLevel(sl).withAccess();
     }
 
     @Override

@@ -72,7 +72,7 @@ final class UdPingPongCommand extends PingPongCommand {
 
     @Override
     ConnectOptions connectOptions() {
-        return ConnectOptions.defaults().port(shared.ibPort).qkey(QKEY).serviceLevel(sl);
+        return ConnectOptions.defaults().withPort(shared.ibPort).withQkey(QKEY).withServiceLevel(sl);
     }
 
     @Override

@@ -19,7 +19,7 @@ public record AhAttr(int dlid, int serviceLevel, int srcPathBits, int staticRate
         int sgidIndex, int hopLimit, int trafficClass, int flowLabel) {
 
     /** {@code sizeof(union ibv_gid)}. */
-    public static final int GID_BYTES = 16;
+    private static final int GID_BYTES = 16;
 
     public AhAttr {
         if (dgid != null && dgid.length != GID_BYTES) {

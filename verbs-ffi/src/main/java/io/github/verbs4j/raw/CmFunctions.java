@@ -1,7 +1,6 @@
 package io.github.verbs4j.raw;
 
 import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
 
@@ -49,15 +48,4 @@ public final class CmFunctions {
     public static final MethodHandle INIT_QP_ATTR = h("rdma_init_qp_attr", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
     public static final MethodHandle ESTABLISH = h("rdma_establish", FunctionDescriptor.of(JAVA_INT, ADDRESS));
     public static final MethodHandle MIGRATE_ID = h("rdma_migrate_id", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
-    private static final MethodHandle EVENT_STR = Downcalls.plain(LIB, "rdma_event_str", FunctionDescriptor.of(ADDRESS, JAVA_INT));
-
-    /** {@code rdma_event_str}: librdmacm's name for an event type number ({@code "UNKNOWN"} if none). */
-    public static String eventString(int type) {
-        try {
-            MemorySegment s = (MemorySegment) EVENT_STR.invokeExact(type);
-            return Downcalls.isNull(s) ? "UNKNOWN" : s.reinterpret(64).getString(0);
-        } catch (Throwable t) {
-            throw Downcalls.unexpected("rdma_event_str", t);
-        }
-    }
 }

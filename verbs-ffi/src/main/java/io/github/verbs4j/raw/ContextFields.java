@@ -15,7 +15,7 @@ public final class ContextFields {
     }
 
     /** {@code sizeof(struct ibv_context)}. */
-    public static final long SIZE = ibv_context.layout().byteSize();
+    private static final long SIZE = ibv_context.layout().byteSize();
 
     /** {@code context}, an address {@code ibv_open_device} returned, sized to the struct. */
     public static MemorySegment of(MemorySegment context) {

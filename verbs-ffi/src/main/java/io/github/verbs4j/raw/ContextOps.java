@@ -29,52 +29,25 @@ public final class ContextOps {
     private ContextOps() {
     }
 
-    /** {@code int (*poll_cq)(struct ibv_cq *, int num_entries, struct ibv_wc *)}. */
-    public static final MethodHandle POLL_CQ = Downcalls.functionPointer(FunctionDescriptor.of(ValueLayout.JAVA_INT,
-            ValueLayout.ADDRESS, ValueLayout.JAVA_INT, ValueLayout.ADDRESS), true);
-    /** {@code int (*req_notify_cq)(struct ibv_cq *, int solicited_only)}. */
-    public static final MethodHandle REQ_NOTIFY_CQ = Downcalls.functionPointer(FunctionDescriptor.of(ValueLayout.JAVA_INT,
-            ValueLayout.ADDRESS, ValueLayout.JAVA_INT), true);
-    /** {@code int (*post_send)(struct ibv_qp *, struct ibv_send_wr *, struct ibv_send_wr **bad)}. */
-    public static final MethodHandle POST_SEND = Downcalls.functionPointer(FunctionDescriptor.of(ValueLayout.JAVA_INT,
-            ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.ADDRESS), true);
-    /** {@code int (*post_recv)(struct ibv_qp *, struct ibv_recv_wr *, struct ibv_recv_wr **bad)}. */
-    public static final MethodHandle POST_RECV = POST_SEND;
-    /** {@code int (*post_srq_recv)(struct ibv_srq *, struct ibv_recv_wr *, struct ibv_recv_wr **bad)}. */
-    public static final MethodHandle POST_SRQ_RECV = POST_SEND;
-
     /**
-     * {@link #POST_SEND}'s shape ({@code post_send}, {@code post_recv}, {@code post_srq_recv})
-     * with the request and the {@code bad_wr} slot passed as addresses ({@code long}) instead of
-     * segments; the owner ({@code struct ibv_qp *} or {@code struct ibv_srq *}) stays a segment,
-     * so that the linker still holds its arena during the call. Each segment argument costs the
-     * linker's checks and its session's acquire and release around the call; on a provider call
-     * those are measured at about 10 ns per verb (docs/performance.md, "Why raw FFM trailed the
-     * JNI twin"). The caller must keep the memory behind the two addresses alive until the call
-     * returns ({@link java.lang.ref.Reference#reachabilityFence}).
-     */
-    public static final MethodHandle POST_BY_ADDRESS = Downcalls.functionPointer(FunctionDescriptor.of(ValueLayout.JAVA_INT,
-            ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG), true);
-    /**
-     * {@link #POLL_CQ} with the completion array passed as an address ({@code long}); the CQ
-     * stays a segment. As for {@link #POST_BY_ADDRESS}, the caller keeps the array alive.
-     */
-    public static final MethodHandle POLL_CQ_BY_ADDRESS = Downcalls.functionPointer(FunctionDescriptor.of(ValueLayout.JAVA_INT,
-            ValueLayout.ADDRESS, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG), true);
-
-    /**
-     * {@link #POST_SEND}'s shape with every pointer an address ({@code long}), the owner's
-     * ({@code struct ibv_qp *} or {@code struct ibv_srq *}) included: the linker then does no
-     * session handling at all. The caller guarantees that the owner outlives the call (verbs-core's
-     * {@code NativeHandle.enter}/{@code exit}, which a close waits for) and keeps the request's
-     * memory reachable.
+     * {@code int (*post_send)(struct ibv_qp *, struct ibv_send_wr *, struct ibv_send_wr **bad)},
+     * and {@code post_recv} and {@code post_srq_recv} of the same shape, with every pointer an
+     * address ({@code long}), the owner's ({@code struct ibv_qp *} or {@code struct ibv_srq *})
+     * included: the linker then does no session handling at all (a segment argument costs the
+     * linker's checks and its session's acquire and release around the call, measured at about
+     * 10 ns per verb: docs/performance.md, "Why raw FFM trailed the JNI twin"). The caller
+     * guarantees that the owner outlives the call (verbs-core's {@code NativeHandle.enter}/{@code
+     * exit}, which a close waits for) and keeps the request's memory reachable.
      */
     public static final MethodHandle POST_ADDRESSES = Downcalls.functionPointer(FunctionDescriptor.of(ValueLayout.JAVA_INT,
             ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG), true);
-    /** {@link #POLL_CQ} with the CQ and the completion array as addresses; as {@link #POST_ADDRESSES}. */
+    /**
+     * {@code int (*poll_cq)(struct ibv_cq *, int num_entries, struct ibv_wc *)} with the CQ and
+     * the completion array as addresses; as {@link #POST_ADDRESSES}.
+     */
     public static final MethodHandle POLL_CQ_ADDRESSES = Downcalls.functionPointer(FunctionDescriptor.of(ValueLayout.JAVA_INT,
             ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG), true);
-    /** {@link #REQ_NOTIFY_CQ} with the CQ as an address; as {@link #POST_ADDRESSES}. */
+    /** {@code int (*req_notify_cq)(struct ibv_cq *, int solicited_only)} with the CQ as an address; as {@link #POST_ADDRESSES}. */
     public static final MethodHandle REQ_NOTIFY_CQ_ADDRESS = Downcalls.functionPointer(FunctionDescriptor.of(ValueLayout.JAVA_INT,
             ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT), true);
 

@@ -26,7 +26,7 @@ import java.lang.invoke.MethodHandle;
  * for) must never be called: owners check it once, at creation. Offsets come from the
  * generated layouts.
  *
- * <p><b>By address.</b> Each data-path handle has a {@code _BY_ADDRESS} twin taking every pointer but the
+ * <p><b>By address.</b> Each data-path handle ({@code _BY_ADDRESS}) takes every pointer but the
  * function's ({@code struct ibv_qp_ex *}, {@code struct ibv_cq_ex *}, lists, buffers, the
  * address handle) as a {@code long} ({@code JAVA_LONG}): each segment argument costs the
  * linker's checks and, for a segment of a shared arena, its session's acquire and release
@@ -77,50 +77,27 @@ public final class ExtendedOps {
 
     // ---------------------------------------------------------------- struct ibv_qp_ex
 
-    /** {@code void (*)(struct ibv_qp_ex *)}: wr_start, wr_abort, wr_send. */
-    public static final MethodHandle QP_VOID = Downcalls.functionPointer(FunctionDescriptor.ofVoid(A), true);
-    /** {@code int (*wr_complete)(struct ibv_qp_ex *)}. */
-    public static final MethodHandle QP_COMPLETE = Downcalls.functionPointer(FunctionDescriptor.of(I, A), true);
-    /** {@code void (*)(struct ibv_qp_ex *, uint32_t)}: wr_send_imm (__be32), wr_send_inv, wr_local_inv. */
-    public static final MethodHandle QP_INT = Downcalls.functionPointer(FunctionDescriptor.ofVoid(A, I), true);
-    /** {@code void (*)(struct ibv_qp_ex *, uint32_t rkey, uint64_t remote_addr)}: wr_rdma_read, wr_rdma_write. */
-    public static final MethodHandle QP_RDMA = Downcalls.functionPointer(FunctionDescriptor.ofVoid(A, I, L), true);
-    /** {@code void (*wr_rdma_write_imm)(struct ibv_qp_ex *, uint32_t rkey, uint64_t remote_addr, __be32 imm)}. */
-    public static final MethodHandle QP_RDMA_IMM = Downcalls.functionPointer(FunctionDescriptor.ofVoid(A, I, L, I), true);
-    /** {@code void (*wr_atomic_cmp_swp)(struct ibv_qp_ex *, uint32_t rkey, uint64_t addr, uint64_t compare, uint64_t swap)}. */
-    public static final MethodHandle QP_CMP_SWP = Downcalls.functionPointer(FunctionDescriptor.ofVoid(A, I, L, L, L), true);
-    /** {@code void (*wr_atomic_fetch_add)(struct ibv_qp_ex *, uint32_t rkey, uint64_t addr, uint64_t add)}. */
-    public static final MethodHandle QP_FETCH_ADD = Downcalls.functionPointer(FunctionDescriptor.ofVoid(A, I, L, L), true);
-    /** {@code void (*wr_set_sge)(struct ibv_qp_ex *, uint32_t lkey, uint64_t addr, uint32_t length)}. */
-    public static final MethodHandle QP_SET_SGE = Downcalls.functionPointer(FunctionDescriptor.ofVoid(A, I, L, I), true);
-    /** {@code void (*)(struct ibv_qp_ex *, size_t n, const T *list)}: wr_set_sge_list, wr_set_inline_data_list. */
-    public static final MethodHandle QP_SET_LIST = Downcalls.functionPointer(FunctionDescriptor.ofVoid(A, L, A), true);
-    /** {@code void (*wr_set_inline_data)(struct ibv_qp_ex *, void *addr, size_t length)}. */
-    public static final MethodHandle QP_SET_INLINE = Downcalls.functionPointer(FunctionDescriptor.ofVoid(A, A, L), true);
-    /** {@code void (*wr_set_ud_addr)(struct ibv_qp_ex *, struct ibv_ah *, uint32_t remote_qpn, uint32_t remote_qkey)}. */
-    public static final MethodHandle QP_SET_UD_ADDR = Downcalls.functionPointer(FunctionDescriptor.ofVoid(A, A, I, I), true);
-
-    /** {@link #QP_VOID} by address: {@code (long qp_ex)}. */
+    /** {@code void (*)(struct ibv_qp_ex *)}: wr_start, wr_abort, wr_send, by address: {@code (long qp_ex)}. */
     public static final MethodHandle QP_VOID_BY_ADDRESS = Downcalls.functionPointer(FunctionDescriptor.ofVoid(L), true);
-    /** {@link #QP_COMPLETE} by address: {@code (long qp_ex)}. */
+    /** {@code int (*wr_complete)(struct ibv_qp_ex *)}, by address: {@code (long qp_ex)}. */
     public static final MethodHandle QP_COMPLETE_BY_ADDRESS = Downcalls.functionPointer(FunctionDescriptor.of(I, L), true);
-    /** {@link #QP_INT} by address: {@code (long qp_ex, int)}; also wr_set_xrc_srqn. */
+    /** {@code void (*)(struct ibv_qp_ex *, uint32_t)}: wr_send_imm (__be32), wr_send_inv, wr_local_inv, by address: {@code (long qp_ex, int)}; also wr_set_xrc_srqn. */
     public static final MethodHandle QP_INT_BY_ADDRESS = Downcalls.functionPointer(FunctionDescriptor.ofVoid(L, I), true);
-    /** {@link #QP_RDMA} by address: {@code (long qp_ex, int rkey, long remote_addr)}. */
+    /** {@code void (*)(struct ibv_qp_ex *, uint32_t rkey, uint64_t remote_addr)}: wr_rdma_read, wr_rdma_write, by address: {@code (long qp_ex, int rkey, long remote_addr)}. */
     public static final MethodHandle QP_RDMA_BY_ADDRESS = Downcalls.functionPointer(FunctionDescriptor.ofVoid(L, I, L), true);
-    /** {@link #QP_RDMA_IMM} by address: {@code (long qp_ex, int rkey, long remote_addr, int imm)}. */
+    /** {@code void (*wr_rdma_write_imm)(struct ibv_qp_ex *, uint32_t rkey, uint64_t remote_addr, __be32 imm)}, by address: {@code (long qp_ex, int rkey, long remote_addr, int imm)}. */
     public static final MethodHandle QP_RDMA_IMM_BY_ADDRESS = Downcalls.functionPointer(FunctionDescriptor.ofVoid(L, I, L, I), true);
-    /** {@link #QP_CMP_SWP} by address: {@code (long qp_ex, int rkey, long addr, long compare, long swap)}. */
+    /** {@code void (*wr_atomic_cmp_swp)(struct ibv_qp_ex *, uint32_t rkey, uint64_t addr, uint64_t compare, uint64_t swap)}, by address: {@code (long qp_ex, int rkey, long addr, long compare, long swap)}. */
     public static final MethodHandle QP_CMP_SWP_BY_ADDRESS = Downcalls.functionPointer(FunctionDescriptor.ofVoid(L, I, L, L, L), true);
-    /** {@link #QP_FETCH_ADD} by address: {@code (long qp_ex, int rkey, long addr, long add)}. */
+    /** {@code void (*wr_atomic_fetch_add)(struct ibv_qp_ex *, uint32_t rkey, uint64_t addr, uint64_t add)}, by address: {@code (long qp_ex, int rkey, long addr, long add)}. */
     public static final MethodHandle QP_FETCH_ADD_BY_ADDRESS = Downcalls.functionPointer(FunctionDescriptor.ofVoid(L, I, L, L), true);
-    /** {@link #QP_SET_SGE} by address: {@code (long qp_ex, int lkey, long addr, int length)}. */
+    /** {@code void (*wr_set_sge)(struct ibv_qp_ex *, uint32_t lkey, uint64_t addr, uint32_t length)}, by address: {@code (long qp_ex, int lkey, long addr, int length)}. */
     public static final MethodHandle QP_SET_SGE_BY_ADDRESS = Downcalls.functionPointer(FunctionDescriptor.ofVoid(L, I, L, I), true);
-    /** {@link #QP_SET_LIST} by address: {@code (long qp_ex, long n, long list)}. */
+    /** {@code void (*)(struct ibv_qp_ex *, size_t n, const T *list)}: wr_set_sge_list, wr_set_inline_data_list, by address: {@code (long qp_ex, long n, long list)}. */
     public static final MethodHandle QP_SET_LIST_BY_ADDRESS = Downcalls.functionPointer(FunctionDescriptor.ofVoid(L, L, L), true);
-    /** {@link #QP_SET_INLINE} by address: {@code (long qp_ex, long addr, long length)}. */
+    /** {@code void (*wr_set_inline_data)(struct ibv_qp_ex *, void *addr, size_t length)}, by address: {@code (long qp_ex, long addr, long length)}. */
     public static final MethodHandle QP_SET_INLINE_BY_ADDRESS = QP_SET_LIST_BY_ADDRESS;
-    /** {@link #QP_SET_UD_ADDR} by address: {@code (long qp_ex, long ah, int remote_qpn, int remote_qkey)}. */
+    /** {@code void (*wr_set_ud_addr)(struct ibv_qp_ex *, struct ibv_ah *, uint32_t remote_qpn, uint32_t remote_qkey)}, by address: {@code (long qp_ex, long ah, int remote_qpn, int remote_qkey)}. */
     public static final MethodHandle QP_SET_UD_ADDR_BY_ADDRESS = Downcalls.functionPointer(FunctionDescriptor.ofVoid(L, L, I, I), true);
 
     public static final long QP_WR_ID = ibv_qp_ex.wr_id$offset();
@@ -137,11 +114,9 @@ public final class ExtendedOps {
     public static final long WR_RDMA_WRITE_IMM = ibv_qp_ex.wr_rdma_write_imm$offset();
     public static final long WR_ATOMIC_CMP_SWP = ibv_qp_ex.wr_atomic_cmp_swp$offset();
     public static final long WR_ATOMIC_FETCH_ADD = ibv_qp_ex.wr_atomic_fetch_add$offset();
-    public static final long WR_BIND_MW = ibv_qp_ex.wr_bind_mw$offset();
     public static final long WR_SET_SGE = ibv_qp_ex.wr_set_sge$offset();
     public static final long WR_SET_SGE_LIST = ibv_qp_ex.wr_set_sge_list$offset();
     public static final long WR_SET_INLINE_DATA = ibv_qp_ex.wr_set_inline_data$offset();
-    public static final long WR_SET_INLINE_DATA_LIST = ibv_qp_ex.wr_set_inline_data_list$offset();
     public static final long WR_SET_UD_ADDR = ibv_qp_ex.wr_set_ud_addr$offset();
     public static final long WR_SET_XRC_SRQN = ibv_qp_ex.wr_set_xrc_srqn$offset();
     /** The size of {@code struct ibv_qp_ex}. */
@@ -149,26 +124,15 @@ public final class ExtendedOps {
 
     // ---------------------------------------------------------------- struct ibv_cq_ex
 
-    /** {@code int (*start_poll)(struct ibv_cq_ex *, struct ibv_poll_cq_attr *)}. */
-    public static final MethodHandle CQ_START_POLL = Downcalls.functionPointer(FunctionDescriptor.of(I, A, A), true);
-    /** {@code int (*next_poll)(struct ibv_cq_ex *)}, and the {@code uint32_t}/enum {@code read_*} accessors. */
-    public static final MethodHandle CQ_INT = Downcalls.functionPointer(FunctionDescriptor.of(I, A), true);
-    /** {@code void (*end_poll)(struct ibv_cq_ex *)}. */
-    public static final MethodHandle CQ_VOID = QP_VOID;
-    /** The {@code uint8_t read_*} accessors ({@code read_sl}, {@code read_dlid_path_bits}). */
-    public static final MethodHandle CQ_BYTE = Downcalls.functionPointer(FunctionDescriptor.of(B, A), true);
-    /** {@code uint64_t (*read_completion_ts)(struct ibv_cq_ex *)}. */
-    public static final MethodHandle CQ_LONG = Downcalls.functionPointer(FunctionDescriptor.of(L, A), true);
-
-    /** {@link #CQ_START_POLL} by address: {@code (long cq_ex, long attr)}. */
+    /** {@code int (*start_poll)(struct ibv_cq_ex *, struct ibv_poll_cq_attr *)}, by address: {@code (long cq_ex, long attr)}. */
     public static final MethodHandle CQ_START_POLL_BY_ADDRESS = Downcalls.functionPointer(FunctionDescriptor.of(I, L, L), true);
-    /** {@link #CQ_INT} by address: {@code (long cq_ex)}. */
+    /** {@code int (*next_poll)(struct ibv_cq_ex *)}, and the {@code uint32_t}/enum {@code read_*} accessors, by address: {@code (long cq_ex)}. */
     public static final MethodHandle CQ_INT_BY_ADDRESS = Downcalls.functionPointer(FunctionDescriptor.of(I, L), true);
-    /** {@link #CQ_VOID} by address: {@code (long cq_ex)}. */
+    /** {@code void (*end_poll)(struct ibv_cq_ex *)}, by address: {@code (long cq_ex)}. */
     public static final MethodHandle CQ_VOID_BY_ADDRESS = QP_VOID_BY_ADDRESS;
-    /** {@link #CQ_BYTE} by address: {@code (long cq_ex)}. */
+    /** The {@code uint8_t read_*} accessors ({@code read_sl}, {@code read_dlid_path_bits}), by address: {@code (long cq_ex)}. */
     public static final MethodHandle CQ_BYTE_BY_ADDRESS = Downcalls.functionPointer(FunctionDescriptor.of(B, L), true);
-    /** {@link #CQ_LONG} by address: {@code (long cq_ex)}. */
+    /** {@code uint64_t (*read_completion_ts)(struct ibv_cq_ex *)}, by address: {@code (long cq_ex)}. */
     public static final MethodHandle CQ_LONG_BY_ADDRESS = Downcalls.functionPointer(FunctionDescriptor.of(L, L), true);
 
     public static final long CQ_STATUS = ibv_cq_ex.status$offset();

@@ -25,7 +25,7 @@ public final class FileDescriptors {
     public static final MethodHandle DUP = Downcalls.errnoCapturing(LINKER.defaultLookup(), "dup",
             FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
     /** {@code int close(int fd)}. */
-    public static final MethodHandle CLOSE = Downcalls.errnoCapturing(LINKER.defaultLookup(), "close",
+    private static final MethodHandle CLOSE = Downcalls.errnoCapturing(LINKER.defaultLookup(), "close",
             FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
 
     /**

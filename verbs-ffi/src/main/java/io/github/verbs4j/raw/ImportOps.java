@@ -42,7 +42,7 @@ public final class ImportOps {
     public static final MethodHandle UNIMPORT_MR = plain("ibv_unimport_mr", RdmaCore::ibv_unimport_mr$descriptor);
 
     /** {@code sizeof(struct ibv_pd)}. */
-    public static final long PD_SIZE = ibv_pd.layout().byteSize();
+    private static final long PD_SIZE = ibv_pd.layout().byteSize();
 
     /** {@code pd->handle}: the kernel handle {@code ibv_import_pd} names the PD at {@code pd} by. */
     public static int pdHandle(MemorySegment pd) {

@@ -18,7 +18,7 @@ import java.lang.foreign.MemorySegment;
 public record MrFields(long address, long length, int lkey, int rkey) {
 
     /** {@code sizeof(struct ibv_mr)}. */
-    public static final long SIZE = ibv_mr.layout().byteSize();
+    private static final long SIZE = ibv_mr.layout().byteSize();
 
     /** {@code mr}, an address a registration verb returned, sized to the struct. */
     public static MemorySegment of(MemorySegment mr) {

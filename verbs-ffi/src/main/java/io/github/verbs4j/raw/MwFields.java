@@ -15,7 +15,7 @@ public final class MwFields {
     }
 
     /** {@code sizeof(struct ibv_mw)}. */
-    public static final long SIZE = ibv_mw.layout().byteSize();
+    private static final long SIZE = ibv_mw.layout().byteSize();
 
     /** {@code mw}, an address {@code ibv_alloc_mw} returned, sized to the struct. */
     public static MemorySegment of(MemorySegment mw) {

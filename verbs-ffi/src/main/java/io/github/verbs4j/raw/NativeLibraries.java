@@ -160,13 +160,6 @@ public final class NativeLibraries {
         }
     }
 
-    /** The file librdmacm was loaded from, if it was loaded. */
-    public static Optional<Path> rdmacmPath() {
-        synchronized (NativeLibraries.class) {
-            return rdmacm == null ? Optional.empty() : Optional.ofNullable(rdmacm.path());
-        }
-    }
-
     private static SymbolLookup lookupOf(Loaded loaded) {
         if (loaded.failure() != null) {
             throw loaded.failure();

@@ -27,7 +27,6 @@ public final class VerbsConstants {
     public static final int IBV_QPT_UC = RdmaCore.IBV_QPT_UC();
     public static final int IBV_QPT_UD = RdmaCore.IBV_QPT_UD();
     public static final int IBV_QPT_XRC_SEND = RdmaCore.IBV_QPT_XRC_SEND();
-    public static final int IBV_QPT_XRC_RECV = RdmaCore.IBV_QPT_XRC_RECV();
 
     // enum ibv_qp_state
     public static final int IBV_QPS_RESET = RdmaCore.IBV_QPS_RESET();
@@ -109,9 +108,7 @@ public final class VerbsConstants {
     public static final int IBV_WR_LOCAL_INV = RdmaCore.IBV_WR_LOCAL_INV();
 
     // enum ibv_send_flags
-    public static final int IBV_SEND_FENCE = RdmaCore.IBV_SEND_FENCE();
     public static final int IBV_SEND_SIGNALED = RdmaCore.IBV_SEND_SIGNALED();
-    public static final int IBV_SEND_SOLICITED = RdmaCore.IBV_SEND_SOLICITED();
     public static final int IBV_SEND_INLINE = RdmaCore.IBV_SEND_INLINE();
 
     // enum ibv_wc_opcode

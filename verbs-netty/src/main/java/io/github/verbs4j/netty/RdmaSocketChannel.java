@@ -400,7 +400,8 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         int sendWrs = writeWithImm ? Math.min(depth * requestsPerMessage, id.context().queryDevice().maxQpWr())
                 : depth;
         cq = id.context().createCq(sendWrs + ringSlots + 1, device.completions, 0);
-        qp = id.createQueuePair(device.pd, cq, cq, new QpInit(sendWrs, ringSlots, 2, 1, config.inlineSize(), false));
+        qp = id.createQueuePair(device.pd, cq, cq, QpInit.defaults().withMaxSendWr(sendWrs)
+                .withMaxRecvWr(ringSlots).withMaxSendSge(2).withMaxInlineData(config.inlineSize()));
         maxInline = qp.capabilities().maxInlineData();
         sendSlots = Math.min(depth, qp.capabilities().maxSendWr() / requestsPerMessage);
         recvRegion = writeWithImm

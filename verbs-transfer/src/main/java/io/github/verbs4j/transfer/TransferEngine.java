@@ -339,7 +339,7 @@ public final class TransferEngine implements AutoCloseable {
                         throw new IllegalStateException(peer + " is reached through " + id.context()
                                 + ", not the engine's device " + context);
                     }
-                    QueuePair qp = id.createQueuePair(pd, cq, controlCq, new QpInit(depth + 4, 2, 1, 1, 0, false));
+                    QueuePair qp = id.createQueuePair(pd, cq, controlCq, QpInit.defaults().withMaxSendWr(depth + 4).withMaxRecvWr(2));
                     if (i == 0) {
                         TransferPeer.postControlReceive(qp, control);
                     }
@@ -724,7 +724,7 @@ public final class TransferEngine implements AutoCloseable {
                 id.close();
                 return;
             }
-            QueuePair qp = id.createQueuePair(pd, serviceSendCq, serviceRecvCq, new QpInit(4, 2, 1, 1, 0, false));
+            QueuePair qp = id.createQueuePair(pd, serviceSendCq, serviceRecvCq, QpInit.defaults().withMaxSendWr(4).withMaxRecvWr(2));
             buffer = pd.allocate(2 * TransferPeer.CONTROL_BYTES, Access.LOCAL_WRITE);
             int index = accepted.size();
             ReceiveRequest recv = ReceiveRequest.create().id(index).local(buffer, 0, TransferPeer.CONTROL_BYTES);

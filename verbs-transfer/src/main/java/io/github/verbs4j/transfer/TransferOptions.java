@@ -4,7 +4,14 @@ import java.time.Duration;
 import java.util.Objects;
 
 /**
- * How a {@link TransferEngine} connects and stripes its traffic.
+ * How a {@link TransferEngine} connects and stripes its traffic: an immutable value; start from
+ * {@link #defaults()} and name what differs with the {@code withX} methods (each returns new
+ * options: use its result). Every value is checked where the options are made
+ * ({@link IllegalArgumentException} naming the field and its range).
+ *
+ * <pre>{@code
+ * TransferOptions options = TransferOptions.defaults().withQpsPerPeer(4).withChunkSize(256 << 10);
+ * }</pre>
  *
  * @param qpsPerPeer     queue pairs opened to each peer; the chunks of a batch are striped over them
  * @param maxOutstanding chunks in flight on one queue pair at most (its send queue depth)
@@ -23,6 +30,7 @@ public record TransferOptions(int qpsPerPeer, int maxOutstanding, int chunkSize,
     /** The default {@link #spinWait()}: 50 µs, a few of softrdma's or a NIC's round trips. */
     public static final Duration DEFAULT_SPIN_WAIT = Duration.ofNanos(50_000);
 
+    /** Checks every value (ranges in the messages). */
     public TransferOptions {
         if (qpsPerPeer < 1 || qpsPerPeer > 64) {
             throw new IllegalArgumentException("qpsPerPeer must be within 1..64, got " + qpsPerPeer);
@@ -44,11 +52,6 @@ public record TransferOptions(int qpsPerPeer, int maxOutstanding, int chunkSize,
         if (spinWait.isNegative() || spinWait.compareTo(Duration.ofSeconds(1)) > 0) {
             throw new IllegalArgumentException("spinWait must be within 0..1 s, got " + spinWait);
         }
-    }
-
-    /** Options with the {@link #DEFAULT_SPIN_WAIT}. */
-    public TransferOptions(int qpsPerPeer, int maxOutstanding, int chunkSize, int maxBatches, Duration connectTimeout) {
-        this(qpsPerPeer, maxOutstanding, chunkSize, maxBatches, connectTimeout, DEFAULT_SPIN_WAIT);
     }
 
     /**

@@ -92,7 +92,7 @@ class TransferEngineTest {
     void optionsHaveAWitherForEveryFieldAndCheckEachValue() {
         TransferOptions o = TransferOptions.defaults().withQpsPerPeer(3).withMaxOutstanding(4).withChunkSize(4096)
                 .withMaxBatches(5).withConnectTimeout(Duration.ofSeconds(2));
-        assertEquals(new TransferOptions(3, 4, 4096, 5, Duration.ofSeconds(2)), o);
+        assertEquals(new TransferOptions(3, 4, 4096, 5, Duration.ofSeconds(2), TransferOptions.DEFAULT_SPIN_WAIT), o);
         assertEquals(TransferOptions.DEFAULT_SPIN_WAIT, o.spinWait());
         assertEquals(new TransferOptions(3, 4, 4096, 5, Duration.ofSeconds(2), Duration.ZERO),
                 o.withSpinWait(Duration.ZERO));

@@ -200,7 +200,8 @@ final class RawChannelBench {
              MemoryRegion ring = pd.allocate((long) slots * stride, Access.LOCAL_WRITE, Access.REMOTE_WRITE);
              MemoryRegion summary = pd.allocate(64, Access.LOCAL_WRITE)) {
             try (QueuePair qp = id.createQueuePair(pd, sendCq, recvCq,
-                    new QpInit(SERVER_SEND_DEPTH, slots + EXTRA_SERVER_RECVS, 1, 1, 0, false))) {
+                    QpInit.defaults().withMaxSendWr(SERVER_SEND_DEPTH)
+                            .withMaxRecvWr(slots + EXTRA_SERVER_RECVS))) {
                 return serve(id, qp, sendCq, recvCq, ring, summary, msgSize, count, rounds, peerRing, peerRkey, peerStride);
             }
         }
@@ -387,7 +388,8 @@ final class RawChannelBench {
                  CompletionQueue recvCq = ctx.createCq(CLIENT_RECVS);
                  MemoryRegion source = pd.allocate((long) window * stride, Access.LOCAL_WRITE);
                  MemoryRegion ring = pd.allocate(2L * stride, Access.LOCAL_WRITE, Access.REMOTE_WRITE)) {
-                try (QueuePair qp = id.createQueuePair(pd, sendCq, recvCq, new QpInit(window, CLIENT_RECVS, 1, 1, 0, false))) {
+                try (QueuePair qp = id.createQueuePair(pd, sendCq, recvCq,
+                        QpInit.defaults().withMaxSendWr(window).withMaxRecvWr(CLIENT_RECVS))) {
                     int rc = connectAndRun(id, qp, sendCq, recvCq, source, ring, stride);
                     id.disconnect();
                     return rc;

@@ -84,7 +84,7 @@ final class Udaddy {
                 c = ctx.createCq(2 * count);
                 r = p.allocate((long) count * (size + GRH), Access.LOCAL_WRITE);
                 s = p.allocate((long) count * size, Access.LOCAL_WRITE);
-                qp = id.createQueuePair(p, c, c, new QpInit(count, count, 1, 1, 0, false));
+                qp = id.createQueuePair(p, c, c, QpInit.defaults().withMaxSendWr(count).withMaxRecvWr(count));
             } catch (RuntimeException | Error e) {
                 for (AutoCloseable a : new AutoCloseable[] {s, r, c, p}) {
                     closeQuietly(a, e);

@@ -330,7 +330,7 @@ public final class Ring implements AutoCloseable {
                     if (id.context() != side.context) {
                         throw new IllegalStateException("rank " + r + " reached rank 0 through another device");
                     }
-                    id.createQueuePair(pd, side.cq, side.cq, new QpInit(1, 1, 1, 1, 0, false));
+                    id.createQueuePair(pd, side.cq, side.cq, QpInit.defaults().withMaxSendWr(1).withMaxRecvWr(1));
                     id.accept(ConnectParameters.defaults().withPrivateData(out.array()), deadline.remaining());
                 }
                 return side.connect(0, size, table, deadline);
@@ -422,7 +422,7 @@ public final class Ring implements AutoCloseable {
             id.resolveRoute(deadline.remaining());
             RingSide side = new RingSide(options, new InetSocketAddress(id.localAddress().getAddress(), 0));
             try {
-                id.createQueuePair(side.pd, side.cq, side.cq, new QpInit(1, 1, 1, 1, 0, false));
+                id.createQueuePair(side.pd, side.cq, side.cq, QpInit.defaults().withMaxSendWr(1).withMaxRecvWr(1));
                 ByteBuffer req = ByteBuffer.allocate(9).put(MAGIC).putInt(rank).putInt(side.listenAddress().getPort());
                 CmEvent established = id.connect(ConnectParameters.defaults().withPrivateData(req.array()), deadline.remaining());
                 ByteBuffer in = ByteBuffer.wrap(established.privateData());
@@ -530,7 +530,7 @@ public final class Ring implements AutoCloseable {
                 }
                 CmId id = e.id();
                 try {
-                    QueuePair qp = id.createQueuePair(pd, cq, cq, new QpInit(depth, recvDepth, 1, 1, 0, false));
+                    QueuePair qp = id.createQueuePair(pd, cq, cq, QpInit.defaults().withMaxSendWr(depth).withMaxRecvWr(recvDepth));
                     for (int i = 0; i < recvDepth; i++) {
                         qp.postRecv(ReceiveRequest.create().id(1).local(buffer, 2 * maxBytes, SCRATCH));
                     }
@@ -551,7 +551,7 @@ public final class Ring implements AutoCloseable {
                 if (rightId.context() != context) {
                     throw new IllegalStateException("the right neighbour " + to + " is reached through another device");
                 }
-                QueuePair rq = rightId.createQueuePair(pd, cq, cq, new QpInit(depth, 8, 1, 1, 0, false));
+                QueuePair rq = rightId.createQueuePair(pd, cq, cq, QpInit.defaults().withMaxSendWr(depth).withMaxRecvWr(8));
                 for (int i = 0; i < 8; i++) {
                     rq.postRecv(ReceiveRequest.create().id(2).local(buffer, 2 * maxBytes + SCRATCH, SCRATCH));
                 }
