@@ -66,7 +66,7 @@ public final class RdmaIoHandler implements IoHandler {
      * before their CLOSE are acknowledged: polled on every pass, armed before the loop blocks.
      */
     private final List<RdmaSocketChannel> lingering = new ArrayList<>();
-    /** Per device, made on first use (possibly by a connection-setup thread, hence concurrent). */
+    /** Per device, made on first use by a channel's setup (on this loop since setup moved there; {@link #device} stays thread-safe). */
     private final Map<Context, Device> devices = new ConcurrentHashMap<>();
     private volatile boolean pollSetStale = true;
     private final PollSet pollSet = new PollSet();
