@@ -1439,7 +1439,10 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             MemoryRegion chunk = null;
             long offset = 0;
             if (readable > 0 && buf.isDirect() && RdmaByteBufAllocator.anyChunks() && buf.nioBufferCount() == 1) {
-                long address = MemorySegment.ofBuffer(buf.internalNioBuffer(buf.readerIndex(), readable)).address();
+                // by the buffer's own address where it has one: a segment of its NIO view per
+                // write is an object (48 B) that escape analysis does not always remove
+                long address = buf.hasMemoryAddress() ? buf.memoryAddress() + buf.readerIndex()
+                        : MemorySegment.ofBuffer(buf.internalNioBuffer(buf.readerIndex(), readable)).address();
                 RdmaByteBufAllocator.Chunk c = RdmaByteBufAllocator.chunkOf(address, readable);
                 if (c != null) {
                     try {
