@@ -10,6 +10,7 @@ import io.github.verbs4j.QpCapabilities;
 import io.github.verbs4j.QpState;
 import io.github.verbs4j.QueuePair;
 import io.github.verbs4j.SharedReceiveQueue;
+import io.github.verbs4j.Errno;
 import io.github.verbs4j.VerbsException;
 import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.internal.Timeouts;
@@ -258,6 +259,7 @@ public final class CmId implements AutoCloseable {
     public void startResolveRoute(Duration timeout) {
         Objects.requireNonNull(timeout, "timeout");
         ensureOpen();
+        requireDevice("rdma_resolve_route");
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
             int rc = (int) CmFunctions.RESOLVE_ROUTE.invokeExact(errno, id, clampMillis(timeout));
@@ -583,6 +585,7 @@ public final class CmId implements AutoCloseable {
 
     /** {@code rdma_connect}/{@code rdma_accept} with {@code p}; {@code qpNum}: the application's QP (0: the id's own). */
     private void call(String verb, java.lang.invoke.MethodHandle handle, ConnectParameters p, int qpNum) {
+        requireDevice(verb);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment errno = Downcalls.errnoSegment(arena);
             MemorySegment cp = new ConnParam(p.privateData(), p.responderResources(), p.initiatorDepth(),
@@ -591,6 +594,19 @@ public final class CmId implements AutoCloseable {
             Cm.check(rc, errno, verb, this + " with " + p);
         } catch (Throwable t) {
             throw Downcalls.unexpected(verb, t);
+        }
+    }
+
+    /**
+     * Refuses {@code verb} on an id bound to no device yet (no address resolved, not a request):
+     * rdma-core's librdmacm reads the id's device in rdma_resolve_route, rdma_connect and
+     * rdma_accept before any check of its own, so there such a call dereferences a null pointer
+     * (the JVM died of it on siw's kernel stack); the errno is the one softrdma's librdmacm gives.
+     */
+    private void requireDevice(String verb) {
+        if (CmStructs.idVerbs(id).address() == 0) {
+            throw new VerbsException(verb, Errno.EINVAL, this + ": bound to no device yet (resolve an address first,"
+                    + " or accept a connection request)");
         }
     }
 

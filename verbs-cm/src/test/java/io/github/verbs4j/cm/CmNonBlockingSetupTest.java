@@ -121,6 +121,11 @@ class CmNonBlockingSetupTest {
             VerbsException notRequest = assertThrows(VerbsException.class,
                     () -> id.startAccept(ConnectParameters.defaults()));
             assertEquals(Errno.EINVAL, notRequest.error(), notRequest.getMessage());
+            // refused in Java: rdma-core's librdmacm reads the unbound id's device in these calls
+            // and the JVM died of it on the kernel's siw (the CI run of a893517)
+            VerbsException unbound = assertThrows(VerbsException.class, () -> id.startConnect(ConnectParameters.defaults()));
+            assertEquals(Errno.EINVAL, unbound.error(), unbound.getMessage());
+            assertTrue(unbound.getMessage().contains("rdma_connect"), unbound.getMessage());
             id.close();
             assertThrows(IllegalStateException.class,
                     () -> id.startResolveAddress(null, new InetSocketAddress(CmInProcessTest.ADDR, 1), T));
