@@ -1,6 +1,8 @@
 package io.github.verbs4j.cm;
 
+import io.github.verbs4j.CompletionQueue;
 import io.github.verbs4j.Errno;
+import io.github.verbs4j.ProtectionDomain;
 import io.github.verbs4j.QpState;
 import io.github.verbs4j.VerbsException;
 import org.junit.jupiter.api.BeforeAll;
@@ -96,10 +98,17 @@ class CmNonBlockingSetupTest {
                 client.startResolveRoute(T);
                 expect(events, CmEventType.ROUTE_RESOLVED, client);
                 if (CmTestNet.iwarp()) {
-                    // iWARP connects over TCP: rdma_connect itself fails, with the refused TCP connection
-                    VerbsException refused = assertThrows(VerbsException.class,
-                            () -> client.startConnect(ConnectParameters.defaults()));
-                    assertEquals(Errno.ECONNREFUSED, refused.error(), refused.getMessage());
+                    // iWARP connects over TCP, and only an id with its QP may connect (without one the
+                    // kernel's iw_cm says EINVAL, seen on siw): rdma_connect itself then fails, with
+                    // the refused TCP connection
+                    try (ProtectionDomain pd = client.context().allocatePd();
+                         CompletionQueue cq = client.context().createCq(4)) {
+                        client.createQueuePair(pd, cq, cq, QpInit.defaults());
+                        VerbsException refused = assertThrows(VerbsException.class,
+                                () -> client.startConnect(ConnectParameters.defaults()));
+                        assertEquals(Errno.ECONNREFUSED, refused.error(), refused.getMessage());
+                        client.close(); // the id and its QP before the domain and the queue
+                    }
                     return;
                 }
                 client.startConnect(ConnectParameters.defaults());
