@@ -11,9 +11,9 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
+import java.util.Arrays;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ConcurrentSkipListMap;
 
 /**
  * A {@code ByteBufAllocator} whose direct buffers lie in chunks of memory that an RDMA channel can
@@ -37,33 +37,43 @@ public final class RdmaByteBufAllocator extends AbstractByteBufAllocator {
     /** Chunks of 4 MiB. */
     public static final RdmaByteBufAllocator DEFAULT = new RdmaByteBufAllocator(4 << 20);
 
-    /** Every chunk of every allocator by its start address; changed under {@link #INDEX_LOCK}. */
-    private static final ConcurrentSkipListMap<Long, Chunk> CHUNKS = new ConcurrentSkipListMap<>();
-    private static final Object INDEX_LOCK = new Object();
     /**
-     * The same chunks as sorted arrays, rebuilt whenever a chunk comes or goes (rarely): how a
-     * write finds the chunk of a buffer without allocating (the map's {@code floorEntry} boxes
-     * the address and returns a new entry: 40 B per message, TransportAllocationTest).
+     * Every chunk of every allocator, sorted by start address: how a write finds the chunk of a
+     * buffer, by a binary search that allocates nothing (a sorted map's {@code floorEntry} boxes
+     * the address and returns a new entry: 40 B per message, TransportAllocationTest). Replaced
+     * whole, under {@link #INDEX_LOCK}, when a chunk comes or goes (rarely); read without a lock.
      */
     private static volatile ChunkIndex index = new ChunkIndex(new long[0], new Chunk[0]);
+    private static final Object INDEX_LOCK = new Object();
 
     private record ChunkIndex(long[] starts, Chunk[] chunks) {
     }
 
-    private static void reindex() {
-        int n = CHUNKS.size();
-        long[] starts = new long[n];
-        Chunk[] chunks = new Chunk[n];
-        int i = 0;
-        for (Map.Entry<Long, Chunk> e : CHUNKS.entrySet()) {
-            if (i == n) {
-                break;
+    /** Adds {@code chunk} to the index, or removes it. */
+    private static void index(Chunk chunk, boolean add) {
+        synchronized (INDEX_LOCK) {
+            ChunkIndex x = index;
+            int n = x.starts().length;
+            int i = Arrays.binarySearch(x.starts(), chunk.segment.address());
+            if (add == i >= 0) {
+                return; // already there, or not there to remove
             }
-            starts[i] = e.getKey();
-            chunks[i++] = e.getValue();
+            int at = add ? -i - 1 : i;
+            int m = add ? n + 1 : n - 1;
+            long[] starts = new long[m];
+            Chunk[] chunks = new Chunk[m];
+            System.arraycopy(x.starts(), 0, starts, 0, at);
+            System.arraycopy(x.chunks(), 0, chunks, 0, at);
+            int from = add ? at : at + 1;
+            int to = add ? at + 1 : at;
+            System.arraycopy(x.starts(), from, starts, to, n - from);
+            System.arraycopy(x.chunks(), from, chunks, to, n - from);
+            if (add) {
+                starts[at] = chunk.segment.address();
+                chunks[at] = chunk;
+            }
+            index = new ChunkIndex(starts, chunks);
         }
-        index = new ChunkIndex(i == n ? starts : java.util.Arrays.copyOf(starts, i),
-                i == n ? chunks : java.util.Arrays.copyOf(chunks, i));
     }
 
     private static final int ALIGN = 64;
@@ -120,10 +130,7 @@ public final class RdmaByteBufAllocator extends AbstractByteBufAllocator {
     private Chunk newChunk(int size) {
         MemorySegment segment = Arena.ofAuto().allocate(size, 4096);
         Chunk chunk = new Chunk(segment, size, size > chunkSize);
-        synchronized (INDEX_LOCK) {
-            CHUNKS.put(segment.address(), chunk);
-            reindex();
-        }
+        index(chunk, true);
         return chunk;
     }
 
@@ -133,10 +140,7 @@ public final class RdmaByteBufAllocator extends AbstractByteBufAllocator {
             return;
         }
         if (chunk.oversized) {
-            synchronized (INDEX_LOCK) {
-                CHUNKS.remove(chunk.segment.address());
-                reindex();
-            }
+            index(chunk, false);
             chunk.deregister(); // its memory goes with the automatic arena once unreachable
         } else {
             chunk.used = 0;
@@ -156,7 +160,7 @@ public final class RdmaByteBufAllocator extends AbstractByteBufAllocator {
     static Chunk chunkOf(long address, int length) {
         ChunkIndex x = index;
         // the last start at or below address (starts are unsigned addresses; user space keeps them positive)
-        int i = java.util.Arrays.binarySearch(x.starts(), address);
+        int i = Arrays.binarySearch(x.starts(), address);
         if (i < 0) {
             i = -i - 2;
         }
@@ -174,7 +178,7 @@ public final class RdmaByteBufAllocator extends AbstractByteBufAllocator {
 
     /** Deregisters every chunk's region on {@code pd}: its loop ends, and the domain with it. */
     static void forget(ProtectionDomain pd) {
-        for (Chunk c : CHUNKS.values()) {
+        for (Chunk c : index.chunks()) {
             MemoryRegion r = c.regions.remove(pd);
             if (r != null) {
                 r.close();
