@@ -86,17 +86,23 @@ abstract class PingPongCommand implements Callable<Integer> {
     boolean progress;
 
     @Option(names = {"-w", "--warmup"}, paramLabel = "<n>", defaultValue = "" + DEFAULT_WARMUP,
-            description = "Untimed round trips through a loopback QP of this process before the exchange,"
-                    + " so the timed one runs on compiled code (default ${DEFAULT-VALUE}; 0: none)."
-                    + " The peer's protocol is unchanged: it works against the stock tool.")
+            description = "Untimed round trips between two QPs of this process before the exchange, at least <n>,"
+                    + " then more until a round compiles nothing, so the timed one runs on compiled code"
+                    + " (default ${DEFAULT-VALUE}; 0: none). The peer's protocol is unchanged: it works against"
+                    + " the stock tool.")
     int warmup;
 
     /**
-     * Enough round trips that the JIT has compiled the post, poll and completion paths (C2
-     * compiles a method after about 10,000 calls): at 1,000 iterations an unwarmed run measured
-     * 14.1 us/iter against 2.9 for ibv_rc_pingpong, and the same as it at 100,000 (issue 25).
+     * The least number of warm-up round trips (C2 compiles a method after about 10,000 calls):
+     * at 1,000 iterations an unwarmed run measured 14.1 us/iter against 2.9 for ibv_rc_pingpong,
+     * and the same as it at 100,000 (issue 25). More rounds of {@link #WARMUP_ROUND} follow until
+     * one compiles nothing ({@link #warmUp}).
      */
     static final int DEFAULT_WARMUP = 20_000;
+
+    /** The round trips of each further warm-up round, and the most such rounds. */
+    static final int WARMUP_ROUND = 5_000;
+    static final int WARMUP_MAX_ROUNDS = 20;
 
     private final Deque<AutoCloseable> resources = new ArrayDeque<>();
     PrintWriter out;
@@ -224,7 +230,7 @@ abstract class PingPongCommand implements Callable<Integer> {
         Endpoint local = new Endpoint(lid, qp.qpNumber(), qp.initialPsn(), gid);
         SendRequest send = SendRequest.send().id(SEND_WRID).local(mr, base + sendOffset(), size).signaled();
         // before the address exchange, so the peer (ours or the stock tool) sees the same protocol
-        warmUp(ctx, pd, lid, gid);
+        warmUp(ctx, pd, lid, gid, events);
 
         Endpoint remote;
         if (host == null) {
@@ -248,7 +254,7 @@ abstract class PingPongCommand implements Callable<Integer> {
             }
         }
         Progress meter = new Progress(progress, spec.name(), iters);
-        long nanos = exchange(qp, cq, channel, recv, routs, send, mr, base + sendOffset(), iters, host != null, meter);
+        long nanos = exchange(qp, cq, channel, recv, routs, send, mr, base + sendOffset(), iters, host != null, meter, "");
         meter.finish();
 
 
@@ -281,13 +287,13 @@ abstract class PingPongCommand implements Callable<Integer> {
      * The ping-pong itself: {@code n} exchanges on {@code qp}, the first SEND posted here when
      * {@code sendFirst} (the client), each later one once the previous SEND completed and the
      * peer's message arrived; receives reposted in batches of up to {@code rxDepth}. Returns the
-     * nanoseconds from the first SEND to the last completion. The warm-up runs this very method on
-     * a loopback QP, so the timed run starts in code the JIT has compiled as a whole method (a
-     * loop met for the first time in a long method runs interpreted until on-stack replacement,
-     * and its compilation then competes with the two polling threads for the CPUs).
+     * nanoseconds from the first SEND to the last completion. The warm-up runs this very method, on
+     * both sides of a pair of QPs, so the timed run starts in code the JIT has compiled as a whole
+     * method with the timed run's profile ({@link #warmUp}). {@code phase} prefixes failures.
      */
     private long exchange(QueuePair qp, CompletionQueue cq, CompletionChannel channel, ReceiveRequest recv, int routs,
-                          SendRequest send, MemoryRegion mr, long sendAt, int n, boolean sendFirst, Progress meter) {
+                          SendRequest send, MemoryRegion mr, long sendAt, int n, boolean sendFirst, Progress meter,
+                          String phase) {
         int pending = (int) RECV_WRID;
         if (sendFirst) {
             post(qp, send, mr, sendAt);
@@ -295,9 +301,7 @@ abstract class PingPongCommand implements Callable<Integer> {
         }
         Completions wcs = cq.completions(2);
         long start = System.nanoTime();
-        if (meter != null) {
-            meter.start();
-        }
+        meter.start();
         int rcnt = 0;
         int scnt = 0;
         while (rcnt < n || scnt < n) {
@@ -313,7 +317,7 @@ abstract class PingPongCommand implements Callable<Integer> {
                 Completion wc = wcs.get(k);
                 if (!wc.ok()) {
                     throw new Verbs4jTool.Verbs4jFailure(String.format("%sfailed status %s (%d) for wr_id %d",
-                            meter == null ? "warm-up: " : "", wc.status(), wc.statusValue(), wc.wrId()));
+                            phase, wc.status(), wc.statusValue(), wc.wrId()));
                 }
                 long id = wc.wrId();
                 if (id == SEND_WRID) {
@@ -323,9 +327,7 @@ abstract class PingPongCommand implements Callable<Integer> {
                         routs += postReceives(qp, recv, rxDepth - routs);
                     }
                     ++rcnt;
-                    if (meter != null) {
-                        meter.tick(rcnt);
-                    }
+                    meter.tick(rcnt);
                 } else {
                     throw new Verbs4jTool.Verbs4jFailure("completion for unknown wr_id " + id);
                 }
@@ -340,14 +342,21 @@ abstract class PingPongCommand implements Callable<Integer> {
     }
 
     /**
-     * {@link #warmup} untimed round trips through a QP of this command's type connected to itself,
-     * on its own CQ and region, closed afterwards, run by {@link #exchange} itself (each SEND's
-     * message arrives in the QP's own receive at once): the timed exchange then starts in compiled
-     * code; then a wait for the JIT to go quiet ({@link #awaitQuietCompiler}).
+     * The untimed round trips before the exchange: {@link #warmup} of them, then rounds of
+     * {@link #WARMUP_ROUND} until one compiles nothing (at most {@link #WARMUP_MAX_ROUNDS}), each
+     * with {@link #awaitQuietCompiler} after it. Each round runs {@link #exchange} itself on both
+     * sides of a fresh pair of QPs of this command's type connected to each other, the answering
+     * side on a second thread, with the timed run's notification mode, so the JIT compiles the
+     * timed run's code with its profile: a side waiting for its peer polls an empty CQ, as in the
+     * timed run. (A QP connected to itself, which this tool used before, delivers each SEND at
+     * once: no poll ever came back empty, so the compiled loop treated an empty poll as never
+     * happening, and the first empty poll of the timed run threw it back to the interpreter;
+     * and the fixed count ended while the hot methods were still at the JIT's lower tiers, whose
+     * recompilation then ran inside the timed loop. Seen with {@code -XX:+PrintCompilation}.)
      * A device that cannot connect a QP by hand (iWARP: through rdma_cm only) gets none, said on
      * stderr.
      */
-    private void warmUp(Context ctx, ProtectionDomain pd, int lid, Gid gid) {
+    private void warmUp(Context ctx, ProtectionDomain pd, int lid, Gid gid, boolean events) {
         if (warmup == 0) {
             return;
         }
@@ -356,21 +365,137 @@ abstract class PingPongCommand implements Callable<Integer> {
                     + " (iWARP connects through rdma_cm only); the first iterations run colder");
             return;
         }
-        QueuePairBuilder wqb = pd.queuePair(qpType()).maxSendWr(1).maxRecvWr(rxDepth).maxSendSge(1).maxRecvSge(1);
-        if (newSend()) {
-            wqb.sendOps(SendOp.SEND);
-        }
-        try (CompletionQueue wcq = ctx.createCq(rxDepth + 1);
-             MemoryRegion wmr = pd.allocate(bufferBytes(), Access.LOCAL_WRITE);
-             QueuePair w = wqb.cq(wcq).build()) {
-            w.init(connectOptions());
-            SendRequest send = SendRequest.send().id(SEND_WRID).local(wmr, sendOffset(), size).signaled();
-            ReceiveRequest recv = ReceiveRequest.create().id(RECV_WRID).local(wmr, 0, bufferBytes());
-            int routs = postReceives(w, recv, rxDepth);
-            connect(w, new Endpoint(lid, w.qpNumber(), w.initialPsn(), gid), pd, send);
-            exchange(w, wcq, null, recv, routs, send, wmr, sendOffset(), warmup, true, null);
-        }
+        CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
+        boolean timeKnown = jit != null && jit.isCompilationTimeMonitoringSupported();
+        warmUpRound(ctx, pd, lid, gid, events, warmup);
         awaitQuietCompiler();
+        for (int round = 0; timeKnown && round < WARMUP_MAX_ROUNDS; round++) {
+            long before = jit.getTotalCompilationTime();
+            warmUpRound(ctx, pd, lid, gid, events, WARMUP_ROUND);
+            awaitQuietCompiler();
+            if (jit.getTotalCompilationTime() == before) {
+                return;
+            }
+        }
+    }
+
+    /** One warm-up round: {@code n} round trips between two fresh QPs, closed afterwards. */
+    private void warmUpRound(Context ctx, ProtectionDomain pd, int lid, Gid gid, boolean events, int n) {
+        try (WarmUpSide first = new WarmUpSide(ctx, pd, events);
+             WarmUpSide second = new WarmUpSide(ctx, pd, events)) {
+            connect(first.qp, new Endpoint(lid, second.qp.qpNumber(), second.qp.initialPsn(), gid), pd, first.send);
+            connect(second.qp, new Endpoint(lid, first.qp.qpNumber(), first.qp.initialPsn(), gid), pd, second.send);
+            // both sides' receives posted before either sends: a UD message without one is dropped
+            int firstRouts = first.armReceives();
+            int secondRouts = second.armReceives();
+            Throwable[] answerFailure = new Throwable[1];
+            Thread answerer = Thread.ofPlatform().name("verbs4j warm-up peer").daemon().start(() -> {
+                try {
+                    second.run(n, false, secondRouts);
+                } catch (Throwable t) {
+                    answerFailure[0] = t;
+                }
+            });
+            try {
+                first.run(n, true, firstRouts);
+                answerer.join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new Verbs4jTool.Verbs4jFailure("warm-up interrupted");
+            } finally {
+                // on a failure here the answerer may still wait for its peer: closing its QP and CQ
+                // (try-with-resources, after this) makes its next poll fail, which ends it
+                if (answerer.isAlive()) {
+                    answerer.interrupt();
+                }
+            }
+            if (answerFailure[0] instanceof RuntimeException e) {
+                throw e;
+            } else if (answerFailure[0] instanceof Error e) {
+                throw e;
+            }
+        }
+    }
+
+    /** One side of a warm-up pair: its own CQ (and completion channel), region and QP. */
+    private final class WarmUpSide implements AutoCloseable {
+        final CompletionChannel channel;
+        final CompletionQueue cq;
+        final MemoryRegion mr;
+        final QueuePair qp;
+        final SendRequest send;
+        final ReceiveRequest recv;
+        final Progress meter = Progress.silent(progress);
+
+        WarmUpSide(Context ctx, ProtectionDomain pd, boolean events) {
+            Deque<AutoCloseable> made = new ArrayDeque<>();
+            try {
+                channel = events ? push(made, ctx.createCompletionChannel()) : null;
+                cq = push(made, channel == null ? ctx.createCq(rxDepth + 1) : ctx.createCq(rxDepth + 1, channel, 0));
+                mr = push(made, pd.allocate(bufferBytes(), Access.LOCAL_WRITE));
+                QueuePairBuilder qb = pd.queuePair(qpType()).cq(cq).maxSendWr(1).maxRecvWr(rxDepth)
+                        .maxSendSge(1).maxRecvSge(1);
+                if (newSend()) {
+                    qb.sendOps(SendOp.SEND);
+                }
+                qp = push(made, qb.build());
+                qp.init(connectOptions());
+                send = SendRequest.send().id(SEND_WRID).local(mr, sendOffset(), size).signaled();
+                recv = ReceiveRequest.create().id(RECV_WRID).local(mr, 0, bufferBytes());
+            } catch (RuntimeException e) {
+                closeQuietly(made, e);
+                throw e;
+            }
+        }
+
+        /** Posts the receives (and arms the CQ's notification); returns how many. */
+        int armReceives() {
+            int routs = postReceives(qp, recv, rxDepth);
+            if (channel != null) {
+                cq.requestNotify(false);
+            }
+            return routs;
+        }
+
+        void run(int n, boolean sendFirst, int routs) {
+            exchange(qp, cq, channel, recv, routs, send, mr, sendOffset(), n, sendFirst, meter, "warm-up: ");
+        }
+
+        @Override
+        public void close() {
+            RuntimeException first = null;
+            for (AutoCloseable c : new AutoCloseable[] {qp, mr, cq, channel}) {
+                try {
+                    if (c != null) {
+                        c.close();
+                    }
+                } catch (Exception e) {
+                    if (first == null) {
+                        first = e instanceof RuntimeException r ? r : new RuntimeException(e);
+                    } else {
+                        first.addSuppressed(e);
+                    }
+                }
+            }
+            if (first != null) {
+                throw first;
+            }
+        }
+    }
+
+    private static <T extends AutoCloseable> T push(Deque<AutoCloseable> made, T resource) {
+        made.push(resource);
+        return resource;
+    }
+
+    private static void closeQuietly(Deque<AutoCloseable> made, Throwable failure) {
+        while (!made.isEmpty()) {
+            try {
+                made.pop().close();
+            } catch (Exception e) {
+                failure.addSuppressed(e);
+            }
+        }
     }
 
     /**
