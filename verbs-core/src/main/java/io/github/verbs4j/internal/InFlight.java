@@ -16,11 +16,11 @@ import java.util.Locale;
  * <p><b>The protocol</b> (an asymmetric Dekker handshake, as userspace RCU's membarrier flavour):
  * <pre>
  *   caller (every post, poll, notify)        close ({@link NativeHandle#retire})
- *   mark.inside = handle      (opaque)       handle.retired = true     (volatile)
+ *   mark.inside = handle.id   (opaque)       handle.retired = true     (volatile)
  *   compiler barrier                         membarrier(PRIVATE_EXPEDITED)
- *   if (handle.retired) refuse (volatile)    wait until no mark names handle
+ *   if (handle.retired) refuse (volatile)    wait until no mark names handle.id
  *   call the provider with the address       destroy verb
- *   mark.inside = null        (release)
+ *   mark.inside = 0           (release)
  * </pre>
  * Either the caller sees {@code retired} and never calls, or the close sees the mark and waits
  * for it to clear: both sides missing each other would need the caller's store to pass its own
@@ -77,7 +77,7 @@ public final class InFlight {
 
     static {
         try {
-            INSIDE = MethodHandles.lookup().findVarHandle(InFlight.class, "inside", Object.class);
+            INSIDE = MethodHandles.lookup().findVarHandle(InFlight.class, "inside", long.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -98,9 +98,12 @@ public final class InFlight {
     private final long ownerId;
     /** The owning thread, for the prune's {@link Thread#isAlive()} only; null for a session record. */
     private final WeakReference<Thread> owner;
-    /** The {@link NativeHandle} a call of this thread is inside, or null; through {@link #INSIDE}. */
+    /**
+     * The {@link NativeHandle#id} of the handle a call of this thread is inside, or 0; through
+     * {@link #INSIDE}. A {@code long}, not the handle: no GC write barrier on the hot path.
+     */
     @SuppressWarnings("unused")
-    private volatile Object inside;
+    private volatile long inside;
 
     private InFlight(Thread thread) {
         this.ownerId = thread == null ? 0 : thread.threadId();
@@ -178,7 +181,7 @@ public final class InFlight {
             if (old.length >= pruneAt) {
                 next = new InFlight[old.length + 1];
                 for (InFlight r : old) {
-                    if (r.owner == null || isAlive(r.owner.get()) || INSIDE.getVolatile(r) != null) {
+                    if (r.owner == null || isAlive(r.owner.get()) || (long) INSIDE.getVolatile(r) != 0) {
                         next[n++] = r;
                     }
                 }
@@ -198,7 +201,7 @@ public final class InFlight {
     }
 
     /** Publishes "inside {@code handle}"; the caller then reads the handle's retired state. */
-    void publish(Object handle) {
+    void publish(long handle) {
         if (ASYMMETRIC) {
             INSIDE.setOpaque(this, handle);
             VarHandle.acquireFence(); // a compiler barrier between the store and the caller's next load
@@ -209,7 +212,7 @@ public final class InFlight {
 
     /** Clears the mark: the call returned (or never started). */
     public void exit() {
-        INSIDE.setRelease(this, null);
+        INSIDE.setRelease(this, 0L);
     }
 
     /** The close side's barrier, between its volatile store of the retired state and {@link #awaitClear}. */
@@ -224,12 +227,12 @@ public final class InFlight {
      *
      * @return false when a mark still named it at {@code deadline} ({@link System#nanoTime()})
      */
-    static boolean awaitClear(Object handle, long deadline) {
+    static boolean awaitClear(long handle, long deadline) {
         if (OFF) {
             return true; // the guard disabled for a test: the destroy does not wait
         }
         for (InFlight r : all) {
-            for (int spins = 0; INSIDE.getVolatile(r) == handle; spins++) {
+            for (int spins = 0; (long) INSIDE.getVolatile(r) == handle; spins++) {
                 if (System.nanoTime() - deadline > 0) {
                     return false;
                 }

@@ -39,8 +39,19 @@ public final class NativeHandle {
     /** How long {@link #retire} waits for calls still inside the provider. */
     private static final long RETIRE_WAIT_NANOS = 10_000_000_000L;
 
+    /** The source of {@link #id}s: taken once per handle, at creation (never on the hot path). */
+    private static final java.util.concurrent.atomic.AtomicLong NEXT_ID = new java.util.concurrent.atomic.AtomicLong(1);
+
     private final MemorySegment pointer;
     private final long address;
+    /**
+     * What a mark publishes for this handle ({@link InFlight}): a number, not the reference, so
+     * the mark's store is a plain store of a {@code long}, with no garbage collector's write
+     * barrier (G1's card-marking barrier is several instructions and, for a store that crosses
+     * regions into an old object, a full fence). Unique for the life of the JVM (an address may
+     * be reused by the next object the provider makes).
+     */
+    private final long id = NEXT_ID.getAndIncrement();
     /**
      * Set by {@link #retire} before it waits for the marks of calls in flight; read by
      * {@link #enter} after its mark is published (see {@link InFlight} for the ordering).
@@ -124,7 +135,7 @@ public final class NativeHandle {
     }
 
     private InFlight mark(InFlight mark, Object owner, String verb) {
-        mark.publish(this);
+        mark.publish(id);
         if (retired) {
             mark.exit();
             throw refusedUnder(owner, verb, null);
@@ -173,7 +184,7 @@ public final class NativeHandle {
             return;
         }
         InFlight.barrier();
-        if (!InFlight.awaitClear(this, deadline)) {
+        if (!InFlight.awaitClear(id, deadline)) {
             retired = false;
             throw new IllegalStateException("cannot close " + owner + ": a call or a session on it from another"
                     + " thread has not ended in 10 s");
