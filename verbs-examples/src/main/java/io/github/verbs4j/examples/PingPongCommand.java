@@ -35,6 +35,7 @@ import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.Locale;
 import java.util.concurrent.Callable;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * What {@code rc-pingpong} and {@code ud-pingpong} share: rdma-core's ping-pong, rebuilt on the
@@ -103,6 +104,8 @@ abstract class PingPongCommand implements Callable<Integer> {
     /** The round trips of each further warm-up round, and the most such rounds. */
     static final int WARMUP_ROUND = 5_000;
     static final int WARMUP_MAX_ROUNDS = 20;
+    /** The further rounds start only within this time of the first's end (a loaded machine makes each slow). */
+    static final long WARMUP_MAX_EXTRA_NANOS = 3_000_000_000L;
 
     private final Deque<AutoCloseable> resources = new ArrayDeque<>();
     PrintWriter out;
@@ -343,10 +346,11 @@ abstract class PingPongCommand implements Callable<Integer> {
 
     /**
      * The untimed round trips before the exchange: {@link #warmup} of them, then rounds of
-     * {@link #WARMUP_ROUND} until one compiles nothing (at most {@link #WARMUP_MAX_ROUNDS}), each
-     * with {@link #awaitQuietCompiler} after it. Each round runs {@link #exchange} itself on both
-     * sides of a fresh pair of QPs of this command's type connected to each other, the answering
-     * side on a second thread, with the timed run's notification mode, so the JIT compiles the
+     * {@link #WARMUP_ROUND} until one compiles nothing (at most {@link #WARMUP_MAX_ROUNDS}, begun
+     * within {@link #WARMUP_MAX_EXTRA_NANOS}), each with {@link #awaitQuietCompiler} after it. Each
+     * round runs {@link #exchange} itself on both sides of a fresh pair of QPs of this command's
+     * type connected to each other, each side on a thread of its own, with the timed run's
+     * notification mode, so the JIT compiles the
      * timed run's code with its profile: a side waiting for its peer polls an empty CQ, as in the
      * timed run. (A QP connected to itself, which this tool used before, delivers each SEND at
      * once: no poll ever came back empty, so the compiled loop treated an empty poll as never
@@ -367,11 +371,17 @@ abstract class PingPongCommand implements Callable<Integer> {
         }
         CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
         boolean timeKnown = jit != null && jit.isCompilationTimeMonitoringSupported();
-        warmUpRound(ctx, pd, lid, gid, events, warmup);
+        // The two regions live until the command ends: deregistering one advances the requests'
+        // validity epoch, and the timed run's first repost would then take the validation's slow
+        // path, which the compiled code treats as never taken (one more deoptimization, timed).
+        MemoryRegion[] regions = {own(pd.allocate(bufferBytes(), Access.LOCAL_WRITE)),
+                own(pd.allocate(bufferBytes(), Access.LOCAL_WRITE))};
+        warmUpRound(ctx, pd, regions, lid, gid, events, warmup);
         awaitQuietCompiler();
-        for (int round = 0; timeKnown && round < WARMUP_MAX_ROUNDS; round++) {
+        long until = System.nanoTime() + WARMUP_MAX_EXTRA_NANOS;
+        for (int round = 0; timeKnown && round < WARMUP_MAX_ROUNDS && System.nanoTime() - until < 0; round++) {
             long before = jit.getTotalCompilationTime();
-            warmUpRound(ctx, pd, lid, gid, events, WARMUP_ROUND);
+            warmUpRound(ctx, pd, regions, lid, gid, events, WARMUP_ROUND);
             awaitQuietCompiler();
             if (jit.getTotalCompilationTime() == before) {
                 return;
@@ -379,45 +389,55 @@ abstract class PingPongCommand implements Callable<Integer> {
         }
     }
 
-    /** One warm-up round: {@code n} round trips between two fresh QPs, closed afterwards. */
-    private void warmUpRound(Context ctx, ProtectionDomain pd, int lid, Gid gid, boolean events, int n) {
-        try (WarmUpSide first = new WarmUpSide(ctx, pd, events);
-             WarmUpSide second = new WarmUpSide(ctx, pd, events)) {
+    /** One warm-up round: {@code n} round trips between two fresh QPs on {@code regions}, the QPs closed afterwards. */
+    private void warmUpRound(Context ctx, ProtectionDomain pd, MemoryRegion[] regions, int lid, Gid gid, boolean events,
+                             int n) {
+        try (WarmUpSide first = new WarmUpSide(ctx, pd, regions[0], events);
+             WarmUpSide second = new WarmUpSide(ctx, pd, regions[1], events)) {
             connect(first.qp, new Endpoint(lid, second.qp.qpNumber(), second.qp.initialPsn(), gid), pd, first.send);
             connect(second.qp, new Endpoint(lid, first.qp.qpNumber(), first.qp.initialPsn(), gid), pd, second.send);
             // both sides' receives posted before either sends: a UD message without one is dropped
             int firstRouts = first.armReceives();
             int secondRouts = second.armReceives();
-            Throwable[] answerFailure = new Throwable[1];
-            Thread answerer = Thread.ofPlatform().name("verbs4j warm-up peer").daemon().start(() -> {
-                try {
-                    second.run(n, false, secondRouts);
-                } catch (Throwable t) {
-                    answerFailure[0] = t;
-                }
-            });
+            // Both sides on threads of their own: when one fails (a completion in error), the
+            // other would wait for its peer for ever; this thread sees the failure, and closing
+            // the pair (try-with-resources) makes the survivor's next poll fail, which ends it.
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            Thread[] sides = {warmUpThread(first, n, true, firstRouts, failure),
+                    warmUpThread(second, n, false, secondRouts, failure)};
             try {
-                first.run(n, true, firstRouts);
-                answerer.join();
+                for (Thread side : sides) {
+                    while (side.isAlive() && failure.get() == null) {
+                        side.join(20);
+                    }
+                }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                throw new Verbs4jTool.Verbs4jFailure("warm-up interrupted");
-            } finally {
-                // on a failure here the answerer may still wait for its peer: closing its QP and CQ
-                // (try-with-resources, after this) makes its next poll fail, which ends it
-                if (answerer.isAlive()) {
-                    answerer.interrupt();
-                }
+                failure.compareAndSet(null, new Verbs4jTool.Verbs4jFailure("warm-up interrupted"));
             }
-            if (answerFailure[0] instanceof RuntimeException e) {
+            Throwable failed = failure.get();
+            if (failed instanceof RuntimeException e) {
                 throw e;
-            } else if (answerFailure[0] instanceof Error e) {
+            } else if (failed instanceof Error e) {
                 throw e;
+            } else if (failed != null) {
+                throw new Verbs4jTool.Verbs4jFailure("warm-up: " + failed);
             }
         }
     }
 
-    /** One side of a warm-up pair: its own CQ (and completion channel), region and QP. */
+    private Thread warmUpThread(WarmUpSide side, int n, boolean sendFirst, int routs, AtomicReference<Throwable> failure) {
+        return Thread.ofPlatform().name(sendFirst ? "verbs4j warm-up client" : "verbs4j warm-up server").daemon()
+                .start(() -> {
+                    try {
+                        side.run(n, sendFirst, routs);
+                    } catch (Throwable t) {
+                        failure.compareAndSet(null, t);
+                    }
+                });
+    }
+
+    /** One side of a warm-up pair: its own CQ (and completion channel) and QP, on a region it does not own. */
     private final class WarmUpSide implements AutoCloseable {
         final CompletionChannel channel;
         final CompletionQueue cq;
@@ -427,12 +447,12 @@ abstract class PingPongCommand implements Callable<Integer> {
         final ReceiveRequest recv;
         final Progress meter = Progress.silent(progress);
 
-        WarmUpSide(Context ctx, ProtectionDomain pd, boolean events) {
+        WarmUpSide(Context ctx, ProtectionDomain pd, MemoryRegion mr, boolean events) {
+            this.mr = mr;
             Deque<AutoCloseable> made = new ArrayDeque<>();
             try {
                 channel = events ? push(made, ctx.createCompletionChannel()) : null;
                 cq = push(made, channel == null ? ctx.createCq(rxDepth + 1) : ctx.createCq(rxDepth + 1, channel, 0));
-                mr = push(made, pd.allocate(bufferBytes(), Access.LOCAL_WRITE));
                 QueuePairBuilder qb = pd.queuePair(qpType()).cq(cq).maxSendWr(1).maxRecvWr(rxDepth)
                         .maxSendSge(1).maxRecvSge(1);
                 if (newSend()) {
@@ -464,7 +484,7 @@ abstract class PingPongCommand implements Callable<Integer> {
         @Override
         public void close() {
             RuntimeException first = null;
-            for (AutoCloseable c : new AutoCloseable[] {qp, mr, cq, channel}) {
+            for (AutoCloseable c : new AutoCloseable[] {qp, cq, channel}) {
                 try {
                     if (c != null) {
                         c.close();
