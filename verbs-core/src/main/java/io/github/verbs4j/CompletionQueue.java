@@ -106,6 +106,29 @@ public final class CompletionQueue implements AutoCloseable {
         return channel;
     }
 
+    /**
+     * One empty poll in this many (a power of two) gives the JVM a safepoint ({@link #letTheJvmStop}).
+     * 1,024 polls of an empty queue take tens of microseconds, so a GC waits at most that long
+     * for a spinning poller, and the cost is one short native call per 1,024 empty polls.
+     */
+    static final int SAFEPOINT_EVERY_EMPTY_POLLS_MASK = 1023;
+
+    /**
+     * Gives the JVM a safepoint. The provider's poll is a critical downcall (no thread-state
+     * transition, so no safepoint check), and the JIT drops the safepoint check of a loop that
+     * makes a call on every pass (a call is a safepoint for Java callees): a loop such as
+     * {@code while (cq.poll(wcs) == 0) {}} then never reaches a safepoint while the queue stays
+     * empty, so a GC or any other stop-the-world operation waits for it, and if the completion it
+     * waits for must come from another thread of the same JVM (an in-process peer that needs to
+     * allocate), nothing ever moves again. Seen in a two-thread ping-pong in one JVM: one thread
+     * spinning in poll, the other waiting for a GC that waited for the first (2026-11-28).
+     * {@link Thread#yield} is a native call with the transition (so a safepoint check on its
+     * way back), and on a machine short of CPUs it also lets the peer run.
+     */
+    static void letTheJvmStop() {
+        Thread.yield();
+    }
+
     /** A new reusable batch of {@code capacity} completions for {@link #poll}. */
     public Completions completions(int capacity) {
         return new Completions(capacity);
@@ -146,6 +169,9 @@ public final class CompletionQueue implements AutoCloseable {
             throw new VerbsException("ibv_poll_cq", 0, "the provider returned " + n);
         }
         batch.count = n;
+        if (n == 0 && (++batch.emptyPolls & SAFEPOINT_EVERY_EMPTY_POLLS_MASK) == 0) {
+            letTheJvmStop();
+        }
         if (n > 0 && Telemetry.errorCompletionsEnabled()) {
             for (int i = 0; i < n; i++) {
                 Completion wc = batch.get(i);

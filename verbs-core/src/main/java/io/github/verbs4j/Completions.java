@@ -26,6 +26,8 @@ public final class Completions {
     final int capacity;
     private final Completion[] views;
     int count;
+    /** Empty polls through this batch, for {@link CompletionQueue#poll}'s safepoint; wraps. */
+    int emptyPolls;
 
     /** A batch of {@code capacity} completions (1..65536). */
     public Completions(int capacity) {

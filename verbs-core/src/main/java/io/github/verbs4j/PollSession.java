@@ -68,6 +68,9 @@ public final class PollSession implements AutoCloseable {
     private static final int DRAINED = 3; // next_poll answered ENOENT; end_poll still due
     private static final int EMPTY = 4;   // start_poll answered ENOENT; no end_poll
 
+    /** Empty passes, for the safepoint of {@link CompletionQueue#letTheJvmStop}; wraps. */
+    private int emptyPolls;
+
     private final CompletionQueue cq;
     /** The queue's {@code struct ibv_cq_ex}: its address, passed to every call, and a view to read wr_id and status. */
     private final long cqx;
@@ -138,6 +141,9 @@ public final class PollSession implements AutoCloseable {
             mark.exit(); // no end_poll is due: nothing more to call
             if (Math.abs(rc) == ENOENT) {
                 state = EMPTY;
+                if ((++emptyPolls & CompletionQueue.SAFEPOINT_EVERY_EMPTY_POLLS_MASK) == 0) {
+                    CompletionQueue.letTheJvmStop(); // as CompletionQueue.poll's empty path, and why
+                }
             } else {
                 throw VerbsException.of("ibv_start_poll", Math.abs(rc));
             }
