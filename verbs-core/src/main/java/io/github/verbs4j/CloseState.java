@@ -1,5 +1,7 @@
 package io.github.verbs4j;
 
+import io.github.verbs4j.internal.OpenOwners;
+
 /**
  * The closed-state model of verbs4j's owners, for the layers built on it: an owner is open until
  * its {@code close()} begins, closed from then on ({@link #isClosed()} says so at once, so
@@ -14,6 +16,11 @@ package io.github.verbs4j;
  * public void close() { if (state.beginClose()) { closer.close(); } }
  * }</pre>
  * Thread-safe; the state is volatile, so a check costs one volatile read.
+ *
+ * <p>An owner that opens verbs objects of its own (a connection, a group of channels) calls
+ * {@link #opened(Object)} once it is open, at the end of its constructor: verbs4j-test's
+ * {@code @SoftRdmaTest} then sees it, and a test that leaves it open fails naming it, and the
+ * harness closes it with its own {@code close()}.
  */
 public final class CloseState {
 
@@ -21,6 +28,18 @@ public final class CloseState {
 
     /** An open state. */
     public CloseState() {
+    }
+
+    /**
+     * Records {@code owner} as open, for verbs4j-test's leak check (a test that leaves it open
+     * fails naming it by its {@code toString()}), until {@link #beginClose()}. Call once, when the
+     * owner is open (the end of its constructor): an owner whose constructor failed is never
+     * seen. Costs nothing outside that harness (one volatile read).
+     *
+     * @param owner the owner of this state
+     */
+    public void opened(Object owner) {
+        OpenOwners.opened(this, owner, null);
     }
 
     /** Whether {@code close()} has begun. */
@@ -42,8 +61,9 @@ public final class CloseState {
                 return false;
             }
             closed = true;
-            return true;
         }
+        OpenOwners.closed(this);
+        return true;
     }
 
     /**

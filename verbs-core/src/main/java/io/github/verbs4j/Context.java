@@ -67,6 +67,9 @@ public final class Context implements AutoCloseable {
         this.device = device;
         this.queryPortEx = ContextOps.extendedQueryPort(ctx);
         this.borrowed = borrowed;
+        if (!borrowed) {
+            life.opened(this); // a root; one librdmacm opened is librdmacm's, kept for the process
+        }
     }
 
     /**

@@ -69,6 +69,9 @@ final class CoreAccessImpl extends CoreAccess {
             case QueuePair qp -> qp.life;
             case MemoryRegion mr -> mr.life;
             case AddressHandle ah -> ah.life;
+            case MemoryWindow mw -> mw.life;
+            case XrcDomain xrcd -> xrcd.life;
+            case XrcTarget target -> target.life;
             default -> null;
         };
         return life == null ? List.of() : life.dependents();

@@ -152,6 +152,7 @@ public final class Channel implements AutoCloseable {
         this.words = words;
         this.receiver = new ChannelReceiver(this, qp, ring, words, options);
         this.sender = new ChannelSender(this, qp, words, receiver.recvs.length, sendNotify, options);
+        state.opened(this);
     }
 
     /** Receives a channel keeps posted: one per slot of its ring (each WRITE carries at least one) and some for control words. */

@@ -105,6 +105,7 @@ public final class ChannelGroup implements AutoCloseable {
         this.monitor = EventChannel.create(); // non-blocking: a close racing its read cannot hang it
         this.cmThread = Thread.ofPlatform().daemon().name("verbs4j-channel-cm").unstarted(this::cmLoop);
         cmThread.start();
+        state.opened(this);
     }
 
     /**

@@ -43,6 +43,7 @@ public final class ChannelServer implements AutoCloseable {
             closer.closeSuppressingInto(e);
             throw e;
         }
+        state.opened(this);
     }
 
     /** Listens on {@code address} with a group of its own: closing the server closes the group and its channels. */

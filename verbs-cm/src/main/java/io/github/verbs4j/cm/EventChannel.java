@@ -70,6 +70,7 @@ public final class EventChannel implements AutoCloseable {
     private EventChannel(MemorySegment channel) {
         this.channel = channel.reinterpret(CmStructs.EVENT_CHANNEL_SIZE);
         this.fd = CmStructs.eventChannelFd(this.channel);
+        life.opened(this);
     }
 
     /**

@@ -149,6 +149,7 @@ public final class RdmaConnection implements AutoCloseable {
             closeAll(made, e);
             throw e;
         }
+        life.opened(this); // it holds its id and channel: a root
     }
 
     private static <T extends AutoCloseable> T add(List<AutoCloseable> made, T resource) {

@@ -61,6 +61,7 @@ public final class RdmaServer implements AutoCloseable {
         this.listener = listener;
         this.options = options;
         this.shareQueues = shareQueues;
+        state.opened(this);
     }
 
     /** {@link #listen(InetSocketAddress, EndpointOptions, int)} with default options and a backlog of 16. */

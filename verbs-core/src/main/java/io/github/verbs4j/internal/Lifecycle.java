@@ -46,6 +46,15 @@ public final class Lifecycle {
         void destroy() throws Throwable;
     }
 
+    /**
+     * Records the owner as an open root ({@link OpenOwners}): one that no other owner tracks as a
+     * dependent (a context the program opened, an event channel, a connection). Call once, at
+     * the end of its constructor; the close that completes takes it off.
+     */
+    public void opened(Object owner) {
+        OpenOwners.opened(this, owner, this);
+    }
+
     /** Whether the owner's close completed (a close in progress is not closed yet). */
     public boolean isClosed() {
         return state == CLOSED;
@@ -139,6 +148,7 @@ public final class Lifecycle {
         } finally {
             state = destroyed ? CLOSED : OPEN;
         }
+        OpenOwners.closed(this);
         onClosed.run();
         return true;
     }

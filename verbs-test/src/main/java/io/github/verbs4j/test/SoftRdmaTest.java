@@ -33,10 +33,26 @@ import java.lang.annotation.Target;
  *       declare a parameter of type {@link io.github.verbs4j.Context}: the harness opens the first
  *       device for the test and closes it after. A second parameter annotated {@link Peer} gets a
  *       second context on the same device, for the other side of a two-sided test.</li>
- *   <li><b>Leak check.</b> After each test, every verbs object still open that was made from an
- *       injected context (protection domains, memory regions, completion queues and channels,
- *       queue pairs, SRQs, address handles) is reported: the test fails naming them, and the
- *       harness closes them so that the next test starts clean. {@link #leakCheck()} turns it off.</li>
+ *   <li><b>Leak check.</b> After each test, every verbs object the test opened and left open is
+ *       reported, whatever opened it: what was made from an injected context (protection
+ *       domains, memory regions, completion queues and channels, queue pairs, SRQs, address
+ *       handles), contexts the test opened itself and what was made from them, rdma_cm event
+ *       channels and their ids, and the owners of the layers above ({@code RdmaConnection},
+ *       {@code RdmaServer}, a channel, its group and server, any owner that calls
+ *       {@link io.github.verbs4j.CloseState#opened(Object)}). The test fails naming them (the
+ *       object opened last first, each followed by what was made from it), and the harness closes
+ *       them, in that order with children first, so that the next test starts clean. "Opened by
+ *       the test" means after the harness's {@code beforeEach}: what a static initializer or an
+ *       {@code @BeforeAll} method opened is the class's, and what is made on it during a test is
+ *       not checked. When something is left open, the check first waits up to two seconds for
+ *       closes that other threads are finishing. {@link #leakCheck()} turns the report off;
+ *       what a test left open is closed all the same.</li>
+ *   <li><b>One test at a time.</b> The leak check compares what is open in the whole JVM before
+ *       and after a test, so the tests of a JVM must not run concurrently (JUnit's default): a
+ *       test that starts while another runs on another thread fails with
+ *       {@link org.junit.jupiter.api.extension.ExtensionConfigurationException} saying so. A
+ *       test that runs another class through the engine on its own thread ({@code EngineTestKit})
+ *       is fine.</li>
  *   <li><b>Faults.</b> {@link Faults} on the class sets softrdma's packet-path fault injection.</li>
  * </ul>
  */
@@ -48,8 +64,8 @@ import java.lang.annotation.Target;
 public @interface SoftRdmaTest {
 
     /**
-     * Whether a test fails when verbs objects made from its injected contexts are still open
-     * after it.
+     * Whether a test fails when verbs objects it opened are still open after it (they are closed
+     * either way).
      *
      * @return {@code true} (the default) to check
      */
