@@ -155,6 +155,7 @@ public final class TransferEngine implements AutoCloseable {
         this.serviceRecvCq = recvCq;
         this.inflight = new Batch[options.maxBatches()];
         this.service = Thread.ofPlatform().daemon().name("verbs4j-transfer-" + name).unstarted(this::serve);
+        state.opened(this); // for the test harness's leak check
     }
 
     /**
