@@ -108,7 +108,10 @@ static void handle_shm_packet(const uint8_t *buf, size_t n, uint16_t sport, void
  * the rings itself (one consumer at a time: srd_shm_drain), so it runs the requester and the
  * responder for them and a reply is placed without waiting for the agent to be scheduled.
  * Each such poll moves g_polls and names its thread in g_poller_tid. Once HAND_POLLS polls
- * came since the last leave (below), the agent hands the rings to the pollers: it neither
+ * came since the last leave (below), and they came densely (at least one per DENSE_POLL_NS on
+ * average over the agent's last window of DENSE_WINDOW_NS: a thread that polls, sleeps and
+ * polls again would leave packets waiting in the rings meanwhile, 16 taken per poll), the
+ * agent hands the rings to the pollers: it neither
  * spins on them nor drains them, the rings stay marked awake (senders ring no doorbell, the
  * poller's path signals nothing), and the agent sleeps in one wait that only a datagram, a
  * kick, a leave, a due timer or the end of the lease wakes. So a ping-pong keeps one busy
@@ -145,6 +148,9 @@ static void handle_shm_packet(const uint8_t *buf, size_t n, uint16_t sport, void
  * while the poller is leaving thus waits at most until the leave's wake-up, or the lease's end.
  */
 #define HAND_POLLS 64              /* polls since the last leave before the agent hands over */
+#define DENSE_WINDOW_NS 1000000ull /* over each such window of the agent's, */
+#define DENSE_POLL_NS 50000ull     /* a poller that polled less than once per this on average is
+				    * no busy poller (poll, sleep, poll): the agent keeps the rings */
 #define LEASE_NS 2000000ull        /* no poll for this long: look at the poller */
 #define LOOK_NS 1000000ull         /* how long the agent watches its scheduler statistics */
 #define PATIENCE_NS 20000000ull    /* the longest a descheduled poller keeps the rings */
@@ -254,6 +260,9 @@ static void *agent_main(void *arg)
 	unsigned long polls_seen = __atomic_load_n(&g_polls, __ATOMIC_RELAXED);
 	unsigned long polls_base = polls_seen; /* the count at the last leave or take */
 	unsigned long leaves_seen = srd_shm_leaves();
+	unsigned long window_polls = polls_seen;
+	uint64_t window_at = 0;
+	bool dense = false; /* the last window's verdict */
 	const uint64_t spin = spin_ns();
 	const bool handover = handover_enabled();
 	for (;;) {
@@ -265,6 +274,13 @@ static void *agent_main(void *arg)
 			polled_at = t0;
 			look_at = 0;
 		}
+		if (t0 - window_at >= DENSE_WINDOW_NS) {
+			/* a window without a poll at all changes nothing: the lease below judges that */
+			if (polls != window_polls)
+				dense = (polls - window_polls) * DENSE_POLL_NS >= t0 - window_at;
+			window_at = t0;
+			window_polls = polls;
+		}
 		unsigned long leaves = srd_shm_leaves();
 		if (leaves != leaves_seen) {
 			/* a poller armed a notification: it blocks now; later polls hand over anew */
@@ -272,7 +288,7 @@ static void *agent_main(void *arg)
 			polls_base = polls;
 			look_at = 0;
 		}
-		bool handed = handover && t0 >= hold_until && polls - polls_base >= HAND_POLLS &&
+		bool handed = handover && t0 >= hold_until && polls - polls_base >= HAND_POLLS && dense &&
 			      srd_shm_owned();
 		uint64_t wait_ns = 0;
 		if (handed && t0 - polled_at < LEASE_NS) {
