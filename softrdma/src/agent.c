@@ -111,12 +111,12 @@ static void handle_shm_packet(const uint8_t *buf, size_t n, uint16_t sport, void
  * came since the last leave (below), and they came densely (at least one per DENSE_POLL_NS on
  * average over the agent's last window of DENSE_WINDOW_NS: a thread that polls, sleeps and
  * polls again would leave packets waiting in the rings meanwhile, 16 taken per poll), the
- * agent hands the rings to the pollers: it neither
- * spins on them nor drains them, the rings stay marked awake (senders ring no doorbell, the
- * poller's path signals nothing), and the agent sleeps in one wait that only a datagram, a
- * kick, a leave, a due timer or the end of the lease wakes. So a ping-pong keeps one busy
- * thread per process, the application's poller, and the agent wakes a few hundred times a
- * second at most (the lease and the 1 ms timer scan while timers run), not per packet.
+ * agent hands the rings to the pollers: it neither spins on them nor drains them, the rings
+ * stay marked awake (senders ring no doorbell, the poller's path signals nothing), and the
+ * agent sleeps in one wait that only a datagram, a kick, a leave, a due timer or the end of
+ * the lease ends. So a ping-pong keeps one busy thread per process, the application's poller,
+ * and the agent wakes a few hundred times a second at most (the lease and the 1 ms timer scan
+ * while timers run), not per packet.
  *
  * The agent takes the rings back when the poller stops:
  * - it leaves for good: a thread that arms a CQ's notification (ibv_req_notify_cq) is about to

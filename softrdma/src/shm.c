@@ -393,15 +393,6 @@ bool srd_shm_pending(void)
 	return false;
 }
 
-uint64_t srd_shm_taken(void)
-{
-	uint64_t sum = 0;
-	int n = __atomic_load_n(&g_nown, __ATOMIC_ACQUIRE);
-	for (int i = 0; i < n; i++)
-		sum += __atomic_load_n(&g_own[i].head, __ATOMIC_RELAXED);
-	return sum;
-}
-
 static int g_draining; /* one consumer at a time: the agent or a polling thread */
 
 int srd_shm_drain(void (*fn)(const uint8_t *buf, size_t n, uint16_t sport, void *arg), void *arg,

@@ -29,7 +29,6 @@ int srd_shm_drain(void (*fn)(const uint8_t *buf, size_t n, uint16_t sport, void 
 		  int max);
 bool srd_shm_pending(void); /* a packet waits in one of our rings */
 bool srd_shm_owned(void);   /* this process has a ring */
-uint64_t srd_shm_taken(void); /* packets taken from our rings so far (moves when one is taken) */
 /* Around the receiver's sleep: begin marks our rings sleeping (senders then ring the
  * doorbell) and returns false, unmarking them, when a packet already waits. */
 bool srd_shm_sleep_begin(void);
