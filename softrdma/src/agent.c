@@ -22,7 +22,9 @@
 #include <string.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <sys/prctl.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <sys/syscall.h>
 
 void (*srd_xrc_ctrl_hook)(const struct pkt_hdr *h, const uint8_t *payload, const struct sockaddr_in6 *from);
 
@@ -105,35 +107,69 @@ static void handle_shm_packet(const uint8_t *buf, size_t n, uint16_t sport, void
  * Progress by the polling thread. A thread polling an empty CQ takes up to 16 packets from
  * the rings itself (one consumer at a time: srd_shm_drain), so it runs the requester and the
  * responder for them and a reply is placed without waiting for the agent to be scheduled.
- * Each such poll moves g_polls. While it moved within HANDOVER_NS the agent leaves the rings
- * to the poller: it neither spins nor drains them, and waits HANDOVER_WAIT_NS at a time in
- * epoll (woken at once by datagrams and kicks; the rings stay marked awake, so senders ring
- * no doorbell and the poller's fast path signals nothing). So a ping-pong keeps one busy
- * thread per process, the application's poller.
+ * Each such poll moves g_polls and names its thread in g_poller_tid. Once HAND_POLLS polls
+ * came since the last leave (below), and they came densely (at least one per DENSE_POLL_NS on
+ * average over the agent's last window of DENSE_WINDOW_NS: a thread that polls, sleeps and
+ * polls again would leave packets waiting in the rings meanwhile, 16 taken per poll), the
+ * agent hands the rings to the pollers: it neither spins on them nor drains them, the rings
+ * stay marked awake (senders ring no doorbell, the poller's path signals nothing), and the
+ * agent sleeps in one wait that only a datagram, a kick, a leave, a due timer or the end of
+ * the lease ends. So a ping-pong keeps one busy thread per process, the application's poller,
+ * and the agent wakes a few hundred times a second at most (the lease and the 1 ms timer scan
+ * while timers run), not per packet.
  *
- * A poller may stop polling at any moment: it blocks for a completion event, or (as
- * ib_write_lat) spins on memory and waits for an RDMA WRITE that no CQ reports. So at each
- * wake-up the agent looks at the rings: a packet that stays there for CONFIRM_NS while the
- * agent watches is one no poller takes, and the agent takes it. Three such takes in a row
- * (each within TAKE_STREAK_NS of the last) and the agent keeps the rings for a hold (1 ms,
- * doubled while holds keep failing at once after their end, up to 8 ms) in which it runs as
- * without pollers (spin after traffic, then sleep with the doorbell armed). A packet thus waits at
- * most one bounded wait plus CONFIRM_NS; once the polls stop for HANDOVER_NS the agent runs
- * as without pollers too, and a packet that came in meanwhile waits in its ring, none is lost.
+ * The agent takes the rings back when the poller stops:
+ * - it leaves for good: a thread that arms a CQ's notification (ibv_req_notify_cq) is about to
+ *   block for a completion event; the arm counts a leave and wakes the handed-over agent at
+ *   once (srd_shm_poller_leaves), and the polls needed to hand over again start from zero (a
+ *   thread that arms, polls once and blocks, as completion-channel users do, never gets the
+ *   rings);
+ * - it stops without a word (it spins on memory for an RDMA WRITE as ib_write_lat does, it
+ *   sleeps, it exited): no poll for LEASE_NS. The agent then looks at the last poller's
+ *   scheduler statistics for LOOK_NS (/proc/self/task/TID/schedstat): a thread that ran in
+ *   that time without polling works elsewhere, one that neither ran nor waited for a CPU is
+ *   blocked, one that is gone is gone: the agent takes the rings. One that waited for a CPU
+ *   and hardly ran was only descheduled (on two CPUs a runnable poller often loses a
+ *   scheduler slice of 1-4 ms): the agent leaves it the rings, up to PATIENCE_NS since its
+ *   last poll. Where the statistics cannot be read, the agent takes the rings.
+ * A take while packets wait from a poller that works elsewhere (a memory spinner that polls
+ * its send CQ between messages) starts a hold: the agent keeps the rings for HOLD_MIN_NS
+ * (doubled while holds keep failing at once after their end, up to HOLD_MAX_NS) and runs as
+ * without pollers.
+ *
+ * No lost wake-up. A packet a sender put into a ring is taken by a poller's drain or by the
+ * agent: while the rings are handed over the agent's wait ends (a) at once when a poller
+ * arms a notification (the leave's Dekker pair in shm.c: the agent marks itself asleep, then
+ * reads the leave count; the leaver counts, then reads the mark and writes the eventfd, whose
+ * count epoll keeps), and (b) at the latest LEASE_NS + LOOK_NS after the agent last saw a
+ * poll otherwise (PATIENCE_NS for a descheduled poller). Having taken the rings back, the
+ * agent drains them before it sleeps, and srd_net_wait marks them sleeping and looks again
+ * before its epoll, so a packet put in after that rings the doorbell. A packet that arrives
+ * while the poller is leaving thus waits at most until the leave's wake-up, or the lease's end.
  */
-#define HANDOVER_NS 50000ull       /* a poll this recent: the poller drives the rings */
-#define HANDOVER_WAIT_NS 50000ull  /* the agent's bounded wait meanwhile */
-#define CONFIRM_NS 5000ull         /* how long a waiting packet may stay before the agent takes it */
-#define TAKE_STREAK_NS 200000ull  /* takes this close together make a streak */
-#define HOLD_MIN_NS 1000000ull
-#define HOLD_MAX_NS 8000000ull
+#define HAND_POLLS 64              /* polls since the last leave before the agent hands over */
+#define DENSE_WINDOW_NS 1000000ull /* over each such window of the agent's, */
+#define DENSE_POLL_NS 50000ull     /* a poller that polled less than once per this on average is
+				    * no busy poller (poll, sleep, poll): the agent keeps the rings */
+#define LEASE_NS 2000000ull        /* no poll for this long: look at the poller */
+#define LOOK_NS 1000000ull         /* how long the agent watches its scheduler statistics */
+#define PATIENCE_NS 20000000ull    /* the longest a descheduled poller keeps the rings */
+#define HOLD_MIN_NS 4000000ull
+#define HOLD_MAX_NS 64000000ull
 static unsigned long g_polls;
+static int g_poller_tid;
+static __thread int tl_tid;
 
 static bool poll_hook(void)
 {
-	/* a plain store, no locked instruction: racing pollers may lose a count, the agent
+	/* plain stores, no locked instruction: racing pollers may lose a count, the agent
 	 * only asks whether it moved */
 	__atomic_store_n(&g_polls, __atomic_load_n(&g_polls, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+	int tid = tl_tid;
+	if (!tid)
+		tid = tl_tid = (int)syscall(SYS_gettid);
+	if (__atomic_load_n(&g_poller_tid, __ATOMIC_RELAXED) != tid)
+		__atomic_store_n(&g_poller_tid, tid, __ATOMIC_RELAXED);
 	if (!srd_shm_pending())
 		return false;
 	srd_batch_begin();
@@ -142,18 +178,26 @@ static bool poll_hook(void)
 	return got > 0;
 }
 
-/* While handed over: whether a poller takes the packets waiting in the rings (within
- * CONFIRM_NS), or whether they stay there. */
-static bool poller_takes(uint64_t t0)
+/* A thread's time on a CPU and waiting for one so far, in ns (/proc/self/task/TID/schedstat);
+ * false when the thread is gone or the kernel keeps no such statistics. */
+static bool thread_sched(int tid, uint64_t *ran, uint64_t *waited)
 {
-	uint64_t taken = srd_shm_taken();
-	for (unsigned i = 0;; i++) {
-		if (!srd_shm_pending() || srd_shm_taken() != taken)
-			return true;
-		if ((i & 15) == 15 && srd_now_ns() - t0 > CONFIRM_NS)
-			return false;
-		srd_cpu_relax();
-	}
+	char path[64], buf[96];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	unsigned long long r, w;
+	if (sscanf(buf, "%llu %llu", &r, &w) != 2)
+		return false;
+	*ran = r;
+	*waited = w;
+	return true;
 }
 
 /* Whether the agent hands the rings to polling threads (SOFTRDMA_HANDOVER, default 1; 0 keeps
@@ -210,15 +254,17 @@ static void *agent_main(void *arg)
 	}
 	struct epoll_event evs[16];
 	uint64_t last_scan = 0, last_work = 0, last_epoll = 0;
-	uint64_t polled_at = 0, hold_until = 0, hold = HOLD_MIN_NS, last_take = 0;
-	unsigned streak = 0;
+	uint64_t polled_at = 0, hold_until = 0, hold = HOLD_MIN_NS;
+	uint64_t look_at = 0, look_ran = 0, look_waited = 0; /* look_at 0: not looking at the poller */
+	int look_tid = 0;
 	unsigned long polls_seen = __atomic_load_n(&g_polls, __ATOMIC_RELAXED);
+	unsigned long polls_base = polls_seen; /* the count at the last leave or take */
+	unsigned long leaves_seen = srd_shm_leaves();
+	unsigned long window_polls = polls_seen;
+	uint64_t window_at = 0;
+	bool dense = false; /* the last window's verdict */
 	const uint64_t spin = spin_ns();
 	const bool handover = handover_enabled();
-	/* the bounded waits below are tens of microseconds: the default 50 us timer slack
-	 * would double them */
-	if (handover)
-		prctl(PR_SET_TIMERSLACK, 5000UL, 0, 0, 0);
 	for (;;) {
 		int tmo = (srd_timer_hinted() || srd_faults_pending()) ? 1 : 50;
 		uint64_t t0 = srd_now_ns();
@@ -226,36 +272,78 @@ static void *agent_main(void *arg)
 		if (polls != polls_seen) {
 			polls_seen = polls;
 			polled_at = t0;
+			look_at = 0;
 		}
-		bool handed = handover && t0 >= hold_until && t0 - polled_at < HANDOVER_NS && srd_shm_owned();
-		bool take = false;
-		if (handed && srd_shm_pending() && !poller_takes(t0)) {
-			/* the poller leaves packets in the rings: it lost its CPU for a moment, or it
-			 * spins on memory or blocks: the agent takes them now */
-			ST(agent_takeback);
-			take = true;
-			handed = false;
-			streak = t0 - last_take < TAKE_STREAK_NS ? streak + 1 : 1;
-			last_take = t0;
-			if (streak >= 3) {
-				/* again and again: keep the rings for a while. A hold that fails at once
-				 * again (a memory spinner that polls its send CQ between messages) makes
-				 * the next longer; one after a handover that lasted starts over */
-				hold = t0 - hold_until < HOLD_MIN_NS ? (hold * 2 < HOLD_MAX_NS ? hold * 2 : HOLD_MAX_NS)
-								     : HOLD_MIN_NS;
-				hold_until = t0 + hold;
-				last_work = t0; /* and it spins now, as after any traffic */
-				streak = 0;
-				ST(agent_hold);
+		if (t0 - window_at >= DENSE_WINDOW_NS) {
+			/* a window without a poll at all changes nothing: the lease below judges that */
+			if (polls != window_polls)
+				dense = (polls - window_polls) * DENSE_POLL_NS >= t0 - window_at;
+			window_at = t0;
+			window_polls = polls;
+		}
+		unsigned long leaves = srd_shm_leaves();
+		if (leaves != leaves_seen) {
+			/* a poller armed a notification: it blocks now; later polls hand over anew */
+			leaves_seen = leaves;
+			polls_base = polls;
+			look_at = 0;
+		}
+		bool handed = handover && t0 >= hold_until && polls - polls_base >= HAND_POLLS && dense &&
+			      srd_shm_owned();
+		uint64_t wait_ns = 0;
+		if (handed && t0 - polled_at < LEASE_NS) {
+			wait_ns = polled_at + LEASE_NS - t0;
+		} else if (handed) {
+			/* no poll for LEASE_NS: descheduled, blocked, busy elsewhere, or gone? */
+			int tid = __atomic_load_n(&g_poller_tid, __ATOMIC_RELAXED);
+			uint64_t ran, waited;
+			bool busy = false;
+			if (!thread_sched(tid, &ran, &waited)) {
+				handed = false; /* gone, or no statistics to tell */
+			} else if (!look_at || look_tid != tid) {
+				look_at = t0, look_tid = tid, look_ran = ran, look_waited = waited;
+				wait_ns = LOOK_NS;
+			} else if (t0 - look_at >= LOOK_NS) {
+				uint64_t span = t0 - look_at;
+				if ((ran - look_ran) * 4 < span && (waited - look_waited) * 2 >= span &&
+				    t0 - polled_at < PATIENCE_NS) {
+					/* it waited for a CPU and hardly ran: descheduled, not gone */
+					look_at = t0, look_ran = ran, look_waited = waited;
+					wait_ns = LOOK_NS;
+				} else {
+					busy = (ran - look_ran) * 4 >= span;
+					handed = false;
+				}
+			} else {
+				wait_ns = look_at + LOOK_NS - t0;
+			}
+			if (!handed) {
+				polls_base = polls;
+				look_at = 0;
+				if (srd_shm_pending()) {
+					ST(agent_takeback);
+					if (busy) {
+						/* it works elsewhere between polls: keep the rings for a while; a
+						 * hold that fails at once again makes the next longer */
+						hold = t0 - hold_until < HOLD_MIN_NS
+							       ? (hold * 2 < HOLD_MAX_NS ? hold * 2 : HOLD_MAX_NS)
+							       : HOLD_MIN_NS;
+						hold_until = t0 + hold;
+						ST(agent_hold);
+					}
+				}
 			}
 		}
 		int n;
 		if (handed) {
-			n = srd_net_wait_ns(evs, 16, HANDOVER_WAIT_NS);
+			if (tmo == 1 && wait_ns > 1000000ull)
+				wait_ns = 1000000ull; /* timers are due within the 1 ms scan */
+			n = 0;
+			srd_shm_handed_sleep(true);
+			if (srd_shm_leaves() == leaves_seen)
+				n = srd_net_wait_ns(evs, 16, wait_ns);
+			srd_shm_handed_sleep(false);
 			last_epoll = srd_now_ns();
-		} else if (take && t0 >= hold_until) {
-			n = srd_net_wait(evs, 16, 0);
-			last_epoll = t0;
 		} else if (spin && srd_shm_owned() && t0 - last_work < spin) {
 			/* busy: poll the rings (no system call) for up to 10 us; sockets now and then */
 			for (unsigned i = 0; !srd_shm_pending() && !srd_net_wake_pending();
@@ -309,8 +397,7 @@ static void *agent_main(void *arg)
 		}
 		kicked |= srd_net_take_wake();
 		uint64_t now = srd_now_ns();
-		/* a single take does not start the agent spinning: the poller is expected back */
-		if ((work || kicked) && !(take && now >= hold_until))
+		if (work || kicked)
 			last_work = now;
 		if (srd_faults_pending())
 			srd_faults_flush(now);
@@ -338,6 +425,8 @@ static void agent_init(void)
 	pthread_sigmask(SIG_BLOCK, &all, &old); /* the agent never takes the app's signals */
 	if (pthread_create(&t, &a, agent_main, NULL))
 		fprintf(stderr, "softrdma: cannot start the agent thread\n");
+	else
+		pthread_setname_np(t, "softrdma-agent"); /* so tools (top -H, bench scripts) tell it apart */
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&a);
 }
@@ -351,6 +440,7 @@ static void atfork_child(void)
 {
 	srd_net_atfork_child();
 	srd_resp_atfork_child();
+	tl_tid = 0; /* this thread is the child's, with a tid of its own */
 	g_agent_once = (pthread_once_t)PTHREAD_ONCE_INIT;
 }
 

@@ -7,6 +7,7 @@
  */
 #include "cq.h"
 #include "events.h"
+#include "shm.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -298,6 +299,7 @@ int srd_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	bool checking = srd_close_race_checking();
 	if (checking && !srd_close_race_enter(&cq->inside, "req_notify_cq"))
 		return EINVAL;
+	srd_shm_poller_leaves(); /* this thread is about to wait for an event: the agent takes the rings */
 	srd_lock(&cq->lock);
 	if (cq->armed != 1)
 		cq->armed = solicited_only ? 2 : 1;

@@ -87,6 +87,11 @@ void srd_net_init(void)
 		atexit(print_stats);
 	struct epoll_event ev = { .events = EPOLLIN, .data.fd = g_kickfd };
 	epoll_ctl(g_epfd, EPOLL_CTL_ADD, g_kickfd, &ev);
+	int lfd = srd_shm_leave_fd(); /* a polling thread leaving wakes the agent (agent.c) */
+	if (lfd >= 0) {
+		ev.data.fd = lfd;
+		epoll_ctl(g_epfd, EPOLL_CTL_ADD, lfd, &ev);
+	}
 }
 
 void srd_net_atfork_child(void)
@@ -193,6 +198,11 @@ int srd_net_event_fd(const struct epoll_event *ev)
 	if (ev->data.fd == g_kickfd) {
 		uint64_t v;
 		if (read(g_kickfd, &v, 8) < 0) { /* already drained */ }
+		return -1;
+	}
+	if (ev->data.fd == srd_shm_leave_fd()) {
+		uint64_t v;
+		if (read(ev->data.fd, &v, 8) < 0) { /* already drained */ }
 		return -1;
 	}
 	return ev->data.fd;

@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 
@@ -392,15 +393,6 @@ bool srd_shm_pending(void)
 	return false;
 }
 
-uint64_t srd_shm_taken(void)
-{
-	uint64_t sum = 0;
-	int n = __atomic_load_n(&g_nown, __ATOMIC_ACQUIRE);
-	for (int i = 0; i < n; i++)
-		sum += __atomic_load_n(&g_own[i].head, __ATOMIC_RELAXED);
-	return sum;
-}
-
 static int g_draining; /* one consumer at a time: the agent or a polling thread */
 
 int srd_shm_drain(void (*fn)(const uint8_t *buf, size_t n, uint16_t sport, void *arg), void *arg,
@@ -447,6 +439,44 @@ void srd_shm_sleep_end(void)
 		__atomic_store_n(&g_own[i].r->sleeping, 0, __ATOMIC_RELAXED);
 }
 
+/*
+ * A poller leaving the rings (see shm.h). The agent sets g_handed_sleep, then reads g_leaves
+ * again before it sleeps; a leaver adds to g_leaves, then reads g_handed_sleep (both sequentially
+ * consistent): either the agent sees the leave and does not sleep, or the leaver sees the agent
+ * asleep and writes the eventfd, whose count stays until the agent reads it (epoll returns at
+ * once even when the write came just before the wait). So no leave goes unseen.
+ */
+static unsigned long g_leaves;
+static int g_handed_sleep;
+static int g_leave_fd = -1;
+
+void srd_shm_poller_leaves(void)
+{
+	__atomic_add_fetch(&g_leaves, 1, __ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(&g_handed_sleep, __ATOMIC_SEQ_CST))
+		return;
+	uint64_t one = 1;
+	int fd = __atomic_load_n(&g_leave_fd, __ATOMIC_ACQUIRE);
+	if (fd >= 0 && write(fd, &one, 8) != 8) { /* the count is already non-zero: it wakes */ }
+}
+
+unsigned long srd_shm_leaves(void)
+{
+	return __atomic_load_n(&g_leaves, __ATOMIC_SEQ_CST);
+}
+
+void srd_shm_handed_sleep(bool asleep)
+{
+	__atomic_store_n(&g_handed_sleep, asleep ? 1 : 0, __ATOMIC_SEQ_CST);
+}
+
+int srd_shm_leave_fd(void)
+{
+	if (g_leave_fd < 0)
+		__atomic_store_n(&g_leave_fd, eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), __ATOMIC_RELEASE);
+	return g_leave_fd;
+}
+
 /* The child of fork() receives on none of the parent's rings (the parent still does). */
 void srd_shm_atfork_child(void)
 {
@@ -456,5 +486,9 @@ void srd_shm_atfork_child(void)
 		munmap(g_own[i].r, sizeof(struct ring));
 	pthread_mutex_init(&g_own_lock, NULL);
 	g_draining = 0;
+	g_handed_sleep = 0;
+	if (g_leave_fd >= 0)
+		close(g_leave_fd);
+	g_leave_fd = -1; /* the child's agent makes its own */
 	g_sweep_once = (pthread_once_t)PTHREAD_ONCE_INIT; /* its first ring sweeps again */
 }

@@ -29,11 +29,19 @@ int srd_shm_drain(void (*fn)(const uint8_t *buf, size_t n, uint16_t sport, void 
 		  int max);
 bool srd_shm_pending(void); /* a packet waits in one of our rings */
 bool srd_shm_owned(void);   /* this process has a ring */
-uint64_t srd_shm_taken(void); /* packets taken from our rings so far (moves when one is taken) */
 /* Around the receiver's sleep: begin marks our rings sleeping (senders then ring the
  * doorbell) and returns false, unmarking them, when a packet already waits. */
 bool srd_shm_sleep_begin(void);
 void srd_shm_sleep_end(void);
+/* The hand-over of the rings to polling threads (agent.c). A thread that arms a CQ's
+ * notification (ibv_req_notify_cq) is about to block for a completion event: it calls
+ * srd_shm_poller_leaves(), which counts the leave and, when the agent sleeps having handed
+ * the rings over (srd_shm_handed_sleep(true)), wakes it through srd_shm_leave_fd(), an
+ * eventfd in the agent's epoll set (net.c). */
+void srd_shm_poller_leaves(void);
+unsigned long srd_shm_leaves(void); /* leaves counted so far */
+void srd_shm_handed_sleep(bool asleep);
+int srd_shm_leave_fd(void);         /* created on the first call; -1 when it cannot be */
 void srd_shm_atfork_child(void);
 
 #endif

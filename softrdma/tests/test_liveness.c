@@ -5,6 +5,9 @@
  *   its RDMA WRITE completes with success and the bytes land once the peer runs again;
  * - a peer process that is gone fails the QP with IBV_WC_RETRY_EXC_ERR at its first timeout,
  *   not after retry_cnt more.
+ * - a peer whose thread polled its CQ (so its agent handed the same-host rings to that thread)
+ *   and then stops polling without a word (it spins on memory for an RDMA WRITE) or blocks for
+ *   a completion event still gets the packet: the agent takes the rings back (no lost wake-up).
  * Each case forks a peer before this process touches the device; the two talk through pipes.
  */
 #include <infiniband/verbs.h>
@@ -12,6 +15,7 @@
 #include <signal.h>
 #include <time.h>
 #include <sys/wait.h>
+#include <poll.h>
 
 struct info { uint32_t qpn, psn, rkey; uint64_t addr; union ibv_gid gid; };
 
@@ -24,6 +28,7 @@ static uint64_t now_ms(void)
 
 struct side {
 	struct ibv_context *ctx;
+	struct ibv_comp_channel *ch;
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
 	struct ibv_qp *qp;
@@ -35,13 +40,14 @@ static void side_open(struct side *s)
 {
 	s->ctx = t_open_dev();
 	s->pd = ibv_alloc_pd(s->ctx);
-	s->cq = ibv_create_cq(s->ctx, 16, NULL, NULL, 0);
+	s->ch = ibv_create_comp_channel(s->ctx);
+	s->cq = ibv_create_cq(s->ctx, 16, NULL, s->ch, 0);
 	struct ibv_qp_init_attr ia = { .send_cq = s->cq, .recv_cq = s->cq, .qp_type = IBV_QPT_RC,
 				       .cap = { .max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1 } };
 	s->qp = ibv_create_qp(s->pd, &ia);
 	s->buf = calloc(1, 4096);
 	s->mr = ibv_reg_mr(s->pd, s->buf, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	if (!s->pd || !s->cq || !s->qp || !s->buf || !s->mr) {
+	if (!s->pd || !s->ch || !s->cq || !s->qp || !s->buf || !s->mr) {
 		fprintf(stderr, "resource setup failed\n");
 		exit(1);
 	}
@@ -77,8 +83,61 @@ static void xwrite(int fd, const void *p, size_t n)
 		exit(1);
 }
 
-/* The peer: connects, then reports (one byte per request from the parent) whether its buffer
- * holds the parent's pattern, until the parent closes the pipe or kills it. */
+static uint64_t now_ms(void);
+
+/* Polls the empty CQ for ms milliseconds (so the agent hands the rings to this thread). */
+static void poll_empty(struct side *s, unsigned ms)
+{
+	struct ibv_wc wc;
+	for (uint64_t end = now_ms() + ms; now_ms() < end;)
+		if (ibv_poll_cq(s->cq, 1, &wc) != 0) {
+			fprintf(stderr, "peer: an unexpected completion\n");
+			_exit(1);
+		}
+}
+
+/* 'W': poll, then stop polling, say so ('S') and spin on the buffer (as ib_write_lat's target
+ * does) until the parent's WRITE shows, for at most 3 s. 1: it showed. */
+static unsigned char stop_and_spin(struct side *s, int wr, const unsigned char *want, size_t n)
+{
+	poll_empty(s, 300);
+	xwrite(wr, "S", 1);
+	for (uint64_t end = now_ms() + 3000; now_ms() < end;) {
+		__atomic_signal_fence(__ATOMIC_SEQ_CST); /* read the buffer afresh: the agent writes it */
+		if (!memcmp(s->buf, want, n))
+			return 1;
+	}
+	return 0;
+}
+
+/* 'E': post a receive, poll, then arm the CQ's notification, say so ('S') and block for the
+ * event (at most 3 s). 1: the event came and the receive completed with the parent's bytes. */
+static unsigned char stop_and_block(struct side *s, int wr, const unsigned char *want, size_t n)
+{
+	struct ibv_sge sge = { (uintptr_t)s->buf, (uint32_t)n, s->mr->lkey };
+	struct ibv_recv_wr rwr = { .wr_id = 9, .sg_list = &sge, .num_sge = 1 }, *bad;
+	if (ibv_post_recv(s->qp, &rwr, &bad))
+		return 0;
+	poll_empty(s, 300);
+	if (ibv_req_notify_cq(s->cq, 0))
+		return 0;
+	xwrite(wr, "S", 1);
+	struct pollfd pfd = { .fd = s->ch->fd, .events = POLLIN };
+	if (poll(&pfd, 1, 3000) != 1)
+		return 0;
+	struct ibv_cq *cq;
+	void *cq_ctx;
+	if (ibv_get_cq_event(s->ch, &cq, &cq_ctx))
+		return 0;
+	ibv_ack_cq_events(cq, 1);
+	struct ibv_wc wc;
+	return ibv_poll_cq(s->cq, 1, &wc) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 9 &&
+	       wc.byte_len == n && !memcmp(s->buf, want, n);
+}
+
+/* The peer: connects, then answers one byte per request from the parent until the parent closes
+ * the pipe or kills it: 'W' and 'E' as above; any other: whether its buffer holds the parent's
+ * pattern. */
 static void peer_main(int rd, int wr)
 {
 	struct side s;
@@ -91,7 +150,9 @@ static void peer_main(int rd, int wr)
 	unsigned char want[64], req;
 	t_fill(want, sizeof(want), 28);
 	while (read(rd, &req, 1) == 1) {
-		unsigned char same = memcmp(s.buf, want, sizeof(want)) == 0;
+		unsigned char same = req == 'W'   ? stop_and_spin(&s, wr, want, sizeof(want))
+				     : req == 'E' ? stop_and_block(&s, wr, want, sizeof(want))
+						  : memcmp(s.buf, want, sizeof(want)) == 0;
 		xwrite(wr, &same, 1);
 	}
 	_exit(0);
@@ -124,15 +185,20 @@ static pid_t start_pair(struct side *s, struct info *peer, int *rd, int *wr, uin
 	return pid;
 }
 
-static int post_write(struct side *s, const struct info *peer)
+static int post_op(struct side *s, const struct info *peer, enum ibv_wr_opcode op)
 {
 	t_fill(s->buf, 64, 28);
 	struct ibv_sge sge = { (uintptr_t)s->buf, 64, s->mr->lkey };
-	struct ibv_send_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+	struct ibv_send_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1, .opcode = op,
 				  .send_flags = IBV_SEND_SIGNALED }, *bad;
 	wr.wr.rdma.remote_addr = peer->addr;
 	wr.wr.rdma.rkey = peer->rkey;
 	return ibv_post_send(s->qp, &wr, &bad);
+}
+
+static int post_write(struct side *s, const struct info *peer)
+{
+	return post_op(s, peer, IBV_WR_RDMA_WRITE);
 }
 
 /* Polls for one completion until deadline_ms (now_ms clock): 1 with *wc, or 0. */
@@ -152,6 +218,7 @@ static void side_close(struct side *s)
 	ibv_destroy_qp(s->qp);
 	ibv_dereg_mr(s->mr);
 	ibv_destroy_cq(s->cq);
+	ibv_destroy_comp_channel(s->ch);
 	ibv_dealloc_pd(s->pd);
 	ibv_close_device(s->ctx);
 	free(s->buf);
@@ -223,6 +290,36 @@ static void gone_peer_fails_at_once(void)
 	side_close(&s);
 }
 
+/* The peer's thread polls its empty CQ for 300 ms, so its agent hands it the same-host rings,
+ * then stops polling: 'W' spins on memory (no word to the agent), 'E' arms the CQ and blocks for
+ * the event. The parent's WRITE (or SEND) then reaches only the peer's agent, which must take the
+ * rings back: the operation completes, the bytes land, the event comes. */
+static void stopped_poller_loses_nothing(char how)
+{
+	struct side s;
+	struct info peer;
+	int rd, wr;
+	pid_t pid = start_pair(&s, &peer, &rd, &wr, 18, 7);
+	unsigned char req = (unsigned char)how, said = 0, ok = 0;
+	xwrite(wr, &req, 1);
+	xread(rd, &said, 1);
+	CHECK_EQ(said, 'S', "the peer stopped polling");
+	CHECK_EQ(post_op(&s, &peer, how == 'W' ? IBV_WR_RDMA_WRITE : IBV_WR_SEND), 0, "post");
+	struct ibv_wc wc;
+	int n = wait_wc_until(s.cq, &wc, now_ms() + 5000);
+	CHECK_EQ(n, 1, how == 'W' ? "the WRITE to a memory spinner completes" : "the SEND to a blocked poller completes");
+	if (n == 1)
+		CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 7, "status %s", ibv_wc_status_str(wc.status));
+	xread(rd, &ok, 1);
+	CHECK_EQ(ok, 1, how == 'W' ? "the bytes landed in the spinner's buffer"
+				   : "the blocked peer got the event and the receive with the bytes");
+	close(wr);
+	int st;
+	waitpid(pid, &st, 0);
+	close(rd);
+	side_close(&s);
+}
+
 int main(void)
 {
 	if (getenv("SOFTRDMA_SHM") && !strcmp(getenv("SOFTRDMA_SHM"), "0")) {
@@ -231,5 +328,7 @@ int main(void)
 	}
 	starved_peer_costs_no_retry();
 	gone_peer_fails_at_once();
+	stopped_poller_loses_nothing('W');
+	stopped_poller_loses_nothing('E');
 	return t_report();
 }
