@@ -37,8 +37,10 @@ import java.util.concurrent.atomic.LongAdder;
  * {@link #run} polls every connection's completion queue. When a pass finds nothing for longer
  * than the busy-poll budget, the loop arms notification on every queue, polls once more (a
  * completion may have landed before the arm), and blocks in one {@code poll(2)} over the
- * completion channels, the rdma_cm event channels of its channels and an eventfd that
- * {@link #wakeup()} writes: an idle loop costs no CPU, and a task from another thread wakes it at once.
+ * completion channels, the rdma_cm event channels of its channels, an eventfd that
+ * {@link #wakeup()} writes and a timerfd armed for the next scheduled task: an idle loop costs no
+ * CPU, a task from another thread wakes it at once, and a scheduled task runs when it is due,
+ * not up to a millisecond later ({@code poll(2)}'s own timeout is whole milliseconds).
  */
 public final class RdmaIoHandler implements IoHandler {
 
@@ -51,6 +53,20 @@ public final class RdmaIoHandler implements IoHandler {
     private final RdmaTransportOptions options;
     private final Arena arena = Arena.ofShared();
     private final int wakeupFd;
+    /**
+     * Ends a blocking wait at the next scheduled task's deadline to the nanosecond. Without it
+     * the wait's timeout, rounded up to whole milliseconds, overslept short timers by up to a
+     * millisecond each: a sender that retried every 20 µs (Netty's usual schedule-and-retry
+     * writer) slept a millisecond per 64 KiB write whenever its loop blocked between two
+     * (docs/netty.md, "Benchmarks").
+     */
+    private final int timerFd;
+    private final MemorySegment timerSpec;
+    /** The deadline (System.nanoTime) {@link #timerFd} is armed for; {@link #TIMER_IDLE} when it is not armed. */
+    private long timerDeadline = TIMER_IDLE;
+    private static final long TIMER_IDLE = Long.MIN_VALUE;
+    /** The owner entry of {@link #timerFd} in {@link #pollOwners}. */
+    private static final Object TIMER = new Object();
     /**
      * How many {@link #wakeup()} calls are writing to {@link #wakeupFd} now, plus
      * {@code Integer.MIN_VALUE} once {@link #destroy()} began: destroy waits until no write is
@@ -70,7 +86,7 @@ public final class RdmaIoHandler implements IoHandler {
     private final Map<Context, Device> devices = new ConcurrentHashMap<>();
     private volatile boolean pollSetStale = true;
     private final PollSet pollSet = new PollSet();
-    /** What each entry of pollSet is: the handle whose CM fd it is, a device, or null for the wakeup fd. */
+    /** What each entry of pollSet is: the handle whose CM fd it is, a device, {@link #TIMER}, or null for the wakeup fd. */
     private Object[] pollOwners = new Object[0];
     private long lastWorkNanos = System.nanoTime();
     private int passes;
@@ -79,6 +95,8 @@ public final class RdmaIoHandler implements IoHandler {
      * costs a {@code poll(2)} downcall, whose allocation (if any) is per wait, not per message.
      */
     private static final LongAdder BLOCKING_WAITS = new LongAdder();
+    /** Blocking waits of every RDMA loop of this JVM that the timer ended: for tests. */
+    private static final LongAdder TIMER_EXPIRIES = new LongAdder();
 
     /** A device's resources on this loop. */
     static final class Device {
@@ -103,6 +121,14 @@ public final class RdmaIoHandler implements IoHandler {
         this.executor = executor;
         this.options = options;
         this.wakeupFd = Syscalls.eventfd();
+        try {
+            this.timerFd = Syscalls.timerfd();
+        } catch (RuntimeException e) {
+            Syscalls.close(wakeupFd);
+            arena.close();
+            throw e;
+        }
+        this.timerSpec = arena.allocate(Syscalls.ITIMERSPEC_SIZE);
         this.one = arena.allocate(ValueLayout.JAVA_LONG);
         one.set(ValueLayout.JAVA_LONG, 0, 1L);
         this.drain = arena.allocate(ValueLayout.JAVA_LONG);
@@ -127,6 +153,11 @@ public final class RdmaIoHandler implements IoHandler {
     /** How many times the RDMA loops of this JVM blocked in {@code poll(2)} so far: for tests. */
     static long blockingWaits() {
         return BLOCKING_WAITS.sum();
+    }
+
+    /** How many blocking waits of the RDMA loops of this JVM the scheduled-task timer ended: for tests. */
+    static long timerExpiries() {
+        return TIMER_EXPIRIES.sum();
     }
 
     /** The options this loop runs with. */
@@ -185,11 +216,26 @@ public final class RdmaIoHandler implements IoHandler {
         }
         long delay = context.delayNanos(System.nanoTime());
         int timeoutMillis = delay == Long.MAX_VALUE ? -1 : (int) Math.min(Integer.MAX_VALUE, (delay + 999_999) / 1_000_000);
+        if (delay != Long.MAX_VALUE) {
+            armTimer(context.deadlineNanos(), delay);
+        }
         BLOCKING_WAITS.increment();
         work = waitForEvents(timeoutMillis);
         work += pollAll();
         lastWorkNanos = System.nanoTime();
         return work;
+    }
+
+    /**
+     * Arms the timer for {@code deadline}, {@code delay} from now, unless it is armed for it
+     * already (a wait that something else ended leaves it so): the millisecond timeout of the
+     * wait stays as the backstop, and is what remains if the kernel refuses the timer.
+     */
+    private void armTimer(long deadline, long delay) {
+        if (deadline == timerDeadline) {
+            return;
+        }
+        timerDeadline = Syscalls.armTimer(timerFd, delay, timerSpec) == 0 ? deadline : TIMER_IDLE;
     }
 
     private int pollAll() {
@@ -241,6 +287,11 @@ public final class RdmaIoHandler implements IoHandler {
             Object owner = pollOwners[i];
             if (owner == null) {
                 Syscalls.read(wakeupFd, drain);
+            } else if (owner == TIMER) {
+                // expired (and so disarmed): the loop runs the task that is due next
+                Syscalls.read(timerFd, drain);
+                timerDeadline = TIMER_IDLE;
+                TIMER_EXPIRIES.increment();
             } else if (owner instanceof Device d) {
                 // take (and so acknowledge, in batches) the events; the queues are polled next
                 while (d.completions.await(Duration.ZERO) != null) {
@@ -263,6 +314,8 @@ public final class RdmaIoHandler implements IoHandler {
         pollSet.clear();
         owners.add(null);
         pollSet.add(wakeupFd);
+        owners.add(TIMER);
+        pollSet.add(timerFd);
         for (Device d : devices.values()) {
             owners.add(d);
             pollSet.add(d.completions.fd());
@@ -348,6 +401,7 @@ public final class RdmaIoHandler implements IoHandler {
             Thread.onSpinWait(); // a write in flight: one eventfd write(2), microseconds
         }
         Syscalls.close(wakeupFd);
+        Syscalls.close(timerFd);
         arena.close();
     }
 

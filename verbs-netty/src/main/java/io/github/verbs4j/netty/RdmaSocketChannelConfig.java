@@ -3,6 +3,7 @@ package io.github.verbs4j.netty;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.DefaultChannelConfig;
+import io.netty.channel.WriteBufferWaterMark;
 import io.netty.channel.socket.SocketChannelConfig;
 
 import java.util.Map;
@@ -16,6 +17,16 @@ import java.util.Map;
  * ({@link #setTcpNoDelay}, {@link #setSoLinger}...) exist so that code written against Netty's
  * {@code SocketChannel} runs unchanged: they keep the value given and report it back, and it has
  * no effect on the RDMA connection (there is no TCP socket under it).
+ *
+ * <p>The write-buffer water marks default to the ring's size rather than Netty's 32/64 KiB: high
+ * = {@code RDMA_RING_SLOTS × RDMA_SLOT_SIZE} (2 MiB by default; the peer's ring, which its
+ * credits cover, has the same shape unless the two sides were configured apart), low = half of
+ * it. There is no kernel send buffer under an RDMA channel as under a TCP socket, so with
+ * Netty's 64 KiB a writer that writes while the channel is writable and then flushes (Netty's
+ * usual pattern) put one 64 KiB message into each flush, each its own post, signaled completion
+ * and loop cycle; with a ring's worth it fills up to what the peer can take at once, posted as
+ * one chain (docs/netty.md, "Benchmarks"). Marks set explicitly
+ * ({@code WRITE_BUFFER_WATER_MARK}, or the high or low one alone) are used as given.
  */
 public final class RdmaSocketChannelConfig extends DefaultChannelConfig implements SocketChannelConfig {
 
@@ -29,6 +40,8 @@ public final class RdmaSocketChannelConfig extends DefaultChannelConfig implemen
     private volatile int inlineSize = 64;
     private volatile boolean zeroCopyRead;
     private volatile RdmaWireMode wireMode = RdmaWireMode.AUTO;
+    /** Whether the water marks were set: until then they follow the ring options ({@link #ringHighWaterMark()}). */
+    private volatile boolean waterMarkSet;
 
     // SocketChannelConfig's TCP settings: kept and reported back, without effect on RDMA
     private volatile boolean tcpNoDelay = true;
@@ -191,21 +204,63 @@ public final class RdmaSocketChannelConfig extends DefaultChannelConfig implemen
         return this;
     }
 
+    /** The default high water mark: a ring's worth of slots (at most {@code Integer.MAX_VALUE}); the low one is half of it. */
+    private int ringHighWaterMark() {
+        // read on every write and every completed one (by ChannelOutboundBuffer): no object made here
+        return (int) Math.min(Integer.MAX_VALUE, (long) ringSlots * slotSize);
+    }
+
+    /** The default water marks, as an object: for the rare caller that asks for them so. */
+    private WriteBufferWaterMark ringWaterMark() {
+        int high = ringHighWaterMark();
+        return new WriteBufferWaterMark(high / 2, high);
+    }
+
+    /**
+     * Before the first explicit mark, the ring's marks become the stored ones, so that setting
+     * the high or low mark alone is checked against (and keeps) the other mark in effect.
+     */
+    private synchronized void materializeWaterMark() {
+        if (!waterMarkSet) {
+            super.setWriteBufferWaterMark(ringWaterMark());
+        }
+    }
+
     @Override
-    public RdmaSocketChannelConfig setWriteBufferHighWaterMark(int writeBufferHighWaterMark) {
+    public int getWriteBufferHighWaterMark() {
+        return waterMarkSet ? super.getWriteBufferHighWaterMark() : ringHighWaterMark();
+    }
+
+    @Override
+    public int getWriteBufferLowWaterMark() {
+        return waterMarkSet ? super.getWriteBufferLowWaterMark() : ringHighWaterMark() / 2;
+    }
+
+    @Override
+    public WriteBufferWaterMark getWriteBufferWaterMark() {
+        return waterMarkSet ? super.getWriteBufferWaterMark() : ringWaterMark();
+    }
+
+    @Override
+    public synchronized RdmaSocketChannelConfig setWriteBufferHighWaterMark(int writeBufferHighWaterMark) {
+        materializeWaterMark();
         super.setWriteBufferHighWaterMark(writeBufferHighWaterMark);
+        waterMarkSet = true;
         return this;
     }
 
     @Override
-    public RdmaSocketChannelConfig setWriteBufferLowWaterMark(int writeBufferLowWaterMark) {
+    public synchronized RdmaSocketChannelConfig setWriteBufferLowWaterMark(int writeBufferLowWaterMark) {
+        materializeWaterMark();
         super.setWriteBufferLowWaterMark(writeBufferLowWaterMark);
+        waterMarkSet = true;
         return this;
     }
 
     @Override
-    public RdmaSocketChannelConfig setWriteBufferWaterMark(io.netty.channel.WriteBufferWaterMark writeBufferWaterMark) {
+    public synchronized RdmaSocketChannelConfig setWriteBufferWaterMark(WriteBufferWaterMark writeBufferWaterMark) {
         super.setWriteBufferWaterMark(writeBufferWaterMark);
+        waterMarkSet = true;
         return this;
     }
 

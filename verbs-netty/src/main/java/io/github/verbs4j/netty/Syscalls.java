@@ -8,10 +8,12 @@ import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 
 /**
- * The event loop's wakeup: an {@code eventfd(2)} that {@link RdmaIoHandler#wakeup()} writes and
- * the loop's wait ({@link io.github.verbs4j.PollSet}, with the loop's completion and CM channels)
- * watches. It stays here rather than beside {@code PollSet} in verbs-core: a wakeup descriptor is
- * the event loop's own business, nothing of RDMA, and nothing else in verbs4j uses one.
+ * The event loop's wakeups: an {@code eventfd(2)} that {@link RdmaIoHandler#wakeup()} writes, and
+ * a {@code timerfd(2)} that ends a wait at the next scheduled task to the nanosecond (the wait's
+ * own timeout, {@code poll(2)}'s, is in milliseconds), both watched by the loop's wait
+ * ({@link io.github.verbs4j.PollSet}, with the loop's completion and CM channels). They stay here
+ * rather than beside {@code PollSet} in verbs-core: wakeup descriptors are the event loop's own
+ * business, nothing of RDMA, and nothing else in verbs4j uses them.
  */
 final class Syscalls {
 
@@ -27,11 +29,23 @@ final class Syscalls {
     private static final MethodHandle WRITE = LINKER.downcallHandle(LIBC.find("write").orElseThrow(),
             FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG),
             Linker.Option.critical(false));
+    private static final MethodHandle TIMERFD_CREATE = LINKER.downcallHandle(LIBC.find("timerfd_create").orElseThrow(),
+            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
+    // arming a timer never blocks: critical, as read and write above
+    private static final MethodHandle TIMERFD_SETTIME = LINKER.downcallHandle(LIBC.find("timerfd_settime").orElseThrow(),
+            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.ADDRESS,
+                    ValueLayout.ADDRESS),
+            Linker.Option.critical(false));
     private static final MethodHandle CLOSE = LINKER.downcallHandle(LIBC.find("close").orElseThrow(),
             FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
 
     private static final int EFD_CLOEXEC = 02000000;
     private static final int EFD_NONBLOCK = 04000;
+    private static final int CLOCK_MONOTONIC = 1;
+    private static final int TFD_CLOEXEC = 02000000;
+    private static final int TFD_NONBLOCK = 04000;
+    /** {@code struct itimerspec}: the interval's and the first expiry's seconds and nanoseconds. */
+    static final long ITIMERSPEC_SIZE = 4 * Long.BYTES;
 
     private Syscalls() {
     }
@@ -48,6 +62,40 @@ final class Syscalls {
             throw e;
         } catch (Throwable t) {
             throw new IllegalStateException("eventfd(2) failed to run", t);
+        }
+    }
+
+    /** A non-blocking, close-on-exec timerfd on the monotonic clock, disarmed. */
+    static int timerfd() {
+        try {
+            int fd = (int) TIMERFD_CREATE.invokeExact(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+            if (fd < 0) {
+                throw new IllegalStateException("timerfd_create(2) failed: no descriptor for the event loop's timer");
+            }
+            return fd;
+        } catch (IllegalStateException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("timerfd_create(2) failed to run", t);
+        }
+    }
+
+    /**
+     * Arms timer {@code fd} to expire once, {@code nanos} (at least 1) from now; {@code spec} is
+     * scratch of {@link #ITIMERSPEC_SIZE} bytes.
+     *
+     * @return 0, or -1 when the kernel refused (then the wait falls back to its millisecond timeout)
+     */
+    static int armTimer(int fd, long nanos, MemorySegment spec) {
+        long n = Math.max(1, nanos);
+        spec.set(ValueLayout.JAVA_LONG, 0, 0L); // no interval: one expiry
+        spec.set(ValueLayout.JAVA_LONG, 8, 0L);
+        spec.set(ValueLayout.JAVA_LONG, 16, n / 1_000_000_000L);
+        spec.set(ValueLayout.JAVA_LONG, 24, n % 1_000_000_000L);
+        try {
+            return (int) TIMERFD_SETTIME.invokeExact(fd, 0, spec, MemorySegment.NULL);
+        } catch (Throwable t) {
+            throw new IllegalStateException("timerfd_settime(2) failed to run", t);
         }
     }
 

@@ -390,12 +390,13 @@ public final class NettyTransportBenchmark {
 
     /**
      * {@code <rdma|epoll|nio> [scale]}, {@code echo <transport> [scale]}, {@code serve <transport>},
-     * {@code client <transport> <host> <echo-port> <stream-port> [scale]}: scale multiplies every
-     * count (default 1).
+     * {@code client <transport> <host> <echo-port> <stream-port> [scale]},
+     * {@code stream-client <transport> <host> <stream-port> [scale]} (the stream row alone, for A/B
+     * runs of it): scale multiplies every count (default 1).
      */
     public static void main(String[] args) throws Exception {
         String mode = switch (args.length > 0 ? args[0] : "") {
-            case "echo", "serve", "client" -> args[0];
+            case "echo", "serve", "client", "stream-client" -> args[0];
             default -> "all";
         };
         String[] rest = mode.equals("all") ? args : Arrays.copyOfRange(args, 1, args.length);
@@ -403,7 +404,11 @@ public final class NettyTransportBenchmark {
             throw new IllegalArgumentException("usage: [echo|serve|client] <rdma|epoll|nio> ...");
         }
         NettyTransportBenchmark b = new NettyTransportBenchmark(rest[0]);
-        int scaleArg = mode.equals("client") ? 4 : 1;
+        int scaleArg = switch (mode) {
+            case "client" -> 4;
+            case "stream-client" -> 3;
+            default -> 1;
+        };
         double scale = rest.length > scaleArg ? Double.parseDouble(rest[scaleArg]) : 1;
         int rounds = (int) (20_000 * scale);
         int streamed = (int) (8_192 * scale);
@@ -424,6 +429,7 @@ public final class NettyTransportBenchmark {
                     b.pingPong(echo, 4096, rounds);
                     b.stream(sink, 65536, streamed);
                 }
+                case "stream-client" -> b.stream(new InetSocketAddress(rest[1], Integer.parseInt(rest[2])), 65536, streamed);
                 case "echo" -> {
                     b.pingPong(64, rounds);
                     b.pingPong(4096, rounds);
