@@ -13,6 +13,9 @@
  *
  * Lock order (never taken in the other direction):
  *   requester qp->sq_lock  <  responder qp->resp_lock  <  rq/srq lock  <  cq lock
+ * A receive WQE is taken and completed under resp_lock, so every flush of a receive queue
+ * (srd_flush_rq: a move to ERR by either side or by ibv_modify_qp, a post_recv in ERR)
+ * holds it too, and the receives complete in the order they were posted.
  * The QPN table's read lock is held around any use of a QP found by number.
  */
 #include "responder.h"

@@ -328,14 +328,31 @@ static int post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_rec
 	int max_sge = qp->rq.max_sge < (int)qp->cap.max_recv_sge ? qp->rq.max_sge : (int)qp->cap.max_recv_sge;
 	int max_wr = qp->rq.cap < (int)qp->cap.max_recv_wr ? qp->rq.cap : (int)qp->cap.max_recv_wr;
 	int rc = rq_post(&qp->rq, wr, max_sge, max_wr, bad);
-	if (__atomic_load_n(&qp->state, __ATOMIC_ACQUIRE) == IBV_QPS_ERR)
+	if (__atomic_load_n(&qp->state, __ATOMIC_ACQUIRE) == IBV_QPS_ERR) {
+		/* under resp_lock as every flush: the move to ERR that set the state may still be
+		 * waiting for it, behind a receive the responder completes first */
+		srd_lock(&qp->resp_lock);
 		srd_flush_rq(qp);
+		srd_unlock(&qp->resp_lock);
+	}
 	return rc;
 }
 
 
+/*
+ * resp_lock held, which orders the flush after any receive the responder took and completes
+ * under it: the receives complete in the order they were posted. First the WQE of a SEND in
+ * progress (a multi-packet SEND whose first packets were placed): the responder took it from
+ * the queue, and in ERR no packet of that SEND is accepted any more, so nothing else would
+ * complete it.
+ */
 void srd_flush_rq(struct srd_qp *qp)
 {
+	if (qp->recv_in_progress) {
+		srd_recv_complete(qp, &qp->cur_rwqe, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, false, 0, 0, false,
+				  false);
+		qp->recv_in_progress = false;
+	}
 	if (qp->srq)
 		return; /* SRQ WQEs stay with the SRQ */
 	struct srd_cq *cq = srd_cq_of(qp->ibqp.recv_cq);

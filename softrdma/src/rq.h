@@ -12,6 +12,8 @@ bool srd_take_rwqe(struct srd_qp *qp, struct srd_rwqe *out, struct ibv_sge *sges
 void srd_recv_complete(struct srd_qp *qp, const struct srd_rwqe *rw, enum ibv_wc_status st,
 		       enum ibv_wc_opcode op, uint32_t len, int imm, uint32_t imm_data,
 		       uint32_t src_qp, bool grh, bool solicited);
+/* The receive side's part of a move to ERR, resp_lock held: the receive WQE the responder
+ * holds for a SEND in progress, then the QP's posted receives, complete with WR_FLUSH_ERR. */
 void srd_flush_rq(struct srd_qp *qp);
 int srd_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 struct ibv_srq *srd_create_srq_ex(struct ibv_context *context, struct ibv_srq_init_attr_ex *attr);

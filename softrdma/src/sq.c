@@ -43,17 +43,27 @@ void srd_flush_sq_locked(struct srd_qp *qp)
 }
 
 
-/* Moves a QP to ERR from the data path (responder-detected errors, retry exhaustion). */
-void srd_qp_to_error(struct srd_qp *qp, bool flush_sq_now)
+/*
+ * Moves a QP to ERR from the data path (responder-detected errors, retry exhaustion, local
+ * errors of the send queue). The receive queue is flushed under resp_lock, in the order
+ * sq_lock < resp_lock the data path keeps (responder.c): the responder takes a receive WQE
+ * and writes its completion under resp_lock, after the ACK, so a flush without it could
+ * complete the receives behind that WQE before it.
+ */
+void srd_qp_to_error(struct srd_qp *qp, bool requester)
 {
 	int old = __atomic_exchange_n(&qp->state, IBV_QPS_ERR, __ATOMIC_ACQ_REL);
 	qp->ibqp.state = IBV_QPS_ERR;
 	qp->attr.qp_state = IBV_QPS_ERR;
 	if (old == IBV_QPS_ERR)
 		return;
-	if (flush_sq_now)
+	if (requester) {
 		srd_flush_sq_locked(qp);
-	else
+		srd_lock(&qp->resp_lock);
+		srd_flush_rq(qp);
+		srd_unlock(&qp->resp_lock);
+	} else {
 		srd_qp_kick(qp);
-	srd_flush_rq(qp);
+		srd_flush_rq(qp);
+	}
 }

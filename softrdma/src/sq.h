@@ -41,7 +41,9 @@ static inline void srd_sq_cqe(struct srd_qp *qp, uint64_t wr_id, enum ibv_wc_sta
 /* sq_lock held for these two */
 void srd_sq_complete_tail(struct srd_qp *qp, enum ibv_wc_status st);
 void srd_flush_sq_locked(struct srd_qp *qp);
-/* flush_sq_now: the caller holds sq_lock (else the agent flushes the SQ later) */
-void srd_qp_to_error(struct srd_qp *qp, bool flush_sq_now);
+/* requester: the caller is the QP's requester and holds sq_lock (the SQ is flushed now; the
+ * RQ under resp_lock, taken here after sq_lock); else its responder, holding resp_lock (the
+ * RQ is flushed now; the SQ by the agent's visit, as sq_lock may not be taken under it) */
+void srd_qp_to_error(struct srd_qp *qp, bool requester);
 
 #endif

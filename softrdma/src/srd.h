@@ -270,7 +270,8 @@ struct srd_qp {
 	/* SOFTRDMA_DEBUG's trace: when the last response came, responses since the last timeout */
 	uint64_t dbg_rx_ns, dbg_timeout_ns;
 	unsigned dbg_rx_valid, dbg_rx_invalid;
-	/* responder transport state */
+	/* responder transport state, under resp_lock (cur_rwqe: the receive WQE of the SEND in
+	 * progress, taken from the queue; a move to ERR flushes it first, srd_flush_rq) */
 	uint32_t epsn;
 	uint32_t msn;
 	bool nak_sent;           /* one NAK per sequence error */

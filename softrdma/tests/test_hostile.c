@@ -608,6 +608,64 @@ static void t_flush_after_ack_keeps_order(void)
 	close(peer.fd);
 }
 
+/*
+ * A multi-packet SEND in progress (its first packet placed into receive 1) when the QP moves
+ * to ERR: the receive the responder holds for it completes with WR_FLUSH_ERR, before receive 2,
+ * each once. No packet of that SEND is accepted in ERR, so a flush that looked only at the
+ * posted receives would never complete receive 1. Both ways into ERR: ibv_modify_qp, and the
+ * QP's own requester failing (its SEND NAKed with a remote access error).
+ */
+static void t_err_flushes_send_in_progress(void)
+{
+	struct sock peer = udp_sock();
+	unsigned char msg[1024];
+	t_fill(msg, sizeof(msg), 23);
+	for (int how = 0; how < 2; how++) {
+		const char *what = how ? "requester failure" : "ibv_modify_qp to ERR";
+		struct ibv_qp *q = responder(peer);
+		send_req(peer, q, peer, OP_SEND, F_FIRST | F_ACKREQ, RQ_PSN, msg, sizeof(msg));
+		uint32_t psn = 0;
+		int syn = rx_ack(peer, &psn, 1000);
+		CHECK(syn == SYN_ACK && psn == RQ_PSN, "%s: first packet of the SEND placed (syndrome %d psn %#x)",
+		      what, syn, psn);
+		int want = 2;
+		if (!how) {
+			struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+			CHECK_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE), 0, "modify to ERR");
+		} else {
+			CHECK_EQ(post(q, IBV_WR_SEND, 0, 64, 7), 0, "post SEND");
+			struct pkt_hdr h;
+			CHECK(rx_req(peer, &h, NULL, 1000) >= 0 && h.op == OP_SEND && h.psn == SQ_PSN,
+			      "%s: the QP's SEND arrives", what);
+			struct pkt_hdr nak = ack(SYN_NAK_ACCESS, q->qp_num, qpn_of(peer), SQ_PSN, 0);
+			tx(peer, q->qp_num, &nak, NULL, 0);
+			want = 3;
+		}
+		struct ibv_wc wc[4];
+		int n = poll_for(wc, want, 1000);
+		n += poll_for(wc + n, 4 - n, 50); /* nothing more */
+		int r = 0;
+		uint64_t rid[4];
+		enum ibv_wc_status rst[4];
+		bool send_ok = !how;
+		for (int i = 0; i < n; i++) {
+			if (wc[i].wr_id == 7)
+				send_ok = wc[i].status == IBV_WC_REM_ACCESS_ERR;
+			else {
+				rid[r] = wc[i].wr_id;
+				rst[r++] = wc[i].status;
+			}
+		}
+		CHECK(n == want && r == 2 && rid[0] == 1 && rid[1] == 2 && rst[0] == IBV_WC_WR_FLUSH_ERR &&
+		      rst[1] == IBV_WC_WR_FLUSH_ERR && send_ok,
+		      "%s: %d completions; receives 1 and 2 flushed in order, once each (%d receive completions, "
+		      "first %llu), the SEND with REM_ACCESS_ERR", what, n, r, r ? (unsigned long long)rid[0] : 0ull);
+		CHECK_EQ(qp_state(q), IBV_QPS_ERR, what);
+		ibv_destroy_qp(q);
+	}
+	close(peer.fd);
+}
+
 /* An unknown opcode is dropped and does not take the PSN: the SEND at that PSN arrives. */
 static void t_unknown_opcode(void)
 {
@@ -1090,6 +1148,7 @@ int main(void)
 	t_read_gap();
 	t_ack_after_go_back();
 	t_flush_after_ack_keeps_order();
+	t_err_flushes_send_in_progress();
 	t_unknown_opcode();
 	t_sequence();
 	t_malformed();
