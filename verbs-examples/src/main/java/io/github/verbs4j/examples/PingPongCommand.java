@@ -1,6 +1,7 @@
 package io.github.verbs4j.examples;
 
 import io.github.verbs4j.Access;
+import io.github.verbs4j.Closer;
 import io.github.verbs4j.CompletionChannel;
 import io.github.verbs4j.CompletionQueue;
 import io.github.verbs4j.Completion;
@@ -205,13 +206,8 @@ abstract class PingPongCommand implements Callable<Integer> {
         // the buffer's offset in the region: 0, or its address in an implicit on-demand region
         base = buf.address() - mr.address();
         buf.fill(FILL);
-        CompletionQueue cq = own(channel == null ? ctx.createCq(rxDepth + 1) : ctx.createCq(rxDepth + 1, channel, 0));
-        QueuePairBuilder qpb = pd.queuePair(qpType()).cq(cq).maxSendWr(1).maxRecvWr(rxDepth)
-                .maxSendSge(1).maxRecvSge(1);
-        if (newSend()) {
-            qpb.sendOps(SendOp.SEND); // ibv_create_qp_ex, as the stock tool's -N
-        }
-        QueuePair qp = own(qpb.build());
+        CompletionQueue cq = own(createCq(ctx, channel));
+        QueuePair qp = own(createQp(pd, cq));
         qp.init(connectOptions());
 
         ReceiveRequest recv = ReceiveRequest.create().id(RECV_WRID).local(mr, base, bufferBytes());
@@ -271,6 +267,21 @@ abstract class PingPongCommand implements Callable<Integer> {
             return validateReceived(buf) ? 0 : Verbs4jTool.EXIT_RDMA_FAILURE;
         }
         return 0;
+    }
+
+    /** The ping-pong's CQ: room for every receive and the send, signalling {@code channel} if there is one. */
+    private CompletionQueue createCq(Context ctx, CompletionChannel channel) {
+        return channel == null ? ctx.createCq(rxDepth + 1) : ctx.createCq(rxDepth + 1, channel, 0);
+    }
+
+    /** The ping-pong's QP on {@code cq}, in RESET: the timed run's and each warm-up side's alike. */
+    private QueuePair createQp(ProtectionDomain pd, CompletionQueue cq) {
+        QueuePairBuilder qpb = pd.queuePair(qpType()).cq(cq).maxSendWr(1).maxRecvWr(rxDepth)
+                .maxSendSge(1).maxRecvSge(1);
+        if (newSend()) {
+            qpb.sendOps(SendOp.SEND); // ibv_create_qp_ex, as the stock tool's -N
+        }
+        return qpb.build();
     }
 
     /** The buffer's offset inside its region ({@link #registerBuffer}). */
@@ -446,24 +457,20 @@ abstract class PingPongCommand implements Callable<Integer> {
         final SendRequest send;
         final ReceiveRequest recv;
         final Progress meter = Progress.silent(progress);
+        /** The channel, CQ and QP, closed in reverse; the region is the command's. */
+        private final Closer made = new Closer();
 
         WarmUpSide(Context ctx, ProtectionDomain pd, MemoryRegion mr, boolean events) {
             this.mr = mr;
-            Deque<AutoCloseable> made = new ArrayDeque<>();
             try {
-                channel = events ? push(made, ctx.createCompletionChannel()) : null;
-                cq = push(made, channel == null ? ctx.createCq(rxDepth + 1) : ctx.createCq(rxDepth + 1, channel, 0));
-                QueuePairBuilder qb = pd.queuePair(qpType()).cq(cq).maxSendWr(1).maxRecvWr(rxDepth)
-                        .maxSendSge(1).maxRecvSge(1);
-                if (newSend()) {
-                    qb.sendOps(SendOp.SEND);
-                }
-                qp = push(made, qb.build());
+                channel = events ? made.register(ctx.createCompletionChannel()) : null;
+                cq = made.register(createCq(ctx, channel));
+                qp = made.register(createQp(pd, cq));
                 qp.init(connectOptions());
                 send = SendRequest.send().id(SEND_WRID).local(mr, sendOffset(), size).signaled();
                 recv = ReceiveRequest.create().id(RECV_WRID).local(mr, 0, bufferBytes());
             } catch (RuntimeException e) {
-                closeQuietly(made, e);
+                made.closeSuppressingInto(e);
                 throw e;
             }
         }
@@ -483,38 +490,7 @@ abstract class PingPongCommand implements Callable<Integer> {
 
         @Override
         public void close() {
-            RuntimeException first = null;
-            for (AutoCloseable c : new AutoCloseable[] {qp, cq, channel}) {
-                try {
-                    if (c != null) {
-                        c.close();
-                    }
-                } catch (Exception e) {
-                    if (first == null) {
-                        first = e instanceof RuntimeException r ? r : new RuntimeException(e);
-                    } else {
-                        first.addSuppressed(e);
-                    }
-                }
-            }
-            if (first != null) {
-                throw first;
-            }
-        }
-    }
-
-    private static <T extends AutoCloseable> T push(Deque<AutoCloseable> made, T resource) {
-        made.push(resource);
-        return resource;
-    }
-
-    private static void closeQuietly(Deque<AutoCloseable> made, Throwable failure) {
-        while (!made.isEmpty()) {
-            try {
-                made.pop().close();
-            } catch (Exception e) {
-                failure.addSuppressed(e);
-            }
+            made.close();
         }
     }
 
