@@ -52,32 +52,26 @@ final class Syscalls {
 
     /** A non-blocking, close-on-exec eventfd with counter 0. */
     static int eventfd() {
-        try {
-            int fd = (int) EVENTFD.invokeExact(0, EFD_CLOEXEC | EFD_NONBLOCK);
-            if (fd < 0) {
-                throw new IllegalStateException("eventfd(2) failed: no descriptor for the event loop's wakeup");
-            }
-            return fd;
-        } catch (IllegalStateException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException("eventfd(2) failed to run", t);
-        }
+        return descriptor(EVENTFD, 0, EFD_CLOEXEC | EFD_NONBLOCK, "eventfd(2)", "wakeup");
     }
 
     /** A non-blocking, close-on-exec timerfd on the monotonic clock, disarmed. */
     static int timerfd() {
+        return descriptor(TIMERFD_CREATE, CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK, "timerfd_create(2)", "timer");
+    }
+
+    /** The descriptor {@code create(a, b)} returns, or an exception naming {@code call} and what the loop wanted it for. */
+    private static int descriptor(MethodHandle create, int a, int b, String call, String purpose) {
+        int fd;
         try {
-            int fd = (int) TIMERFD_CREATE.invokeExact(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-            if (fd < 0) {
-                throw new IllegalStateException("timerfd_create(2) failed: no descriptor for the event loop's timer");
-            }
-            return fd;
-        } catch (IllegalStateException e) {
-            throw e;
+            fd = (int) create.invokeExact(a, b);
         } catch (Throwable t) {
-            throw new IllegalStateException("timerfd_create(2) failed to run", t);
+            throw new IllegalStateException(call + " failed to run", t);
         }
+        if (fd < 0) {
+            throw new IllegalStateException(call + " failed: no descriptor for the event loop's " + purpose);
+        }
+        return fd;
     }
 
     /**
