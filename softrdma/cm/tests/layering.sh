@@ -4,6 +4,10 @@
 # layer (the same rule as ../../tests/layering.sh for the verbs library's units; the CM's
 # internal symbols carry no common prefix, so every defined global symbol counts).
 # Usage: layering.sh UNIT.o... (the Makefile passes the objects of the current sources).
+# It also lists every global variable: the rule above sees symbols, and a function pointer a
+# higher unit sets would carry a call upward that no symbol shows (../../tests/layering.sh calls
+# those hooks and lists them); the CM has no hook, so every global variable must be plain shared
+# state named in shared_vars with the unit that defines it, and a new one is a decision to list.
 # Prints the offending references and "cm layering: N units, N violations"; exits non-zero
 # on any violation.
 set -u
@@ -19,6 +23,12 @@ declare -A layer=(
 	[cm_api]=6
 	[cm_ep]=7
 )
+# The global variables, with the unit that defines each (no function pointer among them).
+declare -A shared_vars=(
+	[g_lock]=cm_util [g_cond]=cm_util                     # the library's one lock and its condition
+	[g_ids]=cm_id                                         # every live id, for the CM thread and rdma_destroy_*
+	[g_timeout_ms]=cm_thread [g_refused_retry_ms]=cm_thread # SOFTRDMA_CM_TIMEOUT_MS / _REFUSED_RETRY_MS, read at start
+)
 declare -A owner=()
 bad=0
 n=0
@@ -29,6 +39,17 @@ for o in "$@"; do
 	n=$((n + 1))
 	for s in $(nm --defined-only "$o" | awk '$2 ~ /^[TDBR]$/ {print $3}'); do
 		owner[$s]=$u
+	done
+	# global variables (initialised, zeroed, common, read-only, small, weak objects)
+	for s in $(nm --defined-only "$o" | awk '$2 ~ /^[BCDGRSV]$/ {print $3}'); do
+		owner[$s]=$u
+		if [ -z "${shared_vars[$s]:-}" ]; then
+			echo "cm layering: $u defines global variable $s, not listed in shared_vars (a function pointer set from above would be a hidden upward call: list plain state with its unit, or do without)"
+			bad=$((bad + 1))
+		elif [ "${shared_vars[$s]}" != "$u" ]; then
+			echo "cm layering: variable $s is defined by $u, listed as ${shared_vars[$s]}'s"
+			bad=$((bad + 1))
+		fi
 	done
 done
 for o in "$@"; do
@@ -42,6 +63,9 @@ for o in "$@"; do
 			bad=$((bad + 1))
 		fi
 	done
+done
+for s in "${!shared_vars[@]}"; do
+	[ "${owner[$s]:-}" = "${shared_vars[$s]}" ] || { echo "cm layering: $s is listed (unit ${shared_vars[$s]}) but that unit does not define it: remove it from shared_vars"; bad=$((bad + 1)); }
 done
 echo "cm layering: $n units, $bad violations"
 [ $bad = 0 ]
