@@ -97,6 +97,10 @@ public final class RdmaIoHandler implements IoHandler {
     private static final LongAdder BLOCKING_WAITS = new LongAdder();
     /** Blocking waits of every RDMA loop of this JVM that the timer ended: for tests. */
     private static final LongAdder TIMER_EXPIRIES = new LongAdder();
+    /** Writes of the wakeup eventfd by every RDMA loop's {@link #wakeup()} in this JVM: for tests and benchmarks. */
+    private static final LongAdder WAKEUP_WRITES = new LongAdder();
+    /** Non-blocking looks at the CM event channels while busy ({@link #CM_CHECK_PASSES}): for tests and benchmarks. */
+    private static final LongAdder CM_CHECKS = new LongAdder();
 
     /** A device's resources on this loop. */
     static final class Device {
@@ -160,6 +164,16 @@ public final class RdmaIoHandler implements IoHandler {
         return TIMER_EXPIRIES.sum();
     }
 
+    /** How many times {@link #wakeup()} wrote a loop's eventfd in this JVM so far: for tests and benchmarks. */
+    static long wakeupWrites() {
+        return WAKEUP_WRITES.sum();
+    }
+
+    /** How many non-blocking {@code poll(2)} looks at the CM event channels busy loops of this JVM made: for tests and benchmarks. */
+    static long cmChecks() {
+        return CM_CHECKS.sum();
+    }
+
     /** The options this loop runs with. */
     RdmaTransportOptions options() {
         return options;
@@ -191,6 +205,7 @@ public final class RdmaIoHandler implements IoHandler {
         }
         if (++passes >= CM_CHECK_PASSES) {
             passes = 0;
+            CM_CHECKS.increment();
             work += waitForEvents(0);
         }
         if (work > 0 || !context.canBlock()) {
@@ -347,6 +362,7 @@ public final class RdmaIoHandler implements IoHandler {
         // from any thread, also while or after the loop ends: then there is nothing to wake
         if (wakeups.getAndIncrement() >= 0) {
             try {
+                WAKEUP_WRITES.increment();
                 Syscalls.write(wakeupFd, one);
             } finally {
                 wakeups.decrementAndGet();
