@@ -251,6 +251,7 @@ public final class NettyTransportBenchmark {
         Channel c = client(to, driver);
         done.get(600, TimeUnit.SECONDS);
         c.close().sync();
+        result("echo-" + size + "B-rtt-mean", Arrays.stream(rtt).average().orElse(0) / 1e3, "us");
         Arrays.sort(rtt);
         result("echo-" + size + "B-rtt-p50", rtt[rounds / 2] / 1e3, "us");
         result("echo-" + size + "B-rtt-p99", rtt[(int) (rounds * 0.99)] / 1e3, "us");
