@@ -19,6 +19,8 @@ import io.netty.util.internal.logging.InternalLoggerFactory;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -46,8 +48,14 @@ public final class RdmaIoHandler implements IoHandler {
 
     private static final InternalLogger logger = InternalLoggerFactory.getInstance(RdmaIoHandler.class);
 
-    /** Passes between two non-blocking looks at the CM event channels while the loop is busy. */
-    private static final int CM_CHECK_PASSES = 64;
+    /**
+     * Time between two non-blocking looks (one {@code poll(2)} each) at the CM event channels
+     * while the loop is busy, so that a disconnect is seen under load too. By time, not by
+     * passes: every 64 passes was 0.13 to 0.16 {@code poll(2)} calls per round trip of a 64 B
+     * ping-pong on each side (docs/netty.md, "The two-process echo"), for events that come once
+     * per connection.
+     */
+    private static final long CM_CHECK_NANOS = TimeUnit.MICROSECONDS.toNanos(500);
 
     private final ThreadAwareExecutor executor;
     private final RdmaTransportOptions options;
@@ -88,8 +96,23 @@ public final class RdmaIoHandler implements IoHandler {
     private final PollSet pollSet = new PollSet();
     /** What each entry of pollSet is: the handle whose CM fd it is, a device, {@link #TIMER}, or null for the wakeup fd. */
     private Object[] pollOwners = new Object[0];
+    /**
+     * Set from just before the loop's blocking wait until it returned: {@link #wakeup()} writes
+     * the eventfd only then, and clears it, so that one write wakes the wait.
+     */
+    private volatile boolean sleeping;
+    private static final VarHandle SLEEPING;
+
+    static {
+        try {
+            SLEEPING = MethodHandles.lookup().findVarHandle(RdmaIoHandler.class, "sleeping", boolean.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
     private long lastWorkNanos = System.nanoTime();
-    private int passes;
+    private long lastCmCheckNanos = lastWorkNanos;
     /**
      * Blocking waits of every RDMA loop of this JVM, for tests of steady-state allocation: a wait
      * costs a {@code poll(2)} downcall, whose allocation (if any) is per wait, not per message.
@@ -97,6 +120,10 @@ public final class RdmaIoHandler implements IoHandler {
     private static final LongAdder BLOCKING_WAITS = new LongAdder();
     /** Blocking waits of every RDMA loop of this JVM that the timer ended: for tests. */
     private static final LongAdder TIMER_EXPIRIES = new LongAdder();
+    /** Writes of the wakeup eventfd by every RDMA loop's {@link #wakeup()} in this JVM: for tests and benchmarks. */
+    private static final LongAdder WAKEUP_WRITES = new LongAdder();
+    /** Non-blocking looks at the CM event channels while busy ({@link #CM_CHECK_NANOS}): for tests and benchmarks. */
+    private static final LongAdder CM_CHECKS = new LongAdder();
 
     /** A device's resources on this loop. */
     static final class Device {
@@ -160,6 +187,16 @@ public final class RdmaIoHandler implements IoHandler {
         return TIMER_EXPIRIES.sum();
     }
 
+    /** How many times {@link #wakeup()} wrote a loop's eventfd in this JVM so far: for tests and benchmarks. */
+    static long wakeupWrites() {
+        return WAKEUP_WRITES.sum();
+    }
+
+    /** How many non-blocking {@code poll(2)} looks at the CM event channels busy loops of this JVM made: for tests and benchmarks. */
+    static long cmChecks() {
+        return CM_CHECKS.sum();
+    }
+
     /** The options this loop runs with. */
     RdmaTransportOptions options() {
         return options;
@@ -189,8 +226,9 @@ public final class RdmaIoHandler implements IoHandler {
         if (work > 0) {
             lastWorkNanos = now;
         }
-        if (++passes >= CM_CHECK_PASSES) {
-            passes = 0;
+        if (now - lastCmCheckNanos >= CM_CHECK_NANOS) {
+            lastCmCheckNanos = now;
+            CM_CHECKS.increment();
             work += waitForEvents(0);
         }
         if (work > 0 || !context.canBlock()) {
@@ -219,8 +257,16 @@ public final class RdmaIoHandler implements IoHandler {
         if (delay != Long.MAX_VALUE) {
             armTimer(context.deadlineNanos(), delay);
         }
+        // wakeup() writes the eventfd only while this is set; a task queued before it was set
+        // is seen here, one queued after finds it set (both sides' accesses are volatile)
+        sleeping = true;
+        if (!context.canBlock()) {
+            sleeping = false;
+            return 0;
+        }
         BLOCKING_WAITS.increment();
         work = waitForEvents(timeoutMillis);
+        sleeping = false;
         work += pollAll();
         lastWorkNanos = System.nanoTime();
         return work;
@@ -344,9 +390,17 @@ public final class RdmaIoHandler implements IoHandler {
 
     @Override
     public void wakeup() {
+        // Only a loop in (or entering) its blocking wait needs the eventfd: an awake one, and the
+        // loop's own thread, look at the task queue before they block. Netty's execute() calls
+        // this for every task, so gRPC's writes from application threads to a busy loop would
+        // otherwise cost a write(2) each, and the loop a poll(2) and read(2) to drain it.
+        if (!sleeping || executor.isExecutorThread(Thread.currentThread()) || !SLEEPING.compareAndSet(this, true, false)) {
+            return;
+        }
         // from any thread, also while or after the loop ends: then there is nothing to wake
         if (wakeups.getAndIncrement() >= 0) {
             try {
+                WAKEUP_WRITES.increment();
                 Syscalls.write(wakeupFd, one);
             } finally {
                 wakeups.decrementAndGet();

@@ -170,6 +170,13 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     private int freedBase;
     /** Slots freed (reposted) since the connection began; {@code freedCount - owed} were returned. */
     private long freedCount;
+    /**
+     * An entry of the peer's slot queue among those owed (freed, not yet returned) differs from
+     * what the queue holds there: the message that returns them writes them first.
+     */
+    private boolean slotQueueChanged;
+    /** Messages preceded by writes into the peer's slot queue: how a test sees that unchanged entries are not written. Loop only. */
+    long slotQueueWritesPosted;
     /** Per send slot, the two writes (one, or two at the queue's wrap) of the slot numbers its message returns. */
     private SendRequest[] slotQueueWrites;
     /** The first request of the message {@link #filled} made last: its slot-queue writes, or the message. */
@@ -417,11 +424,9 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             // an entry per slot of the peer's ring, the most credits the peer gives: an accepting
             // side knows its ring from the request, a connecting side makes room for the largest
             slotQueueLength = accepted ? WireHandshake.decode(peerParameters).slots() : MAX_SLOT_QUEUE;
+            // filled once the peer's ring is known (createSendRing): the peer writes into it
+            // only after this side's first messages
             slotQueue = device.pd.allocate(2L * slotQueueLength, Access.LOCAL_WRITE, Access.REMOTE_WRITE);
-            for (int i = 0; i < slotQueueLength; i++) {
-                // the initial credits are the peer's slots 0 on, in order
-                slotQueue.segment().set(SLOT_ENTRY, 2L * i, (short) i);
-            }
         }
         MemorySegment ring = recvRegion.segment();
         for (int i = 0; i < ringSlots; i++) {
@@ -442,15 +447,29 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         }
         sendSlotSize = h.slotSize();
         if (writeWithImm) {
+            // Both queues are used modulo a multiple of the ring whose slots they carry, and start
+            // as that ring's slots in order, repeated: the initial credits are the peer's slots 0
+            // on, and a receiver that frees its slots in the order they were written (every
+            // copying read) frees at each position the slot already there, so it writes nothing
+            // (slotQueueWrites). Each side computes both lengths from the same two numbers.
+            slotQueueLength = WireHandshake.usedQueueEntries(slotQueueLength, h.slots());
+            for (int i = 0; i < slotQueueLength; i++) {
+                slotQueue.segment().set(SLOT_ENTRY, 2L * i, (short) (i % h.slots()));
+            }
             // slots beyond the smaller of the peer's ring and this side's queue are never used
             credits = Math.min(h.slots(), slotQueueLength);
-            freedBase = Math.min(ringSlots, h.queueLength());
-            peerQueueLength = h.queueLength();
+            peerQueueLength = WireHandshake.usedQueueEntries(h.queueLength(), ringSlots);
+            freedBase = Math.min(ringSlots, peerQueueLength);
             peerQueueAddress = h.queueAddress();
             peerQueueRkey = h.queueRkey();
             peerRingAddress = h.ringAddress();
             peerRingRkey = h.ringRkey();
+            // what the peer's queue holds, position by position: what it starts as, then what this
+            // side wrote there
             freedLog = qp.protectionDomain().allocate(2L * peerQueueLength);
+            for (int i = 0; i < peerQueueLength; i++) {
+                freedLog.segment().set(SLOT_ENTRY, 2L * i, (short) (i % ringSlots));
+            }
             slotQueueWrites = new SendRequest[2 * sendSlots];
             for (int i = 0; i < slotQueueWrites.length; i++) {
                 slotQueueWrites[i] = SendRequest.rdmaWrite().id(SLOT_QUEUE_WRITE_ID).signaled(false);
@@ -946,9 +965,13 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     private void repost(int slot) {
         if (qp.tryPostRecv(receives[slot]) == 0) {
             if (writeWithImm) {
-                // where the peer's slot queue takes it: the credit that returns it carries it there
+                // where the peer's slot queue takes it: the credit that returns it carries it there,
+                // unless that entry holds this slot already
                 long position = (freedBase + freedCount) % peerQueueLength;
-                freedLog.segment().set(SLOT_ENTRY, 2 * position, (short) slot);
+                if ((freedLog.segment().get(SLOT_ENTRY, 2 * position) & 0xffff) != slot) {
+                    freedLog.segment().set(SLOT_ENTRY, 2 * position, (short) slot);
+                    slotQueueChanged = true;
+                }
             }
             freedCount++;
             owed++;
@@ -1164,9 +1187,13 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
      * them, as a reliable connection executes its requests in order.
      */
     private SendRequest slotQueueWrites(int slot, int give, SendRequest message) {
-        if (give == 0) {
+        if (give == 0 || !slotQueueChanged) {
+            // the peer's queue holds these slots at these positions already
             return message;
         }
+        // all owed entries written now: none changed since; a part of them: the rest go next time
+        slotQueueChanged = give < owed;
+        slotQueueWritesPosted++;
         long start = (freedBase + freedCount - owed) % peerQueueLength;
         int first = (int) Math.min(give, peerQueueLength - start);
         SendRequest a = slotQueueWrites[2 * slot];

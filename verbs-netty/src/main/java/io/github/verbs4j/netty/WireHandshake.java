@@ -12,7 +12,8 @@ import java.nio.ByteBuffer;
  * <pre>
  *  0  int   receive slots of the sender's ring
  *  4  int   bytes per slot
- *  8  int   wire mode: 1 SEND, 2 WRITE_WITH_IMM (0, as in a shorter, padded message, is no mode)
+ *  8  int   wire mode: 1 SEND, 3 WRITE_WITH_IMM (0, as in a shorter, padded message, is no mode;
+ *           2 was WRITE_WITH_IMM with the slot queue used whole, refused as another format)
  * 12  int   entries (2 bytes each) of the sender's slot queue (WRITE_WITH_IMM; 0 otherwise)
  * 16  long  address of the receive ring            (WRITE_WITH_IMM; 0 otherwise)
  * 24  int   rkey of the receive ring               (WRITE_WITH_IMM; 0 otherwise)
@@ -37,7 +38,12 @@ record WireHandshake(int slots, int slotSize, RdmaWireMode mode, int queueLength
 
     static final int LENGTH = 40;
     private static final int SEND_CODE = 1;
-    private static final int WRITE_WITH_IMM_CODE = 2;
+    /**
+     * WRITE_WITH_IMM with its slot queues used modulo {@link #usedQueueEntries}. The code before,
+     * 2, used them whole: the two disagree on where an entry goes, so a peer of that format is
+     * refused as no handshake of this one rather than misread.
+     */
+    private static final int WRITE_WITH_IMM_CODE = 3;
 
     byte[] encode() {
         return ByteBuffer.allocate(LENGTH).putInt(slots).putInt(slotSize)
@@ -73,6 +79,19 @@ record WireHandshake(int slots, int slotSize, RdmaWireMode mode, int queueLength
                     + Long.toHexString(h.queueAddress));
         }
         return h;
+    }
+
+    /**
+     * The entries of a slot queue of {@code entries} that a connection uses, the queue carrying
+     * slots of a ring of {@code ringSlots}: the largest multiple of the ring's slots that fits
+     * (all of them when the ring is larger). The queue starts as the ring's slots in order,
+     * repeated, so a receiver that frees its slots in the order they were written finds each
+     * entry holding the slot it frees there, lap after lap, and writes nothing. Both sides
+     * compute it from the two handshakes: the queue's owner with the peer's ring, the writer
+     * with its own.
+     */
+    static int usedQueueEntries(int entries, int ringSlots) {
+        return entries >= ringSlots ? entries - entries % ringSlots : entries;
     }
 
     /** The wire mode of a handshake, or null when {@code data} is none. */

@@ -484,6 +484,8 @@ class RdmaChannelSemanticsTest {
             for (int i = 0; i < loopThreads.size(); i++) {
                 before[i] = threads.getThreadCpuTime(loopThreads.get(i).threadId());
             }
+            long waitsBefore = RdmaIoHandler.blockingWaits();
+            long cmChecksBefore = RdmaIoHandler.cmChecks();
             Thread.sleep(1000);
             for (int i = 0; i < loopThreads.size(); i++) {
                 long used = threads.getThreadCpuTime(loopThreads.get(i).threadId()) - before[i];
@@ -491,6 +493,21 @@ class RdmaChannelSemanticsTest {
                 assertTrue(used < TimeUnit.MILLISECONDS.toNanos(200), loopThreads.get(i) + " used " + used / 1_000_000
                         + " ms of CPU in an idle second");
             }
+            // and it sat in one poll(2): a busy loop looks at its CM channels every 500 us (2,000
+            // in a second), and one that kept waking would count a blocking wait per wake-up
+            long waits = RdmaIoHandler.blockingWaits() - waitsBefore;
+            long cmChecks = RdmaIoHandler.cmChecks() - cmChecksBefore;
+            assertTrue(waits < 50 && cmChecks < 20, waits + " blocking waits and " + cmChecks
+                    + " busy CM looks in an idle second");
+            // a task the loop gives itself needs no wake-up: the loop looks at its queue before it blocks
+            long writesBefore = RdmaIoHandler.wakeupWrites();
+            client.eventLoop().submit(() -> {
+                for (int i = 0; i < 1000; i++) {
+                    client.eventLoop().execute(() -> { });
+                }
+            }).get(10, TimeUnit.SECONDS);
+            long writes = RdmaIoHandler.wakeupWrites() - writesBefore;
+            assertTrue(writes < 100, "1,000 tasks queued on the loop by itself wrote its eventfd " + writes + " times");
             CompletableFuture<Boolean> ran = new CompletableFuture<>();
             client.eventLoop().execute(() -> ran.complete(true));
             assertTrue(ran.get(5, TimeUnit.SECONDS), "a task from another thread wakes the blocked loop");

@@ -140,6 +140,14 @@ class RdmaWireModeTest {
             buf.release();
         }
 
+        final CompletableFuture<Channel> ctxChannel = new CompletableFuture<>();
+
+        @Override
+        public void channelActive(ChannelHandlerContext ctx) {
+            ctxChannel.complete(ctx.channel());
+            ctx.fireChannelActive();
+        }
+
         @Override
         public void channelRead(ChannelHandlerContext ctx, Object msg) {
             ByteBuf buf = (ByteBuf) msg;
@@ -190,12 +198,120 @@ class RdmaWireModeTest {
                 assertEquals(RdmaWireMode.WRITE_WITH_IMM, client.wireMode());
                 // (written before done completed, so seen here)
                 assertEquals(messages, releaser.slotBuffers, "every read was its slot (at most 1 of 8 kept at once)");
+                // slots freed out of ring order change the client's queue: those entries were written
+                RdmaSocketChannel child = (RdmaSocketChannel) releaser.ctxChannel.get(10, TimeUnit.SECONDS);
+                long writes = child.eventLoop().submit(() -> child.slotQueueWritesPosted).get();
+                assertTrue(writes > 0, "the server returned out-of-order slots without writing the client's queue");
             } finally {
                 client.close().syncUninterruptibly();
             }
         } finally {
             server.close().syncUninterruptibly();
         }
+    }
+
+    /**
+     * Sends a message, waits for its echo whole, checks it byte for byte and sends the next: one
+     * message in flight, as a request and its response.
+     */
+    static final class PingPong extends ChannelInboundHandlerAdapter {
+        final int rounds;
+        final int size;
+        final Random random = new Random(11);
+        final CompletableFuture<Integer> done = new CompletableFuture<>();
+        byte[] sent;
+        ByteBuf got;
+        int round;
+
+        PingPong(int rounds, int size) {
+            this.rounds = rounds;
+            this.size = size;
+        }
+
+        private void send(ChannelHandlerContext ctx) {
+            sent = new byte[size];
+            random.nextBytes(sent);
+            ctx.writeAndFlush(Unpooled.wrappedBuffer(sent));
+        }
+
+        @Override
+        public void channelActive(ChannelHandlerContext ctx) {
+            got = ctx.alloc().buffer(size);
+            send(ctx);
+        }
+
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            ByteBuf buf = (ByteBuf) msg;
+            got.writeBytes(buf);
+            buf.release();
+            if (got.readableBytes() < size) {
+                return;
+            }
+            byte[] echoed = ByteBufUtil.getBytes(got);
+            got.clear();
+            if (!Arrays.equals(sent, echoed)) {
+                done.completeExceptionally(new AssertionError("round " + round + ": the echo differs"));
+                return;
+            }
+            if (++round == rounds) {
+                got.release();
+                done.complete(round);
+            } else {
+                send(ctx);
+            }
+        }
+
+        @Override
+        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+            done.completeExceptionally(cause);
+        }
+    }
+
+    @Test
+    void aPingPongReturnsItsCreditsWithoutWritingTheSlotQueues() throws Exception {
+        // rings of 8 slots: 200 round trips go round the accepting side's queue (8 entries) 25
+        // times; each message returns the one slot its receiver freed, in ring order, which the
+        // peer's queue holds at that position already
+        CompletableFuture<RdmaSocketChannel> accepted = new CompletableFuture<>();
+        Channel server = loops.serverBootstrap().childOption(RdmaChannelOption.RDMA_RING_SLOTS, 8)
+                .childHandler(new ChannelInitializer<Channel>() {
+                    @Override
+                    protected void initChannel(Channel ch) {
+                        accepted.complete((RdmaSocketChannel) ch);
+                        ch.pipeline().addLast(new RdmaEchoTest.Echo());
+                    }
+                }).bind(RdmaLoops.LOCAL_ANY_PORT).syncUninterruptibly().channel();
+        try {
+            PingPong pingPong = new PingPong(200, 100);
+            RdmaSocketChannel client = (RdmaSocketChannel) loops.clientBootstrap().handler(pingPong)
+                    .option(RdmaChannelOption.RDMA_RING_SLOTS, 8).connect(server.localAddress())
+                    .syncUninterruptibly().channel();
+            try {
+                assertEquals(200, pingPong.done.get(60, TimeUnit.SECONDS));
+                RdmaSocketChannel child = accepted.get(10, TimeUnit.SECONDS);
+                assertEquals(RdmaWireMode.WRITE_WITH_IMM, client.wireMode());
+                assertEquals(200, (long) client.eventLoop().submit(() -> client.receivedWithImmediate).get());
+                assertEquals(0, (long) client.eventLoop().submit(() -> client.slotQueueWritesPosted).get(),
+                        "the client wrote entries the server's queue held already");
+                assertEquals(0, (long) child.eventLoop().submit(() -> child.slotQueueWritesPosted).get(),
+                        "the server wrote entries the client's queue held already");
+            } finally {
+                client.close().syncUninterruptibly();
+            }
+        } finally {
+            server.close().syncUninterruptibly();
+        }
+    }
+
+    @Test
+    void aSlotQueueIsUsedModuloAMultipleOfTheRing() {
+        assertEquals(65504, WireHandshake.usedQueueEntries(65535, 32));
+        assertEquals(65534, WireHandshake.usedQueueEntries(65535, 7));
+        assertEquals(65535, WireHandshake.usedQueueEntries(65535, 65535));
+        assertEquals(8, WireHandshake.usedQueueEntries(8, 8));
+        // a ring larger than the queue: the queue whole (credits are bounded by it)
+        assertEquals(4, WireHandshake.usedQueueEntries(4, 8));
     }
 
     @Test
@@ -258,6 +374,11 @@ class RdmaWireModeTest {
         assertEquals(h, WireHandshake.decode(wire));
         // rdma_cm pads private data with zeros: a longer buffer reads the same
         assertEquals(h, WireHandshake.decode(ByteBuffer.allocate(56).put(wire).array()));
+        // WRITE_WITH_IMM of the format before (code 2, its slot queues used whole) is refused,
+        // not misread: the two would disagree on where an entry of the slot queue goes
+        byte[] before = ByteBuffer.wrap(wire.clone()).putInt(8, 2).array();
+        assertNull(WireHandshake.modeOf(before));
+        assertThrows(IllegalStateException.class, () -> WireHandshake.decode(before));
         // the SEND wire's header before this format (slots, slot size), padded: no mode
         byte[] old = ByteBuffer.allocate(56).putInt(32).putInt(65536).array();
         assertNull(WireHandshake.modeOf(old));

@@ -1,5 +1,6 @@
 package io.github.verbs4j.netty.bench;
 
+import io.github.verbs4j.netty.LoopCounters;
 import io.github.verbs4j.netty.RdmaIoHandler;
 import io.github.verbs4j.netty.RdmaServerSocketChannel;
 import io.github.verbs4j.netty.RdmaSocketChannel;
@@ -204,6 +205,7 @@ public final class NettyTransportBenchmark {
     void pingPong(InetSocketAddress to, int size, int rounds) throws Exception {
         long[] loopThreads = loopThreads();
         long[][] alloc = new long[2][];
+        long[][] counts = new long[2][];
         long[] rtt = new long[rounds];
         CompletableFuture<Void> done = new CompletableFuture<>();
         byte[] payload = new byte[size];
@@ -235,9 +237,11 @@ public final class NettyTransportBenchmark {
                     rtt[round] = System.nanoTime() - t0;
                 } else if (round == -1) {
                     alloc[0] = allocated(loopThreads); // the warm-up is over
+                    counts[0] = loopCounts();
                 }
                 if (++round == rounds) {
                     alloc[1] = allocated(loopThreads);
+                    counts[1] = loopCounts();
                     done.complete(null);
                 } else {
                     send(ctx);
@@ -247,12 +251,24 @@ public final class NettyTransportBenchmark {
         Channel c = client(to, driver);
         done.get(600, TimeUnit.SECONDS);
         c.close().sync();
+        result("echo-" + size + "B-rtt-mean", Arrays.stream(rtt).average().orElse(0) / 1e3, "us");
         Arrays.sort(rtt);
         result("echo-" + size + "B-rtt-p50", rtt[rounds / 2] / 1e3, "us");
         result("echo-" + size + "B-rtt-p99", rtt[(int) (rounds * 0.99)] / 1e3, "us");
         // per round trip: the recorded rounds, between the two snapshots
         result("alloc-echo-" + size + "B-loops", (double) (alloc[1][0] - alloc[0][0]) / rounds, "B/msg");
         result("alloc-echo-" + size + "B-jvm", (double) (alloc[1][1] - alloc[0][1]) / rounds, "B/msg");
+        if (transport.equals("rdma")) {
+            // this JVM's loops only: with the server in another process, its own are printed there
+            result("loop-blocks-echo-" + size + "B", (double) (counts[1][0] - counts[0][0]) / rounds, "per-rtt");
+            result("loop-wakeups-echo-" + size + "B", (double) (counts[1][1] - counts[0][1]) / rounds, "per-rtt");
+        }
+    }
+
+    /** The RDMA loops' blocking waits and eventfd wake-ups so far (zeros for another transport). */
+    private long[] loopCounts() {
+        return transport.equals("rdma") ? new long[] {LoopCounters.blockingWaits(), LoopCounters.wakeupWrites()}
+                : new long[2];
     }
 
     /** The stream in this JVM: its server too. */
@@ -392,11 +408,13 @@ public final class NettyTransportBenchmark {
      * {@code <rdma|epoll|nio> [scale]}, {@code echo <transport> [scale]}, {@code serve <transport>},
      * {@code client <transport> <host> <echo-port> <stream-port> [scale]},
      * {@code stream-client <transport> <host> <stream-port> [scale]} (the stream row alone, for A/B
-     * runs of it): scale multiplies every count (default 1).
+     * runs of it), {@code echo-client <transport> <host> <echo-port> <size> <rounds>} (one echo
+     * row alone, after its 1,000 warm-up rounds: two run lengths under {@code perf stat} give what
+     * one round trip costs each process): scale multiplies every count (default 1).
      */
     public static void main(String[] args) throws Exception {
         String mode = switch (args.length > 0 ? args[0] : "") {
-            case "echo", "serve", "client", "stream-client" -> args[0];
+            case "echo", "serve", "client", "stream-client", "echo-client" -> args[0];
             default -> "all";
         };
         String[] rest = mode.equals("all") ? args : Arrays.copyOfRange(args, 1, args.length);
@@ -407,6 +425,7 @@ public final class NettyTransportBenchmark {
         int scaleArg = switch (mode) {
             case "client" -> 4;
             case "stream-client" -> 3;
+            case "echo-client" -> 5;
             default -> 1;
         };
         double scale = rest.length > scaleArg ? Double.parseDouble(rest[scaleArg]) : 1;
@@ -420,6 +439,10 @@ public final class NettyTransportBenchmark {
                     System.out.printf("PORTS %d %d%n", ((InetSocketAddress) echo.localAddress()).getPort(),
                             ((InetSocketAddress) sink.localAddress()).getPort());
                     System.out.flush();
+                    if (b.transport.equals("rdma")) {
+                        // what this side's loops did, for a count per round trip from two run lengths
+                        Runtime.getRuntime().addShutdownHook(new Thread(() -> System.out.println("COUNTERS " + LoopCounters.line())));
+                    }
                     echo.closeFuture().sync(); // until the process is killed
                 }
                 case "client" -> {
@@ -430,6 +453,8 @@ public final class NettyTransportBenchmark {
                     b.stream(sink, 65536, streamed);
                 }
                 case "stream-client" -> b.stream(new InetSocketAddress(rest[1], Integer.parseInt(rest[2])), 65536, streamed);
+                case "echo-client" -> b.pingPong(new InetSocketAddress(rest[1], Integer.parseInt(rest[2])),
+                        Integer.parseInt(rest[3]), Integer.parseInt(rest[4]));
                 case "echo" -> {
                     b.pingPong(64, rounds);
                     b.pingPong(4096, rounds);

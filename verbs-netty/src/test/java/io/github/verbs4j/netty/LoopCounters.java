@@ -1,0 +1,32 @@
+package io.github.verbs4j.netty;
+
+/**
+ * The RDMA event loops' counters of this JVM, for code outside this package (the benchmark):
+ * how often loops blocked, were woken through their eventfd, and looked at their CM channels
+ * while busy. Sums since the JVM started; a difference of two readings counts what ran between.
+ */
+public final class LoopCounters {
+
+    private LoopCounters() {
+    }
+
+    /** Blocking {@code poll(2)} waits. */
+    public static long blockingWaits() {
+        return RdmaIoHandler.blockingWaits();
+    }
+
+    /** Writes of a loop's wakeup eventfd. */
+    public static long wakeupWrites() {
+        return RdmaIoHandler.wakeupWrites();
+    }
+
+    /** Non-blocking looks at the CM event channels of busy loops (each one {@code poll(2)}). */
+    public static long cmChecks() {
+        return RdmaIoHandler.cmChecks();
+    }
+
+    /** The three, as one line for a log. */
+    public static String line() {
+        return "blocking-waits " + blockingWaits() + " wakeup-writes " + wakeupWrites() + " cm-checks " + cmChecks();
+    }
+}
