@@ -118,6 +118,15 @@ public final class Channel implements AutoCloseable {
      * {@link #KIND_DATA}, {@link #KIND_CREDIT}, {@link #KIND_FIN}) this channel handled.
      */
     private long monitorWaits;
+    /**
+     * Threads in {@code Object.wait} on this channel now (guarded by this): a message or a
+     * credit wakes them only when there is one ({@link #wakeWaiters}). With application
+     * polling nobody waits in the steady state, and {@code notifyAll} is no free call there:
+     * HotSpot runs it in the VM (a thread-state transition, and it inflates the monitor).
+     */
+    private int waiters;
+    /** {@code notifyAll} calls made by the per-message wake-ups ({@link #wakeWaiters}), for the tests that count them. */
+    private long wakeUps;
     private final long[] completionsByKind = new long[(int) KIND_WRITE + 1];
     final int key;
     private final CmId id;
@@ -502,10 +511,15 @@ public final class Channel implements AutoCloseable {
     private void await(long nanos) throws InterruptedException {
         if (!appPolling) {
             monitorWaits++;
-            if (nanos == Long.MAX_VALUE) {
-                wait();
-            } else {
-                wait(nanos / 1_000_000, (int) (nanos % 1_000_000));
+            waiters++;
+            try {
+                if (nanos == Long.MAX_VALUE) {
+                    wait();
+                } else {
+                    wait(nanos / 1_000_000, (int) (nanos % 1_000_000));
+                }
+            } finally {
+                waiters--;
             }
             return;
         }
@@ -523,12 +537,33 @@ public final class Channel implements AutoCloseable {
             return;
         }
         monitorWaits++;
-        wait(1);
+        waiters++;
+        try {
+            wait(1);
+        } finally {
+            waiters--;
+        }
+    }
+
+    /**
+     * Wakes the threads waiting on this channel for a message or credits, if any wait: the
+     * wake-up of the data path (a message delivered, credits returned). Call with the lock held.
+     */
+    void wakeWaiters() {
+        if (waiters > 0) {
+            wakeUps++;
+            notifyAll();
+        }
     }
 
     /** {@link #monitorWaits}: how often an application thread blocked on this channel so far (tests). */
     synchronized long monitorWaits() {
         return monitorWaits;
+    }
+
+    /** {@link #wakeUps}: how many wake-ups the data path issued on this channel so far (tests). */
+    synchronized long wakeUps() {
+        return wakeUps;
     }
 
     /** How many successful completions of {@code kind} ({@link #KIND_RECV}, {@link #KIND_DATA}...) this channel handled (tests). */
