@@ -332,13 +332,19 @@ public final class Channel implements AutoCloseable {
         int k = (int) ((length + HEADER + sender.peerSlotSize - 1) / sender.peerSlotSize);
         synchronized (this) {
             long deadline = timeoutNanos == Long.MAX_VALUE ? 0 : System.nanoTime() + timeoutNanos;
-            if (appPolling) {
-                group.drive(); // credits and completions that came meanwhile, even for offer(m, 0)
-            }
+            // application polling: one poll per call, for credits and completions that came
+            // meanwhile (so offer(m, 0) makes progress too); before the post only when the
+            // credits at hand do not suffice, else after it, off the message's path
+            boolean polled = !appPolling;
             while (true) {
                 checkSendable();
                 if (sender.reserve(k)) {
                     break;
+                }
+                if (!polled) {
+                    polled = true;
+                    group.drive();
+                    continue;
                 }
                 if (timeoutNanos == Long.MAX_VALUE) {
                     await(Long.MAX_VALUE);
@@ -351,6 +357,9 @@ public final class Channel implements AutoCloseable {
                 }
             }
             sender.stage(message, length, k);
+            if (!polled) {
+                group.drive();
+            }
             return true;
         }
     }
