@@ -51,8 +51,9 @@ import java.util.concurrent.TimeUnit;
  *
  * <p><b>Application polling</b> ({@link ChannelOptions#applicationPolling()}): the thread that
  * waits in {@link #send}, {@link #offer}, {@link #receive} or {@link #close()} polls the group's
- * completion queue itself (each of them also polls once on entry, so {@code offer(m, 0)} and
- * {@code receive(0, unit)} make progress too), saving the hand-off from a polling thread. The
+ * completion queue itself (each of them also polls once, so {@code offer(m, 0)} and
+ * {@code receive(0, unit)} make progress too: a send that has its credits polls after its
+ * post, off the message's path), saving the hand-off from a polling thread. The
  * channel moves only while some thread is in one of its group's operations: a peer's messages
  * are acknowledged by the transport regardless, but credits, completed WRITEs and a lost peer
  * are noticed at the next call. A waiting thread holds the channel's lock while it spins
