@@ -51,8 +51,9 @@ import java.util.concurrent.TimeUnit;
  *
  * <p><b>Application polling</b> ({@link ChannelOptions#applicationPolling()}): the thread that
  * waits in {@link #send}, {@link #offer}, {@link #receive} or {@link #close()} polls the group's
- * completion queue itself (each of them also polls once on entry, so {@code offer(m, 0)} and
- * {@code receive(0, unit)} make progress too), saving the hand-off from a polling thread. The
+ * completion queue itself (each of them also polls once, so {@code offer(m, 0)} and
+ * {@code receive(0, unit)} make progress too: a send that has its credits polls after its
+ * post, off the message's path), saving the hand-off from a polling thread. The
  * channel moves only while some thread is in one of its group's operations: a peer's messages
  * are acknowledged by the transport regardless, but credits, completed WRITEs and a lost peer
  * are noticed at the next call. A waiting thread holds the channel's lock while it spins
@@ -118,6 +119,15 @@ public final class Channel implements AutoCloseable {
      * {@link #KIND_DATA}, {@link #KIND_CREDIT}, {@link #KIND_FIN}) this channel handled.
      */
     private long monitorWaits;
+    /**
+     * Threads in {@code Object.wait} on this channel now (guarded by this): a message or a
+     * credit wakes them only when there is one ({@link #wakeWaiters}). With application
+     * polling nobody waits in the steady state, and {@code notifyAll} is no free call there:
+     * HotSpot runs it in the VM (a thread-state transition, and it inflates the monitor).
+     */
+    private int waiters;
+    /** {@code notifyAll} calls made by the per-message wake-ups ({@link #wakeWaiters}), for the tests that count them. */
+    private long wakeUps;
     private final long[] completionsByKind = new long[(int) KIND_WRITE + 1];
     final int key;
     private final CmId id;
@@ -323,13 +333,19 @@ public final class Channel implements AutoCloseable {
         int k = (int) ((length + HEADER + sender.peerSlotSize - 1) / sender.peerSlotSize);
         synchronized (this) {
             long deadline = timeoutNanos == Long.MAX_VALUE ? 0 : System.nanoTime() + timeoutNanos;
-            if (appPolling) {
-                group.drive(); // credits and completions that came meanwhile, even for offer(m, 0)
-            }
+            // application polling: one poll per call, for credits and completions that came
+            // meanwhile (so offer(m, 0) makes progress too); before the post only when the
+            // credits at hand do not suffice, else after it, off the message's path
+            boolean polled = !appPolling;
             while (true) {
                 checkSendable();
                 if (sender.reserve(k)) {
                     break;
+                }
+                if (!polled) {
+                    polled = true;
+                    group.drive();
+                    continue;
                 }
                 if (timeoutNanos == Long.MAX_VALUE) {
                     await(Long.MAX_VALUE);
@@ -342,6 +358,9 @@ public final class Channel implements AutoCloseable {
                 }
             }
             sender.stage(message, length, k);
+            if (!polled) {
+                group.drive();
+            }
             return true;
         }
     }
@@ -502,10 +521,15 @@ public final class Channel implements AutoCloseable {
     private void await(long nanos) throws InterruptedException {
         if (!appPolling) {
             monitorWaits++;
-            if (nanos == Long.MAX_VALUE) {
-                wait();
-            } else {
-                wait(nanos / 1_000_000, (int) (nanos % 1_000_000));
+            waiters++;
+            try {
+                if (nanos == Long.MAX_VALUE) {
+                    wait();
+                } else {
+                    wait(nanos / 1_000_000, (int) (nanos % 1_000_000));
+                }
+            } finally {
+                waiters--;
             }
             return;
         }
@@ -523,12 +547,33 @@ public final class Channel implements AutoCloseable {
             return;
         }
         monitorWaits++;
-        wait(1);
+        waiters++;
+        try {
+            wait(1);
+        } finally {
+            waiters--;
+        }
+    }
+
+    /**
+     * Wakes the threads waiting on this channel for a message or credits, if any wait: the
+     * wake-up of the data path (a message delivered, credits returned). Call with the lock held.
+     */
+    void wakeWaiters() {
+        if (waiters > 0) {
+            wakeUps++;
+            notifyAll();
+        }
     }
 
     /** {@link #monitorWaits}: how often an application thread blocked on this channel so far (tests). */
     synchronized long monitorWaits() {
         return monitorWaits;
+    }
+
+    /** {@link #wakeUps}: how many wake-ups the data path issued on this channel so far (tests). */
+    synchronized long wakeUps() {
+        return wakeUps;
     }
 
     /** How many successful completions of {@code kind} ({@link #KIND_RECV}, {@link #KIND_DATA}...) this channel handled (tests). */

@@ -163,7 +163,9 @@ final class ChannelReceiver {
             }
         }
         if ((imm & IMM_CONTROL) != 0) {
-            channel.sender.applyCredit(imm);
+            if (channel.sender.applyCredit(imm)) {
+                channel.wakeWaiters();
+            }
             if ((imm & IMM_FIN) != 0) {
                 finReceived = true;
                 channel.notifyAll();
@@ -204,7 +206,7 @@ final class ChannelReceiver {
                         + " does not fit the " + (end - received) + " slots written", null));
                 return;
             }
-            channel.sender.applyCredit(credit);
+            channel.sender.applyCredit(credit); // the wake-up below covers the credits too
             Message m = messages[slot];
             m.offset = offset + HEADER;
             m.length = length;
@@ -217,6 +219,6 @@ final class ChannelReceiver {
         }
         deliveryTail = tail; // publishes the messages (and the delivery entries before it) to a spinning receiver
         advanceFreed();
-        channel.notifyAll();
+        channel.wakeWaiters();
     }
 }

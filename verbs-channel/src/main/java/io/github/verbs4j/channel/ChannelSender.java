@@ -216,12 +216,17 @@ final class ChannelSender {
         return offset;
     }
 
-    /** A credit counter from the peer: the low 30 bits of how many of its slots it freed. */
-    void applyCredit(int value) {
+    /**
+     * A credit counter from the peer: the low 30 bits of how many of its slots it freed.
+     * Returns whether it freed more; the caller wakes a sender waiting for them
+     * ({@link Channel#wakeWaiters}), once for all that one completion carried.
+     */
+    boolean applyCredit(int value) {
         long delta = (value - (int) (peerFreed & COUNT_MASK)) & COUNT_MASK;
         if (delta > 0 && delta <= peerSlots) {
             peerFreed += delta;
-            channel.notifyAll();
+            return true;
         }
+        return false;
     }
 }

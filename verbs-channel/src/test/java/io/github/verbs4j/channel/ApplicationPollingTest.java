@@ -123,6 +123,47 @@ class ApplicationPollingTest {
         }
     }
 
+    /**
+     * A sender that never waits: {@code offer(m, 0)} on a ring of 8 slots, retried while it
+     * says full, and nothing else on its side polls the queue. Each call polls once (before
+     * the post when the credits at hand do not suffice, after it when they do), so the
+     * credits of the peer's releases and the completions of the sender's WRITEs come back
+     * through these calls alone: every message arrives, in order and whole, and the ring
+     * turns over hundreds of times (the count of calls that found it full shows it did fill).
+     */
+    @Test
+    void aSenderThatOnlyOffersWithoutWaitingGetsItsCreditsBack() throws Exception {
+        int n = 2_000;
+        ChannelOptions small = APP.withSlots(8).withSlotSize(64);
+        try (ChannelTest.Pair p = pair(small); ExecutorService ex = Executors.newSingleThreadExecutor();
+             Arena arena = Arena.ofShared()) {
+            long max = p.client().maxMessageSize();
+            Future<?> receiver = ex.submit(() -> {
+                for (long seq = 0; seq < n; seq++) {
+                    try (Message m = p.accepted().receive(T)) {
+                        assertEquals(seq, m.sequence());
+                        Traffic.verify(m, 7, seq, max);
+                    }
+                }
+                return null;
+            });
+            MemorySegment buf = arena.allocate(max);
+            long full = 0;
+            long deadline = System.nanoTime() + T.toNanos();
+            for (long seq = 0; seq < n; seq++) {
+                MemorySegment m = Traffic.fill(buf, 7, seq, Traffic.size(7, seq, max));
+                while (!p.client().offer(m, 0, TimeUnit.NANOSECONDS)) {
+                    full++;
+                    assertTrue(System.nanoTime() - deadline < 0, "message " + seq + " found the ring full for " + T);
+                }
+            }
+            receiver.get(T.toSeconds(), TimeUnit.SECONDS);
+            assertEquals(n, p.client().sentCount());
+            assertEquals(n, p.accepted().receivedCount());
+            assertTrue(full > 0, "the ring of 8 slots never filled in " + n + " offers");
+        }
+    }
+
     @Test
     void closeDrainsEveryStagedMessageThenThePeerSeesTheEnd() throws Exception {
         long n = 5_000;

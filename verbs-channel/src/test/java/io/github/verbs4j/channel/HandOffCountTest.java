@@ -33,23 +33,24 @@ class HandOffCountTest {
     private static final int ROUNDS = 1_000;
 
     /** What one side of the round trips counted, per round trip. */
-    record PerRoundTrip(double monitorWaits, double pollerBlocks, double receives, double dataWrites, double creditWords) {
+    record PerRoundTrip(double monitorWaits, double pollerBlocks, double receives, double dataWrites, double creditWords,
+            double wakeUps) {
         static PerRoundTrip between(long[] before, long[] after, int rounds) {
             return new PerRoundTrip((after[0] - before[0]) / (double) rounds, (after[1] - before[1]) / (double) rounds,
                     (after[2] - before[2]) / (double) rounds, (after[3] - before[3]) / (double) rounds,
-                    (after[4] - before[4]) / (double) rounds);
+                    (after[4] - before[4]) / (double) rounds, (after[5] - before[5]) / (double) rounds);
         }
 
         @Override
         public String toString() {
-            return String.format("waits %.3f, poller blocks %.3f, receive completions %.3f, data WRITEs %.3f, credit words %.3f",
-                    monitorWaits, pollerBlocks, receives, dataWrites, creditWords);
+            return String.format("waits %.3f, poller blocks %.3f, receive completions %.3f, data WRITEs %.3f, credit words %.3f,"
+                    + " wake-ups %.3f", monitorWaits, pollerBlocks, receives, dataWrites, creditWords, wakeUps);
         }
     }
 
     static long[] counts(Channel ch, ChannelGroup group) {
         return new long[] {ch.monitorWaits(), group.blockingWaits(), ch.completions(Channel.KIND_RECV),
-                ch.completions(Channel.KIND_DATA), ch.completions(Channel.KIND_CREDIT)};
+                ch.completions(Channel.KIND_DATA), ch.completions(Channel.KIND_CREDIT), ch.wakeUps()};
     }
 
     /**
@@ -120,11 +121,20 @@ class HandOffCountTest {
                 // nothing is handed to the waiting thread: it polls; it blocks (1 ms) only when it spun out
                 assertTrue(client.monitorWaits() < 0.5, "client blocks per round trip: " + client);
                 assertTrue(server.monitorWaits() < 0.5, "server blocks per round trip: " + server);
+                // and nobody waits on the channel's monitor while a message or credits arrive (the
+                // waiting thread is the one polling): no notifyAll on the data path (the code before
+                // called it twice per message received, for the message and for its header's credits)
+                assertEquals(0.0, client.wakeUps(), 0.0, "client wake-ups per round trip: " + client);
+                assertEquals(0.0, server.wakeUps(), 0.0, "server wake-ups per round trip: " + server);
             } else {
                 // at most one hand-off per received message; the code before counted two (its
                 // own WRITE's completion woke the waiting thread for nothing)
                 assertTrue(client.monitorWaits() <= MAX_WAITS_PER_ROUND_TRIP, "client blocks per round trip: " + client);
                 assertTrue(server.monitorWaits() <= MAX_WAITS_PER_ROUND_TRIP, "server blocks per round trip: " + server);
+                // one wake-up per message, for the message and the credits in its header together
+                // (the code before woke twice: 2.000 per round trip on each side)
+                assertTrue(client.wakeUps() <= 1.0, "client wake-ups per round trip: " + client);
+                assertTrue(server.wakeUps() <= 1.0, "server wake-ups per round trip: " + server);
             }
         }
     }

@@ -63,9 +63,9 @@ class ChannelBenchToolTest {
             }
             String[] clientArgs = mode == null
                     ? new String[] {"channel-bench", "-c", "-a", "127.0.0.1", "-p", port, "-S", size, "-n", count,
-                        "--pings", "50", "-t", "30"}
+                        "--pings", "50", "--warmup", "50", "-t", "30"}
                     : new String[] {"channel-bench", "-c", mode, "-a", "127.0.0.1", "-p", port, "-S", size, "-n", count,
-                        "--pings", "50", "-t", "30"};
+                        "--pings", "50", "--warmup", "50", "-t", "30"};
             String clientOut;
             try (Proc client = Proc.tool(clientArgs)) {
                 client.await(120).assertSuccess();

@@ -48,11 +48,12 @@ final class ChannelBench {
     private final long messages;
     private final int connections;
     private final int pings;
+    private final int warmup;
     private final ChannelOptions options;
     private final Duration timeout;
 
     ChannelBench(PrintWriter out, InetAddress host, int port, int size, long messages, int connections, int window,
-            int slots, int slotSize, int pings, int spin, boolean appPolling, ChannelOptions.Notification notify,
+            int slots, int slotSize, int pings, int warmup, int spin, boolean appPolling, ChannelOptions.Notification notify,
             Duration timeout) {
         this.out = out;
         this.host = host;
@@ -61,6 +62,7 @@ final class ChannelBench {
         this.messages = messages;
         this.connections = connections;
         this.pings = pings;
+        this.warmup = pings == 0 ? 0 : warmup;
         this.timeout = timeout;
         int entries = Math.max(8192, Integer.highestOneBit(connections * (slots + window + 40)) << 1);
         this.options = ChannelOptions.defaults().withSlots(slots).withSlotSize(slotSize).withWritesInFlight(window)
@@ -201,7 +203,7 @@ final class ChannelBench {
             setup.set(INT, 8, size);
             setup.set(LONG, 12, messages);
             setup.set(INT, 20, connections);
-            setup.set(INT, 24, pings);
+            setup.set(INT, 24, warmup + pings); // the server echoes the warm-up's round trips too
             // each connection states the run at once: the server reads it before it accepts the next
             for (int i = 0; i < connections; i++) {
                 Channel ch = group.connect(new InetSocketAddress(host, port), timeout);
@@ -258,7 +260,11 @@ final class ChannelBench {
             Channel c0 = channels.getFirst();
             long[] rtt = new long[pings];
             MemorySegment ping = arena.allocate(size);
-            for (int i = 0; i < pings; i++) {
+            // the warm-up's round trips first, not timed: the stream ran only the client's send
+            // path and the server's receive path, so without them the timed round trips would
+            // run the other two (the client's receive, the server's send) while the JIT compiles
+            // them (tier 3 for about a second here), and measure that
+            for (int i = 0; i < warmup + pings; i++) {
                 ping.set(LONG, 0, i);
                 long s = System.nanoTime();
                 c0.send(ping);
@@ -267,7 +273,9 @@ final class ChannelBench {
                         throw new IllegalStateException("pong " + i + " did not come back");
                     }
                 }
-                rtt[i] = System.nanoTime() - s;
+                if (i >= warmup) {
+                    rtt[i - warmup] = System.nanoTime() - s;
+                }
             }
             Arrays.sort(rtt);
             double half = pings == 0 ? Double.NaN : rtt[pings / 2] / 2e3;
@@ -292,6 +300,7 @@ final class ChannelBench {
                 ? "this side: polled by the application's threads" : "this side: one polling thread");
         out.printf(" Ring (client)  : %d slots of %d bytes; %d WRITEs in flight, then coalescing%n", options.slots(),
                 options.slotSize(), options.writesInFlight());
+        out.printf(" Round trips    : %d timed, after %d of warm-up%n", pings, warmup);
         out.println(SEPARATOR);
         out.println(HEADER);
         out.flush();

@@ -66,6 +66,10 @@ public final class ChannelBenchCommand implements Callable<Integer> {
     @Option(names = "--pings", paramLabel = "<n>", description = "round trips measured on connection 0 (default: ${DEFAULT-VALUE})")
     int pings = 2_000;
 
+    @Option(names = "--warmup", paramLabel = "<n>", description = "round trips before the measured ones, not timed, "
+            + "so that the JIT has compiled the round trip's path on both sides (default: ${DEFAULT-VALUE})")
+    int warmup = 100_000;
+
     @Option(names = "--spin", paramLabel = "<polls>", description = "empty polls before the polling thread blocks on the completion channel (default: ${DEFAULT-VALUE})")
     int spin = 2_000;
 
@@ -97,9 +101,10 @@ public final class ChannelBenchCommand implements Callable<Integer> {
         if (port < 0 || port > 65535 || (client && port == 0)) {
             throw new CommandLine.ParameterException(spec.commandLine(), "invalid port " + port);
         }
-        if (size < ChannelBench.MIN_SIZE || messages < 1 || connections < 1 || connections > 1024 || pings < 0 || timeoutSeconds < 1) {
+        if (size < ChannelBench.MIN_SIZE || messages < 1 || connections < 1 || connections > 1024 || pings < 0 || warmup < 0
+                || (long) warmup + pings > Integer.MAX_VALUE || timeoutSeconds < 1) {
             throw new CommandLine.ParameterException(spec.commandLine(), "size must be at least " + ChannelBench.MIN_SIZE
-                    + ", messages and connections (at most 1024) at least 1, pings not negative, timeout at least 1 s");
+                    + ", messages and connections (at most 1024) at least 1, pings and warm-up not negative (together at most 2^31-1), timeout at least 1 s");
         }
         InetAddress host;
         try {
@@ -122,7 +127,7 @@ public final class ChannelBenchCommand implements Callable<Integer> {
             RawChannelBench bench;
             try {
                 bench = new RawChannelBench(spec.commandLine().getOut(), host, port, size, messages, window, slots, pings,
-                        Duration.ofSeconds(timeoutSeconds));
+                        warmup, Duration.ofSeconds(timeoutSeconds));
             } catch (IllegalArgumentException e) {
                 throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
             }
@@ -131,7 +136,7 @@ public final class ChannelBenchCommand implements Callable<Integer> {
         ChannelBench bench;
         try {
             bench = new ChannelBench(spec.commandLine().getOut(), host, port, size, messages, connections, window, slots,
-                    slotSize, pings, spin, appPoll, notify, Duration.ofSeconds(timeoutSeconds));
+                    slotSize, pings, warmup, spin, appPoll, notify, Duration.ofSeconds(timeoutSeconds));
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         }

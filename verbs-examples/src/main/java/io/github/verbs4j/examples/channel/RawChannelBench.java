@@ -81,10 +81,11 @@ final class RawChannelBench {
     private final int window;
     private final int slots;
     private final int pings;
+    private final int warmup;
     private final Duration timeout;
 
     RawChannelBench(PrintWriter out, InetAddress host, int port, int size, long messages, int window, int slots,
-            int pings, Duration timeout) {
+            int pings, int warmup, Duration timeout) {
         if (window < 1 || window > 4096) {
             throw new IllegalArgumentException("the window must be within 1..4096, got " + window);
         }
@@ -99,6 +100,7 @@ final class RawChannelBench {
         this.window = window;
         this.slots = slots;
         this.pings = pings;
+        this.warmup = pings == 0 ? 0 : warmup;
         this.timeout = timeout;
     }
 
@@ -405,7 +407,7 @@ final class RawChannelBench {
             qp.postRecv(recv);
         }
         ByteBuffer setup = ByteBuffer.allocate(44).order(ByteOrder.LITTLE_ENDIAN);
-        setup.putInt(TAG).putInt(VERSION).putInt(size).putLong(messages).putInt(1).putInt(pings)
+        setup.putInt(TAG).putInt(VERSION).putInt(size).putLong(messages).putInt(1).putInt(warmup + pings)
                 .putLong(ring.address()).putInt(ring.rkey()).putInt(stride);
         CmEvent established = id.connect(ConnectParameters.defaults().withPrivateData(setup.array()), timeout);
         ByteBuffer answer = ByteBuffer.wrap(established.privateData()).order(ByteOrder.LITTLE_ENDIAN);
@@ -499,7 +501,8 @@ final class RawChannelBench {
                 throw new IllegalStateException("the server confirmed " + peerCount + " of " + messages + " messages");
             }
             long[] rtt = new long[pings];
-            for (int i = 0; i < pings; i++) {
+            // the warm-up's round trips first, not timed, as in the channel's run (ChannelBench)
+            for (int i = 0; i < warmup + pings; i++) {
                 long pingDeadline = System.nanoTime() + timeout.toNanos();
                 long s = System.nanoTime();
                 spins = 0;
@@ -519,7 +522,9 @@ final class RawChannelBench {
                                 + " did not come back within " + timeout);
                     }
                 }
-                rtt[i] = System.nanoTime() - s;
+                if (i >= warmup) {
+                    rtt[i - warmup] = System.nanoTime() - s;
+                }
                 if (ring.segment().get(LONG, stride) != messages + i) {
                     throw new IllegalStateException("pong " + i + " carried sequence " + ring.segment().get(LONG, stride));
                 }
@@ -594,6 +599,7 @@ final class RawChannelBench {
         out.printf(" Connections    : 1 (one busy-polling thread per side)%n");
         out.printf(" Ring           : %d slots of %d bytes; %d WRITEs in flight, every one signaled%n", peerSlots, stride,
                 window);
+        out.printf(" Round trips    : %d timed, after %d of warm-up%n", pings, warmup);
         out.println(ChannelBench.SEPARATOR);
         out.println(ChannelBench.HEADER);
         out.flush();
