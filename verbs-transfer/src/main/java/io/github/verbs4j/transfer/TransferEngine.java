@@ -24,6 +24,7 @@ import io.github.verbs4j.cm.ConnectParameters;
 import io.github.verbs4j.cm.EventChannel;
 import io.github.verbs4j.cm.PortSpace;
 import io.github.verbs4j.cm.QpInit;
+import io.github.verbs4j.transfer.internal.StreamSpin;
 
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;

@@ -1,4 +1,4 @@
-package io.github.verbs4j.transfer;
+package io.github.verbs4j.transfer.internal;
 
 import org.junit.jupiter.api.Test;
 
