@@ -199,7 +199,6 @@ public final class Batch {
         if (!submitted) {
             throw new IllegalStateException("submit() the batch first");
         }
-        long spin = engine.spinNanos();
         long idleSince = System.nanoTime();
         while (!isDone()) {
             boolean moved = engine.progress() > 0;
@@ -210,7 +209,7 @@ public final class Batch {
             }
             if (moved) {
                 idleSince = now;
-            } else if (now - idleSince < spin) {
+            } else if (now - idleSince < engine.spinNanos()) {
                 Thread.onSpinWait();
             } else {
                 engine.awaitEvents(deadline); // nothing moved for the spin budget: block until something does

@@ -24,6 +24,7 @@ import io.github.verbs4j.cm.ConnectParameters;
 import io.github.verbs4j.cm.EventChannel;
 import io.github.verbs4j.cm.PortSpace;
 import io.github.verbs4j.cm.QpInit;
+import io.github.verbs4j.transfer.internal.StreamSpin;
 
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
@@ -106,6 +107,8 @@ public final class TransferEngine implements AutoCloseable {
     /** {@link #completionEvents} and {@link #peerEvents}, waited on together (under {@link #blocking}). */
     private final PollSet waitSet = new PollSet(2);
     private final long spinNanos;
+    /** How long a wait spins before it blocks: spinWait, stretched while batches stream. */
+    private final StreamSpin waitSpin;
     private final CmId listener;
     private final Context context;
     private final ProtectionDomain pd;
@@ -146,6 +149,7 @@ public final class TransferEngine implements AutoCloseable {
         this.peerEvents = peerEvents;
         this.completionEvents = completionEvents;
         this.spinNanos = options.spinWait().toNanos();
+        this.waitSpin = new StreamSpin(spinNanos);
         waitSet.add(completionEvents.fd());
         waitSet.add(peerEvents.fd());
         this.listener = listener;
@@ -442,6 +446,9 @@ public final class TransferEngine implements AutoCloseable {
         for (TransferPeer p : ps) {
             work += reap(p);
         }
+        if (work > 0 && inflightCount > 0) {
+            waitSpin.completions(System.nanoTime());
+        }
         // every batch in flight, oldest first: chunks of later batches fill the room earlier ones leave
         for (int i = 0; i < inflightCount; i++) {
             work += post(inflight[i]);
@@ -461,6 +468,9 @@ public final class TransferEngine implements AutoCloseable {
             inflight[i] = null;
         }
         inflightCount = w;
+        if (w == 0) {
+            waitSpin.streamEnded();
+        }
         return work;
     }
 
@@ -609,9 +619,12 @@ public final class TransferEngine implements AutoCloseable {
             }
         }
     }
-    /** How long a wait polls without a result before it blocks ({@link TransferOptions#spinWait()}), in nanoseconds. */
+    /**
+     * How long a wait polls without a result before it blocks, in nanoseconds: {@link
+     * TransferOptions#spinWait()}, stretched while batches stream ({@link StreamSpin}).
+     */
     long spinNanos() {
-        return spinNanos;
+        return waitSpin.spinNanos();
     }
 
     /**

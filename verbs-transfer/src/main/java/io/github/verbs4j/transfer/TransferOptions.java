@@ -22,7 +22,12 @@ import java.util.Objects;
  *                       without a result before it blocks on the engine's completion channel
  *                       (and the peers' rdma_cm events) until a completion wakes it; zero blocks
  *                       at once. Spinning answers a completion a few microseconds sooner, blocking
- *                       leaves the core to others (on a shared machine, to the very peer awaited)
+ *                       leaves the core to others (on a shared machine, to the very peer awaited).
+ *                       While batches stream, a wait spins for four times the usual time between
+ *                       completions instead, within [spinWait, 20 x spinWait]: with selective
+ *                       signaling a completion comes only every quarter of a queue pair's depth,
+ *                       and a wait that blocked between two of them would stall the stream
+ *                       (a READ stream above all, whose data lands without the waiting thread)
  */
 public record TransferOptions(int qpsPerPeer, int maxOutstanding, int chunkSize, int maxBatches, Duration connectTimeout,
         Duration spinWait) {

@@ -203,6 +203,8 @@ class TransferStreamingTest {
             for (Batch b : bs) {
                 b.awaitNanos(T.toNanos());
             }
+            // the stream is over: the next wait spins for spinWait again, not for the stream's gaps
+            assertEquals(options.spinWait().toNanos(), engine.spinNanos());
         }
     }
 

@@ -28,7 +28,9 @@ import java.util.concurrent.Callable;
  * registers a segment and serves until it is stopped; the client connects with {@code -q} queue
  * pairs and runs {@code -n} batches of {@code -b} requests of {@code -s} bytes each (READ or
  * WRITE), split into chunks of {@code -c} bytes, and prints one table row, then the client
- * thread's cost per chunk (CPU time and bytes allocated, over the timed batches).
+ * thread's cost per chunk (CPU time and bytes allocated, over the timed batches). The timed
+ * batches follow an untimed warm-up ({@link WarmUp}: a tenth of {@code -n}, then rounds until the
+ * JIT is quiet; with {@code -V} a tenth only), whose line says how much it took.
  *
  * <p>With {@code -w} the client keeps that many batches in flight: it awaits the oldest, refills
  * and resubmits it while the others stream (each batch of the window covers the same ranges, as
@@ -208,14 +210,18 @@ public final class TransferBenchCommand implements Callable<Integer> {
         if (verify && !write) {
             fill(check.memory(), lastSeed < 0 ? SERVER_SEED : lastSeed);
         }
-        int warmup = Math.max(1, iterations / 10);
+        // -V checks every batch: its warm-up is the minimum only (its figures are not bandwidth)
+        WarmUp warmUp = new WarmUp(Math.max(1, iterations / 10), !verify);
+        int warmup = -1; // the batches run before the timed part: known once the warm-up ends
         long start = 0;
         ThreadCost cost = null;
-        for (int it = -warmup; it < iterations; it++) {
-            if (it == 0) {
+        for (int k = 0; warmup < 0 || k < warmup + iterations; k++) {
+            if (warmup < 0 && warmUp.over(k)) {
+                warmup = k;
                 start = System.nanoTime();
                 cost = ThreadCost.start();
             }
+            int it = warmup < 0 ? -1 : k - warmup; // as printed in a failure: -1 for the warm-up's
             if (verify) {
                 if (write) {
                     lastSeed = lastSeed < 0 ? 0 : lastSeed + 1; // every batch a pattern of its own
@@ -252,6 +258,7 @@ public final class TransferBenchCommand implements Callable<Integer> {
                     write ? "WRITE" : "READ", size, write ? "each written, read back and compared"
                             : "each read and compared with what the server's segment holds");
         }
+        out.println(warmUp.describe());
         printRow(out, write, seconds, spent);
         return lastSeed;
     }
@@ -280,34 +287,52 @@ public final class TransferBenchCommand implements Callable<Integer> {
      */
     private long runWindow(PrintStream out, boolean write, Batch[] batches, Segment segment, RemoteSegment remote,
             long lastSeed) {
-        int warmup = Math.max(window, iterations / 10);
-        int total = warmup + iterations;
+        WarmUp warmUp = new WarmUp(Math.max(window, iterations / 10), true);
         int submitted = 0;
-        for (; submitted < Math.min(window, total); submitted++) {
+        for (; submitted < window; submitted++) {
             fillBatch(batches[submitted], segment, remote, write);
         }
-        long start = System.nanoTime();
-        ThreadCost cost = ThreadCost.start();
-        for (int done = 0; done < total; done++) {
-            if (done == warmup) {
+        int timedFrom = -1; // the batches completed before the timed part: known once the warm-up ends
+        long start = 0;
+        ThreadCost cost = null;
+        int done = 0;
+        for (; timedFrom < 0 || done < timedFrom + iterations; done++) {
+            if (timedFrom < 0 && warmUp.over(done)) {
                 // the timed part: the batches still in flight from the warm-up count from here
+                timedFrom = done;
                 start = System.nanoTime();
                 cost = ThreadCost.start();
             }
             Batch b = batches[done % window];
-            if (!finishesInAMinute(b) || b.count(TransferStatus.DONE) != batchSize) {
-                out.println("batch " + (done - warmup) + " failed: " + b.count(TransferStatus.DONE) + " of " + batchSize
-                        + " done, first status " + b.status(0) + " " + b.completionStatus(0));
+            if (!finished(out, b, done - timedFrom, timedFrom < 0)) {
                 return Long.MIN_VALUE;
             }
-            if (submitted < total) {
+            if (timedFrom < 0 || submitted < timedFrom + iterations) {
                 fillBatch(b, segment, remote, write);
                 submitted++;
             }
         }
         double seconds = (System.nanoTime() - start) / 1e9;
-        printRow(out, write, seconds, cost.stop());
+        ThreadCost.Measured spent = cost.stop();
+        // fewer timed batches than the window: the rest were submitted during the warm-up
+        for (; done < submitted; done++) {
+            if (!finished(out, batches[done % window], done - timedFrom, false)) {
+                return Long.MIN_VALUE;
+            }
+        }
+        out.println(warmUp.describe());
+        printRow(out, write, seconds, spent);
         return lastSeed;
+    }
+
+    /** Whether batch {@code b} completed whole within a minute; prints the failure otherwise. */
+    private boolean finished(PrintStream out, Batch b, int index, boolean warmingUp) {
+        if (finishesInAMinute(b) && b.count(TransferStatus.DONE) == batchSize) {
+            return true;
+        }
+        out.println((warmingUp ? "warm-up batch" : "batch " + index) + " failed: " + b.count(TransferStatus.DONE)
+                + " of " + batchSize + " done, first status " + b.status(0) + " " + b.completionStatus(0));
+        return false;
     }
 
     /** Resets {@code batch}, adds one request per slot (READ or WRITE between {@code local} and the server) and submits it. */

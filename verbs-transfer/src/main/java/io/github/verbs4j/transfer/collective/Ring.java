@@ -28,6 +28,7 @@ import io.github.verbs4j.cm.ConnectParameters;
 import io.github.verbs4j.cm.EventChannel;
 import io.github.verbs4j.cm.PortSpace;
 import io.github.verbs4j.cm.QpInit;
+import io.github.verbs4j.transfer.internal.StreamSpin;
 
 import java.lang.foreign.MemorySegment;
 import java.net.Inet4Address;
@@ -102,7 +103,9 @@ import java.util.concurrent.TimeoutException;
  *
  * <p><b>Waiting</b>: a rank polls its completion queue for {@link RingOptions#spinWait()} without a result,
  * then blocks on its completion channel (and the neighbours' rdma_cm events) until a completion
- * wakes it, so a rank that waits for a slower neighbour leaves the core to it.
+ * wakes it, so a rank that waits for a slower neighbour leaves the core to it. Within a
+ * collective the spin stretches to four times the usual gap between its completions (at most 20 x
+ * spinWait), so a rank whose next piece is still landing keeps polling.
  *
  * <p><b>Thread-safety</b>: one thread at a time; {@link #close()} is idempotent.
  */
@@ -154,11 +157,13 @@ public final class Ring implements AutoCloseable {
     /** How long each collective may take ({@link RingOptions#operationTimeout()}). */
     private final Duration operationTimeout;
     /**
-     * How long a wait polls without a result before it blocks ({@link RingOptions#spinWait()}): a
+     * How long a wait polls without a result before it blocks: {@link RingOptions#spinWait()} (a
      * few round trips, so that a step whose chunk is on its way is not put to sleep, while a rank
-     * that waits for a slower neighbour leaves the core to it.
+     * that waits for a slower neighbour leaves the core to it), stretched within a collective to a
+     * few of its usual gaps between completions ({@link StreamSpin}): a piece of 64 KiB to 1 MiB
+     * shows only when its last packet lands.
      */
-    private final long spinNanos;
+    private final StreamSpin waitSpin;
     /** The collective in progress, named by its timeout. */
     private String collective = "";
     private final Closer owned;
@@ -214,7 +219,7 @@ public final class Ring implements AutoCloseable {
         this.size = size;
         this.maxBytes = options.maxBytes();
         this.operationTimeout = options.operationTimeout();
-        this.spinNanos = options.spinWait().toNanos();
+        this.waitSpin = new StreamSpin(options.spinWait().toNanos());
         this.owned = owned;
         this.buffer = buffer;
         this.cq = cq;
@@ -896,6 +901,8 @@ public final class Ring implements AutoCloseable {
      */
     private long start(String name) {
         collective = name;
+        waitSpin.streamEnded(); // the time since the last collective is the application's
+        idleSince = NOT_IDLE;
         long deadline = System.nanoTime() + operationTimeout.toNanos();
         if (stagingReadyOwed) {
             awaitReady(deadline);
@@ -1062,6 +1069,7 @@ public final class Ring implements AutoCloseable {
      */
     private void pollOnce(long deadline, String what, int need) {
         if (takeCompletions() > 0) {
+            waitSpin.completions(System.nanoTime());
             idleSince = NOT_IDLE;
             return;
         }
@@ -1073,12 +1081,13 @@ public final class Ring implements AutoCloseable {
         if (idleSince == NOT_IDLE) {
             idleSince = now;
         }
-        if (now - idleSince < spinNanos) {
+        if (now - idleSince < waitSpin.spinNanos()) {
             Thread.onSpinWait();
             return;
         }
         cq.requestNotify(false);
         if (takeCompletions() > 0) {
+            waitSpin.completions(System.nanoTime());
             idleSince = NOT_IDLE;
             return;
         }

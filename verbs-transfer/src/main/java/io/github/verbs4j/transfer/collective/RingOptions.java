@@ -24,7 +24,9 @@ import java.util.Objects;
  *                         blocks on the completion channel (and the neighbours' rdma_cm events);
  *                         zero blocks at once. Spinning answers a piece a few microseconds sooner,
  *                         blocking leaves the core to others (on a shared machine, to the very
- *                         neighbour awaited)
+ *                         neighbour awaited). Within a collective a wait spins for four times the
+ *                         usual time between its completions instead, within [spinWait, 20 x
+ *                         spinWait]: a piece shows only when its last packet has landed
  */
 public record RingOptions(long maxBytes, Duration joinTimeout, Duration operationTimeout, Duration spinWait) {
 
