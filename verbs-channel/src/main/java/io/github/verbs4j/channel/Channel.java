@@ -537,10 +537,12 @@ public final class Channel implements AutoCloseable {
     }
 
     /**
-     * {@link #await} with a polling thread. The spin holds this lock: a thread polling meanwhile
-     * that must deliver to this channel waits for it until the spin ends, which is why a
-     * {@link ChannelGroup#BUSY} poll counts as an empty one here (in {@link #pollForDelivery},
-     * which holds no lock, it does not).
+     * {@link #await} with a polling thread. The spin holds this lock, so it ends at the first
+     * {@link ChannelGroup#BUSY} poll: the thread polling meanwhile may need this lock to deliver
+     * to this channel, and blocking gives it up. A version that spun on through {@code BUSY}
+     * (yielding) stalled {@code ChannelTest.manyConnectionsShareOnePollingThread}, four senders
+     * of one group waiting for credits: a poller blocked on one sender's lock while holding the
+     * poll lock that the others spun on, 18 s and a timeout against 4 s before.
      */
     private void pollThenBlock(long nanos) throws InterruptedException {
         ChannelGroup g = group;
@@ -552,10 +554,9 @@ public final class Channel implements AutoCloseable {
                     return;
                 }
                 if (r == ChannelGroup.BUSY) {
-                    Thread.yield(); // as in pollForDelivery: the CPU to a lock holder descheduled mid-poll
-                } else {
-                    Thread.onSpinWait();
+                    break; // the poller may need this channel's lock to deliver: give it up now
                 }
+                Thread.onSpinWait();
             }
         } finally {
             g.endPolling();
