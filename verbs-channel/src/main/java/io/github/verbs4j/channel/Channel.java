@@ -49,6 +49,14 @@ import java.util.concurrent.TimeUnit;
  * first. When the peer closes cleanly, {@link #receive} returns what it sent and then throws
  * {@link ChannelClosedException}.
  *
+ * <p><b>Waiting</b>: a thread that waits in {@link #send}, {@link #offer} or {@link #receive}
+ * polls the group's completion queue itself, up to {@link ChannelOptions#spinPolls()} polls in a
+ * row that find nothing, and hands what it finds to the group's channels; then it blocks on the
+ * channel's monitor. With the group's polling thread (the default), that thread stands down
+ * while an application thread polls and takes over when it stops, at once when a thread is
+ * blocked: a message that comes within the spin reaches its receiver without a hand-off
+ * between threads, and threads that do not wait still see their channels move.
+ *
  * <p><b>Application polling</b> ({@link ChannelOptions#applicationPolling()}): the thread that
  * waits in {@link #send}, {@link #offer}, {@link #receive} or {@link #close()} polls the group's
  * completion queue itself (each of them also polls once, so {@code offer(m, 0)} and
@@ -105,13 +113,6 @@ public final class Channel implements AutoCloseable {
     private final int spinPolls;
     private int idlePolls; // guarded by this
     /**
-     * The spin of a receive before it waits ({@link #spinForDelivery}), and a count of receives
-     * for its probes: read and written by receiving threads without the lock (a race between two
-     * of them only skews a hint).
-     */
-    private int receiveSpins;
-    private int receiveProbes;
-    /**
      * Counts kept for the tests that count a message's hand-offs (docs/channel.md, "Where the
      * half round trip goes"), all guarded by this: how often an application thread blocked in
      * {@code Object.wait} on this channel (each one a park, and its end a wake-up by another
@@ -155,7 +156,6 @@ public final class Channel implements AutoCloseable {
         this.ownsGroup = ownsGroup;
         this.appPolling = options.applicationPolling();
         this.spinPolls = options.spinPolls();
-        this.receiveSpins = spinPolls;
         this.key = key;
         this.id = id;
         this.closeTimeout = options.closeTimeout();
@@ -440,45 +440,54 @@ public final class Channel implements AutoCloseable {
     /** The next message, or {@code null} when none arrived within {@code timeoutNanos}. */
     private Message receive(long timeoutNanos) throws InterruptedException {
         long deadline = System.nanoTime() + timeoutNanos;
-        if (!appPolling && timeoutNanos > 0) {
-            spinForDelivery(deadline);
+        if (!appPolling && timeoutNanos > 0 && !receiver.mayHaveMessage()) {
+            pollForDelivery(deadline);
         }
         return receive(deadline, timeoutNanos);
     }
 
     /**
-     * With a polling thread: spins, outside the lock, while no delivered message is published
-     * ({@link ChannelReceiver#mayHaveMessage()}, a volatile read that the polling thread's
-     * delivery writes), so that a message that comes within the spin is taken without this
-     * thread parking and the polling thread waking it (a futex wait and a futex wake, and a trip
-     * through the scheduler, per message). The lock is not held: the polling thread delivers
-     * under it. What the spin sees is a hint; the locked loop decides.
-     *
-     * <p>The spin adapts, as HotSpot's monitors do: a message that came within it restores the
-     * full {@link ChannelOptions#spinPolls()}, a spin that ran out halves the next one, and while
-     * it is short every 32nd receive probes with the full one. Where the peer answers within
-     * the spin (cores to spare), every receive spins and none parks; where it does not (more
-     * runnable threads than cores), the spin shrinks to nothing, since spinning there only keeps
-     * the thread it waits for off the CPU.
+     * With a polling thread: polls the group's queue from this thread, outside the lock, until
+     * a delivered message is published ({@link ChannelReceiver#mayHaveMessage()}, a volatile
+     * read), {@link ChannelOptions#spinPolls()} polls in a row found nothing, or the deadline,
+     * a close, the peer's FIN or a failure (read here as hints; the locked loop decides). The
+     * polling thread stands down meanwhile ({@link ChannelGroup#beginPolling()}), so a message
+     * that comes within the spin is taken by this thread without a hand-off: no park, no wake-up
+     * by another thread. Completions for the group's other channels are handed to them as the
+     * polling thread would. While another thread polls ({@link ChannelGroup#BUSY}) this one
+     * watches for its message, which that thread delivers, yielding the CPU and without
+     * spending its spin: the other may be the polling thread, descheduled inside its last
+     * poll before it stands down (softrdma yields in an empty poll), and counting those turns
+     * spent the spin of every receive on a busy machine, each message then handed off.
      */
-    private void spinForDelivery(long deadline) {
-        int budget = receiveSpins;
-        int limit = budget < spinPolls && (++receiveProbes & 31) == 0 ? spinPolls : budget;
-        int i = 0;
-        for (; i < limit; i++) {
-            if (receiver.mayHaveMessage()) {
-                if (i > 0) {
-                    receiveSpins = spinPolls;
+    private void pollForDelivery(long deadline) {
+        ChannelGroup g = group;
+        g.beginPolling();
+        try {
+            int idle = 0;
+            for (int i = 1; !receiver.mayHaveMessage(); i++) {
+                int r = g.drive();
+                if (r == ChannelGroup.DROVE) {
+                    idle = 0;
+                    continue;
                 }
-                return;
+                if (r == ChannelGroup.BUSY) {
+                    // another thread polls: it delivers this channel's message, or (the polling
+                    // thread) stands down after this poll; it may hold the lock descheduled (softrdma
+                    // yields inside an empty poll), so the CPU goes to it, and the spin is not spent
+                    Thread.yield();
+                } else if (++idle > spinPolls) {
+                    return;
+                } else {
+                    Thread.onSpinWait();
+                }
+                if ((i & 63) == 0 && (state.isClosed() || receiver.finReceived || failure != null
+                        || deadline - System.nanoTime() <= 0)) {
+                    return;
+                }
             }
-            Thread.onSpinWait();
-            if ((i & 63) == 63 && (state.isClosed() || deadline - System.nanoTime() <= 0)) {
-                return;
-            }
-        }
-        if (limit > 0) {
-            receiveSpins = budget / 2;
+        } finally {
+            g.endPolling();
         }
     }
 
@@ -501,7 +510,11 @@ public final class Channel implements AutoCloseable {
             if (left <= 0) {
                 return null;
             }
-            await(left);
+            if (appPolling) {
+                await(left);
+            } else {
+                block(left); // pollForDelivery polled: the polling thread or a polling waiter delivers it
+            }
         }
         return receiver.next();
     }
@@ -512,25 +525,17 @@ public final class Channel implements AutoCloseable {
 
     /**
      * Waits up to {@code nanos} (or without limit) for the channel's state to change; holds
-     * this lock. With a polling thread, the thread's hand-off wakes it. With application
-     * polling this thread polls the group's queue once: it returns after completions were
-     * handed over, spins ({@link ChannelOptions#spinPolls()} empty polls), then waits 1 ms
-     * between polls; while another thread polls it waits (giving up this lock, which that
+     * this lock. This thread polls the group's queue ({@link ChannelGroup#drive()}) and returns
+     * once it handed over completions, so that the caller looks again. With a polling thread
+     * it polls up to {@link ChannelOptions#spinPolls()} times while the polling thread stands
+     * down, then blocks on the monitor ({@link #block}) until a delivery notifies it. With
+     * application polling it polls once: it spins ({@code spinPolls} empty polls), then waits
+     * 1 ms between polls; while another thread polls it waits (giving up this lock, which that
      * thread may need) until that thread hands it something or 1 ms passed.
      */
     private void await(long nanos) throws InterruptedException {
         if (!appPolling) {
-            monitorWaits++;
-            waiters++;
-            try {
-                if (nanos == Long.MAX_VALUE) {
-                    wait();
-                } else {
-                    wait(nanos / 1_000_000, (int) (nanos % 1_000_000));
-                }
-            } finally {
-                waiters--;
-            }
+            pollThenBlock(nanos);
             return;
         }
         int r = group.drive();
@@ -563,6 +568,56 @@ public final class Channel implements AutoCloseable {
         if (waiters > 0) {
             wakeUps++;
             notifyAll();
+        }
+    }
+
+    /**
+     * {@link #await} with a polling thread. The spin holds this lock, so it ends at the first
+     * {@link ChannelGroup#BUSY} poll: the thread polling meanwhile may need this lock to deliver
+     * to this channel, and blocking gives it up. A version that spun on through {@code BUSY}
+     * (yielding) stalled {@code ChannelTest.manyConnectionsShareOnePollingThread}, four senders
+     * of one group waiting for credits: a poller blocked on one sender's lock while holding the
+     * poll lock that the others spun on, 18 s and a timeout against 4 s before.
+     */
+    private void pollThenBlock(long nanos) throws InterruptedException {
+        ChannelGroup g = group;
+        g.beginPolling();
+        try {
+            for (int idle = 0; idle < spinPolls; idle++) {
+                int r = g.drive();
+                if (r == ChannelGroup.DROVE) {
+                    return;
+                }
+                if (r == ChannelGroup.BUSY) {
+                    break; // the poller may need this channel's lock to deliver: give it up now
+                }
+                Thread.onSpinWait();
+            }
+        } finally {
+            g.endPolling();
+        }
+        block(nanos);
+    }
+
+    /**
+     * Blocks on this channel's monitor up to {@code nanos} (or without limit), this lock held
+     * on entry: whoever polls the group's queue delivers under the lock and notifies. The group
+     * is told first ({@link ChannelGroup#beginBlocking()}), so that its polling thread does not
+     * stay stood down while this thread waits on it.
+     */
+    private void block(long nanos) throws InterruptedException {
+        monitorWaits++;
+        waiters++;
+        group.beginBlocking();
+        try {
+            if (nanos == Long.MAX_VALUE) {
+                wait();
+            } else {
+                wait(nanos / 1_000_000, (int) (nanos % 1_000_000));
+            }
+        } finally {
+            group.endBlocking();
+            waiters--;
         }
     }
 

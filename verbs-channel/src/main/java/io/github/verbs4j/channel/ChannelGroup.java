@@ -29,6 +29,8 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -36,7 +38,10 @@ import java.util.concurrent.locks.ReentrantLock;
  * and one polling thread: the thread takes the completions of every channel of the group,
  * spinning briefly ({@link ChannelOptions#spinPolls()}) and then blocking on the completion
  * channel's fd. A second thread reads the connection manager's events (disconnects) of the
- * group's channels.
+ * group's channels. While an application thread waits in one of the channels' operations it
+ * polls the queue itself and the polling thread stands down (docs/channel.md, "The waiting
+ * thread polls"): the polling thread moves what nobody waits for, the waiting thread takes its
+ * own message without a hand-off.
  *
  * <pre>{@code
  * try (ChannelGroup group = ChannelGroup.create(ChannelOptions.defaults());
@@ -65,6 +70,12 @@ public final class ChannelGroup implements AutoCloseable {
 
     private static final Duration CM_SLICE = Duration.ofMillis(200);
     private static final Duration POLL_SLICE = Duration.ofMillis(100);
+    /**
+     * How long the polling thread parks while application threads poll, before it looks again:
+     * the longest that completions wait for it after the last of them stopped polling with no
+     * thread blocked (with one blocked, it is woken at once).
+     */
+    private static final long STAND_DOWN_NANOS = 1_000_000;
     private static final int MAX_CHANNELS = 1 << 15;
 
     private final ChannelOptions options;
@@ -79,7 +90,8 @@ public final class ChannelGroup implements AutoCloseable {
     private ProtectionDomain pd;
     private CompletionChannel completionChannel;
     private CompletionQueue cq;
-    private Thread poller;
+    /** Written under this lock, read without it by the threads that wake it. */
+    private volatile Thread poller;
     private final Channel[] table = new Channel[MAX_CHANNELS];
     private final int[] generations = new int[MAX_CHANNELS];
     private int nextIndex;
@@ -94,11 +106,21 @@ public final class ChannelGroup implements AutoCloseable {
      * capture allocates a segment slice per downcall; the allocation tests allow for it per wait.
      */
     private volatile long blockingWaits;
-    // application polling: the queue, taken by one thread at a time
+    /** How often the polling thread stood down (parked) because application threads polled: a test's measure. */
+    private volatile long standDowns;
+    /** The queue, polled by one thread at a time (the polling thread or an application thread): {@link #drive()}. */
     private final ReentrantLock pollLock = new ReentrantLock();
-    private volatile CompletionQueue appCq;
-    private Completions appWcs;           // guarded by pollLock
-    private final List<Channel> appToCheck = new ArrayList<>(); // guarded by pollLock
+    private volatile CompletionQueue polledCq;
+    private Completions wcs;           // guarded by pollLock
+    private final List<Channel> toCheck = new ArrayList<>(); // guarded by pollLock
+    /**
+     * With a polling thread: the application threads polling the queue while they wait
+     * ({@link #beginPolling()}), and those blocked on a channel's monitor waiting for the queue
+     * to move ({@link #beginBlocking()}). The polling thread stands down while the first is
+     * above 0; the lost-wake-up argument is at {@link #endPolling()}.
+     */
+    private final AtomicInteger applicationPollers = new AtomicInteger();
+    private final AtomicInteger blockedWaiters = new AtomicInteger();
 
     private ChannelGroup(ChannelOptions options) {
         this.options = options;
@@ -335,10 +357,9 @@ public final class ChannelGroup implements AutoCloseable {
                 throw e;
             }
             context = ctx;
-            if (options.applicationPolling()) {
-                appWcs = cq.completions(64);
-                appCq = cq;
-            } else {
+            wcs = cq.completions(64);
+            polledCq = cq;
+            if (!options.applicationPolling()) {
                 poller = Thread.ofPlatform().daemon().name("verbs4j-channel-poller").unstarted(this::pollLoop);
                 poller.start();
             }
@@ -366,42 +387,103 @@ public final class ChannelGroup implements AutoCloseable {
         return blockingWaits;
     }
 
+    /** {@link #standDowns}: how often the polling thread stood down for polling application threads so far (tests). */
+    long standDowns() {
+        return standDowns;
+    }
+
+    // ---- application threads that wait (with a polling thread) --------------------------------
+
+    /**
+     * The calling thread, waiting in an operation of one of this group's channels, polls the
+     * queue ({@link #drive()}) until {@link #endPolling()}: the polling thread stands down
+     * meanwhile, parked, its completion channel unarmed (an armed queue costs the device an
+     * event and the polling thread a wake-up per completion).
+     */
+    void beginPolling() {
+        applicationPollers.incrementAndGet();
+    }
+
+    /**
+     * The calling thread stops polling. When it was the last and some thread is blocked waiting
+     * ({@link #beginBlocking()}), the polling thread is woken now; otherwise it resumes at its
+     * park bound ({@link #STAND_DOWN_NANOS}), or when a thread blocks, and completions wait in
+     * the queue until then.
+     *
+     * <p>No lost wake-up: a thread blocks only after {@link #beginBlocking()}, which increments
+     * {@link #blockedWaiters} and then reads {@link #applicationPollers}; this method decrements
+     * {@link #applicationPollers} and then reads {@link #blockedWaiters}. Both are sequentially
+     * consistent, so of a blocking thread and the last poller to leave at least one sees the
+     * other, and that one unparks the polling thread (twice is harmless). While a poller
+     * remains it polls again before it leaves, and the last one to leave runs this. An unpark
+     * that comes before the polling thread parks makes that park return at once, and after it
+     * the polling thread polls, spins, and arms the queue, polling once more after arming
+     * before it blocks on the completion channel; a completion that comes at any point after
+     * the blocked thread's condition was checked under its channel's lock is therefore taken
+     * by some poller, which delivers it under that lock and notifies the monitor.
+     */
+    void endPolling() {
+        if (applicationPollers.decrementAndGet() == 0 && blockedWaiters.get() > 0) {
+            wakePoller();
+        }
+    }
+
+    /**
+     * The calling thread is about to block on a channel's monitor until a completion changes
+     * that channel: unless an application thread is polling (its {@link #endPolling()} then
+     * wakes the polling thread), the polling thread is woken now, not at its park bound.
+     */
+    void beginBlocking() {
+        blockedWaiters.incrementAndGet();
+        if (applicationPollers.get() == 0) {
+            wakePoller();
+        }
+    }
+
+    /** The blocked thread of {@link #beginBlocking()} returned from its wait. */
+    void endBlocking() {
+        blockedWaiters.decrementAndGet();
+    }
+
+    private void wakePoller() {
+        Thread p = poller;
+        if (p != null) {
+            LockSupport.unpark(p);
+        }
+    }
+
     // ---- the threads --------------------------------------------------------------------------
 
+    /**
+     * The polling thread: polls the queue ({@link #drive()}) while no application thread does,
+     * spins {@link ChannelOptions#spinPolls()} empty polls, then arms the queue and blocks on the
+     * completion channel. While application threads poll it stands down: it parks, without
+     * arming, until the last of them stops ({@link #endPolling()}) or its park bound passes.
+     */
     private void pollLoop() {
-        Completions wcs = cq.completions(64);
-        List<Channel> toCheck = new ArrayList<>();
         int idle = 0;
         try {
-            while (running) {
-                int n = cq.poll(wcs);
-                if (n > 0) {
-                    dispatch(wcs, n);
+            while (running && pollerFailure == null) {
+                if (applicationPollers.get() > 0) {
+                    standDowns++; // written by this thread only
+                    LockSupport.parkNanos(this, STAND_DOWN_NANOS);
                     idle = 0;
                     continue;
                 }
-                // the queue is empty: disconnects noticed before this drain can be judged now
-                if (!toCheck.isEmpty()) {
-                    for (Channel ch : toCheck) {
-                        ch.checkDisconnected();
-                    }
-                    toCheck.clear();
-                }
-                for (Channel ch; (ch = disconnected.poll()) != null; ) {
-                    toCheck.add(ch);
-                }
-                if (!toCheck.isEmpty()) {
+                int r = drive();
+                if (r == DROVE) {
+                    idle = 0;
                     continue;
                 }
-                if (idle < options.spinPolls()) {
-                    idle++;
+                if (r == BUSY || idle < options.spinPolls()) {
+                    // BUSY: an application thread is polling; the next round stands down
+                    idle += r == EMPTY ? 1 : 0;
                     Thread.onSpinWait();
                     continue;
                 }
                 cq.requestNotify(false);
-                n = cq.poll(wcs);
-                if (n > 0) {
-                    dispatch(wcs, n);
+                // only an empty poll after arming may block: anything that came before the arming is taken first
+                if (drive() != EMPTY || applicationPollers.get() > 0) {
                     idle = 0;
                     continue;
                 }
@@ -426,13 +508,14 @@ public final class ChannelGroup implements AutoCloseable {
     static final int BUSY = -1;
 
     /**
-     * Application polling: one poll of the queue by the calling thread, which hands each
-     * completion to its channel (taking that channel's lock), and, once the queue is empty, the
-     * disconnects noticed before. Allocates nothing. Returns {@link #DROVE}, {@link #EMPTY} or
-     * {@link #BUSY}.
+     * One poll of the queue by the calling thread (the polling thread, or an application thread
+     * that waits), which hands each completion to its channel (taking that channel's lock), and,
+     * once the queue is empty, the disconnects noticed before. One thread at a time: the others
+     * get {@link #BUSY}, so that completions are handled in the order the queue gave them.
+     * Allocates nothing. Returns {@link #DROVE}, {@link #EMPTY} or {@link #BUSY}.
      */
     int drive() {
-        CompletionQueue q = appCq;
+        CompletionQueue q = polledCq;
         if (q == null || !pollLock.tryLock()) {
             return q == null ? EMPTY : BUSY;
         }
@@ -440,23 +523,23 @@ public final class ChannelGroup implements AutoCloseable {
             if (!running) {
                 return EMPTY;
             }
-            int n = q.poll(appWcs);
+            int n = q.poll(wcs);
             if (n > 0) {
-                dispatch(appWcs, n);
+                dispatch(wcs, n);
                 return DROVE;
             }
             // the queue is empty: disconnects noticed before this drain can be judged now
-            if (!appToCheck.isEmpty()) {
-                for (Channel ch : appToCheck) {
+            if (!toCheck.isEmpty()) {
+                for (Channel ch : toCheck) {
                     ch.checkDisconnected();
                 }
-                appToCheck.clear();
+                toCheck.clear();
                 return DROVE;
             }
             for (Channel ch; (ch = disconnected.poll()) != null; ) {
-                appToCheck.add(ch);
+                toCheck.add(ch);
             }
-            return appToCheck.isEmpty() ? EMPTY : DROVE;
+            return toCheck.isEmpty() ? EMPTY : DROVE;
         } catch (RuntimeException | Error t) {
             if (running) {
                 pollerFailure = t;
@@ -515,6 +598,7 @@ public final class ChannelGroup implements AutoCloseable {
                 case DISCONNECTED, DEVICE_REMOVAL, TIMEWAIT_EXIT -> {
                     ch.onDisconnected(e.type().toString());
                     disconnected.add(ch);
+                    wakePoller(); // judged once the queue is drained: not at a stood-down poller's park bound
                 }
                 default -> {
                 }
@@ -558,11 +642,9 @@ public final class ChannelGroup implements AutoCloseable {
     private void stopThreads() {
         running = false;
         join(cmThread);
-        Thread p;
-        synchronized (this) {
-            p = poller;
-        }
+        Thread p = poller;
         if (p != null) {
+            LockSupport.unpark(p); // a stood-down poller ends now, not at its park bound
             join(p);
         }
     }
@@ -571,7 +653,7 @@ public final class ChannelGroup implements AutoCloseable {
     private void releaseQueue() {
         pollLock.lock(); // no application thread is inside a poll of the queue closed here
         try {
-            appCq = null;
+            polledCq = null;
             synchronized (this) {
                 Closer.closeAll(Arrays.asList(cq, completionChannel, pd));
             }
