@@ -309,7 +309,17 @@ public final class ChannelGroup implements AutoCloseable {
         synchronized (this) {
             table[key >>> 16] = ch;
         }
-        ch.postInitialReceives();
+        try {
+            ch.postInitialReceives();
+        } catch (RuntimeException | Error e) {
+            // the caller never sees this channel (its failure path closes only the bare id): release it here
+            try {
+                ch.abandon();
+            } catch (RuntimeException | Error suppressed) {
+                e.addSuppressed(suppressed);
+            }
+            throw e;
+        }
         return ch;
     }
 
