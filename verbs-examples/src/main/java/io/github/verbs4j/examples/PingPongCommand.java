@@ -27,8 +27,6 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 import java.io.PrintWriter;
-import java.lang.management.CompilationMXBean;
-import java.lang.management.ManagementFactory;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.ServerSocket;
@@ -380,8 +378,6 @@ abstract class PingPongCommand implements Callable<Integer> {
                     + " (iWARP connects through rdma_cm only); the first iterations run colder");
             return;
         }
-        CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
-        boolean timeKnown = jit != null && jit.isCompilationTimeMonitoringSupported();
         // The two regions live until the command ends: deregistering one advances the requests'
         // validity epoch, and the timed run's first repost would then take the validation's slow
         // path, which the compiled code treats as never taken (one more deoptimization, timed).
@@ -390,11 +386,11 @@ abstract class PingPongCommand implements Callable<Integer> {
         warmUpRound(ctx, pd, regions, lid, gid, events, warmup);
         awaitQuietCompiler();
         long until = System.nanoTime() + WARMUP_MAX_EXTRA_NANOS;
-        for (int round = 0; timeKnown && round < WARMUP_MAX_ROUNDS && System.nanoTime() - until < 0; round++) {
-            long before = jit.getTotalCompilationTime();
+        for (int round = 0; JitCompilation.known() && round < WARMUP_MAX_ROUNDS && System.nanoTime() - until < 0; round++) {
+            long before = JitCompilation.millis();
             warmUpRound(ctx, pd, regions, lid, gid, events, WARMUP_ROUND);
             awaitQuietCompiler();
-            if (jit.getTotalCompilationTime() == before) {
+            if (JitCompilation.millis() == before) {
                 return;
             }
         }
@@ -494,30 +490,9 @@ abstract class PingPongCommand implements Callable<Integer> {
         }
     }
 
-    /**
-     * Waits (at most {@value #QUIET_COMPILER_MAX_MILLIS} ms) until the JIT has compiled nothing for
-     * three 20 ms looks in a row: the compilations the warm-up queued would otherwise run on the
-     * CPUs the timed exchange's polling threads need, which on a machine with few cores costs the
-     * first thousand iterations milliseconds each.
-     */
+    /** {@link JitCompilation#awaitQuiet} for at most {@value #QUIET_COMPILER_MAX_MILLIS} ms. */
     static void awaitQuietCompiler() {
-        CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
-        if (jit == null || !jit.isCompilationTimeMonitoringSupported()) {
-            return;
-        }
-        long deadline = System.nanoTime() + QUIET_COMPILER_MAX_MILLIS * 1_000_000L;
-        long last = jit.getTotalCompilationTime();
-        for (int quiet = 0; quiet < 3 && System.nanoTime() < deadline; ) {
-            try {
-                Thread.sleep(20);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return;
-            }
-            long now = jit.getTotalCompilationTime();
-            quiet = now == last ? quiet + 1 : 0;
-            last = now;
-        }
+        JitCompilation.awaitQuiet(QUIET_COMPILER_MAX_MILLIS);
     }
 
     static final long QUIET_COMPILER_MAX_MILLIS = 2_000;

@@ -1,7 +1,6 @@
 package io.github.verbs4j.examples.transfer;
 
-import java.lang.management.CompilationMXBean;
-import java.lang.management.ManagementFactory;
+import io.github.verbs4j.examples.JitCompilation;
 
 /**
  * The untimed warm-up of a transfer-bench stream: at least {@code min} batches, then rounds of
@@ -20,8 +19,7 @@ final class WarmUp {
 
     private final int min;
     private final boolean untilQuiet;
-    private final CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
-    private final boolean timeKnown = jit != null && jit.isCompilationTimeMonitoringSupported();
+    private final boolean timeKnown = JitCompilation.known();
     private final long began = System.nanoTime();
     private long extraSince;
     private long compiledAtRound;
@@ -67,7 +65,7 @@ final class WarmUp {
     }
 
     private long compiled() {
-        return timeKnown ? jit.getTotalCompilationTime() : 0;
+        return JitCompilation.millis();
     }
 
     /** The line the bench prints about it: how many batches, how long, and why it ended. */
