@@ -551,13 +551,7 @@ public final class Channel implements AutoCloseable {
             }
             return;
         }
-        monitorWaits++;
-        waiters++;
-        try {
-            wait(1);
-        } finally {
-            waiters--;
-        }
+        block(1_000_000);
     }
 
     /**
@@ -603,7 +597,8 @@ public final class Channel implements AutoCloseable {
      * Blocks on this channel's monitor up to {@code nanos} (or without limit), this lock held
      * on entry: whoever polls the group's queue delivers under the lock and notifies. The group
      * is told first ({@link ChannelGroup#beginBlocking()}), so that its polling thread does not
-     * stay stood down while this thread waits on it.
+     * stay stood down while this thread waits on it (with application polling there is none:
+     * the telling does nothing, and the wait is await's 1 ms between polls).
      */
     private void block(long nanos) throws InterruptedException {
         monitorWaits++;
