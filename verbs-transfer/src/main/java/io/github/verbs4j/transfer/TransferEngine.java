@@ -106,7 +106,6 @@ public final class TransferEngine implements AutoCloseable {
     private final ReentrantLock blocking = new ReentrantLock();
     /** {@link #completionEvents} and {@link #peerEvents}, waited on together (under {@link #blocking}). */
     private final PollSet waitSet = new PollSet(2);
-    private final long spinNanos;
     /** How long a wait spins before it blocks: spinWait, stretched while batches stream. */
     private final StreamSpin waitSpin;
     private final CmId listener;
@@ -148,8 +147,7 @@ public final class TransferEngine implements AutoCloseable {
         this.activeChannel = activeChannel;
         this.peerEvents = peerEvents;
         this.completionEvents = completionEvents;
-        this.spinNanos = options.spinWait().toNanos();
-        this.waitSpin = new StreamSpin(spinNanos);
+        this.waitSpin = new StreamSpin(options.spinWait().toNanos());
         waitSet.add(completionEvents.fd());
         waitSet.add(peerEvents.fd());
         this.listener = listener;
