@@ -19,7 +19,6 @@ final class WarmUp {
 
     private final int min;
     private final boolean untilQuiet;
-    private final boolean timeKnown = JitCompilation.known();
     private final long began = System.nanoTime();
     private long extraSince;
     private long compiledAtRound;
@@ -43,13 +42,13 @@ final class WarmUp {
         }
         if (done == min) {
             extraSince = System.nanoTime();
-            compiledAtRound = compiled();
-            return !(untilQuiet && timeKnown) && end(done, false);
+            compiledAtRound = JitCompilation.millis();
+            return !(untilQuiet && JitCompilation.known()) && end(done, false);
         }
         if ((done - min) % ROUND != 0) {
             return false;
         }
-        long now = compiled();
+        long now = JitCompilation.millis();
         if (now == compiledAtRound) {
             return end(done, true);
         }
@@ -64,15 +63,11 @@ final class WarmUp {
         return true;
     }
 
-    private long compiled() {
-        return JitCompilation.millis();
-    }
-
     /** The line the bench prints about it: how many batches, how long, and why it ended. */
     String describe() {
         return String.format(" warm-up, not timed: %d batches in %.2f s (%s)", batches, seconds,
                 quiet ? "ended when a round of " + ROUND + " batches compiled nothing"
-                        : timeKnown ? "ended after " + MAX_EXTRA_NANOS / 1_000_000_000L + " s more, the JIT still compiling"
+                        : JitCompilation.known() ? "ended after " + MAX_EXTRA_NANOS / 1_000_000_000L + " s more, the JIT still compiling"
                         : "no JIT compilation time to watch: the minimum only");
     }
 }
