@@ -453,9 +453,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             // copying read) frees at each position the slot already there, so it writes nothing
             // (slotQueueWrites). Each side computes both lengths from the same two numbers.
             slotQueueLength = WireHandshake.usedQueueEntries(slotQueueLength, h.slots());
-            for (int i = 0; i < slotQueueLength; i++) {
-                slotQueue.segment().set(SLOT_ENTRY, 2L * i, (short) (i % h.slots()));
-            }
+            fillInRingOrder(slotQueue.segment(), slotQueueLength, h.slots());
             // slots beyond the smaller of the peer's ring and this side's queue are never used
             credits = Math.min(h.slots(), slotQueueLength);
             peerQueueLength = WireHandshake.usedQueueEntries(h.queueLength(), ringSlots);
@@ -467,9 +465,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             // what the peer's queue holds, position by position: what it starts as, then what this
             // side wrote there
             freedLog = qp.protectionDomain().allocate(2L * peerQueueLength);
-            for (int i = 0; i < peerQueueLength; i++) {
-                freedLog.segment().set(SLOT_ENTRY, 2L * i, (short) (i % ringSlots));
-            }
+            fillInRingOrder(freedLog.segment(), peerQueueLength, ringSlots);
             slotQueueWrites = new SendRequest[2 * sendSlots];
             for (int i = 0; i < slotQueueWrites.length; i++) {
                 slotQueueWrites[i] = SendRequest.rdmaWrite().id(SLOT_QUEUE_WRITE_ID).signaled(false);
@@ -940,6 +936,17 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             }
         }
         from.release();
+    }
+
+    /**
+     * Fills the first {@code entries} of a slot queue (or of this side's copy of the peer's) with
+     * the slots of a ring of {@code ringSlots} in order, repeated: what both queues start as
+     * ({@link WireHandshake#usedQueueEntries}).
+     */
+    private static void fillInRingOrder(MemorySegment queue, int entries, int ringSlots) {
+        for (int i = 0; i < entries; i++) {
+            queue.set(SLOT_ENTRY, 2L * i, (short) (i % ringSlots));
+        }
     }
 
     /**
