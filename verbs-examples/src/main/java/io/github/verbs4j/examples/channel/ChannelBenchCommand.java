@@ -73,8 +73,9 @@ public final class ChannelBenchCommand implements Callable<Integer> {
     int warmup = 100_000;
 
     @Option(names = "--stream-warmup", paramLabel = "<ms>", description = "the longest untimed stream before the timed one: "
-            + "it ends once the JIT has compiled nothing for 200 ms (at least 300 ms), so that the stream is timed in its "
-            + "steady state, as perftest's (nothing to compile) is; 0: none (default: ${DEFAULT-VALUE})")
+            + "it ends once the JIT has compiled nothing for 200 ms (after at least 300 ms and 30,000 messages), "
+            + "so that the stream is timed in its steady state, as perftest's (nothing to compile) is; 0: none "
+            + "(default: ${DEFAULT-VALUE})")
     int streamWarmupMillis = 5_000;
 
     @Option(names = "--in-place", description = "send with Channel.send(length, MessageWriter), writing each message straight "
