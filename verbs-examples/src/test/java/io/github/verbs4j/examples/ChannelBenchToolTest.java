@@ -28,7 +28,9 @@ class ChannelBenchToolTest {
 
     @Test
     void channelModeCarriesCheckedMessagesAndPrintsItsRow() throws Exception {
-        run(null, "1024", "300");
+        String client = run(null, "1024", "300");
+        assertTrue(client.contains("Send form      : Channel.send(MemorySegment)"), client);
+        assertTrue(client.matches("(?s).*CPU per message: [0-9.]+ us on the sending thread.*"), client);
     }
 
     @Test

@@ -39,6 +39,7 @@ final class ChannelBench {
             "-----------------------------------------------------------------------------------------------------------------";
     static final String HEADER =
             " #bytes   #messages   #conns  BW average[MB/sec]  MsgRate[Mpps]   t_half_rtt[usec]    99%[usec]  B/msg[snd]  B/msg[rcv]";
+    private static final java.lang.management.ThreadMXBean CPU = java.lang.management.ManagementFactory.getThreadMXBean();
     /** The server's answer when all messages arrived: count, bytes allocated, messages they were counted over. */
     private static final int DONE_BYTES = 24;
 
@@ -246,6 +247,8 @@ final class ChannelBench {
             CountDownLatch go = new CountDownLatch(1);
             StreamWarmUp[] warmUps = new StreamWarmUp[channels.size()];
             long[] bodiesWritten = new long[channels.size()];
+            long[] sendingCpu = new long[channels.size()];
+            Thread poller = group.pollingThread();
             List<Future<?>> senders = new ArrayList<>();
             for (int c = 0; c < channels.size(); c++) {
                 Channel ch = channels.get(c);
@@ -265,6 +268,7 @@ final class ChannelBench {
                     }
                     go.await();
                     long before = 0;
+                    long cpuBefore = CPU.getCurrentThreadCpuTime();
                     for (long i = 0; i < messages; i++) {
                         if (i == warm) {
                             before = Allocation.total();
@@ -272,6 +276,7 @@ final class ChannelBench {
                         sendOne(ch, msg, writer, i);
                     }
                     long allocated = Allocation.total() - before;
+                    sendingCpu[conn] = CPU.getCurrentThreadCpuTime() - cpuBefore;
                     bodiesWritten[conn] = writer == null ? -1 : writer.bodiesWritten;
                     try (Message done = ch.receive(timeout.multipliedBy(10))) {
                         if (done.length() != DONE_BYTES || done.getLong(0) != messages) {
@@ -292,11 +297,13 @@ final class ChannelBench {
                 throw new IllegalStateException("the stream's warm-up did not end");
             }
             long t0 = System.nanoTime();
+            long pollerCpuBefore = poller == null ? -1 : CPU.getThreadCpuTime(poller.threadId());
             go.countDown();
             for (Future<?> f : senders) {
                 f.get(timeout.toSeconds() * 10, TimeUnit.SECONDS);
             }
             double seconds = (System.nanoTime() - t0) / 1e9;
+            long pollerCpu = poller == null || pollerCpuBefore < 0 ? -1 : CPU.getThreadCpuTime(poller.threadId()) - pollerCpuBefore;
             long total = messages * connections;
             double mbps = total * (double) size / seconds / 1e6;
             double mpps = total / seconds / 1e6;
@@ -327,6 +334,12 @@ final class ChannelBench {
             double received = allocation[1] == -1 ? Double.NaN : Double.longBitsToDouble(allocation[1]);
             printRow(out, size, total, connections, mbps, mpps, half, p99, sent, received);
             out.println(warmUps[0].describe() + (connections > 1 ? " on connection 0; each connection warms up so" : ""));
+            if (sendingCpu[0] > 0) {
+                // CPU time, not wall time: what the send path costs per message, less moved by other load than the rate
+                out.printf(Locale.ROOT, " CPU per message: %.2f us on the sending thread (connection 0), %s on the polling "
+                        + "thread, timed stream only%n", sendingCpu[0] / 1e3 / messages,
+                        pollerCpu < 0 ? "-" : String.format(Locale.ROOT, "%.2f us", pollerCpu / 1e3 / total));
+            }
             if (inPlace) {
                 out.printf(Locale.ROOT, " Bodies written : %d of %d messages on connection 0 (warm-up included); the rest only "
                         + "had their sequence numbers written%n", bodiesWritten[0], messages + warmUps[0].messages());
