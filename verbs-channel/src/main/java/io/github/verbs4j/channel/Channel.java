@@ -43,6 +43,8 @@ import java.util.concurrent.TimeUnit;
  * the next one completes. They return once the message is staged: {@link #close()} drains what
  * is staged before it ends the channel. A message takes {@code ceil((8 + length) / slotSize)}
  * consecutive slots of the peer's ring; at most {@link #maxMessageSize()} bytes.
+ * {@link #send(int, MessageWriter)} and {@link #offer(int, MessageWriter, long, TimeUnit)} skip
+ * the copy: the application writes the message straight into the staging buffer.
  *
  * <p><b>Failure</b>: when the peer goes away without closing, every blocked and later
  * operation throws {@link PeerLostException}; messages already in the ring are still delivered
@@ -322,9 +324,51 @@ public final class Channel implements AutoCloseable {
         return offer(message, Math.max(0, unit.toNanos(timeout)));
     }
 
+    /**
+     * Sends a message of {@code length} bytes that {@code writer} writes in place, straight into
+     * the channel's registered staging memory, waiting as long as the peer's ring is full: the
+     * form without {@link #send(MemorySegment)}'s copy. Once the ring has room, the writer is
+     * called in this thread with a {@link StagedMessage} of {@code length} bytes, valid only
+     * during that call; what it wrote is posted (or coalesced) as {@code send} posts a copy.
+     * Allocates nothing. Concurrent senders are ordered as for {@code send}: the writer runs
+     * with the channel's lock held (see {@link MessageWriter} for what it must not do).
+     *
+     * <p><b>Errors</b>: as {@link #send(MemorySegment)}; {@link IllegalArgumentException} for a
+     * negative {@code length}; whatever the writer throws (then nothing is sent);
+     * {@link IllegalStateException} when called from inside a writer of this channel.
+     *
+     * @throws InterruptedException when interrupted while waiting for credits
+     */
+    public void send(int length, MessageWriter writer) throws InterruptedException {
+        offer(length, writer, Long.MAX_VALUE, TimeUnit.NANOSECONDS);
+    }
+
+    /**
+     * {@link #send(int, MessageWriter)} if the peer's ring has room within the timeout (given as
+     * a number and unit: allocates nothing); the writer is called only when it has.
+     *
+     * <p><b>Errors</b>: as {@link #send(int, MessageWriter)}.
+     *
+     * @return {@code false} when the ring stayed full for the timeout (the writer was not called)
+     * @throws InterruptedException when interrupted while waiting for credits
+     */
+    public boolean offer(int length, MessageWriter writer, long timeout, TimeUnit unit) throws InterruptedException {
+        Objects.requireNonNull(writer, "writer");
+        if (length < 0) {
+            throw new IllegalArgumentException("a message of " + length + " bytes");
+        }
+        long nanos = timeout == Long.MAX_VALUE ? Long.MAX_VALUE : Math.max(0, unit.toNanos(timeout));
+        return offer(null, writer, length, nanos);
+    }
+
     private boolean offer(MemorySegment message, long timeoutNanos) throws InterruptedException {
         Objects.requireNonNull(message, "message");
-        long length = message.byteSize();
+        return offer(message, null, message.byteSize(), timeoutNanos);
+    }
+
+    /** Sends {@code length} bytes: a copy of {@code message}, or (when it is null) what {@code writer} writes in place. */
+    private boolean offer(MemorySegment message, MessageWriter writer, long length, long timeoutNanos)
+            throws InterruptedException {
         if (length > maxMessageSize()) {
             throw new IllegalArgumentException("a message of " + length + " bytes is longer than this channel carries ("
                     + maxMessageSize() + " bytes: a quarter of the peer's ring of " + sender.peerSlots + " slots of "
@@ -332,6 +376,7 @@ public final class Channel implements AutoCloseable {
         }
         int k = (int) ((length + HEADER + sender.peerSlotSize - 1) / sender.peerSlotSize);
         synchronized (this) {
+            checkNotWritingInPlace();
             long deadline = timeoutNanos == Long.MAX_VALUE ? 0 : System.nanoTime() + timeoutNanos;
             // application polling: one poll per call, for credits and completions that came
             // meanwhile (so offer(m, 0) makes progress too); before the post only when the
@@ -357,11 +402,26 @@ public final class Channel implements AutoCloseable {
                     await(left);
                 }
             }
-            sender.stage(message, length, k);
+            if (writer == null) {
+                sender.stage(message, length, k);
+            } else {
+                sender.stage(writer, (int) length, k);
+            }
             if (!polled) {
                 group.drive();
             }
             return true;
+        }
+    }
+
+    /**
+     * Refuses an operation from inside a {@link MessageWriter} of this channel: it could wait,
+     * which gives up the lock while the writer's slots are reserved but not yet staged.
+     */
+    private void checkNotWritingInPlace() {
+        if (sender.writingInPlace()) {
+            throw new IllegalStateException("a MessageWriter of the channel to " + peerName()
+                    + " called the channel: it may only write its StagedMessage");
         }
     }
 
@@ -492,6 +552,7 @@ public final class Channel implements AutoCloseable {
     }
 
     private synchronized Message receive(long deadline, long timeoutNanos) throws InterruptedException {
+        checkNotWritingInPlace();
         if (appPolling && !receiver.hasMessage()) {
             group.drive();
         }
@@ -761,6 +822,7 @@ public final class Channel implements AutoCloseable {
     public void close() {
         RdmaException undelivered = null;
         synchronized (this) {
+            checkNotWritingInPlace();
             if (!state.beginClose()) {
                 return;
             }

@@ -70,6 +70,8 @@ final class ChannelSender {
     boolean finPosted;
     boolean finDone;
     long sentMessages;
+    /** The one view {@link #stage(MessageWriter, int, int)} hands its writers. */
+    private final StagedMessage inPlace = new StagedMessage();
 
     ChannelSender(Channel channel, QueuePair qp, MemoryRegion words, int receiveWords, boolean sendNotify,
             ChannelOptions options) {
@@ -130,14 +132,40 @@ final class ChannelSender {
         return false;
     }
 
-    /** Stages the message (room reserved) with the header, and posts it unless {@link #writesInFlightLimit} WRITEs are out. */
+    /** Stages a copy of the message (room reserved) with the header, and posts it unless {@link #writesInFlightLimit} WRITEs are out. */
     void stage(MemorySegment message, long length, int k) {
-        ChannelReceiver receiver = channel.receiver;
         long offset = (filled % peerSlots) * peerSlotSize;
+        MemorySegment.copy(message, 0, stageSegment, offset + HEADER, length);
+        commit(offset, length, k);
+    }
+
+    /**
+     * Stages a message that {@code writer} writes in place (room reserved): nothing is staged
+     * when the writer throws. The header goes in after the writer returned, so that the credit
+     * report it carries is taken only for a message that is sent.
+     */
+    void stage(MessageWriter writer, int length, int k) {
+        long offset = (filled % peerSlots) * peerSlotSize;
+        inPlace.open(stageSegment, offset + HEADER, length);
+        try {
+            writer.write(inPlace);
+        } finally {
+            inPlace.commit();
+        }
+        commit(offset, length, k);
+    }
+
+    /** Whether the current thread is inside a {@link MessageWriter}'s call on this channel. */
+    boolean writingInPlace() {
+        return inPlace.owner == Thread.currentThread();
+    }
+
+    /** The staged message at {@code offset} is complete: its header, then the post (or the coalescing). */
+    private void commit(long offset, long length, int k) {
+        ChannelReceiver receiver = channel.receiver;
         stageSegment.set(LE_INT, offset, (int) length);
         stageSegment.set(LE_INT, offset + 4, (int) (receiver.freed & COUNT_MASK));
         receiver.reported = receiver.freed;
-        MemorySegment.copy(message, 0, stageSegment, offset + HEADER, length);
         filled += k;
         postedEnd = offset + HEADER + length;
         sentMessages++;
