@@ -106,6 +106,13 @@ public final class Channel implements AutoCloseable {
     static final long KIND_MASK = (1 << KIND_BITS) - 1;
     /** Bytes of a notification word (the immediate's value, or a SEND's payload). */
     static final int WORD = 4;
+    /**
+     * Bytes of each receive's buffer in the word region: the notification word, then the head of
+     * the slots a notifying SEND carries (all of a small message's, which then needs no WRITE:
+     * docs/channel.md, "Small messages in the SEND"). A multiple of {@link #WORD}; told to the
+     * peer in the handshake.
+     */
+    static final int RECEIVE_BYTES = 128;
 
     static final int MAGIC = 0x5643_4831; // "VCH1"
 
@@ -163,7 +170,7 @@ public final class Channel implements AutoCloseable {
         this.closeTimeout = options.closeTimeout();
         this.words = words;
         this.receiver = new ChannelReceiver(this, qp, ring, words, options);
-        this.sender = new ChannelSender(this, qp, words, receiver.recvs.length, sendNotify, options);
+        this.sender = new ChannelSender(this, qp, words, receiver.recvs.length * (RECEIVE_BYTES / WORD), sendNotify, options);
         state.opened(this);
     }
 
@@ -174,13 +181,13 @@ public final class Channel implements AutoCloseable {
 
 
     /**
-     * Bytes of a channel's word region: a receive word per posted receive and, when it notifies
+     * Bytes of a channel's word region: a receive buffer ({@link #RECEIVE_BYTES}) per posted receive and, when it notifies
      * by SEND, a ring of send words twice as long as the send queue, so that a word is rewritten
      * only long after the SEND that carried it completed (the queue completes in order and never
      * holds more than its depth).
      */
     static long wordBytes(int slots, boolean sendNotify, int maxSendWr) {
-        return (long) (receiveCount(slots) + (sendNotify ? 2 * maxSendWr : 0)) * WORD;
+        return (long) receiveCount(slots) * RECEIVE_BYTES + (sendNotify ? 2L * maxSendWr * WORD : 0);
     }
 
     /** Whether this side notifies its peer by SEND after a plain WRITE (no immediate data). */
@@ -221,10 +228,15 @@ public final class Channel implements AutoCloseable {
 
     // ---- the handshake's private data -------------------------------------------------------
 
+    /**
+     * This side's private data: {@code VCH1}, the ring's address and rkey, its slots and slot
+     * size, and the bytes each receive takes ({@link #RECEIVE_BYTES}: how large a SEND the peer
+     * may send; a peer that sends the first 24 bytes only is sent words alone).
+     */
     byte[] localInfo() {
         MemoryRegion ring = receiver.ring;
-        return ByteBuffer.allocate(24).putInt(MAGIC).putLong(ring.address()).putInt(ring.rkey())
-                .putInt(receiver.slots).putInt(receiver.slotSize).array();
+        return ByteBuffer.allocate(28).putInt(MAGIC).putLong(ring.address()).putInt(ring.rkey())
+                .putInt(receiver.slots).putInt(receiver.slotSize).putInt(RECEIVE_BYTES).array();
     }
 
     /** Reads the peer's ring from its private data and makes the staging buffer; call before the channel is used. */
@@ -245,9 +257,15 @@ public final class Channel implements AutoCloseable {
         if (pSlots < 4 || pSlots > 16384 || pSlotSize < 64 || pSlotSize % 64 != 0 || pSlotSize > (1 << 20)) {
             throw new IllegalArgumentException("the peer offers a ring of " + pSlots + " slots of " + pSlotSize + " bytes");
         }
+        // a peer that did not tell (24 bytes, or zeros where the transport pads the private data): words only
+        int told = b.remaining() >= 4 ? b.getInt() : 0;
+        int pReceiveBytes = told == 0 ? WORD : told;
+        if (pReceiveBytes < WORD || pReceiveBytes > (1 << 20)) {
+            throw new IllegalArgumentException("the peer's receives take " + pReceiveBytes + " bytes; a channel's take at least " + WORD);
+        }
         MemoryRegion s = allocator.apply((long) pSlots * pSlotSize);
         synchronized (this) {
-            sender.attach(s, address, rkey, pSlots, pSlotSize);
+            sender.attach(s, address, rkey, pSlots, pSlotSize, pReceiveBytes);
             peerReady = true;
             sender.maybeSendCredit();
         }
@@ -685,6 +703,20 @@ public final class Channel implements AutoCloseable {
     /** {@link #wakeUps}: how many wake-ups the data path issued on this channel so far (tests). */
     synchronized long wakeUps() {
         return wakeUps;
+    }
+
+    /**
+     * Data notifications this side posted so far: with {@code carried}, lone SENDs that carried
+     * all their slots (docs/channel.md, "Small messages in the SEND"); else WRITEs, each with its
+     * immediate or its SEND (tests).
+     */
+    synchronized long dataPosts(boolean carried) {
+        return carried ? sender.carriedPosts : sender.writePosts;
+    }
+
+    /** Data SENDs received so far that carried slots (all, or their head), copied into the ring (tests). */
+    synchronized long carriedReceives() {
+        return receiver.carriedReceives;
     }
 
     /** How many successful completions of {@code kind} ({@link #KIND_RECV}, {@link #KIND_DATA}...) this channel handled (tests). */
