@@ -1014,9 +1014,14 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
                 if (zeroCopyRead && slotsHeld < ringSlots / 2) {
                     // the slot itself, whole: reposted when the buffer is released (slotReleased)
                     n = left;
-                    // (the view's limit is wherever a copy out of this slot last left it)
-                    buf = new ReceiveSlotBuf(config.getAllocator(), recvViews[slot].clear().slice(from, n), this, ring,
-                            slot);
+                    // the slot's view, positioned on the message: the buffer slices its own
+                    // view of it (Netty's constructor), so this one is not sliced again first.
+                    // A new buffer per message, not one per slot reused: a reference kept past
+                    // its release must refuse access (IllegalReferenceCountException), and a
+                    // reused object would read the slot's next message (ReceiveSlotBuf)
+                    ByteBuffer view = recvViews[slot];
+                    view.clear().limit(from + n).position(from);
+                    buf = new ReceiveSlotBuf(config.getAllocator(), view, this, ring, slot);
                     allocHandle.attemptedBytesRead(n);
                     ring.holders.incrementAndGet();
                     slotsHeld++;
