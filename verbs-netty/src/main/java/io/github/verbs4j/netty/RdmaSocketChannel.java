@@ -229,6 +229,8 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     long chainsPosted;
     /** Sends whose payload went from a registered chunk in place: how a test sees the path taken. Loop only. */
     long sentWithoutCopy;
+    /** Signaled send completions polled (each covers the sends before it): for the benchmark's counts. Loop only. */
+    long signaledSendCompletions;
     /** Messages received as RDMA WRITE with immediate: how a test sees the wire used. Loop only. */
     long receivedWithImmediate;
 
@@ -842,6 +844,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             }
             if ((wr & SEND_TAG) != 0) {
                 if (wr != SLOT_QUEUE_WRITE_ID) {
+                    signaledSendCompletions++;
                     sendsCompleted((wr & ~SEND_TAG) + 1); // releases the buffers sent in place
                 }
             } else if (writeWithImm) {
