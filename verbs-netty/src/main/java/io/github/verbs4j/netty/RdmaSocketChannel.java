@@ -1127,6 +1127,11 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         }
     }
 
+    /** The inline size the device granted the queue pair: for tests. Loop only. */
+    int maxInline() {
+        return maxInline;
+    }
+
     /** Buffers retained by sends in flight that carry them in place: for tests. Loop only. */
     int sentInPlaceHeld() {
         int n = 0;
@@ -1480,7 +1485,11 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             int readable = buf.readableBytes();
             MemoryRegion chunk = null;
             long offset = 0;
-            if (readable > 0 && buf.isDirect() && RdmaByteBufAllocator.anyChunks() && buf.nioBufferCount() == 1) {
+            // a payload that fits inline is copied: the request then carries it (the device
+            // reads no memory for it) and the buffer is released at once; with the registered
+            // allocator as the default, small writes would otherwise lose inline
+            if (readable > 0 && readable + wireHeader > maxInline && buf.isDirect() && RdmaByteBufAllocator.anyChunks()
+                    && buf.nioBufferCount() == 1) {
                 // by the buffer's own address where it has one: a segment of its NIO view per
                 // write is an object (48 B) that escape analysis does not always remove
                 long address = buf.hasMemoryAddress() ? buf.memoryAddress() + buf.readerIndex()

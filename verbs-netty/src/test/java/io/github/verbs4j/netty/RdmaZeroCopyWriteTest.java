@@ -45,6 +45,9 @@ public class RdmaZeroCopyWriteTest {
      */
     private static final RdmaByteBufAllocator OWN = new RdmaByteBufAllocator(4 << 20);
 
+    /** RDMA_INLINE_SIZE's default: payloads up to it are copied into the request, not sent in place. */
+    private static final int INLINE = 64;
+
     private static <T> T onLoop(Channel ch, java.util.concurrent.Callable<T> task) throws Exception {
         return ch.eventLoop().submit(task).get(10, TimeUnit.SECONDS);
     }
@@ -112,7 +115,7 @@ public class RdmaZeroCopyWriteTest {
     @Test
     void writesFromTheAllocatorAreSentInPlaceAndReleasedAfterCompletion() throws Exception {
         Channel server = RdmaEchoTest.echoServer(loops.group());
-        int[] sizes = {1, 100, 4096, 65532, 65536, 200_000};
+        int[] sizes = {100, 4096, 65532, 65536, 200_000}; // above the inline size (below: inlineSizedWritesAreCopied...)
         int rounds = 20;
         ByteArrayOutputStream expected = new ByteArrayOutputStream();
         Random random = new Random(11);
@@ -189,7 +192,7 @@ public class RdmaZeroCopyWriteTest {
         Random random = new Random(12);
         List<ByteBuf> buffers = new ArrayList<>();
         for (int i = 0; i < messages; i++) {
-            byte[] b = new byte[1 + random.nextInt(3000)];
+            byte[] b = new byte[INLINE + 1 + random.nextInt(3000)]; // not inline: the registered ones go in place
             random.nextBytes(b);
             expected.writeBytes(b);
             ByteBuf buf = switch (i % 3) {
@@ -214,6 +217,47 @@ public class RdmaZeroCopyWriteTest {
             long inPlace = onLoop(client, () -> ((RdmaSocketChannel) client).sentWithoutCopy) - before;
             assertEquals(messages / 3, inPlace, "the registered third went in place, the rest was copied");
             awaitReleased(client, buffers);
+        } finally {
+            client.close().syncUninterruptibly();
+            server.close().syncUninterruptibly();
+        }
+    }
+
+    /**
+     * A registered buffer whose payload fits inline ({@code RDMA_INLINE_SIZE}, 64 B by default)
+     * is copied into the request, as any buffer that small: byte-exact, no send in place, and
+     * the buffer released as soon as its write is done.
+     */
+    @Test
+    void inlineSizedWritesAreCopiedNotSentInPlace() throws Exception {
+        Channel server = RdmaEchoTest.echoServer(loops.group());
+        int messages = 200;
+        ByteArrayOutputStream expected = new ByteArrayOutputStream();
+        List<ByteBuf> buffers = new ArrayList<>();
+        for (int i = 0; i < messages; i++) {
+            byte[] b = new byte[1 + i % 60]; // at most 60: inline on both wires (the SEND wire's 4-byte header too)
+            new Random(i).nextBytes(b);
+            expected.writeBytes(b);
+            buffers.add(OWN.directBuffer(b.length).writeBytes(b));
+        }
+        RdmaEchoTest.Collector collector = new RdmaEchoTest.Collector(expected.size());
+        Channel client = loops.clientBootstrap()
+                .handler(collector).connect(server.localAddress()).syncUninterruptibly().channel();
+        try {
+            assertTrue(onLoop(client, () -> ((RdmaSocketChannel) client).maxInline()) >= INLINE,
+                    "the device grants the default inline size");
+            long before = onLoop(client, () -> ((RdmaSocketChannel) client).sentWithoutCopy);
+            ChannelFuture last = null;
+            for (ByteBuf buf : buffers) {
+                last = client.write(buf);
+            }
+            client.flush();
+            last.syncUninterruptibly();
+            for (int i = 0; i < messages; i++) {
+                assertEquals(0, buffers.get(i).refCnt(), "buffer " + i + " released once written: it was copied");
+            }
+            assertArrayEquals(expected.toByteArray(), collector.done.get(60, TimeUnit.SECONDS));
+            assertEquals(0, onLoop(client, () -> ((RdmaSocketChannel) client).sentWithoutCopy) - before);
         } finally {
             client.close().syncUninterruptibly();
             server.close().syncUninterruptibly();
