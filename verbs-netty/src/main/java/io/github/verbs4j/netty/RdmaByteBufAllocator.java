@@ -9,26 +9,35 @@ import io.netty.buffer.UnpooledHeapByteBuf;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
 import java.nio.ByteBuffer;
-import java.util.ArrayDeque;
+import java.nio.channels.FileChannel;
+import java.nio.channels.GatheringByteChannel;
+import java.nio.channels.ScatteringByteChannel;
 import java.util.Arrays;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * A {@code ByteBufAllocator} whose direct buffers lie in chunks of memory that an RDMA channel can
- * send from without a copy: set it as a channel's allocator
- * ({@code ChannelOption.ALLOCATOR, RdmaByteBufAllocator.DEFAULT}) and what the application
- * writes from {@code ctx.alloc()} is posted in place (the payload's scatter/gather entry points
- * into the chunk), the buffer released once its send completed. Any other buffer is copied into
- * the channel's send ring, as before.
+ * send from without a copy. It is the default allocator of {@link RdmaSocketChannel} (accepted
+ * channels included): what the application writes from {@code ctx.alloc()} is posted in place
+ * (the payload's scatter/gather entry points into the chunk), the buffer released once its send
+ * completed, and reads are copied into its buffers. Any other buffer is copied into the channel's
+ * send ring. Another allocator is set as usual, with {@code ChannelOption.ALLOCATOR}.
  *
  * <p>Each chunk is registered lazily, once per protection domain that sends from it (each event
  * loop has its own per device), and the region is cached on the chunk; a loop that ends
- * deregisters its domain's regions. A buffer takes the next bytes of the current chunk; a chunk
- * whose buffers were all released is reused. A buffer grown past its first capacity moves to
- * ordinary direct memory (Netty's {@code capacity(int)}) and is then copied when written. Heap
- * buffers are Netty's unpooled ones.
+ * deregisters its domain's regions. Chunks are cut into blocks of power-of-two size classes
+ * (64 B up to the chunk size); each block has one buffer object for good, which its release puts
+ * back on its class's free list for the next allocation of that class: in steady state neither
+ * an allocation nor a release allocates (TransportAllocationTest), as with Netty's pooled
+ * allocator. The chunks stay allocated (the pool's high-water mark, per size class). A buffer
+ * larger than a chunk gets a chunk of its own, deregistered and dropped on release. A buffer
+ * grown past its block moves to ordinary direct memory (Netty's {@code capacity(int)}) and is
+ * then copied when written. Heap buffers are Netty's unpooled ones.
  *
  * <p>Thread-safe: buffers may be taken and released on any thread.
  */
@@ -76,15 +85,18 @@ public final class RdmaByteBufAllocator extends AbstractByteBufAllocator {
         }
     }
 
-    private static final int ALIGN = 64;
+    /** The smallest block: size class 0. Blocks are powers of two from here, 64-byte aligned in their chunk. */
+    private static final int MIN_BLOCK = 64;
 
     private final int chunkSize;
-    private final ArrayDeque<Chunk> reusable = new ArrayDeque<>();
+    /** Per size class ({@code MIN_BLOCK << class} bytes, up to the chunk size): its released buffers. */
+    private final FreeList[] free;
+    /** The chunk new blocks are carved from; under this allocator's lock. */
     private Chunk current;
 
     /**
      * An allocator of chunks of {@code chunkSize} bytes (4 KiB..1 GiB); a buffer larger than a
-     * chunk gets a chunk of its own.
+     * chunk's largest block gets a chunk of its own.
      */
     public RdmaByteBufAllocator(int chunkSize) {
         super(true);
@@ -92,6 +104,16 @@ public final class RdmaByteBufAllocator extends AbstractByteBufAllocator {
             throw new IllegalArgumentException("chunkSize must be within 4096..1 GiB, got " + chunkSize);
         }
         this.chunkSize = chunkSize;
+        int classes = 32 - Integer.numberOfLeadingZeros(chunkSize / MIN_BLOCK); // blocks up to chunkSize
+        free = new FreeList[classes];
+        for (int i = 0; i < classes; i++) {
+            free[i] = new FreeList();
+        }
+    }
+
+    /** The size class of a block of at least {@code size} bytes. */
+    private static int sizeClass(int size) {
+        return size <= MIN_BLOCK ? 0 : 32 - Integer.numberOfLeadingZeros(size - 1) - Integer.numberOfTrailingZeros(MIN_BLOCK);
     }
 
     @Override
@@ -101,50 +123,65 @@ public final class RdmaByteBufAllocator extends AbstractByteBufAllocator {
 
     @Override
     protected ByteBuf newDirectBuffer(int initialCapacity, int maxCapacity) {
-        int size = Math.max(initialCapacity, 1);
-        Chunk chunk;
-        long offset;
-        synchronized (this) {
-            int aligned = (size + ALIGN - 1) & -ALIGN;
-            if (aligned > chunkSize) {
-                chunk = newChunk(aligned);
-            } else {
-                if (current == null || current.used + aligned > current.size) {
-                    Chunk next = reusable.pollFirst();
-                    if (current != null && current.live == 0) {
-                        current.used = 0; // nothing of it is held: keep it for later
-                        reusable.addLast(current);
-                    }
-                    current = next != null ? next : newChunk(chunkSize);
-                }
-                chunk = current;
+        int sizeClass = sizeClass(initialCapacity);
+        RegisteredByteBuf buf;
+        if (sizeClass >= free.length) {
+            // a chunk of its own, deregistered and dropped with the buffer's release
+            int size = (initialCapacity + MIN_BLOCK - 1) & -MIN_BLOCK;
+            buf = new RegisteredByteBuf(this, newChunk(size), 0, size, -1);
+        } else {
+            buf = free[sizeClass].poll();
+            if (buf == null) {
+                buf = carve(sizeClass);
             }
-            offset = chunk.used;
-            chunk.used += aligned;
-            chunk.live++;
         }
-        ByteBuffer carve = chunk.segment.asSlice(offset, initialCapacity).asByteBuffer();
-        return new RegisteredByteBuf(this, carve, maxCapacity, chunk);
+        return buf.reuse(initialCapacity, maxCapacity);
     }
 
-    private Chunk newChunk(int size) {
+    /** A new block of {@code sizeClass}, from the current chunk or a new one. */
+    private synchronized RegisteredByteBuf carve(int sizeClass) {
+        int size = MIN_BLOCK << sizeClass;
+        if (current == null || current.used + size > current.size) {
+            current = newChunk(chunkSize); // the old one's tail, smaller than this block, stays unused
+        }
+        long offset = current.used;
+        current.used += size;
+        return new RegisteredByteBuf(this, current, offset, size, sizeClass);
+    }
+
+    private static Chunk newChunk(int size) {
         MemorySegment segment = Arena.ofAuto().allocate(size, 4096);
-        Chunk chunk = new Chunk(segment, size, size > chunkSize);
+        Chunk chunk = new Chunk(segment, size);
         index(chunk, true);
         return chunk;
     }
 
-    /** A buffer of {@code chunk} was released. */
-    private synchronized void released(Chunk chunk) {
-        if (--chunk.live > 0 || chunk == current) {
-            return;
+    /** A chunk of one buffer, released: it goes, and its regions with it. */
+    private static void releasedOversized(Chunk chunk) {
+        index(chunk, false);
+        chunk.deregister(); // its memory goes with the automatic arena once unreachable
+    }
+
+    /**
+     * The released buffers of one size class: a stack linked through the buffers themselves, so
+     * that neither a release nor an allocation allocates; a lock, not a lock-free stack, as the
+     * same buffer comes back again and again (a CAS on the top would suffer ABA).
+     */
+    private static final class FreeList {
+        private RegisteredByteBuf top;
+
+        synchronized RegisteredByteBuf poll() {
+            RegisteredByteBuf b = top;
+            if (b != null) {
+                top = b.nextFree;
+                b.nextFree = null;
+            }
+            return b;
         }
-        if (chunk.oversized) {
-            index(chunk, false);
-            chunk.deregister(); // its memory goes with the automatic arena once unreachable
-        } else {
-            chunk.used = 0;
-            reusable.addLast(chunk);
+
+        synchronized void push(RegisteredByteBuf b) {
+            b.nextFree = top;
+            top = b;
         }
     }
 
@@ -190,16 +227,13 @@ public final class RdmaByteBufAllocator extends AbstractByteBufAllocator {
     static final class Chunk {
         final MemorySegment segment;
         final int size;
-        final boolean oversized;
         final Map<ProtectionDomain, MemoryRegion> regions = new ConcurrentHashMap<>();
-        // under the allocator's lock
+        /** Bytes carved into blocks so far; under the allocator's lock. */
         int used;
-        int live;
 
-        Chunk(MemorySegment segment, int size, boolean oversized) {
+        Chunk(MemorySegment segment, int size) {
             this.segment = segment;
             this.size = size;
-            this.oversized = oversized;
         }
 
         long address() {
@@ -226,20 +260,230 @@ public final class RdmaByteBufAllocator extends AbstractByteBufAllocator {
         }
     }
 
-    /** A direct buffer over part of a chunk; its release gives that part back. */
+    /**
+     * A direct buffer over one block of a chunk. The buffer object belongs to its block for good:
+     * its last release pushes it onto its size class's free list, and the next allocation of that
+     * class takes it (reference count 1, indices and marks 0, capacity and maximum as asked), as
+     * Netty's pooled allocator recycles its buffer objects; no object is made per allocation.
+     * Until then it refuses access ({@code IllegalReferenceCountException}, its count is 0); a
+     * reference kept past the release and used after the object was taken again reaches the new
+     * holder's bytes, as with Netty's pooled buffers (nothing can tell a stale reference to a
+     * reused object from a current one).
+     *
+     * <p>Its capacity is what was asked, not the block's size: every access is checked against
+     * it, including the ones Netty's direct buffer leaves to its {@code ByteBuffer}'s bounds
+     * (overridden below). It grows within its block without a copy; past it, Netty's
+     * {@code capacity(int)} moves it to ordinary direct memory (written with a copy from then on),
+     * and its release frees that memory and gives the block back under a new buffer object.
+     */
     static final class RegisteredByteBuf extends UnpooledDirectByteBuf {
+        private final RdmaByteBufAllocator owner;
         private final Chunk chunk;
+        private final long offset;
+        private final int blockSize;
+        /** Its size class, or -1 for a chunk of its own. */
+        private final int sizeClass;
+        /** Whether its memory is still its block (false while the constructor runs, and once grown past it). */
+        private boolean inBlock;
+        /** The capacity asked for, at most the block's size; while in its block. */
+        private int length;
+        /** The next released buffer of its size class; under the free list's lock. */
+        RegisteredByteBuf nextFree;
 
-        RegisteredByteBuf(RdmaByteBufAllocator alloc, ByteBuffer carve, int maxCapacity, Chunk chunk) {
-            super(alloc, carve, maxCapacity);
+        RegisteredByteBuf(RdmaByteBufAllocator owner, Chunk chunk, long offset, int blockSize, int sizeClass) {
+            super(owner, chunk.segment.asSlice(offset, blockSize).asByteBuffer(), Integer.MAX_VALUE);
+            this.owner = owner;
             this.chunk = chunk;
-            writerIndex(0); // a new buffer: empty, as every allocator's
+            this.offset = offset;
+            this.blockSize = blockSize;
+            this.sizeClass = sizeClass;
+            this.inBlock = true;
+        }
+
+        /** Makes it a new buffer of {@code capacity} bytes (at most its block) and {@code maxCapacity}. */
+        RegisteredByteBuf reuse(int capacity, int maxCapacity) {
+            resetRefCnt();
+            length = capacity;
+            maxCapacity(maxCapacity);
+            setIndex(0, 0); // empty, as every allocator's new buffer
+            markReaderIndex();
+            markWriterIndex();
+            return this;
+        }
+
+        @Override
+        public int capacity() {
+            return inBlock ? length : super.capacity();
+        }
+
+        @Override
+        public ByteBuf capacity(int newCapacity) {
+            if (!inBlock) {
+                return super.capacity(newCapacity);
+            }
+            checkNewCapacity(newCapacity);
+            if (newCapacity <= blockSize) {
+                if (newCapacity < length) {
+                    trimIndicesToCapacity(newCapacity);
+                }
+                length = newCapacity;
+                return this;
+            }
+            super.capacity(newCapacity); // copies the block into new direct memory
+            inBlock = false;
+            return this;
+        }
+
+        @Override
+        public int maxFastWritableBytes() {
+            return inBlock ? Math.min(blockSize, maxCapacity()) - writerIndex() : super.maxFastWritableBytes();
+        }
+
+        @Override
+        public boolean hasMemoryAddress() {
+            return inBlock || super.hasMemoryAddress();
+        }
+
+        /**
+         * The block's address (Netty's direct buffer has none without {@code sun.misc.Unsafe}, the
+         * JDK 25 default): the transport copies to and from it and finds its chunk by it.
+         */
+        @Override
+        public long memoryAddress() {
+            if (!inBlock) {
+                return super.memoryAddress();
+            }
+            ensureAccessible();
+            return chunk.address() + offset;
+        }
+
+        // Netty's direct buffer bounds these by its ByteBuffer alone, which is the whole block:
+        // checked against the capacity here
+
+        @Override
+        public byte getByte(int index) {
+            checkIndex(index, 1);
+            return _getByte(index);
+        }
+
+        @Override
+        public short getShort(int index) {
+            checkIndex(index, 2);
+            return _getShort(index);
+        }
+
+        @Override
+        public int getUnsignedMedium(int index) {
+            checkIndex(index, 3);
+            return _getUnsignedMedium(index);
+        }
+
+        @Override
+        public int getInt(int index) {
+            checkIndex(index, 4);
+            return _getInt(index);
+        }
+
+        @Override
+        public long getLong(int index) {
+            checkIndex(index, 8);
+            return _getLong(index);
+        }
+
+        @Override
+        public ByteBuf setByte(int index, int value) {
+            checkIndex(index, 1);
+            _setByte(index, value);
+            return this;
+        }
+
+        @Override
+        public ByteBuf setShort(int index, int value) {
+            checkIndex(index, 2);
+            _setShort(index, value);
+            return this;
+        }
+
+        @Override
+        public ByteBuf setMedium(int index, int value) {
+            checkIndex(index, 3);
+            _setMedium(index, value);
+            return this;
+        }
+
+        @Override
+        public ByteBuf setInt(int index, int value) {
+            checkIndex(index, 4);
+            _setInt(index, value);
+            return this;
+        }
+
+        @Override
+        public ByteBuf setLong(int index, long value) {
+            checkIndex(index, 8);
+            _setLong(index, value);
+            return this;
+        }
+
+        @Override
+        public ByteBuf setBytes(int index, ByteBuffer src) {
+            checkIndex(index, src.remaining());
+            return super.setBytes(index, src);
+        }
+
+        @Override
+        public int setBytes(int index, InputStream in, int length) throws IOException {
+            checkIndex(index, length);
+            return super.setBytes(index, in, length);
+        }
+
+        @Override
+        public int setBytes(int index, ScatteringByteChannel in, int length) throws IOException {
+            checkIndex(index, length);
+            return super.setBytes(index, in, length);
+        }
+
+        @Override
+        public int setBytes(int index, FileChannel in, long position, int length) throws IOException {
+            checkIndex(index, length);
+            return super.setBytes(index, in, position, length);
+        }
+
+        @Override
+        public ByteBuf getBytes(int index, OutputStream out, int length) throws IOException {
+            checkIndex(index, length);
+            return super.getBytes(index, out, length);
+        }
+
+        @Override
+        public int getBytes(int index, GatheringByteChannel out, int length) throws IOException {
+            checkIndex(index, length);
+            return super.getBytes(index, out, length);
+        }
+
+        @Override
+        public int getBytes(int index, FileChannel out, long position, int length) throws IOException {
+            checkIndex(index, length);
+            return super.getBytes(index, out, position, length);
+        }
+
+        @Override
+        public ByteBuf copy(int index, int length) {
+            checkIndex(index, length);
+            return super.copy(index, length);
         }
 
         @Override
         protected void deallocate() {
-            super.deallocate(); // the carve is not freed (a view): the chunk is the allocator's
-            ((RdmaByteBufAllocator) alloc()).released(chunk);
+            if (sizeClass < 0) {
+                super.deallocate(); // frees grown memory; the chunk is the allocator's
+                releasedOversized(chunk);
+            } else if (inBlock) {
+                owner.free[sizeClass].push(this); // its ByteBuffer stays: the block, for the next holder
+            } else {
+                super.deallocate(); // frees the memory it grew into
+                owner.free[sizeClass].push(new RegisteredByteBuf(owner, chunk, offset, blockSize, sizeClass));
+            }
         }
     }
 }

@@ -229,6 +229,8 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     long chainsPosted;
     /** Sends whose payload went from a registered chunk in place: how a test sees the path taken. Loop only. */
     long sentWithoutCopy;
+    /** Signaled send completions polled (each covers the sends before it): for the benchmark's counts. Loop only. */
+    long signaledSendCompletions;
     /** Messages received as RDMA WRITE with immediate: how a test sees the wire used. Loop only. */
     long receivedWithImmediate;
 
@@ -842,6 +844,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             }
             if ((wr & SEND_TAG) != 0) {
                 if (wr != SLOT_QUEUE_WRITE_ID) {
+                    signaledSendCompletions++;
                     sendsCompleted((wr & ~SEND_TAG) + 1); // releases the buffers sent in place
                 }
             } else if (writeWithImm) {
@@ -1014,9 +1017,14 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
                 if (zeroCopyRead && slotsHeld < ringSlots / 2) {
                     // the slot itself, whole: reposted when the buffer is released (slotReleased)
                     n = left;
-                    // (the view's limit is wherever a copy out of this slot last left it)
-                    buf = new ReceiveSlotBuf(config.getAllocator(), recvViews[slot].clear().slice(from, n), this, ring,
-                            slot);
+                    // the slot's view, positioned on the message: the buffer slices its own
+                    // view of it (Netty's constructor), so this one is not sliced again first.
+                    // A new buffer per message, not one per slot reused: a reference kept past
+                    // its release must refuse access (IllegalReferenceCountException), and a
+                    // reused object would read the slot's next message (ReceiveSlotBuf)
+                    ByteBuffer view = recvViews[slot];
+                    view.clear().limit(from + n).position(from);
+                    buf = new ReceiveSlotBuf(config.getAllocator(), view, this, ring, slot);
                     allocHandle.attemptedBytesRead(n);
                     ring.holders.incrementAndGet();
                     slotsHeld++;
@@ -1117,6 +1125,11 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
                 buf.release();
             }
         }
+    }
+
+    /** The inline size the device granted the queue pair: for tests. Loop only. */
+    int maxInline() {
+        return maxInline;
     }
 
     /** Buffers retained by sends in flight that carry them in place: for tests. Loop only. */
@@ -1472,7 +1485,11 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             int readable = buf.readableBytes();
             MemoryRegion chunk = null;
             long offset = 0;
-            if (readable > 0 && buf.isDirect() && RdmaByteBufAllocator.anyChunks() && buf.nioBufferCount() == 1) {
+            // a payload that fits inline is copied: the request then carries it (the device
+            // reads no memory for it) and the buffer is released at once; with the registered
+            // allocator as the default, small writes would otherwise lose inline
+            if (readable > 0 && readable + wireHeader > maxInline && buf.isDirect() && RdmaByteBufAllocator.anyChunks()
+                    && buf.nioBufferCount() == 1) {
                 // by the buffer's own address where it has one: a segment of its NIO view per
                 // write is an object (48 B) that escape analysis does not always remove
                 long address = buf.hasMemoryAddress() ? buf.memoryAddress() + buf.readerIndex()

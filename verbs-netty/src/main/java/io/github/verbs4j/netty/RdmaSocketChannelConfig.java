@@ -27,6 +27,10 @@ import java.util.Map;
  * and loop cycle; with a ring's worth it fills up to what the peer can take at once, posted as
  * one chain (docs/netty.md, "Benchmarks"). Marks set explicitly
  * ({@code WRITE_BUFFER_WATER_MARK}, or the high or low one alone) are used as given.
+ *
+ * <p>The allocator defaults to {@link RdmaByteBufAllocator#DEFAULT}, whose direct buffers the
+ * channel sends from without a copy; {@code ChannelOption.ALLOCATOR} sets another (Netty's
+ * {@code ByteBufAllocator.DEFAULT}, say), whose buffers are then copied into the send ring.
  */
 public final class RdmaSocketChannelConfig extends DefaultChannelConfig implements SocketChannelConfig {
 
@@ -54,6 +58,8 @@ public final class RdmaSocketChannelConfig extends DefaultChannelConfig implemen
 
     RdmaSocketChannelConfig(Channel channel) {
         super(channel);
+        // writes from it go in place, reads are copied into it; ChannelOption.ALLOCATOR replaces it
+        setAllocator(RdmaByteBufAllocator.DEFAULT);
     }
 
     @Override

@@ -26,6 +26,15 @@ import java.nio.ByteBuffer;
  * not called before it's garbage-collected} error, when a later buffer is made. The tracker is
  * kept on the buffer itself rather than in a wrapping buffer (Netty's leak-aware wrappers are not
  * public), so the buffer the pipeline sees is still this one.
+ *
+ * <p>One of these is made per message (with the {@code ByteBuffer} view Netty's constructor
+ * slices), not one per slot reset on reuse: after its release the slot is posted again and the
+ * peer writes its next message there, and a reference the application kept past the release
+ * must then refuse access rather than read that message. A reused object cannot tell a stale
+ * reference from its new holder's (both are the same reference; a generation in the object
+ * changes for both), so only a new object keeps the reference count's check
+ * (RdmaZeroCopyReadTest). Netty's pooled buffers accept that hazard for memory the application
+ * itself reuses; here the memory is rewritten by the peer without the application's doing.
  */
 final class ReceiveSlotBuf extends UnpooledDirectByteBuf {
 
@@ -51,6 +60,11 @@ final class ReceiveSlotBuf extends UnpooledDirectByteBuf {
         this.leak = LEAKS.track(this);
         this.recordAccess = leak != null
                 && ResourceLeakDetector.getLevel().ordinal() >= ResourceLeakDetector.Level.ADVANCED.ordinal();
+    }
+
+    /** The receive slot it wraps: for tests. */
+    int slot() {
+        return slot;
     }
 
     /** Whether the ring under this buffer was freed (after its channel closed and its last buffer was released): for tests. */

@@ -27,6 +27,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -280,6 +281,48 @@ public class RdmaZeroCopyReadTest {
                 assertArrayEquals(message(i, 100), bytes(buf));
                 buf.release();
             }
+        } finally {
+            client.close().syncUninterruptibly();
+            server.close().syncUninterruptibly();
+        }
+    }
+
+    /**
+     * A reference kept past its release, once its slot carried the next messages: it still
+     * refuses access, and the messages written into its slot since arrive in buffers of their
+     * own, byte-exact. (A wrapper per slot, reset on reuse, would hand the stale reference the
+     * slot's new message: ReceiveSlotBuf.)
+     */
+    @Test
+    void aStaleReferenceRefusesAccessAfterItsSlotCarriedTheNextMessage() throws Exception {
+        int ringSlots = 4;
+        Keeper keeper = new Keeper();
+        Channel server = server(keeper, ringSlots, true);
+        Channel client = client(server, new ChannelInboundHandlerAdapter());
+        try {
+            client.writeAndFlush(Unpooled.wrappedBuffer(message(0, 1000))).syncUninterruptibly();
+            ReceiveSlotBuf stale = assertInstanceOf(ReceiveSlotBuf.class, next(keeper));
+            assertArrayEquals(message(0, 1000), bytes(stale));
+            int staleSlot = stale.slot();
+            assertTrue(stale.release());
+            int inItsSlot = 0;
+            for (int i = 1; i <= 4 * ringSlots; i++) {
+                client.writeAndFlush(Unpooled.wrappedBuffer(message(i, 1000 + i))).syncUninterruptibly();
+                ReceiveSlotBuf buf = assertInstanceOf(ReceiveSlotBuf.class, next(keeper));
+                assertNotSame(stale, buf, "message " + i + " has a buffer of its own");
+                assertArrayEquals(message(i, 1000 + i), bytes(buf), "message " + i);
+                if (buf.slot() == staleSlot) {
+                    inItsSlot++;
+                    assertThrows(IllegalReferenceCountException.class, () -> stale.getByte(0),
+                            "the slot holds message " + i + " now, the stale reference still reads nothing");
+                }
+                assertTrue(buf.release());
+            }
+            assertTrue(inItsSlot > 0, "the released slot carried later messages");
+            assertEquals(0, stale.refCnt());
+            assertThrows(IllegalReferenceCountException.class, () -> stale.getByte(0));
+            assertThrows(IllegalReferenceCountException.class, () -> bytes(stale));
+            assertThrows(IllegalReferenceCountException.class, stale::release);
         } finally {
             client.close().syncUninterruptibly();
             server.close().syncUninterruptibly();

@@ -1,9 +1,13 @@
 package io.github.verbs4j.netty;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelOption;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -13,6 +17,7 @@ import java.io.ByteArrayOutputStream;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -31,6 +36,17 @@ public class RdmaZeroCopyWriteTest {
 
     @RegisterExtension
     static final RdmaLoops loops = new RdmaLoops();
+
+    /**
+     * Where the tests' written buffers come from: an allocator no channel here uses by default.
+     * A released buffer object is the next one its size class hands out, and the channels'
+     * default allocator (DEFAULT) serves their reads, so a written buffer checked for its release
+     * could meanwhile hold a read of the echo server.
+     */
+    private static final RdmaByteBufAllocator OWN = new RdmaByteBufAllocator(4 << 20);
+
+    /** RDMA_INLINE_SIZE's default: payloads up to it are copied into the request, not sent in place. */
+    private static final int INLINE = 64;
 
     private static <T> T onLoop(Channel ch, java.util.concurrent.Callable<T> task) throws Exception {
         return ch.eventLoop().submit(task).get(10, TimeUnit.SECONDS);
@@ -63,15 +79,43 @@ public class RdmaZeroCopyWriteTest {
         assertThrows(IllegalArgumentException.class, () -> new RdmaByteBufAllocator(100));
     }
 
+    /** The registered allocator is the channels' default, accepted channels' too; ALLOCATOR sets another. */
+    @Test
+    void theRegisteredAllocatorIsTheDefault() throws Exception {
+        assertSame(RdmaByteBufAllocator.DEFAULT, new RdmaSocketChannel().config().getAllocator());
+        CompletableFuture<ByteBufAllocator> accepted = new CompletableFuture<>();
+        Channel server = RdmaLoops.serverBootstrap(loops.group())
+                .childHandler(new ChannelInitializer<Channel>() {
+                    @Override
+                    protected void initChannel(Channel ch) {
+                        accepted.complete(ch.alloc()); // the first accepted channel's
+                    }
+                }).bind(RdmaLoops.LOCAL_ANY_PORT).syncUninterruptibly().channel();
+        Channel client = loops.clientBootstrap().handler(new ChannelInboundHandlerAdapter())
+                .connect(server.localAddress()).syncUninterruptibly().channel();
+        Channel other = loops.clientBootstrap().handler(new ChannelInboundHandlerAdapter())
+                .option(ChannelOption.ALLOCATOR, PooledByteBufAllocator.DEFAULT)
+                .connect(server.localAddress()).syncUninterruptibly().channel();
+        try {
+            assertSame(RdmaByteBufAllocator.DEFAULT, client.alloc());
+            assertSame(RdmaByteBufAllocator.DEFAULT, accepted.get(10, TimeUnit.SECONDS));
+            assertSame(PooledByteBufAllocator.DEFAULT, other.alloc(), "the opt-out");
+        } finally {
+            client.close().syncUninterruptibly();
+            other.close().syncUninterruptibly();
+            server.close().syncUninterruptibly();
+        }
+    }
+
     /**
-     * The channel's allocator is the registered one: what it writes from it (sizes past the
+     * The channel's allocator is a registered one: what it writes from it (sizes past the
      * slot too, split over several sends) arrives byte-exact, went without copy, and every
      * buffer is released once its sends completed.
      */
     @Test
     void writesFromTheAllocatorAreSentInPlaceAndReleasedAfterCompletion() throws Exception {
         Channel server = RdmaEchoTest.echoServer(loops.group());
-        int[] sizes = {1, 100, 4096, 65532, 65536, 200_000};
+        int[] sizes = {100, 4096, 65532, 65536, 200_000}; // above the inline size (below: inlineSizedWritesAreCopied...)
         int rounds = 20;
         ByteArrayOutputStream expected = new ByteArrayOutputStream();
         Random random = new Random(11);
@@ -86,7 +130,7 @@ public class RdmaZeroCopyWriteTest {
         }
         RdmaEchoTest.Collector collector = new RdmaEchoTest.Collector(expected.size());
         Channel client = loops.clientBootstrap()
-                .option(ChannelOption.ALLOCATOR, RdmaByteBufAllocator.DEFAULT)
+                .option(ChannelOption.ALLOCATOR, OWN)
                 .handler(collector).connect(server.localAddress()).syncUninterruptibly().channel();
         try {
             List<ByteBuf> written = new ArrayList<>();
@@ -125,7 +169,7 @@ public class RdmaZeroCopyWriteTest {
         Channel client = loops.clientBootstrap()
                 .handler(collector).connect(server.localAddress()).syncUninterruptibly().channel();
         try {
-            ByteBuf buf = RdmaByteBufAllocator.DEFAULT.directBuffer(payload.length).writeBytes(payload);
+            ByteBuf buf = OWN.directBuffer(payload.length).writeBytes(payload);
             int[] seen = onLoop(client, () -> {
                 ChannelFuture f = client.writeAndFlush(buf);
                 return new int[] {f.isSuccess() ? 1 : 0, buf.refCnt(), ((RdmaSocketChannel) client).sentInPlaceHeld()};
@@ -148,11 +192,11 @@ public class RdmaZeroCopyWriteTest {
         Random random = new Random(12);
         List<ByteBuf> buffers = new ArrayList<>();
         for (int i = 0; i < messages; i++) {
-            byte[] b = new byte[1 + random.nextInt(3000)];
+            byte[] b = new byte[INLINE + 1 + random.nextInt(3000)]; // not inline: the registered ones go in place
             random.nextBytes(b);
             expected.writeBytes(b);
             ByteBuf buf = switch (i % 3) {
-                case 0 -> RdmaByteBufAllocator.DEFAULT.directBuffer(b.length).writeBytes(b);
+                case 0 -> OWN.directBuffer(b.length).writeBytes(b);
                 case 1 -> Unpooled.wrappedBuffer(b);
                 default -> Unpooled.directBuffer(b.length).writeBytes(b);
             };
@@ -179,6 +223,47 @@ public class RdmaZeroCopyWriteTest {
         }
     }
 
+    /**
+     * A registered buffer whose payload fits inline ({@code RDMA_INLINE_SIZE}, 64 B by default)
+     * is copied into the request, as any buffer that small: byte-exact, no send in place, and
+     * the buffer released as soon as its write is done.
+     */
+    @Test
+    void inlineSizedWritesAreCopiedNotSentInPlace() throws Exception {
+        Channel server = RdmaEchoTest.echoServer(loops.group());
+        int messages = 200;
+        ByteArrayOutputStream expected = new ByteArrayOutputStream();
+        List<ByteBuf> buffers = new ArrayList<>();
+        for (int i = 0; i < messages; i++) {
+            byte[] b = new byte[1 + i % 60]; // at most 60: inline on both wires (the SEND wire's 4-byte header too)
+            new Random(i).nextBytes(b);
+            expected.writeBytes(b);
+            buffers.add(OWN.directBuffer(b.length).writeBytes(b));
+        }
+        RdmaEchoTest.Collector collector = new RdmaEchoTest.Collector(expected.size());
+        Channel client = loops.clientBootstrap()
+                .handler(collector).connect(server.localAddress()).syncUninterruptibly().channel();
+        try {
+            assertTrue(onLoop(client, () -> ((RdmaSocketChannel) client).maxInline()) >= INLINE,
+                    "the device grants the default inline size");
+            long before = onLoop(client, () -> ((RdmaSocketChannel) client).sentWithoutCopy);
+            ChannelFuture last = null;
+            for (ByteBuf buf : buffers) {
+                last = client.write(buf);
+            }
+            client.flush();
+            last.syncUninterruptibly();
+            for (int i = 0; i < messages; i++) {
+                assertEquals(0, buffers.get(i).refCnt(), "buffer " + i + " released once written: it was copied");
+            }
+            assertArrayEquals(expected.toByteArray(), collector.done.get(60, TimeUnit.SECONDS));
+            assertEquals(0, onLoop(client, () -> ((RdmaSocketChannel) client).sentWithoutCopy) - before);
+        } finally {
+            client.close().syncUninterruptibly();
+            server.close().syncUninterruptibly();
+        }
+    }
+
     /** A registered buffer whose channel closes before the send completed: released with the connection. */
     @Test
     void writesInFlightAreReleasedWhenTheChannelCloses() throws Exception {
@@ -188,7 +273,7 @@ public class RdmaZeroCopyWriteTest {
                 .handler(collector).connect(server.localAddress()).syncUninterruptibly().channel();
         List<ByteBuf> written = new ArrayList<>();
         for (int i = 0; i < 16; i++) {
-            ByteBuf buf = RdmaByteBufAllocator.DEFAULT.directBuffer(8192).writeZero(8192);
+            ByteBuf buf = OWN.directBuffer(8192).writeZero(8192);
             written.add(buf);
             client.write(buf);
         }

@@ -3,10 +3,13 @@ package io.github.verbs4j.netty;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.ServerChannel;
@@ -21,6 +24,7 @@ import org.junit.jupiter.api.Timeout;
 
 import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -29,14 +33,17 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Steady state allocates nothing per message in the transport itself (issue 24): an echo of a few
- * thousand 64 B and 4 KiB messages, one in flight (each size twice, the second pass measured), over this transport on softrdma and over
+ * thousand 64 B and 4 KiB messages, one in flight, over this transport on softrdma (with its
+ * default allocator, {@link RdmaByteBufAllocator}: written in place, read by a copy into it; and
+ * with Netty's pooled allocator set through {@code ChannelOption.ALLOCATOR}: copied both ways) and over
  * Netty's epoll transport on TCP loopback, each on a group of two event loops that carries both
  * the client and the server. After a warm-up, the bytes the loop threads allocate
  * ({@code com.sun.management.ThreadMXBean#getThreadAllocatedBytes}) are divided by the round
  * trips (one message out, its echo back: two messages written, two read).
  *
- * <p>What Netty itself allocates in such an echo is taken out of both: buffers come from Netty's
- * default pooled allocator (its buffer objects are recycled, its memory cached per thread), both
+ * <p>What Netty itself allocates in such an echo is taken out of both: buffers come from pooled
+ * allocators (Netty's, whose buffer objects are recycled and memory cached per thread, and
+ * RdmaByteBufAllocator, whose buffer objects are recycled per size class), both
  * sides write with the void promise (no promise per write), and leak detection is off while the
  * test measures (at Netty's default level it records a stack trace for one buffer in 128, a few
  * kilobytes: tens of bytes per message, Netty's and the same on any transport). What is left is
@@ -76,8 +83,20 @@ public class TransportAllocationTest {
     /** Bytes allocated per round trip by the threads of {@code group}, after the warm-up. */
     static double perRoundTrip(EventLoopGroup group, Class<? extends ServerChannel> serverType,
                                Class<? extends Channel> clientType, int size) throws Exception {
+        return perRoundTrip(group, serverType, clientType, size, null);
+    }
+
+    /** The same, both sides on {@code allocator} ({@code null}: the channels' default). */
+    static double perRoundTrip(EventLoopGroup group, Class<? extends ServerChannel> serverType,
+                               Class<? extends Channel> clientType, int size, ByteBufAllocator allocator) throws Exception {
         long[] loopThreads = loopThreads(group);
-        Channel server = new ServerBootstrap().group(group).channel(serverType)
+        ServerBootstrap serverBootstrap = new ServerBootstrap().group(group).channel(serverType);
+        Bootstrap clientBootstrap = new Bootstrap().group(group).channel(clientType);
+        if (allocator != null) {
+            serverBootstrap.childOption(ChannelOption.ALLOCATOR, allocator);
+            clientBootstrap.option(ChannelOption.ALLOCATOR, allocator);
+        }
+        Channel server = serverBootstrap
                 .childHandler(new ChannelInitializer<Channel>() {
                     @Override
                     protected void initChannel(Channel ch) {
@@ -100,7 +119,7 @@ public class TransportAllocationTest {
         }
         CompletableFuture<long[]> done = new CompletableFuture<>();
         long[] start = new long[1];
-        Channel client = new Bootstrap().group(group).channel(clientType).handler(new ChannelInboundHandlerAdapter() {
+        Channel client = clientBootstrap.handler(new ChannelInboundHandlerAdapter() {
             private int round;
             private int got;
 
@@ -185,14 +204,20 @@ public class TransportAllocationTest {
     }
 
     private void measureAndCheck() throws Exception {
-        double[] rdma = {Double.POSITIVE_INFINITY, Double.POSITIVE_INFINITY};
-        double[] waits = new double[2];
-        double[] epoll = {Double.NaN, Double.NaN};
-        int[] sizes = {64, 4096};
+        // the rdma measures: each size with the channels' default allocator (RdmaByteBufAllocator)
+        // and with Netty's pooled one (the opt-out, copied both ways; gRPC sets it)
+        int[] sizes = {64, 4096, 64, 4096};
+        ByteBufAllocator[] allocators = {null, null, PooledByteBufAllocator.DEFAULT, PooledByteBufAllocator.DEFAULT};
+        String[] names = {"default allocator", "default allocator", "Netty's pooled allocator", "Netty's pooled allocator"};
+        double[] rdma = new double[sizes.length];
+        Arrays.fill(rdma, Double.POSITIVE_INFINITY);
+        double[] waits = new double[sizes.length];
+        double[] epoll = new double[sizes.length];
+        Arrays.fill(epoll, Double.NaN);
         StringBuilder passes = new StringBuilder();
-        // a registered chunk exists, as after any zero-copy write in this JVM: then every write
-        // looks up whether its buffer lies in one (RdmaByteBufAllocator.chunkOf), which once
-        // allocated 88 B per write and showed only when another test had made a chunk first
+        // a registered chunk exists before the first measure: then every write, of any
+        // allocator, looks up whether its buffer lies in one (RdmaByteBufAllocator.chunkOf),
+        // which once allocated 88 B per write and showed only when a chunk existed
         RdmaByteBufAllocator.DEFAULT.directBuffer(64).release();
         EventLoopGroup rdmaLoops = RdmaLoops.newGroup(2);
         try {
@@ -206,8 +231,9 @@ public class TransportAllocationTest {
                 boolean under = true;
                 for (int i = 0; i < sizes.length; i++) {
                     long waited = RdmaIoHandler.blockingWaits();
-                    double measured = perRoundTrip(rdmaLoops, RdmaServerSocketChannel.class, RdmaSocketChannel.class, sizes[i]);
-                    passes.append(String.format(" pass %d, %d B: %.1f;", pass, sizes[i], measured));
+                    double measured = perRoundTrip(rdmaLoops, RdmaServerSocketChannel.class, RdmaSocketChannel.class,
+                            sizes[i], allocators[i]);
+                    passes.append(String.format(" pass %d, %d B %s: %.1f;", pass, sizes[i], names[i], measured));
                     if (pass > 0 && measured < rdma[i]) {
                         rdma[i] = measured;
                         waits[i] = (RdmaIoHandler.blockingWaits() - waited) / (double) (WARMUP + MEASURED);
@@ -225,7 +251,7 @@ public class TransportAllocationTest {
             EventLoopGroup epollLoops = new MultiThreadIoEventLoopGroup(2, EpollIoHandler.newFactory());
             try {
                 for (int pass = 0; pass < 2; pass++) {
-                    for (int i = 0; i < sizes.length; i++) {
+                    for (int i = 0; i < 2; i++) {
                         epoll[i] = perRoundTrip(epollLoops, EpollServerSocketChannel.class, EpollSocketChannel.class, sizes[i]);
                     }
                 }
@@ -235,8 +261,8 @@ public class TransportAllocationTest {
         }
         StringBuilder seen = new StringBuilder();
         for (int i = 0; i < sizes.length; i++) {
-            seen.append(String.format("%d B: rdma %.1f B per round trip (%.2f blocking waits per round trip), epoll %.1f%n",
-                    sizes[i], rdma[i], waits[i], epoll[i]));
+            seen.append(String.format("%d B, %s: rdma %.1f B per round trip (%.2f blocking waits per round trip), epoll %.1f%n",
+                    sizes[i], names[i], rdma[i], waits[i], epoll[i]));
         }
         seen.append("rdma passes:").append(passes).append('\n');
         System.out.print("TransportAllocationTest: " + seen);
