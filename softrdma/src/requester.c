@@ -75,6 +75,31 @@ static void arm_timer(struct srd_qp *qp)
 	srd_timer_hint(true);
 }
 
+static bool is_local_op(const struct srd_swqe *w);
+
+/*
+ * Whether the last packet of w may go without asking for an ACK: w is an unsignaled SEND or
+ * WRITE of an RC QP, and a SEND or WRITE already queued right behind it goes out next in the
+ * same run of the send queue (no fence, no READ or atomic to wait for, inside the window), so
+ * its ACK, cumulative, covers w as well. A WRITE chained with the SEND that announces it (the
+ * form of transports without immediate data) then costs one ACK, not two. If the later packet
+ * is lost, the timer resends from w's, as for any missing ACK. sq_lock held.
+ */
+static bool ack_left_to_next(struct srd_qp *qp, const struct srd_swqe *w)
+{
+	if (qp->ttype != IBV_QPT_RC || qp->sq_sig_all || (w->send_flags & IBV_SEND_SIGNALED) || srd_is_rd(w) ||
+	    is_local_op(w))
+		return false;
+	unsigned next = qp->sq_next_tx + 1;
+	if (next == qp->sq_head)
+		return false;
+	const struct srd_swqe *n = &qp->sq[next & (unsigned)(qp->sq_cap - 1)];
+	if (srd_is_rd(n) || is_local_op(n) || (n->send_flags & IBV_SEND_FENCE))
+		return false;
+	uint32_t last = psn_add(w->first_psn, w->npkts + wqe_pkts(qp, n) - 1);
+	return psn_diff(last, qp->una_psn) < WINDOW;
+}
+
 /* Sends packet k of w (for READ: a request starting at response k). False when the payload
  * could not be gathered (a hole in an ODP region since its admission): nothing is sent. */
 static bool send_pkt(struct srd_qp *qp, struct srd_swqe *w, uint32_t k, const struct srd_seg *src,
@@ -138,6 +163,8 @@ static bool send_pkt(struct srd_qp *qp, struct srd_swqe *w, uint32_t k, const st
 		h.flags |= F_FIRST;
 	if (k + 1 == w->npkts) {
 		h.flags |= F_LAST;
+		if (ack_left_to_next(qp, w))
+			h.flags |= F_NOACK;
 		if (w->opcode == IBV_WR_SEND_WITH_IMM || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
 			h.flags |= F_IMM;
 			h.imm = w->imm;

@@ -559,7 +559,7 @@ static void rx_locked(struct srd_qp *qp, const struct pkt_hdr *h, const uint8_t 
 	}
 	qp->epsn = psn_add(h->psn, advance);
 	qp->nak_sent = false;
-	if (rc && (h->op == OP_SEND || h->op == OP_WRITE) && (h->flags & (F_LAST | F_ACKREQ)))
+	if (rc && (h->op == OP_SEND || h->op == OP_WRITE) && wants_ack(h))
 		send_ack(qp, h->sqpn, h->psn, SYN_ACK, 0);
 	/* a receive completion is written only after the ACK is on the wire, as hardware
 	 * acknowledges on placement: the application can never answer before the ACK */
@@ -751,7 +751,7 @@ static void relay_finish(struct srd_qp *qp, struct srd_relay *rl, int syn, enum 
 		qp->atomic_cache[slot].val = orig;
 		qp->atomic_cache[slot].valid = true;
 		send_atomic_resp(qp, rl->sqpn, psn, orig);
-	} else if (rl->h.flags & (F_LAST | F_ACKREQ)) {
+	} else if (wants_ack(&rl->h)) {
 		send_ack(qp, rl->sqpn, psn, SYN_ACK, 0);
 	}
 	qp->epsn = psn_add(psn, 1);

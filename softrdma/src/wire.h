@@ -34,7 +34,9 @@ enum { XCTL_OPEN = 1, XCTL_QUERY, XCTL_MODIFY, XCTL_CLOSE, XCTL_EVENT };
  */
 /* F_INV: SEND with Invalidate, the rkey to invalidate in imm (last packet) */
 /* F_XRC: a request of an XRC_SEND QP to an XRC_RECV QP, for the XRC SRQ in xsrqn */
-enum { F_FIRST = 1, F_LAST = 2, F_SOLICITED = 4, F_IMM = 8, F_ACKREQ = 16, F_INV = 32, F_XRC = 64 };
+/* F_NOACK: on a message's last packet, no ACK wanted for it: a request follows right behind,
+ * whose ACK (cumulative) covers this one too (requester.c, ack_left_to_next) */
+enum { F_FIRST = 1, F_LAST = 2, F_SOLICITED = 4, F_IMM = 8, F_ACKREQ = 16, F_INV = 32, F_XRC = 64, F_NOACK = 128 };
 enum { SYN_ACK = 0, SYN_RNR, SYN_NAK_SEQ, SYN_NAK_INV, SYN_NAK_ACCESS, SYN_NAK_OP };
 
 struct pkt_hdr {
@@ -49,6 +51,12 @@ struct pkt_hdr {
 	uint8_t sgid[16];
 	uint32_t magic, xsrqn;
 };
+/* Whether the responder acknowledges a new SEND or WRITE packet (a duplicate's last packet is
+ * acknowledged whatever it says: the requester resends it because an ACK went missing). */
+static inline bool wants_ack(const struct pkt_hdr *h)
+{
+	return (h->flags & F_ACKREQ) || ((h->flags & F_LAST) && !(h->flags & F_NOACK));
+}
 #define PKT_MAGIC 0x53524431u /* "SRD1" */
 #define PKT_DOORBELL 0x53524442u /* "SRDB": wakes a same-host receiver (shm.c), carries nothing */
 #define MAX_PKT (sizeof(struct pkt_hdr) + 4096)

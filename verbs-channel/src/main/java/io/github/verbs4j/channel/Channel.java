@@ -43,6 +43,8 @@ import java.util.concurrent.TimeUnit;
  * the next one completes. They return once the message is staged: {@link #close()} drains what
  * is staged before it ends the channel. A message takes {@code ceil((8 + length) / slotSize)}
  * consecutive slots of the peer's ring; at most {@link #maxMessageSize()} bytes.
+ * {@link #send(int, MessageWriter)} and {@link #offer(int, MessageWriter, long, TimeUnit)} skip
+ * the copy: the application writes the message straight into the staging buffer.
  *
  * <p><b>Failure</b>: when the peer goes away without closing, every blocked and later
  * operation throws {@link PeerLostException}; messages already in the ring are still delivered
@@ -104,6 +106,13 @@ public final class Channel implements AutoCloseable {
     static final long KIND_MASK = (1 << KIND_BITS) - 1;
     /** Bytes of a notification word (the immediate's value, or a SEND's payload). */
     static final int WORD = 4;
+    /**
+     * Bytes of each receive's buffer in the word region: the notification word, then the head of
+     * the slots a notifying SEND carries (all of a small message's, which then needs no WRITE:
+     * docs/channel.md, "Small messages in the SEND"). A multiple of {@link #WORD}; told to the
+     * peer in the handshake.
+     */
+    static final int RECEIVE_BYTES = 128;
 
     static final int MAGIC = 0x5643_4831; // "VCH1"
 
@@ -161,7 +170,7 @@ public final class Channel implements AutoCloseable {
         this.closeTimeout = options.closeTimeout();
         this.words = words;
         this.receiver = new ChannelReceiver(this, qp, ring, words, options);
-        this.sender = new ChannelSender(this, qp, words, receiver.recvs.length, sendNotify, options);
+        this.sender = new ChannelSender(this, qp, words, receiver.recvs.length * (RECEIVE_BYTES / WORD), sendNotify, options);
         state.opened(this);
     }
 
@@ -172,13 +181,13 @@ public final class Channel implements AutoCloseable {
 
 
     /**
-     * Bytes of a channel's word region: a receive word per posted receive and, when it notifies
+     * Bytes of a channel's word region: a receive buffer ({@link #RECEIVE_BYTES}) per posted receive and, when it notifies
      * by SEND, a ring of send words twice as long as the send queue, so that a word is rewritten
      * only long after the SEND that carried it completed (the queue completes in order and never
      * holds more than its depth).
      */
     static long wordBytes(int slots, boolean sendNotify, int maxSendWr) {
-        return (long) (receiveCount(slots) + (sendNotify ? 2 * maxSendWr : 0)) * WORD;
+        return (long) receiveCount(slots) * RECEIVE_BYTES + (sendNotify ? 2L * maxSendWr * WORD : 0);
     }
 
     /** Whether this side notifies its peer by SEND after a plain WRITE (no immediate data). */
@@ -219,10 +228,15 @@ public final class Channel implements AutoCloseable {
 
     // ---- the handshake's private data -------------------------------------------------------
 
+    /**
+     * This side's private data: {@code VCH1}, the ring's address and rkey, its slots and slot
+     * size, and the bytes each receive takes ({@link #RECEIVE_BYTES}: how large a SEND the peer
+     * may send; a peer that sends the first 24 bytes only is sent words alone).
+     */
     byte[] localInfo() {
         MemoryRegion ring = receiver.ring;
-        return ByteBuffer.allocate(24).putInt(MAGIC).putLong(ring.address()).putInt(ring.rkey())
-                .putInt(receiver.slots).putInt(receiver.slotSize).array();
+        return ByteBuffer.allocate(28).putInt(MAGIC).putLong(ring.address()).putInt(ring.rkey())
+                .putInt(receiver.slots).putInt(receiver.slotSize).putInt(RECEIVE_BYTES).array();
     }
 
     /** Reads the peer's ring from its private data and makes the staging buffer; call before the channel is used. */
@@ -243,9 +257,15 @@ public final class Channel implements AutoCloseable {
         if (pSlots < 4 || pSlots > 16384 || pSlotSize < 64 || pSlotSize % 64 != 0 || pSlotSize > (1 << 20)) {
             throw new IllegalArgumentException("the peer offers a ring of " + pSlots + " slots of " + pSlotSize + " bytes");
         }
+        // a peer that did not tell (24 bytes, or zeros where the transport pads the private data): words only
+        int told = b.remaining() >= 4 ? b.getInt() : 0;
+        int pReceiveBytes = told == 0 ? WORD : told;
+        if (pReceiveBytes < WORD || pReceiveBytes > (1 << 20)) {
+            throw new IllegalArgumentException("the peer's receives take " + pReceiveBytes + " bytes; a channel's take at least " + WORD);
+        }
         MemoryRegion s = allocator.apply((long) pSlots * pSlotSize);
         synchronized (this) {
-            sender.attach(s, address, rkey, pSlots, pSlotSize);
+            sender.attach(s, address, rkey, pSlots, pSlotSize, pReceiveBytes);
             peerReady = true;
             sender.maybeSendCredit();
         }
@@ -322,9 +342,51 @@ public final class Channel implements AutoCloseable {
         return offer(message, Math.max(0, unit.toNanos(timeout)));
     }
 
+    /**
+     * Sends a message of {@code length} bytes that {@code writer} writes in place, straight into
+     * the channel's registered staging memory, waiting as long as the peer's ring is full: the
+     * form without {@link #send(MemorySegment)}'s copy. Once the ring has room, the writer is
+     * called in this thread with a {@link StagedMessage} of {@code length} bytes, valid only
+     * during that call; what it wrote is posted (or coalesced) as {@code send} posts a copy.
+     * Allocates nothing. Concurrent senders are ordered as for {@code send}: the writer runs
+     * with the channel's lock held (see {@link MessageWriter} for what it must not do).
+     *
+     * <p><b>Errors</b>: as {@link #send(MemorySegment)}; {@link IllegalArgumentException} for a
+     * negative {@code length}; whatever the writer throws (then nothing is sent);
+     * {@link IllegalStateException} when called from inside a writer of this channel.
+     *
+     * @throws InterruptedException when interrupted while waiting for credits
+     */
+    public void send(int length, MessageWriter writer) throws InterruptedException {
+        offer(length, writer, Long.MAX_VALUE, TimeUnit.NANOSECONDS);
+    }
+
+    /**
+     * {@link #send(int, MessageWriter)} if the peer's ring has room within the timeout (given as
+     * a number and unit: allocates nothing); the writer is called only when it has.
+     *
+     * <p><b>Errors</b>: as {@link #send(int, MessageWriter)}.
+     *
+     * @return {@code false} when the ring stayed full for the timeout (the writer was not called)
+     * @throws InterruptedException when interrupted while waiting for credits
+     */
+    public boolean offer(int length, MessageWriter writer, long timeout, TimeUnit unit) throws InterruptedException {
+        Objects.requireNonNull(writer, "writer");
+        if (length < 0) {
+            throw new IllegalArgumentException("a message of " + length + " bytes");
+        }
+        long nanos = timeout == Long.MAX_VALUE ? Long.MAX_VALUE : Math.max(0, unit.toNanos(timeout));
+        return offer(null, writer, length, nanos);
+    }
+
     private boolean offer(MemorySegment message, long timeoutNanos) throws InterruptedException {
         Objects.requireNonNull(message, "message");
-        long length = message.byteSize();
+        return offer(message, null, message.byteSize(), timeoutNanos);
+    }
+
+    /** Sends {@code length} bytes: a copy of {@code message}, or (when it is null) what {@code writer} writes in place. */
+    private boolean offer(MemorySegment message, MessageWriter writer, long length, long timeoutNanos)
+            throws InterruptedException {
         if (length > maxMessageSize()) {
             throw new IllegalArgumentException("a message of " + length + " bytes is longer than this channel carries ("
                     + maxMessageSize() + " bytes: a quarter of the peer's ring of " + sender.peerSlots + " slots of "
@@ -332,6 +394,7 @@ public final class Channel implements AutoCloseable {
         }
         int k = (int) ((length + HEADER + sender.peerSlotSize - 1) / sender.peerSlotSize);
         synchronized (this) {
+            checkNotWritingInPlace();
             long deadline = timeoutNanos == Long.MAX_VALUE ? 0 : System.nanoTime() + timeoutNanos;
             // application polling: one poll per call, for credits and completions that came
             // meanwhile (so offer(m, 0) makes progress too); before the post only when the
@@ -357,11 +420,26 @@ public final class Channel implements AutoCloseable {
                     await(left);
                 }
             }
-            sender.stage(message, length, k);
+            if (writer == null) {
+                sender.stage(message, length, k);
+            } else {
+                sender.stage(writer, (int) length, k);
+            }
             if (!polled) {
                 group.drive();
             }
             return true;
+        }
+    }
+
+    /**
+     * Refuses an operation from inside a {@link MessageWriter} of this channel: it could wait,
+     * which gives up the lock while the writer's slots are reserved but not yet staged.
+     */
+    private void checkNotWritingInPlace() {
+        if (sender.writingInPlace()) {
+            throw new IllegalStateException("a MessageWriter of the channel to " + peerName()
+                    + " called the channel: it may only write its StagedMessage");
         }
     }
 
@@ -492,6 +570,7 @@ public final class Channel implements AutoCloseable {
     }
 
     private synchronized Message receive(long deadline, long timeoutNanos) throws InterruptedException {
+        checkNotWritingInPlace();
         if (appPolling && !receiver.hasMessage()) {
             group.drive();
         }
@@ -624,6 +703,20 @@ public final class Channel implements AutoCloseable {
     /** {@link #wakeUps}: how many wake-ups the data path issued on this channel so far (tests). */
     synchronized long wakeUps() {
         return wakeUps;
+    }
+
+    /**
+     * Data notifications this side posted so far: with {@code carried}, lone SENDs that carried
+     * all their slots (docs/channel.md, "Small messages in the SEND"); else WRITEs, each with its
+     * immediate or its SEND (tests).
+     */
+    synchronized long dataPosts(boolean carried) {
+        return carried ? sender.carriedPosts : sender.writePosts;
+    }
+
+    /** Data SENDs received so far that carried slots (all, or their head), copied into the ring (tests). */
+    synchronized long carriedReceives() {
+        return receiver.carriedReceives;
     }
 
     /** How many successful completions of {@code kind} ({@link #KIND_RECV}, {@link #KIND_DATA}...) this channel handled (tests). */
@@ -761,6 +854,7 @@ public final class Channel implements AutoCloseable {
     public void close() {
         RdmaException undelivered = null;
         synchronized (this) {
+            checkNotWritingInPlace();
             if (!state.beginClose()) {
                 return;
             }

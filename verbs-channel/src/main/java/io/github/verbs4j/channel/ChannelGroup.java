@@ -294,8 +294,9 @@ public final class ChannelGroup implements AutoCloseable {
             boolean sendNotify = notifiesBySend(ctx);
             // by SEND, each data WRITE takes two entries of the send queue (the WRITE and its SEND)
             int sendWr = sendNotify ? 2 * options.writesInFlight() + 8 : options.writesInFlight() + 4;
+            // by SEND, a small message's SEND gathers the word and the staged slots: two entries
             QueuePair qp = id.createQueuePair(pd, cq, cq, QpInit.defaults().withMaxSendWr(sendWr)
-                    .withMaxRecvWr(Channel.receiveCount(options.slots())));
+                    .withMaxRecvWr(Channel.receiveCount(options.slots())).withMaxSendSge(sendNotify ? 2 : 1));
             MemoryRegion words = made.register(pd.allocate(
                     Channel.wordBytes(options.slots(), sendNotify, qp.capabilities().maxSendWr()), Access.LOCAL_WRITE));
             ch = new Channel(this, owned, key, id, qp, ring, words, sendNotify, options);

@@ -19,6 +19,7 @@ import static io.github.verbs4j.channel.Channel.KIND_BITS;
 import static io.github.verbs4j.channel.Channel.KIND_RECV;
 import static io.github.verbs4j.channel.Channel.LE_INT;
 import static io.github.verbs4j.channel.Channel.LE_INT_UNALIGNED;
+import static io.github.verbs4j.channel.Channel.RECEIVE_BYTES;
 import static io.github.verbs4j.channel.Channel.WORD;
 
 /**
@@ -36,9 +37,14 @@ final class ChannelReceiver {
     private final QueuePair qp;
     final MemoryRegion ring;
     private final MemorySegment ringSegment;
+    /** The ring, writable: where slots that came in a SEND are copied to. */
+    private final MemorySegment ringWritable;
     final int slots;
     final int slotSize;
-    /** One receive per expected notification, each with its own word of the channel's word region: its first {@code recvs.length} words. */
+    /**
+     * One receive per expected notification, each with its own buffer of {@link Channel#RECEIVE_BYTES}
+     * in the channel's word region (its start): the word, and the slots a SEND may carry after it.
+     */
     final ReceiveRequest[] recvs;
     private final MemorySegment wordsSegment;
 
@@ -55,13 +61,16 @@ final class ChannelReceiver {
     volatile long deliveryHead;
     volatile long deliveryTail;
     long receivedMessages;
+    /** Data SENDs that carried slots (all of them, or their head: copied into the ring here), for the tests that count them. */
+    long carriedReceives;
     boolean finReceived;
 
     ChannelReceiver(Channel channel, QueuePair qp, MemoryRegion ring, MemoryRegion words, ChannelOptions options) {
         this.channel = channel;
         this.qp = qp;
         this.ring = ring;
-        this.ringSegment = ring.segment().asReadOnly();
+        this.ringWritable = ring.segment();
+        this.ringSegment = ringWritable.asReadOnly();
         this.slots = options.slots();
         this.slotSize = options.slotSize();
         this.released = new boolean[slots];
@@ -73,7 +82,7 @@ final class ChannelReceiver {
         this.wordsSegment = words.segment();
         this.recvs = new ReceiveRequest[receiveCount(slots)];
         for (int i = 0; i < recvs.length; i++) {
-            recvs[i] = ReceiveRequest.withMaxSge(1).local(words, (long) i * WORD, WORD)
+            recvs[i] = ReceiveRequest.withMaxSge(1).local(words, (long) i * RECEIVE_BYTES, RECEIVE_BYTES)
                     .id(channel.wrId(KIND_RECV | ((long) i << KIND_BITS)));
         }
     }
@@ -135,7 +144,8 @@ final class ChannelReceiver {
 
     /**
      * A receive completed (successfully): reads its notification word (the immediate, or the
-     * SEND's payload), posts the receive again, and applies the word (credits, the FIN, data).
+     * SEND's payload), copies the slots a SEND carried after its word into the ring, posts the
+     * receive again, and applies the word (credits, the FIN, data).
      */
     void onReceive(Completion wc, long low) {
         int index = (int) (low >>> KIND_BITS);
@@ -144,11 +154,17 @@ final class ChannelReceiver {
             return;
         }
         int imm;
+        long buffer = (long) index * RECEIVE_BYTES;
         if (wc.hasImmediate()) {
             imm = wc.immediate();
-        } else if (wc.byteLength() == WORD) {
-            // a SEND of the word (transports without immediate data): read before the buffer is posted again
-            imm = wordsSegment.get(LE_INT, (long) index * WORD);
+        } else if (wc.byteLength() >= WORD) {
+            // a SEND of the word (transports without immediate data), maybe with the head of the
+            // slots it announces: read before the buffer is posted again
+            imm = wordsSegment.get(LE_INT, buffer);
+            int carried = wc.byteLength() - WORD;
+            if (carried > 0 && !placeCarried(imm, buffer + WORD, carried)) {
+                return;
+            }
         } else {
             channel.fail(new PeerLostException("protocol error: the peer sent " + wc.byteLength()
                     + " bytes without immediate data; a channel's notification is a " + WORD + "-byte word", null));
@@ -173,6 +189,28 @@ final class ChannelReceiver {
         } else if (!finReceived) {
             onData(imm);
         }
+    }
+
+    /**
+     * A SEND carried the head of the slots its data word announces ({@code bytes}, at {@code from}
+     * in the word region; a WRITE placed the rest before it): copies it where the WRITE would have
+     * placed it, the start of the ring's next slot (slot 0 when the word says the ring wrapped),
+     * before {@link #onData} parses the slots. Fails the channel (and returns {@code false}) for a
+     * control word with bytes, or more bytes than the announced slots hold.
+     */
+    private boolean placeCarried(int imm, long from, int bytes) {
+        int n = imm & COUNT_MASK;
+        int at = (imm & IMM_WRAP) != 0 ? 0 : (int) (received % slots);
+        if ((imm & IMM_CONTROL) != 0 || n == 0 || at + (long) n > slots || bytes > (long) n * slotSize) {
+            channel.fail(new PeerLostException("protocol error: the peer sent " + bytes + " bytes with the word 0x"
+                    + Integer.toHexString(imm) + " at slot " + at + " of a ring of " + slots + " slots of " + slotSize, null));
+            return false;
+        }
+        if (!finReceived) {
+            MemorySegment.copy(wordsSegment, from, ringWritable, (long) at * slotSize, bytes);
+            carriedReceives++;
+        }
+        return true;
     }
 
     /** Data landed: parse the headers of {@code n} slots (after a skip to slot 0 when wrapped). */

@@ -48,14 +48,28 @@ final class ChannelSender {
     final boolean sendNotify;
     /** The data WRITE: with immediate, signaled; or plain, unsignaled, followed by {@link #notify}. */
     private final SendRequest write;
-    /** With {@link #sendNotify}: the SEND of the word after each data WRITE (signaled: the data's completion). */
+    /**
+     * With {@link #sendNotify}: the SEND of the word, and after it the head of the staged slots,
+     * as much as the peer's receive buffer takes ({@link #carryBytes}); signaled, the data's
+     * completion. Posted alone when it carries all the slots, else after {@link #write}, which
+     * places the rest (docs/channel.md, "Small messages in the SEND").
+     */
     private final SendRequest notify;
     /** Credit words and the FIN: a zero-length WRITE with immediate, or a SEND of the word. */
     private final SendRequest control;
-    /** The channel's word region: receive words, then (with {@link #sendNotify}) a ring of send words; {@code LOCAL_WRITE}. */
+    /** The most staged bytes {@link #notify} carries: the peer's receive buffer less the word (0: it takes words only). */
+    private int carryBytes;
+    /**
+     * Data notifications posted as a lone SEND that carried all their slots ({@code carriedPosts})
+     * and with a WRITE, followed by its SEND or with immediate data ({@code writePosts}), for the
+     * tests that count them.
+     */
+    long carriedPosts;
+    long writePosts;
+    /** The channel's word region: receive buffers, then (with {@link #sendNotify}) a ring of send words; {@code LOCAL_WRITE}. */
     private final MemoryRegion words;
     private final MemorySegment wordsSegment;
-    /** Where the send words start in {@link #words}, in words: after the receive words. */
+    /** Where the send words start in {@link #words}, in words: after the receive buffers. */
     private final int firstSendWord;
     private final int sendWords;
     private long sendWordSeq;
@@ -70,6 +84,8 @@ final class ChannelSender {
     boolean finPosted;
     boolean finDone;
     long sentMessages;
+    /** The one view {@link #stage(MessageWriter, int, int)} hands its writers. */
+    private final StagedMessage inPlace = new StagedMessage();
 
     ChannelSender(Channel channel, QueuePair qp, MemoryRegion words, int receiveWords, boolean sendNotify,
             ChannelOptions options) {
@@ -94,7 +110,7 @@ final class ChannelSender {
     }
 
     /** The peer's ring from its private data, and the staging buffer that mirrors it. */
-    void attach(MemoryRegion s, long address, int rkey, int pSlots, int pSlotSize) {
+    void attach(MemoryRegion s, long address, int rkey, int pSlots, int pSlotSize, int pReceiveBytes) {
         this.stage = s;
         this.stageSegment = s.segment();
         this.peerAddress = address;
@@ -102,6 +118,7 @@ final class ChannelSender {
         this.peerSlots = pSlots;
         this.peerSlotSize = pSlotSize;
         this.maxMessageSlots = Math.max(1, pSlots / 4);
+        this.carryBytes = pReceiveBytes - WORD;
         if (!sendNotify) {
             control.remote(address, rkey);
         }
@@ -130,14 +147,40 @@ final class ChannelSender {
         return false;
     }
 
-    /** Stages the message (room reserved) with the header, and posts it unless {@link #writesInFlightLimit} WRITEs are out. */
+    /** Stages a copy of the message (room reserved) with the header, and posts it unless {@link #writesInFlightLimit} WRITEs are out. */
     void stage(MemorySegment message, long length, int k) {
-        ChannelReceiver receiver = channel.receiver;
         long offset = (filled % peerSlots) * peerSlotSize;
+        MemorySegment.copy(message, 0, stageSegment, offset + HEADER, length);
+        commit(offset, length, k);
+    }
+
+    /**
+     * Stages a message that {@code writer} writes in place (room reserved): nothing is staged
+     * when the writer throws. The header goes in after the writer returned, so that the credit
+     * report it carries is taken only for a message that is sent.
+     */
+    void stage(MessageWriter writer, int length, int k) {
+        long offset = (filled % peerSlots) * peerSlotSize;
+        inPlace.open(stageSegment, offset + HEADER, length);
+        try {
+            writer.write(inPlace);
+        } finally {
+            inPlace.commit();
+        }
+        commit(offset, length, k);
+    }
+
+    /** Whether the current thread is inside a {@link MessageWriter}'s call on this channel. */
+    boolean writingInPlace() {
+        return inPlace.owner == Thread.currentThread();
+    }
+
+    /** The staged message at {@code offset} is complete: its header, then the post (or the coalescing). */
+    private void commit(long offset, long length, int k) {
+        ChannelReceiver receiver = channel.receiver;
         stageSegment.set(LE_INT, offset, (int) length);
         stageSegment.set(LE_INT, offset + 4, (int) (receiver.freed & COUNT_MASK));
         receiver.reported = receiver.freed;
-        MemorySegment.copy(message, 0, stageSegment, offset + HEADER, length);
         filled += k;
         postedEnd = offset + HEADER + length;
         sentMessages++;
@@ -146,7 +189,11 @@ final class ChannelSender {
         }
     }
 
-    /** Posts the staged, not yet posted slots as one WRITE_WITH_IMM. */
+    /**
+     * Posts the staged, not yet posted slots: as one WRITE_WITH_IMM; or, notifying by SEND, as a
+     * SEND of the word and the slots' head, after a plain WRITE of the rest when the head is not
+     * all of them.
+     */
     void postPending() {
         long n = filled - posted;
         if (n == 0) {
@@ -155,16 +202,35 @@ final class ChannelSender {
         int start = (int) (posted % peerSlots);
         long startByte = (long) start * peerSlotSize;
         int bytes = (int) (postedEnd - startByte);
-        write.local(stage, startByte, bytes).remote(peerAddress + startByte, peerRkey);
         int word = (wrapNext ? IMM_WRAP : 0) | (int) n;
+        SendRequest request;
         if (sendNotify) {
-            notify.local(words, putSendWord(word), WORD).id(channel.wrId(KIND_DATA));
+            // the SEND goes anyway: it carries what it can of the slots (the receiver copies that
+            // into its ring), so a small message needs no WRITE and a larger one a shorter WRITE
+            int carried = Math.min(bytes, carryBytes);
+            notify.sge(0, words, putSendWord(word), WORD);
+            if (carried > 0) {
+                notify.sge(1, stage, startByte, carried).sgeCount(2);
+            } else {
+                notify.sgeCount(1);
+            }
+            notify.id(channel.wrId(KIND_DATA));
+            if (carried == bytes) {
+                request = notify;
+                carriedPosts++;
+            } else {
+                request = write.local(stage, startByte + carried, bytes - carried)
+                        .remote(peerAddress + startByte + carried, peerRkey);
+                writePosts++;
+            }
         } else {
-            write.immediate(word).id(channel.wrId(KIND_DATA));
+            request = write.local(stage, startByte, bytes).remote(peerAddress + startByte, peerRkey)
+                    .immediate(word).id(channel.wrId(KIND_DATA));
+            writePosts++;
         }
-        int rc = qp.tryPostSend(write);
+        int rc = qp.tryPostSend(request);
         if (rc != 0) {
-            channel.fail(new PeerLostException("posting " + (sendNotify ? "an RDMA WRITE and its SEND" : "a WRITE_WITH_IMM")
+            channel.fail(new PeerLostException("posting " + (request == notify ? "a SEND" : sendNotify ? "an RDMA WRITE and its SEND" : "a WRITE_WITH_IMM")
                     + " of " + n + " slots to " + channel.peerName() + " failed",
                     new VerbsException("ibv_post_send", rc, "on " + qp)));
             throw channel.lost();

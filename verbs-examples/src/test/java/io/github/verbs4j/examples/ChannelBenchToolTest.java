@@ -28,12 +28,29 @@ class ChannelBenchToolTest {
 
     @Test
     void channelModeCarriesCheckedMessagesAndPrintsItsRow() throws Exception {
-        run(null, "1024", "300");
+        String client = run(null, "1024", "300");
+        assertTrue(client.contains("Send form      : Channel.send(MemorySegment)"), client);
+        assertTrue(client.matches("(?s).*CPU per message: [0-9.]+ us on the sending thread.*"), client);
     }
 
     @Test
     void applicationPollingModeCarriesCheckedMessagesAndPrintsItsRow() throws Exception {
         run("--app-poll", "1024", "300");
+    }
+
+    /**
+     * The client writes its messages in place (the server still checks every byte): the body
+     * goes in once per staging position, and both sides say the stream was timed after a warm-up.
+     */
+    @Test
+    void inPlaceSendingCarriesCheckedMessagesAndSaysSo() throws Exception {
+        String client = run("--in-place", "1024", "300");
+        assertTrue(client.contains("Send form      : in place"), client);
+        Matcher bodies = Pattern.compile("Bodies written : (\\d+) of (\\d+) messages").matcher(client);
+        assertTrue(bodies.find(), client);
+        long written = Long.parseLong(bodies.group(1));
+        assertTrue(written >= 1 && written < Long.parseLong(bodies.group(2)), client);
+        assertTrue(client.contains("Stream warm-up : "), client);
     }
 
     /** Both sides notify by a SEND after each plain RDMA WRITE, the channel's mode on iWARP. */
@@ -45,7 +62,7 @@ class ChannelBenchToolTest {
 
     /** Runs a server and a client; returns the client's output. */
     private static String run(String mode, String size, String count) throws Exception {
-        String[] serverArgs = mode == null
+        String[] serverArgs = mode == null || mode.equals("--in-place")
                 ? new String[] {"channel-bench", "-s", "-a", "127.0.0.1", "-p", "0"}
                 : new String[] {"channel-bench", "-s", mode, "-a", "127.0.0.1", "-p", "0", "--slots", "16"};
         try (Proc server = Proc.tool(serverArgs)) {
@@ -73,10 +90,13 @@ class ChannelBenchToolTest {
                 assertTrue(clientOut.contains("B/msg[snd]  B/msg[rcv]"), client.describe());
                 assertTrue(clientOut.matches(String.format(ROW, Integer.parseInt(size), Integer.parseInt(count))),
                         client.describe());
+                assertTrue(clientOut.contains("Stream warm-up : "), client.describe());
             }
             server.await(60).assertSuccess();
             assertTrue(server.out().contains("received " + count + " messages of " + size + " bytes on 1 connection"),
                     server.describe());
+            // the warm-up's messages were checked as such, apart from the timed ones
+            assertTrue(server.out().matches("(?s).*\\(and \\d+ of untimed warm-up before them\\).*"), server.describe());
             return clientOut;
         }
     }
@@ -90,6 +110,8 @@ class ChannelBenchToolTest {
             {"channel-bench", "-c", "--raw", "--app-poll", "-a", "127.0.0.1", "-p", "1"},
             {"channel-bench", "-c", "--raw", "--notify", "SEND", "-a", "127.0.0.1", "-p", "1"},
             {"channel-bench", "-c", "--notify", "NONE", "-a", "127.0.0.1", "-p", "1"},
+            {"channel-bench", "-c", "--raw", "--in-place", "-a", "127.0.0.1", "-p", "1"},
+            {"channel-bench", "-c", "--stream-warmup", "-1", "-a", "127.0.0.1", "-p", "1"},
         };
         for (String[] args : bad) {
             try (Proc p = Proc.tool(args)) {

@@ -131,6 +131,28 @@ class TransferToolsTest {
         }
     }
 
+    /**
+     * {@code --workspace}: the allreduce in place in the ring's registered memory, every element
+     * checked after the timed runs (a wrong sum fails the tool); the table says which form ran,
+     * how the warm-up ended, and the mean, shortest and longest run (shortest <= mean <= longest).
+     */
+    @Test
+    void allreduceInTheWorkspaceChecksAndPrintsTheWarmUpAndTheSpreadOfItsRuns() {
+        try (Proc p = Proc.tool("allreduce", "-N", "2", "-s", "65536", "-n", "5", "--workspace")) {
+            p.await(120).assertSuccess();
+            assertTrue(p.out().contains("2 ranks, 2 threads on 127.0.0.1, in the ring's workspace (no copies)"), p.describe());
+            assertTrue(p.out().matches("(?s).*\\n warm-up, not timed: [0-9]+ runs in [0-9.]+ s on rank [01] \\(.*"),
+                    p.describe());
+            java.util.regex.Matcher row = java.util.regex.Pattern
+                    .compile("\\n 65536 +16384 +5 +([0-9.]+) +([0-9.]+) +([0-9.]+) +[0-9.]+ +[0-9.]+\\n").matcher(p.out());
+            assertTrue(row.find(), p.describe());
+            double mean = Double.parseDouble(row.group(1));
+            double min = Double.parseDouble(row.group(2));
+            double max = Double.parseDouble(row.group(3));
+            assertTrue(min <= mean && mean <= max, "min " + min + ", mean " + mean + ", max " + max);
+        }
+    }
+
     @Test
     void reduceScatterAndAllGatherCheckAndPrintTheirBusBandwidth() {
         for (String op : new String[] {"reduce-scatter", "all-gather"}) {
@@ -163,6 +185,7 @@ class TransferToolsTest {
             {"allreduce", "-N", "2", "--rank", "1", "--rendezvous", "127.0.0.1:70000"},
             {"allreduce", "-N", "2", "--rendezvous", "127.0.0.1:1"},
             {"allreduce", "-N", "2", "--rank", "0", "--rendezvous", "127.0.0.1:0", "--processes"},
+            {"allreduce", "--op", "reduce-scatter", "-N", "2", "-s", "65536", "--workspace"},
             {"transfer-bench", "127.0.0.1", "-p", "1", "-o", "SEND"},
             {"transfer-bench", "127.0.0.1", "-p", "1", "-o", "WRITE,SEND"},
             {"transfer-bench", "127.0.0.1", "-p", "x"},

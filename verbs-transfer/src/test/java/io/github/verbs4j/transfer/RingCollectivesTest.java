@@ -78,6 +78,88 @@ class RingCollectivesTest {
         });
     }
 
+    /**
+     * {@link Ring#allreduceInWorkspace}: every type reduced in place in a slice of the ring's
+     * workspace, at its start and at an odd offset (the neighbours write at the same offset, the
+     * staging as far in), the bytes around the slice untouched, a copying allreduce between them
+     * still exact; segments outside the workspace refused with a message naming both ranges; the
+     * workspace unusable, not a crash, once the ring is closed.
+     */
+    @ParameterizedTest(name = "{0} ranks")
+    @ValueSource(ints = {2, 3})
+    void allreduceInTheWorkspaceReducesInPlaceAndRefusesOtherSegments(int ranks) throws Exception {
+        long maxBytes = COUNT * 8L + 256;
+        List<MemorySegment> workspaces = new java.util.concurrent.CopyOnWriteArrayList<>();
+        runRing(ranks, maxBytes, ring -> {
+            MemorySegment ws = ring.workspace();
+            workspaces.add(ws);
+            if (ws.byteSize() != maxBytes) {
+                return "workspace of " + ws.byteSize() + " bytes, not maxBytes " + maxBytes;
+            }
+            if (ring.rank() == 0) {
+                String refused = "is not inside this ring's workspace (0x" + Long.toHexString(ws.address()) + ", "
+                        + maxBytes + " bytes): take workspace() slices, or allreduce(MemorySegment, ElementType,"
+                        + " ReduceOp), which copies";
+                assertEquals("data (on the heap, 16 bytes) " + refused, assertThrows(IllegalArgumentException.class,
+                        () -> ring.allreduceInWorkspace(MemorySegment.ofArray(new float[4]), ElementType.FLOAT,
+                                ReduceOp.SUM)).getMessage());
+                try (Arena arena = Arena.ofConfined()) {
+                    MemorySegment other = arena.allocate(64, 8);
+                    assertEquals("data (native, 0x" + Long.toHexString(other.address()) + ", 64 bytes) " + refused,
+                            assertThrows(IllegalArgumentException.class,
+                                    () -> ring.allreduceInWorkspace(other, ElementType.LONG, ReduceOp.SUM)).getMessage());
+                }
+                // the last 8 bytes of the workspace and 8 beyond it
+                MemorySegment straddling = MemorySegment.ofAddress(ws.address() + maxBytes - 8).reinterpret(16);
+                assertEquals("data (native, 0x" + Long.toHexString(straddling.address()) + ", 16 bytes) " + refused,
+                        assertThrows(IllegalArgumentException.class,
+                                () -> ring.allreduceInWorkspace(straddling, ElementType.INT, ReduceOp.MAX)).getMessage());
+                assertEquals("data has 6 bytes, not a whole number of 4-byte INT elements",
+                        assertThrows(IllegalArgumentException.class,
+                                () -> ring.allreduceInWorkspace(ws.asSlice(0, 6), ElementType.INT, ReduceOp.SUM))
+                                .getMessage());
+            }
+            for (ElementType t : TYPES) {
+                MemorySegment head = ws.asSlice(0, (long) COUNT * t.bytes());
+                fill(t, ReduceOp.SUM, ring.rank(), head, 0);
+                ring.allreduceInWorkspace(head, t, ReduceOp.SUM);
+                String bad = check("workspace " + t + " SUM at 0", t, ReduceOp.SUM, ranks, head, COUNT, i -> i);
+                if (bad != null) {
+                    return bad;
+                }
+                // an odd offset and a count no chunking divides evenly, between bytes that must stay as they are
+                long at = 40;
+                int count = COUNT / 2 + 5;
+                ws.fill((byte) 0x5A);
+                MemorySegment mid = ws.asSlice(at, (long) count * t.bytes());
+                fill(t, ReduceOp.MIN, ring.rank(), mid, 7);
+                ring.allreduceInWorkspace(mid, t, ReduceOp.MIN);
+                bad = check("workspace " + t + " MIN at " + at, t, ReduceOp.MIN, ranks, mid, count, i -> i + 7);
+                if (bad != null) {
+                    return bad;
+                }
+                for (long b = 0; b < maxBytes; b++) {
+                    if ((b < at || b >= at + mid.byteSize()) && ws.get(ValueLayout.JAVA_BYTE, b) != 0x5A) {
+                        return "workspace " + t + " MIN at " + at + ": byte " + b + " outside the slice changed";
+                    }
+                }
+                // the copying form between two in the workspace
+                Object a = array(t, COUNT);
+                fill(t, ReduceOp.MAX, ring.rank(), view(a), 0);
+                allreduceArray(ring, a, ReduceOp.MAX);
+                bad = check("array " + t + " MAX after the workspace", t, ReduceOp.MAX, ranks, view(a), COUNT, i -> i);
+                if (bad != null) {
+                    return bad;
+                }
+            }
+            return "OK";
+        });
+        assertEquals(ranks, workspaces.size());
+        for (MemorySegment ws : workspaces) {
+            assertThrows(IllegalStateException.class, () -> ws.get(ValueLayout.JAVA_BYTE, 0));
+        }
+    }
+
     @ParameterizedTest(name = "{0} ranks")
     @ValueSource(ints = {2, 3})
     void reduceScatterGivesRankRItsReducedBlockAndAllGatherEveryBlockInRankOrder(int ranks) throws Exception {

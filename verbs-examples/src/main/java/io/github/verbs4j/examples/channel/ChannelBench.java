@@ -20,6 +20,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -38,6 +39,7 @@ final class ChannelBench {
             "-----------------------------------------------------------------------------------------------------------------";
     static final String HEADER =
             " #bytes   #messages   #conns  BW average[MB/sec]  MsgRate[Mpps]   t_half_rtt[usec]    99%[usec]  B/msg[snd]  B/msg[rcv]";
+    private static final java.lang.management.ThreadMXBean CPU = java.lang.management.ManagementFactory.getThreadMXBean();
     /** The server's answer when all messages arrived: count, bytes allocated, messages they were counted over. */
     private static final int DONE_BYTES = 24;
 
@@ -51,10 +53,12 @@ final class ChannelBench {
     private final int warmup;
     private final ChannelOptions options;
     private final Duration timeout;
+    private final boolean inPlace;
+    private final long streamWarmUpNanos;
 
     ChannelBench(PrintWriter out, InetAddress host, int port, int size, long messages, int connections, int window,
             int slots, int slotSize, int pings, int warmup, int spin, boolean appPolling, ChannelOptions.Notification notify,
-            Duration timeout) {
+            Duration timeout, boolean inPlace, long streamWarmUpNanos) {
         this.out = out;
         this.host = host;
         this.port = port;
@@ -64,6 +68,8 @@ final class ChannelBench {
         this.pings = pings;
         this.warmup = pings == 0 ? 0 : warmup;
         this.timeout = timeout;
+        this.inPlace = inPlace;
+        this.streamWarmUpNanos = streamWarmUpNanos;
         int entries = Math.max(8192, Integer.highestOneBit(connections * (slots + window + 40)) << 1);
         this.options = ChannelOptions.defaults().withSlots(slots).withSlotSize(slotSize).withWritesInFlight(window)
                 .withSpinPolls(spin).withCompletionQueueEntries(entries).withApplicationPolling(appPolling).withNotification(notify);
@@ -113,8 +119,9 @@ final class ChannelBench {
                 boolean measure = ch == first;
                 sinks.add(workers.submit(() -> sink(ch, msgSize, count, conns, measure)));
             }
+            long warmedUp = 0;
             for (Future<Long> f : sinks) {
-                f.get(timeout.toSeconds() * 10, TimeUnit.SECONDS);
+                warmedUp += f.get(timeout.toSeconds() * 10, TimeUnit.SECONDS);
             }
             // round trips on connection 0: echo
             for (int i = 0; i < rounds; i++) {
@@ -122,7 +129,8 @@ final class ChannelBench {
                     first.send(m.segment());
                 }
             }
-            out.printf(Locale.ROOT, "received %d messages of %d bytes on %d connections, every byte checked%n", count * conns, msgSize, conns);
+            out.printf(Locale.ROOT, "received %d messages of %d bytes on %d connections, every byte checked "
+                    + "(and %d of untimed warm-up before them)%n", count * conns, msgSize, conns, warmedUp);
             for (Channel ch : channels) {
                 try {
                     ch.receive(timeout);
@@ -146,26 +154,38 @@ final class ChannelBench {
     }
 
     /**
-     * Takes and checks {@code count} messages, then answers with the count and, on the connection
-     * that {@code measures}, the process's allocation from a fifth of the run to its end (all
-     * threads: this one, the other connections' and the group's polling thread), over the
-     * messages of all {@code conns} connections in that part.
+     * Takes and checks the untimed warm-up's messages (sequence numbers with the top bit set:
+     * {@link #warmUpSequence}) and then {@code count} messages, then answers with the count and,
+     * on the connection that {@code measures}, the process's allocation from a fifth of the
+     * timed run to its end (all threads: this one, the other connections' and the group's
+     * polling thread), over the messages of all {@code conns} connections in that part.
+     * Returns the warm-up's messages.
      */
     private long sink(Channel ch, int msgSize, long count, int conns, boolean measures) throws InterruptedException {
         MemorySegment body = body(Arena.ofAuto(), msgSize);
         long warm = count / 5;
         long before = 0;
-        for (long i = 0; i < count; i++) {
+        long warmedUp = 0;
+        for (long i = 0; i < count; ) {
             if (i == warm) {
                 before = Allocation.total();
             }
             try (Message m = ch.receive(timeout)) {
-                if (m.length() != msgSize || m.getLong(0) != i) {
-                    throw new IllegalStateException("message " + i + ": " + m.length() + " bytes, sequence " + m.getLong(0));
+                boolean warmUp = i == 0 && m.length() >= 8 && m.getLong(0) < 0;
+                long expected = warmUp ? warmUpSequence(warmedUp) : i;
+                if (m.length() != msgSize || m.getLong(0) != expected) {
+                    throw new IllegalStateException((warmUp ? "warm-up message " + warmedUp : "message " + i) + ": "
+                            + m.length() + " bytes, sequence " + (m.length() >= 8 ? Long.toHexString(m.getLong(0)) : "-"));
                 }
-                if (msgSize >= 16 && (m.getLong(msgSize - 8) != ~i || MemorySegment.mismatch(
+                if (msgSize >= 16 && (m.getLong(msgSize - 8) != ~expected || MemorySegment.mismatch(
                         m.ring(), m.offset() + 8, m.offset() + msgSize - 8, body, 8, msgSize - 8) >= 0)) {
-                    throw new IllegalStateException("message " + i + " of " + msgSize + " bytes arrived with other bytes than were sent");
+                    throw new IllegalStateException((warmUp ? "warm-up message " + warmedUp : "message " + i) + " of "
+                            + msgSize + " bytes arrived with other bytes than were sent");
+                }
+                if (warmUp) {
+                    warmedUp++;
+                } else {
+                    i++;
                 }
             }
         }
@@ -177,7 +197,12 @@ final class ChannelBench {
             done.set(LONG, 16, (count - warm) * conns);
             ch.send(done);
         }
-        return count;
+        return warmedUp;
+    }
+
+    /** The sequence number of the warm-up's message {@code w}: the top bit set, so that it never equals a timed one. */
+    static long warmUpSequence(long w) {
+        return Long.MIN_VALUE | w;
     }
 
     /**
@@ -215,26 +240,44 @@ final class ChannelBench {
                 ch.send(setup);
             }
             printHeader(channels.getFirst());
-            long t0 = System.nanoTime();
             long warm = messages / 5;
             long[] allocation = {-1, -1};
+            // each connection streams its untimed warm-up; the clock starts when all have
+            CountDownLatch warmedUp = new CountDownLatch(channels.size());
+            CountDownLatch go = new CountDownLatch(1);
+            StreamWarmUp[] warmUps = new StreamWarmUp[channels.size()];
+            long[] bodiesWritten = new long[channels.size()];
+            long[] sendingCpu = new long[channels.size()];
+            Thread poller = group.pollingThread();
             List<Future<?>> senders = new ArrayList<>();
-            for (Channel ch : channels) {
-                boolean measure = ch == channels.getFirst();
+            for (int c = 0; c < channels.size(); c++) {
+                Channel ch = channels.get(c);
+                boolean measure = c == 0;
+                int conn = c;
                 senders.add(workers.submit(() -> {
                     MemorySegment msg = body(Arena.ofAuto(), size);
+                    InPlaceMessage writer = inPlace ? new InPlaceMessage(msg) : null;
+                    StreamWarmUp warmUp = new StreamWarmUp(streamWarmUpNanos);
+                    warmUps[conn] = warmUp;
+                    try {
+                        for (long w = 0; !warmUp.over(w); w++) {
+                            sendOne(ch, msg, writer, warmUpSequence(w));
+                        }
+                    } finally {
+                        warmedUp.countDown();
+                    }
+                    go.await();
                     long before = 0;
+                    long cpuBefore = CPU.getCurrentThreadCpuTime();
                     for (long i = 0; i < messages; i++) {
                         if (i == warm) {
                             before = Allocation.total();
                         }
-                        msg.set(LONG, 0, i);
-                        if (size >= 16) {
-                            msg.set(LONG, size - 8, ~i);
-                        }
-                        ch.send(msg);
+                        sendOne(ch, msg, writer, i);
                     }
                     long allocated = Allocation.total() - before;
+                    sendingCpu[conn] = CPU.getCurrentThreadCpuTime() - cpuBefore;
+                    bodiesWritten[conn] = writer == null ? -1 : writer.bodiesWritten;
                     try (Message done = ch.receive(timeout.multipliedBy(10))) {
                         if (done.length() != DONE_BYTES || done.getLong(0) != messages) {
                             throw new IllegalStateException("the server did not confirm " + messages + " messages");
@@ -250,10 +293,17 @@ final class ChannelBench {
                     return null;
                 }));
             }
+            if (!warmedUp.await(StreamWarmUp.DEFAULT_MAX_NANOS + streamWarmUpNanos + timeout.toNanos(), TimeUnit.NANOSECONDS)) {
+                throw new IllegalStateException("the stream's warm-up did not end");
+            }
+            long t0 = System.nanoTime();
+            long pollerCpuBefore = poller == null ? -1 : CPU.getThreadCpuTime(poller.threadId());
+            go.countDown();
             for (Future<?> f : senders) {
                 f.get(timeout.toSeconds() * 10, TimeUnit.SECONDS);
             }
             double seconds = (System.nanoTime() - t0) / 1e9;
+            long pollerCpu = poller == null || pollerCpuBefore < 0 ? -1 : CPU.getThreadCpuTime(poller.threadId()) - pollerCpuBefore;
             long total = messages * connections;
             double mbps = total * (double) size / seconds / 1e6;
             double mpps = total / seconds / 1e6;
@@ -283,11 +333,38 @@ final class ChannelBench {
             double sent = Allocation.perMessage(allocation[0], (messages - warm) * connections);
             double received = allocation[1] == -1 ? Double.NaN : Double.longBitsToDouble(allocation[1]);
             printRow(out, size, total, connections, mbps, mpps, half, p99, sent, received);
+            out.println(warmUps[0].describe() + (connections > 1 ? " on connection 0; each connection warms up so" : ""));
+            if (sendingCpu[0] > 0) {
+                // CPU time, not wall time: what the send path costs per message, less moved by other load than the rate
+                out.printf(Locale.ROOT, " CPU per message: %.2f us on the sending thread (connection 0), %s on the polling "
+                        + "thread, timed stream only%n", sendingCpu[0] / 1e3 / messages,
+                        pollerCpu < 0 ? "-" : String.format(Locale.ROOT, "%.2f us", pollerCpu / 1e3 / total));
+            }
+            if (inPlace) {
+                out.printf(Locale.ROOT, " Bodies written : %d of %d messages on connection 0 (warm-up included); the rest only "
+                        + "had their sequence numbers written%n", bodiesWritten[0], messages + warmUps[0].messages());
+            }
+            out.flush();
             for (Channel ch : channels) {
                 ch.close();
             }
             return 0;
         }
+    }
+
+    /** Sends message {@code seq}: a copy of {@code msg} with the sequence number stamped, or written in place. */
+    private static void sendOne(Channel ch, MemorySegment msg, InPlaceMessage writer, long seq) throws InterruptedException {
+        int size = (int) msg.byteSize();
+        if (writer != null) {
+            writer.sequence = seq;
+            ch.send(size, writer);
+            return;
+        }
+        msg.set(LONG, 0, seq);
+        if (size >= 16) {
+            msg.set(LONG, size - 8, ~seq);
+        }
+        ch.send(msg);
     }
 
     private void printHeader(Channel ch) {
@@ -300,6 +377,12 @@ final class ChannelBench {
                 ? "this side: polled by the application's threads" : "this side: one polling thread");
         out.printf(" Ring (client)  : %d slots of %d bytes; %d WRITEs in flight, then coalescing%n", options.slots(),
                 options.slotSize(), options.writesInFlight());
+        out.printf(" Send form      : %s%n", inPlace
+                ? "in place, Channel.send(length, MessageWriter): per message the sequence numbers, the body only where "
+                        + "the staging memory lacks it (perftest never refills its buffer)"
+                : "Channel.send(MemorySegment): each message copied into the staging memory");
+        out.printf(Locale.ROOT, " Stream         : timed after an untimed warm-up until the JIT is quiet (%.1f s at most)%n",
+                streamWarmUpNanos / 1e9);
         out.printf(" Round trips    : %d timed, after %d of warm-up%n", pings, warmup);
         out.println(SEPARATOR);
         out.println(HEADER);

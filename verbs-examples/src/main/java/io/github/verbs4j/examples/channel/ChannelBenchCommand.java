@@ -20,8 +20,10 @@ import java.util.concurrent.Callable;
  * of the channel, for comparison; {@code --app-poll} lets the application's threads drive the
  * channel instead of a polling thread; {@code --notify SEND} makes a side notify by a SEND after
  * each plain RDMA WRITE, as the channel does by itself on iWARP, which has no immediate data
- * ({@code --raw} needs immediate data and refuses an iWARP device). Both print the heap bytes each
- * process allocated per message in the steady state.
+ * ({@code --raw} needs immediate data and refuses an iWARP device); {@code --in-place} sends with
+ * {@code Channel.send(length, MessageWriter)}, without the copy. Both print the heap bytes each
+ * process allocated per message in the steady state, and both time the stream after an untimed
+ * warm-up that lasts until the JIT is quiet ({@code --stream-warmup}).
  */
 @Command(name = "channel-bench", mixinStandardHelpOptions = true,
         description = "Message rate, bandwidth and latency of the verbs4j message channel (client/server over rdma_cm).")
@@ -70,6 +72,17 @@ public final class ChannelBenchCommand implements Callable<Integer> {
             + "so that the JIT has compiled the round trip's path on both sides (default: ${DEFAULT-VALUE})")
     int warmup = 100_000;
 
+    @Option(names = "--stream-warmup", paramLabel = "<ms>", description = "the longest untimed stream before the timed one: "
+            + "it ends once the JIT has compiled nothing for 200 ms (after at least 300 ms and 30,000 messages), "
+            + "so that the stream is timed in its steady state, as perftest's (nothing to compile) is; 0: none "
+            + "(default: ${DEFAULT-VALUE})")
+    int streamWarmupMillis = 5_000;
+
+    @Option(names = "--in-place", description = "send with Channel.send(length, MessageWriter), writing each message straight "
+            + "into the channel's staging memory: only its sequence numbers per message, the body where the staging memory "
+            + "lacks it (perftest never refills its buffer); without it, Channel.send(MemorySegment) copies each message")
+    boolean inPlace;
+
     @Option(names = "--spin", paramLabel = "<polls>", description = "empty polls before the polling thread blocks on the completion channel (default: ${DEFAULT-VALUE})")
     int spin = 2_000;
 
@@ -102,9 +115,10 @@ public final class ChannelBenchCommand implements Callable<Integer> {
             throw new CommandLine.ParameterException(spec.commandLine(), "invalid port " + port);
         }
         if (size < ChannelBench.MIN_SIZE || messages < 1 || connections < 1 || connections > 1024 || pings < 0 || warmup < 0
-                || (long) warmup + pings > Integer.MAX_VALUE || timeoutSeconds < 1) {
+                || (long) warmup + pings > Integer.MAX_VALUE || timeoutSeconds < 1 || streamWarmupMillis < 0) {
             throw new CommandLine.ParameterException(spec.commandLine(), "size must be at least " + ChannelBench.MIN_SIZE
-                    + ", messages and connections (at most 1024) at least 1, pings and warm-up not negative (together at most 2^31-1), timeout at least 1 s");
+                    + ", messages and connections (at most 1024) at least 1, pings, warm-up and stream warm-up not negative "
+                    + "(pings and warm-up together at most 2^31-1), timeout at least 1 s");
         }
         InetAddress host;
         try {
@@ -124,10 +138,14 @@ public final class ChannelBenchCommand implements Callable<Integer> {
             if (connections != 1) {
                 throw new CommandLine.ParameterException(spec.commandLine(), "--raw runs one connection (-C 1)");
             }
+            if (inPlace) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "--raw writes 8 bytes a message into reused "
+                        + "slots already: --in-place is for the channel");
+            }
             RawChannelBench bench;
             try {
                 bench = new RawChannelBench(spec.commandLine().getOut(), host, port, size, messages, window, slots, pings,
-                        warmup, Duration.ofSeconds(timeoutSeconds));
+                        warmup, Duration.ofSeconds(timeoutSeconds), streamWarmupMillis * 1_000_000L);
             } catch (IllegalArgumentException e) {
                 throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
             }
@@ -136,7 +154,8 @@ public final class ChannelBenchCommand implements Callable<Integer> {
         ChannelBench bench;
         try {
             bench = new ChannelBench(spec.commandLine().getOut(), host, port, size, messages, connections, window, slots,
-                    slotSize, pings, warmup, spin, appPoll, notify, Duration.ofSeconds(timeoutSeconds));
+                    slotSize, pings, warmup, spin, appPoll, notify, Duration.ofSeconds(timeoutSeconds), inPlace,
+                    streamWarmupMillis * 1_000_000L);
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         }

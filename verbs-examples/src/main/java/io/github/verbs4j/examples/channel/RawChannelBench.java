@@ -83,9 +83,10 @@ final class RawChannelBench {
     private final int pings;
     private final int warmup;
     private final Duration timeout;
+    private final long streamWarmUpNanos;
 
     RawChannelBench(PrintWriter out, InetAddress host, int port, int size, long messages, int window, int slots,
-            int pings, int warmup, Duration timeout) {
+            int pings, int warmup, Duration timeout, long streamWarmUpNanos) {
         if (window < 1 || window > 4096) {
             throw new IllegalArgumentException("the window must be within 1..4096, got " + window);
         }
@@ -102,6 +103,7 @@ final class RawChannelBench {
         this.pings = pings;
         this.warmup = pings == 0 ? 0 : warmup;
         this.timeout = timeout;
+        this.streamWarmUpNanos = streamWarmUpNanos;
     }
 
     private static int stride(int size) {
@@ -222,15 +224,26 @@ final class RawChannelBench {
 
         Server s = new Server(new Watch(id), qp, sendCq, recvCq, ring, recv, msgSize, stride, peerRing, peerRkey, peerStride);
         long warm = count / 5;
-        long deadline = System.nanoTime() + timeout.multipliedBy(10).toNanos();
+        long deadline = System.nanoTime() + streamWarmUpNanos + timeout.multipliedBy(10).toNanos();
         long before = 0;
-        for (long seq = 0; seq < count; seq++) {
-            if (seq == warm) {
+        // the client's untimed warm-up first (marked in the message: StreamWarmUp), then count timed messages
+        long seq = 0;
+        long warmedUp = 0;
+        for (long timed = 0; timed < count; seq++) {
+            if (timed == warm) {
                 before = Allocation.total();
             }
-            s.receive(seq, deadline);
+            if (s.receive(seq, deadline)) {
+                if (timed > 0) {
+                    throw new IllegalStateException("warm-up message " + seq + " after " + timed + " timed ones");
+                }
+                warmedUp++;
+            } else {
+                timed++;
+            }
             s.consumed(seq + 1);
         }
+        long streamed = seq;
         long allocated = Allocation.supported() ? Allocation.total() - before : -1;
         // the summary: the count and the allocation over the steady state
         summary.segment().set(LONG, 0, count);
@@ -239,15 +252,15 @@ final class RawChannelBench {
         s.post(s.reply.immediate(IMM_DONE).local(summary, 0, DONE_BYTES).remote(peerRing, peerRkey));
         // round trips: echo each into the client's ring (its second slot)
         for (int i = 0; i < rounds; i++) {
-            long seq = count + i;
-            s.receive(seq, System.nanoTime() + timeout.toNanos());
-            long slot = (seq % slots) * stride;
+            long ping = streamed + i;
+            s.receive(ping, System.nanoTime() + timeout.toNanos());
+            long slot = (ping % slots) * stride;
             s.post(s.reply.immediate(IMM_PONG | (i & COUNT_MASK)).local(ring, slot, msgSize)
                     .remote(peerRing + peerStride, peerRkey));
         }
         s.drainSends(System.nanoTime() + timeout.toNanos());
-        out.printf(Locale.ROOT, "received %d messages of %d bytes on 1 connection; %.1f B/msg allocated%n", count,
-                msgSize, Allocation.perMessage(allocated, count - warm));
+        out.printf(Locale.ROOT, "received %d messages of %d bytes on 1 connection (and %d of untimed warm-up before them); "
+                + "%.1f B/msg allocated%n", count, msgSize, warmedUp, Allocation.perMessage(allocated, count - warm));
         out.flush();
         // the client disconnects when it has its numbers
         CmEvent e = id.awaitEvent(timeout);
@@ -290,8 +303,11 @@ final class RawChannelBench {
             this.credit = SendRequest.rdmaWriteWithImm(0).signaled().sgeCount(0).remote(peerRing, peerRkey);
         }
 
-        /** Waits for message {@code seq}, checks it and reposts its receive. */
-        void receive(long seq, long deadline) {
+        /**
+         * Waits for message {@code seq}, checks it and reposts its receive; returns whether it is
+         * one of the warm-up's (its sequence number has the top bit set: {@link Client#post}).
+         */
+        boolean receive(long seq, long deadline) {
             int spins = 0;
             watch.begin();
             while (taken == recvs.count()) {
@@ -307,12 +323,14 @@ final class RawChannelBench {
                 throw wc.error();
             }
             long slot = (seq % slots) * stride;
+            long stamped = ring.segment().get(LONG, slot);
             if (wc.opcode() != WcOpcode.RECV_RDMA_WITH_IMM || wc.byteLength() != msgSize || wc.immediate() != (int) seq
-                    || ring.segment().get(LONG, slot) != seq) {
+                    || (stamped & Long.MAX_VALUE) != seq) {
                 throw new IllegalStateException("message " + seq + ": " + wc.opcode() + " of " + wc.byteLength()
-                        + " bytes, immediate " + wc.immediate() + ", sequence " + ring.segment().get(LONG, slot));
+                        + " bytes, immediate " + wc.immediate() + ", sequence " + Long.toHexString(stamped));
             }
             qp.postRecv(recv);
+            return stamped < 0;
         }
 
         /** Messages up to {@code consumed} were checked: return credits every quarter ring. */
@@ -448,6 +466,9 @@ final class RawChannelBench {
         long credited;
         boolean done;
         long pongs;
+        /** Whether {@link #post} marks its messages as the warm-up's. */
+        boolean warmingUp;
+        StreamWarmUp warmUp;
 
         Client(Watch watch, QueuePair qp, CompletionQueue sendCq, CompletionQueue recvCq, MemoryRegion source,
                 MemoryRegion ring, ReceiveRequest recv, int stride, long peerRing, int peerRkey, int peerSlots) {
@@ -465,14 +486,32 @@ final class RawChannelBench {
         }
 
         int run() {
-            long warm = messages / 5;
+            // the untimed warm-up, as the channel's run streams it (ChannelBench), then the timed stream
+            warmUp = new StreamWarmUp(streamWarmUpNanos);
+            long warmUpDeadline = System.nanoTime() + streamWarmUpNanos + timeout.toNanos();
+            warmingUp = true;
+            int spins = 0;
+            watch.begin();
+            while (!warmUp.over(sent)) {
+                while (sent - completed >= window || sent - credited >= peerSlots) {
+                    if (poll() == 0 && (++spins & 0xfff) == 0 && watch.expired(warmUpDeadline)) {
+                        throw new VerbsException("channel-bench --raw", Errno.ETIMEDOUT, "the warm-up's WRITEs did not "
+                                + "complete within " + timeout);
+                    }
+                }
+                post(sent);
+                watch.begin();
+            }
+            warmingUp = false;
+            long total = sent + messages;
+            long warm = sent + messages / 5;
             long before = 0;
             long start = System.nanoTime();
             long deadline = start + timeout.multipliedBy(10).toNanos();
-            int spins = 0;
+            spins = 0;
             watch.begin();
-            while (completed < messages) {
-                while (sent < messages && sent - completed < window && sent - credited < peerSlots) {
+            while (completed < total) {
+                while (sent < total && sent - completed < window && sent - credited < peerSlots) {
                     if (sent == warm) {
                         before = Allocation.total();
                     }
@@ -480,7 +519,7 @@ final class RawChannelBench {
                     watch.begin();
                 }
                 if (poll() == 0 && (++spins & 0xfff) == 0 && watch.expired(deadline)) {
-                    throw new VerbsException("channel-bench --raw", Errno.ETIMEDOUT, (messages - completed)
+                    throw new VerbsException("channel-bench --raw", Errno.ETIMEDOUT, (total - completed)
                             + " WRITEs not completed within " + timeout.multipliedBy(10));
                 }
             }
@@ -513,7 +552,7 @@ final class RawChannelBench {
                                 + timeout);
                     }
                 }
-                post(messages + i);
+                post(total + i);
                 spins = 0;
                 watch.begin();
                 while (pongs <= i) {
@@ -525,7 +564,7 @@ final class RawChannelBench {
                 if (i >= warmup) {
                     rtt[i - warmup] = System.nanoTime() - s;
                 }
-                if (ring.segment().get(LONG, stride) != messages + i) {
+                if (ring.segment().get(LONG, stride) != total + i) {
                     throw new IllegalStateException("pong " + i + " carried sequence " + ring.segment().get(LONG, stride));
                 }
             }
@@ -535,15 +574,17 @@ final class RawChannelBench {
             double half = pings == 0 ? Double.NaN : rtt[pings / 2] / 2e3;
             double p99 = pings == 0 ? Double.NaN : rtt[Math.min(pings - 1, (int) (pings * 0.99))] / 2e3;
             ChannelBench.printRow(out, size, messages, 1, mbps, mpps, half, p99,
-                    Allocation.perMessage(allocated, messages - warm),
+                    Allocation.perMessage(allocated, total - warm),
                     peerAllocated < 0 ? Double.NaN : (double) peerAllocated / peerCounted);
+            out.println(warmUp.describe());
+            out.flush();
             return 0;
         }
 
-        /** WRITEs message {@code seq} into its slot of the server's ring. */
+        /** WRITEs message {@code seq} into its slot of the server's ring (the warm-up's with the top bit set). */
         void post(long seq) {
             long local = (seq % window) * stride;
-            source.segment().set(LONG, local, seq);
+            source.segment().set(LONG, local, warmingUp ? Long.MIN_VALUE | seq : seq);
             qp.postSend(write.immediate((int) seq).id(seq).local(source, local, size)
                     .remote(peerRing + (seq % peerSlots) * stride, peerRkey));
             sent = seq + 1;
@@ -599,6 +640,8 @@ final class RawChannelBench {
         out.printf(" Connections    : 1 (one busy-polling thread per side)%n");
         out.printf(" Ring           : %d slots of %d bytes; %d WRITEs in flight, every one signaled%n", peerSlots, stride,
                 window);
+        out.printf(Locale.ROOT, " Stream         : timed after an untimed warm-up until the JIT is quiet (%.1f s at most)%n",
+                streamWarmUpNanos / 1e9);
         out.printf(" Round trips    : %d timed, after %d of warm-up%n", pings, warmup);
         out.println(ChannelBench.SEPARATOR);
         out.println(ChannelBench.HEADER);

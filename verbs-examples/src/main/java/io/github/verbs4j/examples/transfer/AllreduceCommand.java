@@ -1,6 +1,9 @@
 package io.github.verbs4j.examples.transfer;
 
 import io.github.verbs4j.cm.CmEventException;
+import io.github.verbs4j.examples.JitCompilation;
+import io.github.verbs4j.transfer.collective.ElementType;
+import io.github.verbs4j.transfer.collective.ReduceOp;
 import io.github.verbs4j.transfer.collective.Ring;
 import io.github.verbs4j.transfer.collective.RingOptions;
 import picocli.CommandLine;
@@ -10,6 +13,8 @@ import picocli.CommandLine.Option;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.lang.management.ManagementFactory;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
@@ -26,7 +31,9 @@ import java.util.concurrent.TimeUnit;
  * {@code --op}, reduce-scatter or all-gather), nccl-tests style: algorithm bandwidth (bytes /
  * time, bytes being the whole array: reduce-scatter's input, all-gather's output) and bus
  * bandwidth, what each link carries: {@code algbw * 2 (N-1) / N} for allreduce,
- * {@code algbw * (N-1) / N} for reduce-scatter and all-gather. Every run's result is checked element by element on every rank. Three ways to
+ * {@code algbw * (N-1) / N} for reduce-scatter and all-gather. The result is checked element by
+ * element on every rank: the first warm-up run's, and that of the last timed run (of each stretch
+ * between two fills). Three ways to
  * place the ranks:
  * <ul>
  * <li>default: each rank a thread of this process, with a ring connection of its own;</li>
@@ -36,7 +43,12 @@ import java.util.concurrent.TimeUnit;
  * rendezvous there, port 0 picking a free one, printed as {@code RENDEZVOUS host:port}); the
  * ranks may run on different hosts, e.g. one per rxe VM.</li>
  * </ul>
- * A rank alone prints {@code RESULT <rank> <mean nanoseconds per run>} before its table.
+ * A rank alone prints its warm-up line and {@code RESULT <rank> <mean> <min> <max>} (nanoseconds
+ * per run) before its table.
+ *
+ * <p>What is timed is the steady state, as nccl-tests times it ({@link #run}): an untimed warm-up
+ * until the JIT is quiet, then the runs back to back after a barrier, every element checked after
+ * the last; the table gives the mean per run and the shortest and longest run.
  */
 @Command(name = "allreduce", mixinStandardHelpOptions = true,
         description = "Ring allreduce (sum of float32) over N ranks: threads here, processes here, or one rank"
@@ -94,13 +106,24 @@ public final class AllreduceCommand implements Callable<Integer> {
         }
     }
 
+    @Option(names = "--workspace", description = "allreduce in the ring's registered workspace"
+            + " (Ring.allreduceInWorkspace): no copy into the ring's buffer and back")
+    boolean workspace;
+
     @Option(names = "--timeout", paramLabel = "<seconds>", defaultValue = "120",
             description = "how long forming the ring, and each collective, may take (default: ${DEFAULT-VALUE})")
     int timeoutSeconds;
 
+    /**
+     * Where {@code --workspace}'s array begins in the ring's workspace: after the bytes of the
+     * one-element allreduces of the warm-up's agreement and the barrier, which are copied into the
+     * workspace's start.
+     */
+    static final long WORKSPACE_OFFSET = 64;
+
     /** The ring's options: {@code join} for forming it, {@code --timeout} for each collective. */
     private RingOptions ringOptions(Duration join) {
-        return RingOptions.defaults().withMaxBytes(bytes).withJoinTimeout(join)
+        return RingOptions.defaults().withMaxBytes(workspace ? WORKSPACE_OFFSET + bytes : bytes).withJoinTimeout(join)
                 .withOperationTimeout(Duration.ofSeconds(timeoutSeconds));
     }
 
@@ -110,6 +133,7 @@ public final class AllreduceCommand implements Callable<Integer> {
                 && bytes / 4 <= Integer.MAX_VALUE && iterations >= 1 && timeoutSeconds >= 1, "need 2.." + Ring.MAX_RANKS
                 + " ranks, a size that is a positive multiple of 4, at least one iteration and a positive timeout");
         TransferCli.require(spec, !(processes && rank >= 0), "--processes starts every rank; --rank is for one");
+        TransferCli.require(spec, !workspace || op == Op.allreduce, "--workspace is for --op allreduce");
         TransferCli.require(spec, op == Op.allreduce || bytes % (4L * ranks) == 0,
                 "--op " + op.label() + " cuts the array into " + ranks + " blocks: the size must be a multiple of 4 x ranks");
         Duration timeout = Duration.ofSeconds(timeoutSeconds);
@@ -119,15 +143,15 @@ public final class AllreduceCommand implements Callable<Integer> {
             return oneRank(TransferCli.hostPort(spec, "--rendezvous", rendezvous), timeout);
         }
         TransferCli.require(spec, rendezvous == null, "--rendezvous goes with --rank");
-        double worst = processes ? forkRanks(timeout) : threadRanks(timeout);
-        print(worst, ranks + (processes ? " processes" : " threads") + " on " + bind.bind);
+        Timing slowest = processes ? forkRanks(timeout) : threadRanks(timeout);
+        print(slowest, ranks + (processes ? " processes" : " threads") + " on " + bind.bind);
         return 0;
     }
 
-    /** Every rank a thread here; the slowest rank's mean time. */
-    private double threadRanks(Duration timeout) throws Exception {
+    /** Every rank a thread here; the slowest rank's times. */
+    private Timing threadRanks(Duration timeout) throws Exception {
         int count = (int) (bytes / 4);
-        List<CompletableFuture<Double>> results = new ArrayList<>();
+        List<CompletableFuture<Timing>> results = new ArrayList<>();
         try (Ring.Rendezvous rv = Ring.rendezvous(bind.at(0))) {
             InetSocketAddress at = rv.address();
             for (int r = 0; r < ranks; r++) {
@@ -138,11 +162,11 @@ public final class AllreduceCommand implements Callable<Integer> {
                     }
                 }, task -> Thread.ofPlatform().name("rank-" + me).start(task)));
             }
-            double worst = 0;
-            for (CompletableFuture<Double> f : results) {
-                worst = Math.max(worst, f.get());
+            Timing slowest = null;
+            for (CompletableFuture<Timing> f : results) {
+                slowest = slower(slowest, f.get());
             }
-            return worst;
+            return slowest;
         }
     }
 
@@ -163,9 +187,10 @@ public final class AllreduceCommand implements Callable<Integer> {
             ring = joinRetrying(at, deadline);
         }
         try (ring) {
-            double seconds = run(ring, count);
-            out.println("RESULT " + rank + " " + Math.round(seconds * 1e9));
-            print(seconds, "rank " + rank + " of " + ranks + " alone, rendezvous " + at);
+            Timing t = run(ring, count);
+            out.println(t.warmUp());
+            out.println(t.resultLine(rank));
+            print(t, "rank " + rank + " of " + ranks + " alone, rendezvous " + at);
         }
         return 0;
     }
@@ -190,8 +215,8 @@ public final class AllreduceCommand implements Callable<Integer> {
         }
     }
 
-    /** Starts rank 0's JVM, then the others with its rendezvous; the slowest rank's mean time. */
-    private double forkRanks(Duration timeout) throws Exception {
+    /** Starts rank 0's JVM, then the others with its rendezvous; the slowest rank's times. */
+    private Timing forkRanks(Duration timeout) throws Exception {
         List<Process> children = new ArrayList<>();
         try {
             Process zero = start(0, bind.bind + ":0");
@@ -206,13 +231,9 @@ public final class AllreduceCommand implements Callable<Integer> {
                 children.add(p);
                 outs.add(reader(p));
             }
-            double worst = 0;
+            Timing slowest = null;
             for (int r = 0; r < ranks; r++) {
-                String result = resultLine(outs.get(r), children.get(r), timeout.multipliedBy(2 + iterations));
-                String[] w = result.split(" ");
-                TransferCli.require(spec, w.length == 3 && w[1].equals(Integer.toString(r)), "rank " + r + " said '"
-                        + result + "'");
-                worst = Math.max(worst, Long.parseLong(w[2]) / 1e9);
+                slowest = slower(slowest, result(r, outs.get(r), children.get(r), timeout.multipliedBy(2 + iterations)));
             }
             for (int r = 0; r < ranks; r++) {
                 Process p = children.get(r);
@@ -221,7 +242,7 @@ public final class AllreduceCommand implements Callable<Integer> {
                             + (p.isAlive() ? "no exit" : "status " + p.exitValue()));
                 }
             }
-            return worst;
+            return slowest;
         } finally {
             for (Process p : children) {
                 p.destroyForcibly();
@@ -243,6 +264,9 @@ public final class AllreduceCommand implements Callable<Integer> {
                 "allreduce", "--op", op.label(), "-N", Integer.toString(ranks), "-s", Long.toString(bytes), "-n",
                 Integer.toString(iterations), "-a", bind.bind, "--timeout", Integer.toString(timeoutSeconds),
                 "--rank", Integer.toString(r), "--rendezvous", at));
+        if (workspace) {
+            cmd.add("--workspace");
+        }
         return new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
     }
 
@@ -270,74 +294,271 @@ public final class AllreduceCommand implements Callable<Integer> {
         }
     }
 
-    /** The child's RESULT line, skipping its table. */
-    private static String resultLine(BufferedReader in, Process p, Duration timeout) throws Exception {
+    /** Rank {@code r}'s times: its RESULT line, with the warm-up line before it; the rest of its table skipped. */
+    private static Timing result(int r, BufferedReader in, Process p, Duration timeout) throws Exception {
+        String warmUp = null;
         while (true) {
             String s = line(in, p, timeout);
-            if (s.startsWith("RESULT ")) {
-                return s;
+            if (s.startsWith(" warm-up")) {
+                warmUp = s;
+            } else if (s.startsWith("RESULT ")) {
+                return Timing.parse(s, r, warmUp);
             }
         }
     }
 
-    private void print(double seconds, String where) {
-        PrintStream out = System.out;
-        double algbw = bytes / seconds / 1e9;
-        double busbw = algbw * op.busFactor(ranks);
-        TransferCli.rule(out, 75);
-        out.printf(" verbs4j %s: ring, float32%s, %d ranks, %s%n", op.label(), op == Op.all_gather ? "" : " sum", ranks,
-                where);
-        TransferCli.rule(out, 75);
-        out.println(" #bytes         #count       #iterations  time[ms]    algbw[GB/s]  busbw[GB/s]");
-        out.printf(" %-14d %-12d %-12d %-11.3f %-12.3f %.3f%n", bytes, bytes / 4, iterations, seconds * 1e3, algbw, busbw);
-        TransferCli.rule(out, 75);
+    /** The slower of two ranks' times by their means ({@code a} may be {@code null}: none yet). */
+    private static Timing slower(Timing a, Timing b) {
+        return a == null || b.mean() > a.mean() ? b : a;
     }
 
-    /** A warm-up and {@code iterations} timed runs, each checked element by element; the mean seconds per run. */
-    private double run(Ring ring, int count) {
-        int n = ring.size();
-        int me = ring.rank();
-        int block = count / n;
-        float[] data = new float[count];
-        float[] part = new float[op == Op.allreduce ? 0 : block];
+    private void print(Timing t, String where) {
+        PrintStream out = System.out;
+        double algbw = bytes / t.mean() / 1e9;
+        double busbw = algbw * op.busFactor(ranks);
+        TransferCli.rule(out, 99);
+        out.printf(" verbs4j %s: ring, float32%s, %d ranks, %s%s%n", op.label(), op == Op.all_gather ? "" : " sum", ranks,
+                where, workspace ? ", in the ring's workspace (no copies)" : "");
+        if (t.warmUp() != null) {
+            out.println(t.warmUp());
+        }
+        out.println(" timed: the runs back to back after a barrier (the slowest rank's mean, and its shortest and"
+                + " longest run); every element checked after the last");
+        TransferCli.rule(out, 99);
+        out.println(" #bytes         #count       #iterations  time[ms]    min[ms]     max[ms]     algbw[GB/s]  busbw[GB/s]");
+        out.printf(" %-14d %-12d %-12d %-11.3f %-11.3f %-11.3f %-12.3f %.3f%n", bytes, bytes / 4, iterations,
+                t.mean() * 1e3, t.min() * 1e3, t.max() * 1e3, algbw, busbw);
+        TransferCli.rule(out, 99);
+    }
+
+    /**
+     * What one rank measured, in seconds: the mean over the timed runs, the shortest and the
+     * longest; and the line describing its warm-up ({@code null} where the table's reader was
+     * not told).
+     */
+    record Timing(double mean, double min, double max, String warmUp) {
+        Timing {
+            if (!(mean > 0 && min > 0 && max >= min)) {
+                throw new IllegalStateException("no time measured: mean " + mean + ", min " + min + ", max " + max);
+            }
+        }
+
+        /** The {@code RESULT} line a rank alone prints for {@code --processes}' parent. */
+        String resultLine(int rank) {
+            return "RESULT " + rank + " " + Math.round(mean * 1e9) + " " + Math.round(min * 1e9) + " " + Math.round(max * 1e9);
+        }
+
+        /** A rank's {@code RESULT} line read back, with the warm-up line seen before it. */
+        static Timing parse(String line, int rank, String warmUp) {
+            String[] w = line.split(" ");
+            if (w.length != 5 || !w[0].equals("RESULT") || !w[1].equals(Integer.toString(rank))) {
+                throw new IllegalStateException("rank " + rank + " said '" + line + "'");
+            }
+            return new Timing(Long.parseLong(w[2]) / 1e9, Long.parseLong(w[3]) / 1e9, Long.parseLong(w[4]) / 1e9, warmUp);
+        }
+    }
+
+    /** Warm-up runs before the first round that may end it. */
+    static final int WARM_UP_MIN = 3;
+    /** Runs per warm-up round: the ranks agree after each whether another is needed. */
+    static final int WARM_UP_ROUND = 3;
+    /** The longest the warm-up rounds after the minimum may take (a loaded machine makes each slow). */
+    static final long WARM_UP_MAX_EXTRA_NANOS = 3_000_000_000L;
+
+    /**
+     * Measures the steady state, as nccl-tests does: an untimed warm-up until the JIT is quiet,
+     * then the timed runs back to back after a barrier, checked afterwards.
+     *
+     * <p>Warm-up: {@link #WARM_UP_MIN} runs (the first checked element by element at once, so a
+     * wrong result fails before anything is timed), then rounds of {@link #WARM_UP_ROUND} until a
+     * round compiled nothing on any rank (a one-element MAX allreduce of each rank's "the JIT
+     * moved" after each round: every rank must run the same number of collectives), or
+     * {@link #WARM_UP_MAX_EXTRA_NANOS} passed. Timing it all from each rank's own start, with the
+     * check of the previous run in between and no barrier, timed the JIT and the other rank's
+     * check: one warm-up, then 16 Mi elements checked with a {@code %} each per rank.
+     *
+     * <p>Timed: the arrays filled, a barrier (a one-element allreduce), then the runs back to
+     * back, each one's time taken from the end of the one before; then every element checked.
+     * Allreduce works in place, so the runs sum the sums: after {@code k} runs every element is
+     * the first run's sum added up {@code N} times in ring order {@code k - 1} times, which the
+     * check computes the same way in float. So that this stays finite, at most
+     * {@link #runsBeforeRefill} runs go between two fills; more are timed as several such
+     * stretches, each between a barrier and its check.
+     */
+    private Timing run(Ring ring, int count) {
+        Workload w = new Workload(ring, count);
+        long began = System.nanoTime();
+        w.fill();
+        w.once();
+        w.check(1);
+        for (int k = 1; k < WARM_UP_MIN; k++) {
+            w.once();
+        }
+        int warm = WARM_UP_MIN;
+        long extraSince = System.nanoTime();
+        boolean timeUp = false;
+        boolean more = JitCompilation.known();
+        while (more) {
+            long compiled = JitCompilation.millis();
+            w.fill();
+            for (int k = 0; k < WARM_UP_ROUND; k++) {
+                w.once();
+            }
+            warm += WARM_UP_ROUND;
+            timeUp = System.nanoTime() - extraSince > WARM_UP_MAX_EXTRA_NANOS;
+            more = anyRank(ring, JitCompilation.millis() != compiled && !timeUp);
+        }
+        String warmUp = String.format(" warm-up, not timed: %d runs in %.2f s on rank %d (%s)", warm,
+                (System.nanoTime() - began) / 1e9, ring.rank(),
+                !JitCompilation.known() ? "no JIT compilation time to watch: the minimum only"
+                        : timeUp ? "ended after " + WARM_UP_MAX_EXTRA_NANOS / 1_000_000_000L + " s more, the JIT still compiling"
+                        : "ended when a round of " + WARM_UP_ROUND + " compiled nothing on any rank");
+        int stretch = runsBeforeRefill(ring.size());
         long total = 0;
-        for (int it = -1; it < iterations; it++) {
+        long min = Long.MAX_VALUE;
+        long max = 0;
+        for (int done = 0; done < iterations; ) {
+            int runs = Math.min(stretch, iterations - done);
+            w.fill();
+            anyRank(ring, false); // the barrier: every rank starts its timed runs together
+            long t0 = System.nanoTime();
+            long last = t0;
+            for (int k = 0; k < runs; k++) {
+                w.once();
+                long t = System.nanoTime();
+                min = Math.min(min, t - last);
+                max = Math.max(max, t - last);
+                last = t;
+            }
+            total += last - t0;
+            w.check(runs);
+            done += runs;
+        }
+        return new Timing(total / 1e9 / iterations, min / 1e9, max / 1e9, warmUp);
+    }
+
+    /** A one-element MAX allreduce: whether any rank said {@code yes}; a barrier too. */
+    private static boolean anyRank(Ring ring, boolean yes) {
+        int[] flag = {yes ? 1 : 0};
+        ring.allreduce(flag, ReduceOp.MAX);
+        return flag[0] != 0;
+    }
+
+    /**
+     * How many allreduces may run on one fill before a sum could overflow a float: each run
+     * multiplies the values (at most 63 N after the first) by N, and a float holds 2^127; the
+     * other collectives do not change their input.
+     */
+    int runsBeforeRefill(int n) {
+        return op == Op.allreduce ? 120 / (32 - Integer.numberOfLeadingZeros(n - 1)) : Integer.MAX_VALUE;
+    }
+
+    /**
+     * One rank's arrays of the measured collective: rank {@code me}'s element {@code i} is
+     * {@code (i + me) mod 64} (all-gather: of its block's place in the whole array), so every
+     * result is known from the element's index.
+     */
+    private final class Workload {
+        private final Ring ring;
+        private final int n;
+        private final int me;
+        private final int count;
+        private final int block;
+        private final float[] data;
+        private final float[] part;
+        /** With {@code --workspace}: the slice of the ring's workspace reduced in place instead of {@link #data}. */
+        private final MemorySegment region;
+
+        Workload(Ring ring, int count) {
+            this.ring = ring;
+            this.n = ring.size();
+            this.me = ring.rank();
+            this.count = count;
+            this.block = count / n;
+            this.region = workspace ? ring.workspace().asSlice(WORKSPACE_OFFSET, 4L * count) : null;
+            this.data = new float[region != null ? 0 : count];
+            this.part = new float[op == Op.allreduce ? 0 : block];
+        }
+
+        private float get(int i) {
+            return region != null ? region.getAtIndex(ValueLayout.JAVA_FLOAT, i) : data[i];
+        }
+
+        void fill() {
             if (op == Op.all_gather) {
                 for (int i = 0; i < block; i++) {
-                    part[i] = (me * block + i + me) % 64;
+                    part[i] = (me * block + i + me) & 63;
                 }
             } else {
                 for (int i = 0; i < count; i++) {
-                    data[i] = (i + me) % 64;
-                }
-            }
-            long t0 = System.nanoTime();
-            switch (op) {
-                case allreduce -> ring.allreduce(data);
-                case reduce_scatter -> ring.reduceScatter(data, part, io.github.verbs4j.transfer.collective.ReduceOp.SUM);
-                case all_gather -> ring.allGather(part, data);
-            }
-            if (it >= 0) {
-                total += System.nanoTime() - t0;
-            }
-            int checked = op == Op.reduce_scatter ? block : count;
-            for (int k = 0; k < checked; k++) {
-                int i = op == Op.reduce_scatter ? me * block + k : k;
-                float want = 0;
-                if (op == Op.all_gather) {
-                    want = (i + i / block) % 64;
-                } else {
-                    for (int r = 0; r < n; r++) {
-                        want += (i + r) % 64;
+                    if (region != null) {
+                        region.setAtIndex(ValueLayout.JAVA_FLOAT, i, (i + me) & 63);
+                    } else {
+                        data[i] = (i + me) & 63;
                     }
-                }
-                float got = op == Op.reduce_scatter ? part[k] : data[k];
-                if (got != want) {
-                    throw new IllegalStateException("rank " + me + ": " + op.label() + " element " + i + " is " + got
-                            + ", not " + want);
                 }
             }
         }
-        return total / 1e9 / iterations;
+
+        void once() {
+            switch (op) {
+                case allreduce -> {
+                    if (region != null) {
+                        ring.allreduceInWorkspace(region, ElementType.FLOAT, ReduceOp.SUM);
+                    } else {
+                        ring.allreduce(data);
+                    }
+                }
+                case reduce_scatter -> ring.reduceScatter(data, part, ReduceOp.SUM);
+                case all_gather -> ring.allGather(part, data);
+            }
+        }
+
+        /** Checks every element of the result after {@code runs} collectives in a row since {@link #fill()}. */
+        void check(int runs) {
+            if (op == Op.all_gather) {
+                for (int q = 0; q < n; q++) {
+                    for (int k = 0; k < block; k++) {
+                        int i = q * block + k;
+                        expect(i, get(i), (i + q) & 63);
+                    }
+                }
+                return;
+            }
+            // the sum of element i over the ranks depends on i mod 64 only; then each further
+            // allreduce adds n equal values in ring order
+            float[] want = new float[64];
+            for (int m = 0; m < 64; m++) {
+                float v = 0;
+                for (int r = 0; r < n; r++) {
+                    v += (m + r) & 63;
+                }
+                for (int again = 1; again < runs && op == Op.allreduce; again++) {
+                    float sum = v;
+                    for (int r = 1; r < n; r++) {
+                        sum += v;
+                    }
+                    v = sum;
+                }
+                want[m] = v;
+            }
+            if (op == Op.reduce_scatter) {
+                for (int k = 0; k < block; k++) {
+                    int i = me * block + k;
+                    expect(i, part[k], want[i & 63]);
+                }
+            } else {
+                for (int i = 0; i < count; i++) {
+                    expect(i, get(i), want[i & 63]);
+                }
+            }
+        }
+
+        private void expect(int i, float got, float want) {
+            if (got != want) {
+                throw new IllegalStateException("rank " + me + ": " + op.label() + " element " + i + " is " + got
+                        + ", not " + want);
+            }
+        }
     }
 }

@@ -57,7 +57,8 @@ import java.util.concurrent.TimeoutException;
  *
  * <p><b>Collectives</b>, as NCCL defines them, for {@code float}, {@code double}, {@code int} and
  * {@code long} ({@link ElementType}) with {@link ReduceOp} SUM, PROD, MIN and MAX, on Java arrays
- * and on {@link MemorySegment}s of any kind (copied into the ring's registered buffer and back):
+ * and on {@link MemorySegment}s of any kind (copied into the ring's registered buffer and back;
+ * {@link #allreduceInWorkspace} reduces a slice of that buffer, {@link #workspace()}, in place):
  * <ul>
  * <li>{@link #allreduce(float[], ReduceOp)}: the reduction over all ranks, element by element,
  * left in every rank's array;</li>
@@ -207,9 +208,19 @@ public final class Ring implements AutoCloseable {
     private final int[] imms = new int[4 * MAX_PIECES * MAX_RANKS];
     /** The most pieces per chunk: a quarter of the send queue, so a step's pieces are posted without a wait. */
     private final int maxPieces;
+    /**
+     * Where the collective in progress has its data in the data area: 0 but for
+     * {@link #allreduceInWorkspace} (its slice's offset; its staging as far into the staging area).
+     */
+    private long base;
     /** Whether the right neighbour still owes the word that its staging is free (after a reduce-scatter). */
     private boolean stagingReadyOwed;
     private int immHead;
+    /**
+     * The immediate {@link #awaitImm} waits for, named only when the wait times out: a message
+     * made for every poll would allocate a string per round of the spin.
+     */
+    private int awaitedChunk;
     private final CloseState state = new CloseState();
 
     private Ring(int rank, int size, RingOptions options, Closer owned, MemoryRegion buffer,
@@ -662,14 +673,67 @@ public final class Ring implements AutoCloseable {
         }
         long deadline = start("allreduce");
         MemorySegment.copy(data, 0, buffer.segment(), 0, bytes);
-        int pieces = piecesFor(bytes / size);
-        reduceScatterPhase(count, type, op, pieces, deadline);
-        // this rank's writes of reduce-scatter have been read out: the left neighbour may overwrite
-        awaitSends(0, deadline);
-        sendReady(deadline);
-        awaitReady(deadline);
-        allGatherPhase(count, type.bytes(), pieces, deadline);
+        allreduceAt(0, count, type, op, deadline);
         MemorySegment.copy(buffer.segment(), 0, data, 0, bytes);
+    }
+
+    /**
+     * The ring's registered data area, {@link #maxBytes()} bytes of native memory, for
+     * {@link #allreduceInWorkspace}: a collective on a slice of it needs neither the copy into
+     * the registered buffer nor the copy back, as NCCL works on device buffers. Its contents are
+     * this rank's between collectives; the copying collectives use it too (from its start), so
+     * what it holds is overwritten by any of them. Closed with the ring: an access after
+     * {@link #close()} throws {@link IllegalStateException}.
+     */
+    public MemorySegment workspace() {
+        state.ensureOpen(this);
+        return buffer.segment().asSlice(0, maxBytes);
+    }
+
+    /**
+     * {@link #allreduce(MemorySegment, ElementType, ReduceOp)} without copies: {@code data} is a
+     * slice of {@link #workspace()}, reduced there in place. Every rank passes a slice at the
+     * same offset and of the same size (the neighbours write into this rank's workspace at the
+     * offsets of their own slice).
+     *
+     * <p><b>Errors</b>: {@link IllegalArgumentException} when {@code data} is not inside this
+     * ring's workspace (naming both ranges: another segment takes the copying
+     * {@link #allreduce(MemorySegment, ElementType, ReduceOp)}) or not a whole number of elements.
+     */
+    public void allreduceInWorkspace(MemorySegment data, ElementType type, ReduceOp op) {
+        Objects.requireNonNull(type, "type");
+        Objects.requireNonNull(op, "op");
+        long bytes = checkWhole("data", data, type);
+        checkFits("data", bytes);
+        long at = data.address() - buffer.address();
+        if (!data.isNative() || at < 0 || at + bytes > maxBytes) {
+            throw new IllegalArgumentException("data (" + (data.isNative() ? "native, 0x" + Long.toHexString(data.address())
+                    + ", " : "on the heap, ") + bytes + " bytes) is not inside this ring's workspace (0x"
+                    + Long.toHexString(buffer.address()) + ", " + maxBytes + " bytes): take workspace() slices,"
+                    + " or allreduce(MemorySegment, ElementType, ReduceOp), which copies");
+        }
+        checkWritable("data", data);
+        long count = bytes / type.bytes();
+        if (count == 0) {
+            return;
+        }
+        allreduceAt(at, count, type, op, start("allreduce"));
+    }
+
+    /** Allreduce of {@code count} elements at byte {@code at} of the data area, in place. */
+    private void allreduceAt(long at, long count, ElementType type, ReduceOp op, long deadline) {
+        base = at;
+        try {
+            int pieces = piecesFor(count * type.bytes() / size);
+            reduceScatterPhase(count, type, op, pieces, deadline);
+            // this rank's writes of reduce-scatter have been read out: the left neighbour may overwrite
+            awaitSends(0, deadline);
+            sendReady(deadline);
+            awaitReady(deadline);
+            allGatherPhase(count, type.bytes(), pieces, deadline);
+        } finally {
+            base = 0;
+        }
     }
 
     /**
@@ -957,7 +1021,7 @@ public final class Ring implements AutoCloseable {
                 long a = pieceStart(count, recv, j, pieces);
                 long b = pieceStart(count, recv, j + 1, pieces);
                 // the piece arriving from the left carries the reduction of the ranks before this one
-                Reduction.apply(m, maxBytes + a * elem, a * elem, b - a, type, op);
+                Reduction.apply(m, maxBytes + base + a * elem, base + a * elem, b - a, type, op);
                 if (s < size - 2) {
                     writePiece(count, recv, elem, maxBytes, j, pieces, tag(TAG_SCATTER, s + 1, j), deadline);
                 }
@@ -994,7 +1058,7 @@ public final class Ring implements AutoCloseable {
     private void writePiece(long count, int c, long elem, long toOffset, int j, int pieces, int imm, long deadline) {
         long from = pieceStart(count, c, j, pieces) * elem;
         long end = pieceStart(count, c, j + 1, pieces) * elem;
-        writeChunk(from, toOffset + from, end - from, imm, deadline);
+        writeChunk(base + from, base + toOffset + from, end - from, imm, deadline);
     }
 
     /** WRITEs {@code len} bytes at {@code from} to the right neighbour's {@code to}, the last piece with immediate. */
@@ -1048,8 +1112,9 @@ public final class Ring implements AutoCloseable {
     }
 
     private void awaitImm(int tag, long deadline) {
+        awaitedChunk = tag;
         while (immReceived == 0) {
-            pollOnce(deadline, "its chunk 0x" + Integer.toHexString(tag), NEED_LEFT);
+            pollOnce(deadline, null, NEED_LEFT);
         }
         immReceived--;
         int got = imms[immHead];
@@ -1066,6 +1131,9 @@ public final class Ring implements AutoCloseable {
      * queue, takes what completed meanwhile, looks at the neighbours' rdma_cm events and blocks
      * until a completion or an event arrives (or {@link #MAX_BLOCK_MILLIS}). The caller loops
      * until what it needs has come.
+     *
+     * @param what what the wait awaits, for a timeout's message; {@code null}: the chunk
+     *             {@link #awaitedChunk}
      */
     private void pollOnce(long deadline, String what, int need) {
         if (takeCompletions() > 0) {
@@ -1076,7 +1144,8 @@ public final class Ring implements AutoCloseable {
         long now = System.nanoTime();
         if (now - deadline > 0) {
             idleSince = NOT_IDLE;
-            throw new RdmaTimeoutException(null, awaited(what, need), operationTimeout);
+            throw new RdmaTimeoutException(null, awaited(what != null ? what
+                    : "its chunk 0x" + Integer.toHexString(awaitedChunk), need), operationTimeout);
         }
         if (idleSince == NOT_IDLE) {
             idleSince = now;
