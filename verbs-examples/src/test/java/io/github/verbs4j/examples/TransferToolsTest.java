@@ -27,18 +27,22 @@ class TransferToolsTest {
     /**
      * A client with three batches in flight (-w 3) runs its batches and prints its row, naming
      * the window, and the client thread's cost per chunk: 20 batches of 8 requests of 4096 bytes
-     * in chunks of 1024, 640 chunks timed.
+     * in chunks of 1024, 640 chunks timed. With --same-range (every request at offset 0, as
+     * perftest) the row says so.
      */
     @Test
     void transferBenchKeepsAWindowOfBatchesInFlightAndPrintsTheCostPerChunk() throws Exception {
         try (Proc server = Proc.tool("transfer-bench", "-s", "4096", "-b", "8")) {
             String port = portOf(server);
-            for (String op : new String[] {"WRITE", "READ"}) {
-                try (Proc client = Proc.tool("transfer-bench", "127.0.0.1", "-p", port, "-s", "4096", "-b", "8",
-                        "-c", "1024", "-q", "2", "-n", "20", "-w", "3", "-o", op)) {
+            for (String[] run : new String[][] {{"WRITE", "-w", "3"}, {"READ", "-w", "3"}, {"READ", "--same-range", "-w", "3"}}) {
+                String op = run[0];
+                boolean sameRange = run[1].equals("--same-range");
+                try (Proc client = Proc.tool(concat(new String[] {"transfer-bench", "127.0.0.1", "-p", port, "-s", "4096",
+                        "-b", "8", "-c", "1024", "-q", "2", "-n", "20", "-o"}, run))) {
                     client.await(120).assertSuccess();
                     assertTrue(client.out().contains("verbs4j transfer-bench " + op + ", 2 QPs, 16 chunks in flight per QP,"
-                            + " chunk 1024 bytes, 3 batches in flight"), client.describe());
+                            + " chunk 1024 bytes, 3 batches in flight" + (sameRange ? ", one range\n" : "\n")),
+                            client.describe());
                     assertTrue(client.out().matches("(?s).*\\n 4096 +8 +20 +[0-9.]+ .*"), client.describe());
                     assertTrue(client.out().matches("(?s).*\\n client thread per chunk: [0-9]+ ns CPU, [0-9.]+ B allocated"
                             + " \\(640 chunks, .*"), client.describe());
@@ -188,11 +192,18 @@ class TransferToolsTest {
             {"transfer-bench", "127.0.0.1", "-p", "1", "-q", "0"},
             {"transfer-bench", "127.0.0.1", "-p", "1", "-w", "0"},
             {"transfer-bench", "127.0.0.1", "-p", "1", "-w", "2", "-V"},
+            {"transfer-bench", "127.0.0.1", "-p", "1", "--same-range", "-V"},
         };
         for (String[] args : bad) {
             try (Proc p = Proc.tool(args)) {
                 assertTrue(p.await(60).exitCode() == 2, String.join(" ", args) + ": " + p.describe());
             }
         }
+    }
+
+    private static String[] concat(String[] a, String[] b) {
+        String[] all = java.util.Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, all, a.length, b.length);
+        return all;
     }
 }

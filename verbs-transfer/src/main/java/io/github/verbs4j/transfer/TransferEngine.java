@@ -124,6 +124,15 @@ public final class TransferEngine implements AutoCloseable {
     long chunksPosted;
     long chainsPosted;
     long completionsTaken;
+    /**
+     * How many requests the posting scans looked at (under this monitor), for the test that shows
+     * a pass with no room stops scanning; one increment per request looked at.
+     */
+    long requestsScanned;
+    /** Progress passes so far (under this monitor): a peer found full in pass {@code n} is skipped for the rest of it. */
+    long pass;
+    /** Peers of {@link #peerArray} found full in the current pass. */
+    private int fullPeers;
     private final Thread service;
     private final CloseState state = new CloseState();
     /** Whether close() has released the resources (under this monitor): progress() stops then. */
@@ -448,8 +457,12 @@ public final class TransferEngine implements AutoCloseable {
             waitSpin.completions(System.nanoTime());
         }
         // every batch in flight, oldest first: chunks of later batches fill the room earlier ones leave
-        for (int i = 0; i < inflightCount; i++) {
-            work += post(inflight[i]);
+        pass++;
+        fullPeers = 0;
+        // with no peer left (all closed) nothing is full: the scan fails the requests to closed peers
+        int allFull = ps.length == 0 ? Integer.MAX_VALUE : ps.length;
+        for (int i = 0; i < inflightCount && fullPeers < allFull; i++) {
+            work += post(inflight[i], allFull);
         }
         for (TransferPeer p : ps) {
             flush(p);
@@ -529,12 +542,21 @@ public final class TransferEngine implements AutoCloseable {
         }
     }
 
-    /** Appends the chunks of {@code b} the queue pairs have room for to their chains (posted by {@link #flush}). */
-    private int post(Batch b) {
+    /**
+     * Appends the chunks of {@code b} the queue pairs have room for to their chains (posted by
+     * {@link #flush}). Stops once {@code allFull} peers are full in this pass: every peer of
+     * {@link #peerArray}, none lost (a lost or closed peer's requests are failed as the scan meets
+     * them, so it is never counted full): the rest of the batches would only be scanned for room
+     * there is not.
+     * Without that stop a streaming wait scanned every request not yet posted of every batch in
+     * flight (the benchmark's window: up to 256) on each of its polls. Stopping is safe: a live
+     * peer with no room has chunks in flight, whose completions start later passes.
+     */
+    private int post(Batch b, int allFull) {
         int work = 0;
         int size = b.size;
         boolean advancing = true;
-        for (int i = b.scanFrom; i < size; i++) {
+        for (int i = b.scanFrom; i < size && fullPeers < allFull; i++) {
             if (b.status[i] != TransferStatus.PENDING || b.posted[i] == b.length[i]) {
                 if (advancing) {
                     b.scanFrom = i + 1;
@@ -542,6 +564,7 @@ public final class TransferEngine implements AutoCloseable {
                 continue;
             }
             advancing = false;
+            requestsScanned++;
             TransferPeer p = b.remote[i].peer;
             if (p.isLost()) {
                 // a request none of whose chunks was posted has no completion status of its own: it
@@ -554,11 +577,16 @@ public final class TransferEngine implements AutoCloseable {
                 b.finish(i, TransferStatus.LOCAL_ERROR, null);
                 continue;
             }
+            if (p.fullInPass == pass) {
+                continue; // found full earlier in this pass: no completion is taken before the next
+            }
             SegmentDescriptor d = b.remote[i].descriptor();
             SendOpcode op = b.write[i] ? SendOpcode.RDMA_WRITE : SendOpcode.RDMA_READ;
             while (b.posted[i] < b.length[i]) {
                 Lane lane = p.pickLane();
                 if (lane == null) {
+                    p.fullInPass = pass;
+                    fullPeers++;
                     break;
                 }
                 long done = b.posted[i];

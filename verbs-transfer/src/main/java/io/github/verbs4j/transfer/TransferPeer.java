@@ -54,6 +54,8 @@ public final class TransferPeer implements AutoCloseable {
     private final ReceiveRequest controlRecv;
     private final SendRequest controlSend;
     private int nextLane;
+    /** The engine's progress pass in which this peer was last found with no room (under the engine's monitor). */
+    long fullInPass = -1;
     private int deadLanes;
     private volatile boolean lost;
     private volatile WcStatus lostBecause;

@@ -157,6 +157,94 @@ class TransferStreamingTest {
     }
 
     /**
+     * A progress pass that finds the queue pairs full stops looking for room: four batches of 64
+     * one-chunk READs in flight on one queue pair of depth 16 (the benchmark's window), awaited
+     * oldest first. The posting scans look at one request per chunk they post, plus at most one
+     * per pass (the one that found no room). Scanning on through every request not yet posted,
+     * as before, looked at 1,792 in the same 17 passes (each pass fills the 16 slots; in one JVM
+     * softrdma runs a post in the posting thread, so the next pass finds them complete); in a
+     * stream between processes it did so on every poll of a waiting thread, up to 240 a poll.
+     */
+    @Test
+    void aPassThatFindsNoRoomStopsScanning() {
+        TransferOptions options = TestNet.options().withQpsPerPeer(1).withMaxOutstanding(16).withChunkSize(4096)
+                .withMaxBatches(4);
+        try (TransferEngine target = TransferEngine.open("target", TestNet.anyPort(), options);
+             TransferEngine engine = TransferEngine.open("initiator", TestNet.anyPort(), options)) {
+            fill(target.allocate("data", 128 << 10).memory(), 9);
+            RemoteSegment remote = engine.connect(target.localAddress()).lookup("data", T);
+            Segment local = engine.allocate("local", 4 * (128 << 10));
+            Batch[] bs = new Batch[4];
+            for (int k = 0; k < 4; k++) {
+                bs[k] = engine.batch(64);
+                for (int i = 0; i < 64; i++) {
+                    bs[k].read(local, (k * 64 + i) * 2048L, remote, (63 - i) * 2048L, 2048);
+                }
+            }
+            long scanned0;
+            long chunks0;
+            long passes0;
+            synchronized (engine) {
+                scanned0 = engine.requestsScanned;
+                chunks0 = engine.chunksPosted;
+                passes0 = engine.pass;
+            }
+            for (Batch b : bs) {
+                b.submit();
+            }
+            for (Batch b : bs) {
+                b.await(T);
+                assertEquals(64, b.count(TransferStatus.DONE));
+            }
+            for (int k = 0; k < 4; k++) {
+                for (int i = 0; i < 64; i++) {
+                    assertEquals(-1, mismatch(local.memory(), (k * 64 + i) * 2048L, 9, (63 - i) * 2048L, 2048),
+                            "batch " + k + " request " + i);
+                }
+            }
+            synchronized (engine) {
+                long scanned = engine.requestsScanned - scanned0;
+                long chunks = engine.chunksPosted - chunks0;
+                long passes = engine.pass - passes0;
+                System.out.printf("256 chunks, 4 batches in flight on one queue pair of depth 16: %d passes, %d requests"
+                        + " scanned%n", passes, scanned);
+                assertEquals(256, chunks);
+                assertTrue(passes >= 16, "256 chunks through 16 slots take 16 passes at least: " + passes);
+                assertTrue(scanned <= chunks + passes, scanned + " requests scanned for " + chunks + " chunks in "
+                        + passes + " passes");
+            }
+        }
+    }
+
+    /**
+     * The scan's stop strands no request: a batch to a peer closed with {@link TransferPeer#close()},
+     * the engine's only peer (so no peer is left that could be full), is final at submit, every
+     * request PEER_LOST with no completion status (none of its chunks was posted).
+     */
+    @Test
+    void requestsToAClosedPeerAreFinalAtSubmitWhenNoPeerIsLeft() {
+        TransferOptions options = TestNet.options().withQpsPerPeer(1).withMaxOutstanding(4).withChunkSize(4096);
+        try (TransferEngine target = TransferEngine.open("target", TestNet.anyPort(), options);
+             TransferEngine engine = TransferEngine.open("initiator", TestNet.anyPort(), options)) {
+            target.allocate("data", 64 << 10);
+            TransferPeer peer = engine.connect(target.localAddress());
+            RemoteSegment remote = peer.lookup("data", T);
+            Segment local = engine.allocate("local", 64 << 10);
+            peer.close();
+            Batch b = engine.batch(8);
+            for (int i = 0; i < 8; i++) {
+                b.read(local, i * 4096L, remote, i * 4096L, 4096);
+            }
+            b.submit();
+            assertTrue(b.isDone(), "not final at submit: " + b);
+            assertEquals(8, b.count(TransferStatus.PEER_LOST));
+            for (int i = 0; i < 8; i++) {
+                assertEquals(null, b.completionStatus(i), "request " + i);
+            }
+        }
+    }
+
+    /**
      * Steady state with four batches in flight, the oldest awaited and refilled at a time (the
      * benchmark's window): the thread that drives the engine allocates nothing per chunk. The
      * engine's service thread is not measured: it accepts connections and answers look-ups and

@@ -37,6 +37,13 @@ import java.util.concurrent.Callable;
  * perftest's iterations do). With {@code -w 1} (the default) each batch is awaited before the
  * next is submitted.
  *
+ * <p>With {@code --same-range} every request moves the same {@code -s} bytes at offset 0 of both
+ * segments, as perftest moves every message of over 2 KiB (half its cycle buffer, a page) from and
+ * to one buffer on each side: on one host, where softrdma copies every byte, the copies then run on
+ * cache-hot memory as perftest's do, so the two compare like with like. Without it the requests of
+ * a batch cover {@code -s} x {@code -b} bytes on each side (4 MiB at 64 KiB x 64, more than a
+ * core's L2), as an application moving distinct data would.
+ *
  * <p>With {@code -V} the data is checked, request by request: the server fills its segment with a
  * known pattern; a READ client clears its buffer before every batch and compares each request's
  * bytes with the pattern after it; a WRITE client writes a pattern of its own per batch, reads
@@ -89,6 +96,11 @@ public final class TransferBenchCommand implements Callable<Integer> {
     @Option(names = {"-V", "--verify"}, description = "check every request's data (see the command's description)")
     boolean verify;
 
+    @Option(names = "--same-range", description = "every request moves the same -s bytes at offset 0 of both segments,"
+            + " as perftest moves every message of over 2 KiB from and to one buffer (default: each request of a"
+            + " batch a range of its own)")
+    boolean sameRange;
+
     @Option(names = "--once", description = "server: exit after one client has finished (0 when its data checked out)")
     boolean once;
 
@@ -133,6 +145,7 @@ public final class TransferBenchCommand implements Callable<Integer> {
         TransferCli.require(spec, size >= 1 && batchSize >= 1 && iterations >= 1 && window >= 1,
                 "size, batch, iterations and window must be positive");
         TransferCli.require(spec, window == 1 || !verify, "-V checks one batch at a time: use it with --window 1");
+        TransferCli.require(spec, !(sameRange && verify), "-V checks each request's own range: not with --same-range");
         List<Boolean> writes = new ArrayList<>(); // the operations in order: true = WRITE
         for (String one : op.split(",")) {
             writes.add(switch (one.trim().toUpperCase()) {
@@ -267,8 +280,9 @@ public final class TransferBenchCommand implements Callable<Integer> {
     private void printRow(PrintStream out, boolean write, double seconds, ThreadCost.Measured spent) {
         double bytes = (double) size * batchSize * iterations;
         TransferCli.rule(out, 87);
-        out.printf(" verbs4j transfer-bench %s, %d QPs, %d chunks in flight per QP, chunk %d bytes, %d batch%s in flight%n",
-                write ? "WRITE" : "READ", qps, outstanding, chunk, window, window == 1 ? "" : "es");
+        out.printf(" verbs4j transfer-bench %s, %d QPs, %d chunks in flight per QP, chunk %d bytes, %d batch%s in flight%s%n",
+                write ? "WRITE" : "READ", qps, outstanding, chunk, window, window == 1 ? "" : "es",
+                sameRange ? ", one range" : "");
         TransferCli.rule(out, 87);
         out.println(" #bytes     #batch     #iterations    BW average[GB/sec]    BW average[Gb/sec]   MsgRate[Mpps]");
         out.printf(" %-10d %-10d %-14d %-21.3f %-20.3f %.6f%n", size, batchSize, iterations, bytes / seconds / 1e9,
@@ -335,14 +349,18 @@ public final class TransferBenchCommand implements Callable<Integer> {
         return false;
     }
 
-    /** Resets {@code batch}, adds one request per slot (READ or WRITE between {@code local} and the server) and submits it. */
+    /**
+     * Resets {@code batch}, adds one request per slot (READ or WRITE between {@code local} and the
+     * server; with --same-range all at offset 0) and submits it.
+     */
     private void fillBatch(Batch batch, Segment local, RemoteSegment remote, boolean write) {
         batch.reset();
         for (int i = 0; i < batchSize; i++) {
+            long at = sameRange ? 0 : (long) i * size;
             if (write) {
-                batch.write(local, (long) i * size, remote, (long) i * size, size);
+                batch.write(local, at, remote, at, size);
             } else {
-                batch.read(local, (long) i * size, remote, (long) i * size, size);
+                batch.read(local, at, remote, at, size);
             }
         }
         batch.submit();
