@@ -31,20 +31,6 @@ struct side {
 	unsigned char *buf;
 };
 
-static void xread(int fd, void *p, size_t n)
-{
-	if (read(fd, p, n) != (ssize_t)n) {
-		fprintf(stderr, "pipe read failed\n");
-		exit(1);
-	}
-}
-
-static void xwrite(int fd, const void *p, size_t n)
-{
-	if (write(fd, p, n) != (ssize_t)n)
-		exit(1);
-}
-
 static void side_open(struct side *s)
 {
 	s->ctx = t_open_dev();

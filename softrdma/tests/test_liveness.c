@@ -69,20 +69,6 @@ static int side_connect(struct side *s, const struct info *me, const struct info
 	return t_qp_init(s->qp, &c) || t_qp_rtr(s->qp, peer->qpn, &peer->gid, &c) || t_qp_rts(s->qp, &c);
 }
 
-static void xread(int fd, void *p, size_t n)
-{
-	if (read(fd, p, n) != (ssize_t)n) {
-		fprintf(stderr, "pipe read failed\n");
-		exit(1);
-	}
-}
-
-static void xwrite(int fd, const void *p, size_t n)
-{
-	if (write(fd, p, n) != (ssize_t)n)
-		exit(1);
-}
-
 static uint64_t now_ms(void);
 
 /* Polls the empty CQ for ms milliseconds (so the agent hands the rings to this thread). */

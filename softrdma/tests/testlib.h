@@ -25,6 +25,22 @@ static int t_report(void)
 	return t_fail ? 1 : 0;
 }
 
+/* Whole reads and writes on the pipes that tests with a second process use for their exchange:
+ * a short one means the other side died, and the test cannot go on. */
+__attribute__((unused)) static void xread(int fd, void *p, size_t n)
+{
+	if (read(fd, p, n) != (ssize_t)n) {
+		fprintf(stderr, "pipe read failed\n");
+		exit(1);
+	}
+}
+
+__attribute__((unused)) static void xwrite(int fd, const void *p, size_t n)
+{
+	if (write(fd, p, n) != (ssize_t)n)
+		exit(1);
+}
+
 __attribute__((unused)) static unsigned long t_checksum(const unsigned char *p, size_t n)
 {
 	unsigned long h = 1469598103934665603ul;
