@@ -71,21 +71,11 @@ public final class ChannelGroup implements AutoCloseable {
     private static final Duration CM_SLICE = Duration.ofMillis(200);
     private static final Duration POLL_SLICE = Duration.ofMillis(100);
     /**
-     * How long the polling thread first parks while application threads poll, before it looks
-     * again: the longest that completions wait for it after the last of them stopped polling
-     * with no thread blocked (with one blocked, it is woken at once), unless it stood down many
-     * times in a row ({@link #STAND_DOWN_MAX_NANOS}).
+     * How long the polling thread parks while application threads poll, before it looks again:
+     * the longest that completions wait for it after the last of them stopped polling with no
+     * thread blocked (with one blocked, it is woken at once).
      */
     private static final long STAND_DOWN_NANOS = 1_000_000;
-    /**
-     * The longest park of a stood-down polling thread: each park that ends with application
-     * threads still polling, before the polling thread has taken a completion or blocked,
-     * doubles the next one up to this bound. A thread that waits in a loop (a round trip after
-     * another) polls nearly all the time, and each look of the polling thread every 1 ms was a
-     * wake-up on a CPU that the polling threads need, then a spin beside them when it looked
-     * between two of their waits (docs/channel.md, "The stood-down polling thread's wake-ups").
-     */
-    private static final long STAND_DOWN_MAX_NANOS = 64_000_000;
     private static final int MAX_CHANNELS = 1 << 15;
 
     private final ChannelOptions options;
@@ -428,9 +418,8 @@ public final class ChannelGroup implements AutoCloseable {
     /**
      * The calling thread stops polling. When it was the last and some thread is blocked waiting
      * ({@link #beginBlocking()}), the polling thread is woken now; otherwise it resumes at its
-     * park bound ({@link #STAND_DOWN_NANOS}, doubling up to {@link #STAND_DOWN_MAX_NANOS} while it
-     * keeps finding application threads polling), or when a thread blocks, and completions wait
-     * in the queue until then (a thread that waits for them polls the queue itself first).
+     * park bound ({@link #STAND_DOWN_NANOS}), or when a thread blocks, and completions wait in
+     * the queue until then.
      *
      * <p>No lost wake-up: a thread blocks only after {@link #beginBlocking()}, which increments
      * {@link #blockedWaiters} and then reads {@link #applicationPollers}; this method decrements
@@ -480,27 +469,21 @@ public final class ChannelGroup implements AutoCloseable {
      * The polling thread: polls the queue ({@link #drive()}) while no application thread does,
      * spins {@link ChannelOptions#spinPolls()} empty polls, then arms the queue and blocks on the
      * completion channel. While application threads poll it stands down: it parks, without
-     * arming, until the last of them stops ({@link #endPolling()}) or its park bound passes; the
-     * bound doubles from 1 ms to 64 ms while it finds them polling at each look, and is back to
-     * 1 ms once it took a completion or blocked.
+     * arming, until the last of them stops ({@link #endPolling()}) or its park bound passes.
      */
     private void pollLoop() {
         int idle = 0;
-        long standDownNanos = STAND_DOWN_NANOS;
         try {
             while (running && pollerFailure == null) {
                 if (applicationPollers.get() > 0) {
                     standDowns++; // written by this thread only
-                    LockSupport.parkNanos(this, standDownNanos);
-                    // still nothing for this thread to do since it stood down: look less often
-                    standDownNanos = Math.min(2 * standDownNanos, STAND_DOWN_MAX_NANOS);
+                    LockSupport.parkNanos(this, STAND_DOWN_NANOS);
                     idle = 0;
                     continue;
                 }
                 int r = drive();
                 if (r == DROVE) {
                     idle = 0;
-                    standDownNanos = STAND_DOWN_NANOS; // it had work: the next stand-down looks after 1 ms again
                     continue;
                 }
                 if (r == BUSY || idle < options.spinPolls()) {
@@ -516,7 +499,6 @@ public final class ChannelGroup implements AutoCloseable {
                     continue;
                 }
                 blockingWaits++; // written by this thread only
-                standDownNanos = STAND_DOWN_NANOS;
                 completionChannel.await(POLL_SLICE);
             }
         } catch (Throwable t) {
