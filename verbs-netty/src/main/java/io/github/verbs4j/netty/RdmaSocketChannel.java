@@ -77,7 +77,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  *
  * <p><b>Writes</b> are copied into a registered send ring (one slot per message in flight), unless
  * they lie in a chunk of {@link RdmaByteBufAllocator} (then posted in place and released once
- * their send completed), and posted in one chain per flush, only the last request (and every 16th) signaled; a message waits
+ * their send completed), and posted in one chain per flush; every 16th request is signaled, and a chain's last when
+ * something waits for its completion (a buffer sent in place, send slots running short); a message waits
  * in Netty's outbound buffer while the peer gives no credit, so writability follows Netty's
  * water marks, driven by credits. <b>Reads</b> deliver each message as a buffer of the channel's
  * allocator, or with {@link RdmaChannelOption#RDMA_ZERO_COPY_READ} as its receive slot wrapped
@@ -200,6 +201,8 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     private volatile boolean outputShutdown;
     private boolean finPending;
     private boolean writing;
+    /** Inside {@link #pollCompletions}: the completion queue was just polled. */
+    private boolean polling;
     private boolean finReceived;
     private boolean peerGone;
     /** The peer's CLOSE arrived: it closed its end, and writes fail from here on. */
@@ -231,6 +234,8 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     long sentWithoutCopy;
     /** Signaled send completions polled (each covers the sends before it): for the benchmark's counts. Loop only. */
     long signaledSendCompletions;
+    /** Completion queue polls a write made itself, to see whether the peer closed: for tests and the benchmark. Loop only. */
+    long writePolls;
     /** Messages received as RDMA WRITE with immediate: how a test sees the wire used. Loop only. */
     long receivedWithImmediate;
 
@@ -798,6 +803,15 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         if (!ready) {
             return 0;
         }
+        polling = true;
+        try {
+            return pollCompletions0();
+        } finally {
+            polling = false;
+        }
+    }
+
+    private int pollCompletions0() {
         int n = takeCompletions();
         if (failedStatus != null || wireFailure != null) {
             IOException cause = wireFailure != null ? wireFailure : new IOException("RDMA connection to " + remote
@@ -874,7 +888,10 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
      * channelActive after the peer closed), and a TCP socket fails such a write too.
      */
     private boolean peerClosed() {
-        if (!closeReceived && !peerGone && failedStatus == null && wireFailure == null) {
+        // inside the loop's pass over this channel's completions (a write from channelRead or
+        // channelReadComplete, as an echo's) the queue was polled just now: no second poll
+        if (!polling && !closeReceived && !peerGone && failedStatus == null && wireFailure == null) {
+            writePolls++;
             takeCompletions();
         }
         return closeReceived || peerGone || failedStatus != null || wireFailure != null;
@@ -1361,7 +1378,13 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             batch.reset();
             in.forEachFlushedMessage(batch);
             if (batch.count > 0) {
-                batch.tail.signaled(true);
+                // a chain is signaled only when something waits for its completion: a buffer
+                // sent in place (released then), or send slots running short (half of them
+                // unacknowledged); otherwise the periodic signaled request (every SIGNAL_EVERY-th)
+                // acknowledges the copied sends before it, saving a completion per message
+                if (batch.inPlace || sendPosted - sendCompleted >= Math.max(1, sendSlots / 2)) {
+                    batch.tail.signaled(true);
+                }
                 post(batch.head, batch.count);
                 chainsPosted++;
             }
@@ -1435,10 +1458,13 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         FileRegion region;
         long regionBytes;
         Exception failure;
+        /** Whether the batch sends a buffer in place, which is held until its send completed. */
+        boolean inPlace;
 
         void reset() {
             head = tail = null;
             count = 0;
+            inPlace = false;
             bufferBytes = 0;
             region = null;
             regionBytes = 0;
@@ -1510,6 +1536,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
                 int n = Math.min(readable - sent, maxPayload);
                 if (chunk != null) {
                     append(inPlace(buf, chunk, offset + sent, n));
+                    inPlace = true;
                 } else {
                     append(fill(0, buf, buf.readerIndex() + sent, n, false));
                 }
@@ -1698,6 +1725,11 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
      */
     public RdmaWireMode wireMode() {
         return wireMode;
+    }
+
+    /** Sends posted whose completion was not polled yet (unsignaled ones wait for a later signaled one): for tests. Loop only. */
+    long unacknowledgedSends() {
+        return sendPosted - sendCompleted;
     }
 
     /** Receive slots held by the application as zero-copy buffers: for tests. Loop only. */

@@ -32,12 +32,13 @@ public final class LoopCounters {
 
     /**
      * What one RDMA channel's writes did so far, as one line for a log: the chains it posted, the
-     * messages it sent from registered memory without a copy, and the signaled send completions it
-     * polled. Read it on the channel's event loop.
+     * messages it sent from registered memory without a copy, the signaled send completions it
+     * polled, and the completion queue polls its writes made outside the loop's pass over the
+     * queue. Read it on the channel's event loop.
      */
     public static String writeCounts(io.netty.channel.Channel channel) {
         RdmaSocketChannel ch = (RdmaSocketChannel) channel;
         return "chains " + ch.chainsPosted + " sent-without-copy " + ch.sentWithoutCopy
-                + " signaled-send-completions " + ch.signaledSendCompletions;
+                + " signaled-send-completions " + ch.signaledSendCompletions + " write-polls " + ch.writePolls;
     }
 }

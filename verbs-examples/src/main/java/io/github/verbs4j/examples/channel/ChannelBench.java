@@ -327,6 +327,7 @@ final class ChannelBench {
             double mpps = total / seconds / 1e6;
             Channel c0 = channels.getFirst();
             long[] rtt = new long[pings];
+            long[] rttStart = new long[pings]; // for RoundTripTail: when each began
             MemorySegment ping = arena.allocate(size);
             // the warm-up's round trips first, not timed: the stream ran only the client's send
             // path and the server's receive path, so without them the timed round trips would
@@ -343,7 +344,11 @@ final class ChannelBench {
                 }
                 if (i >= warmup) {
                     rtt[i - warmup] = System.nanoTime() - s;
+                    rttStart[i - warmup] = s;
                 }
+            }
+            if (RoundTripTail.ENABLED) {
+                RoundTripTail.print(out, rttStart, rtt);
             }
             Arrays.sort(rtt);
             double half = pings == 0 ? Double.NaN : rtt[pings / 2] / 2e3;

@@ -540,6 +540,7 @@ final class RawChannelBench {
                 throw new IllegalStateException("the server confirmed " + peerCount + " of " + messages + " messages");
             }
             long[] rtt = new long[pings];
+            long[] rttStart = new long[pings]; // for RoundTripTail: when each began
             // the warm-up's round trips first, not timed, as in the channel's run (ChannelBench)
             for (int i = 0; i < warmup + pings; i++) {
                 long pingDeadline = System.nanoTime() + timeout.toNanos();
@@ -563,10 +564,14 @@ final class RawChannelBench {
                 }
                 if (i >= warmup) {
                     rtt[i - warmup] = System.nanoTime() - s;
+                    rttStart[i - warmup] = s;
                 }
                 if (ring.segment().get(LONG, stride) != total + i) {
                     throw new IllegalStateException("pong " + i + " carried sequence " + ring.segment().get(LONG, stride));
                 }
+            }
+            if (RoundTripTail.ENABLED) {
+                RoundTripTail.print(out, rttStart, rtt);
             }
             Arrays.sort(rtt);
             double mbps = messages * (double) size / seconds / 1e6;

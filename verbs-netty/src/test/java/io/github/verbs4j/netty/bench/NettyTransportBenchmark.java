@@ -203,6 +203,14 @@ public final class NettyTransportBenchmark {
         }
     }
 
+    /**
+     * Echo rounds before the recorded ones: enough for C2 to compile the round trip's code on
+     * both ends (about 10,000 calls of a method), so that the recorded rounds, the p50 above all,
+     * do not straddle the interpreter, C1 and C2. {@code -Dverbs4j.bench.warmUpRounds} sets
+     * another count (to compare).
+     */
+    static final int WARM_UP_ROUNDS = Integer.getInteger("verbs4j.bench.warmUpRounds", 20_000);
+
     void pingPong(InetSocketAddress to, int size, int rounds) throws Exception {
         long[] loopThreads = loopThreads();
         long[][] alloc = new long[2][];
@@ -211,7 +219,7 @@ public final class NettyTransportBenchmark {
         CompletableFuture<Void> done = new CompletableFuture<>();
         byte[] payload = new byte[size];
         ChannelInboundHandlerAdapter driver = new ChannelInboundHandlerAdapter() {
-            private int round = -1000; // warm-up rounds, not recorded
+            private int round = -WARM_UP_ROUNDS; // not recorded
             private int got;
             private long t0;
 
@@ -451,7 +459,7 @@ public final class NettyTransportBenchmark {
      * {@code client <transport> <host> <echo-port> <stream-port> [scale]},
      * {@code stream-client <transport> <host> <stream-port> [scale]} (the stream row alone, for A/B
      * runs of it), {@code echo-client <transport> <host> <echo-port> <size> <rounds>} (one echo
-     * row alone, after its 1,000 warm-up rounds: two run lengths under {@code perf stat} give what
+     * row alone, after its {@link #WARM_UP_ROUNDS} warm-up rounds: two run lengths under {@code perf stat} give what
      * one round trip costs each process): scale multiplies every count (default 1).
      */
     public static void main(String[] args) throws Exception {
