@@ -2,6 +2,7 @@ package io.github.verbs4j.examples;
 
 import org.junit.jupiter.api.Test;
 
+import java.util.Arrays;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -33,13 +34,28 @@ class ChannelBenchToolTest {
         assertTrue(client.matches("(?s).*CPU per message: [0-9.]+ us on the sending thread.*"), client);
     }
 
+    /**
+     * By default the server checks each message's length and sequence numbers, as the raw
+     * server checks its first 8 bytes; {@code --check-every-byte} compares every byte. Both
+     * sides say which, the client from the server's answer.
+     */
+    @Test
+    void theServerSaysWhatItChecked() throws Exception {
+        String[] sides = run(null, null, "4096", "300");
+        assertTrue(sides[0].contains("Server check   : each checked by its length and sequence numbers"), sides[0]);
+        assertTrue(sides[1].contains("each checked by its length and sequence numbers"), sides[1]);
+        sides = run(null, "--check-every-byte", "4096", "300");
+        assertTrue(sides[0].contains("Server check   : every byte checked"), sides[0]);
+        assertTrue(sides[1].contains("on 1 connections, every byte checked"), sides[1]);
+    }
+
     @Test
     void applicationPollingModeCarriesCheckedMessagesAndPrintsItsRow() throws Exception {
         run("--app-poll", "1024", "300");
     }
 
     /**
-     * The client writes its messages in place (the server still checks every byte): the body
+     * The client writes its messages in place (the server checks every byte): the body
      * goes in once per staging position, and both sides say the stream was timed after a warm-up.
      */
     @Test
@@ -60,11 +76,24 @@ class ChannelBenchToolTest {
         assertTrue(client.contains("messages over RDMA WRITE, each followed by a SEND"), client);
     }
 
-    /** Runs a server and a client; returns the client's output. */
+    /**
+     * Runs a server and a client; returns the client's output. The channel's server compares
+     * every byte ({@code --check-every-byte}): the tests keep checking every byte, the in-place
+     * writer's reuse of staged bodies above all.
+     */
     private static String run(String mode, String size, String count) throws Exception {
+        return run(mode, "--raw".equals(mode) ? null : "--check-every-byte", size, count)[0];
+    }
+
+    /** Runs a server (with {@code serverOption} when not null) and a client; returns the client's output and the server's. */
+    private static String[] run(String mode, String serverOption, String size, String count) throws Exception {
         String[] serverArgs = mode == null || mode.equals("--in-place")
                 ? new String[] {"channel-bench", "-s", "-a", "127.0.0.1", "-p", "0"}
                 : new String[] {"channel-bench", "-s", mode, "-a", "127.0.0.1", "-p", "0", "--slots", "16"};
+        if (serverOption != null) {
+            serverArgs = Arrays.copyOf(serverArgs, serverArgs.length + 1);
+            serverArgs[serverArgs.length - 1] = serverOption;
+        }
         try (Proc server = Proc.tool(serverArgs)) {
             String port = null;
             for (int i = 0; i < 600 && port == null; i++) {
@@ -97,7 +126,7 @@ class ChannelBenchToolTest {
                     server.describe());
             // the warm-up's messages were checked as such, apart from the timed ones
             assertTrue(server.out().matches("(?s).*\\(and \\d+ of untimed warm-up before them\\).*"), server.describe());
-            return clientOut;
+            return new String[] {clientOut, server.out()};
         }
     }
 
@@ -111,6 +140,7 @@ class ChannelBenchToolTest {
             {"channel-bench", "-c", "--raw", "--notify", "SEND", "-a", "127.0.0.1", "-p", "1"},
             {"channel-bench", "-c", "--notify", "NONE", "-a", "127.0.0.1", "-p", "1"},
             {"channel-bench", "-c", "--raw", "--in-place", "-a", "127.0.0.1", "-p", "1"},
+            {"channel-bench", "-s", "--raw", "--check-every-byte"},
             {"channel-bench", "-c", "--stream-warmup", "-1", "-a", "127.0.0.1", "-p", "1"},
         };
         for (String[] args : bad) {

@@ -40,8 +40,11 @@ final class ChannelBench {
     static final String HEADER =
             " #bytes   #messages   #conns  BW average[MB/sec]  MsgRate[Mpps]   t_half_rtt[usec]    99%[usec]  B/msg[snd]  B/msg[rcv]";
     private static final java.lang.management.ThreadMXBean CPU = java.lang.management.ManagementFactory.getThreadMXBean();
-    /** The server's answer when all messages arrived: count, bytes allocated, messages they were counted over. */
-    private static final int DONE_BYTES = 24;
+    /**
+     * The server's answer when all messages arrived: count, bytes allocated, messages they were
+     * counted over, and 1 when it compared every byte of every message (0: the sequence numbers).
+     */
+    private static final int DONE_BYTES = 32;
 
     private final PrintWriter out;
     private final InetAddress host;
@@ -55,10 +58,12 @@ final class ChannelBench {
     private final Duration timeout;
     private final boolean inPlace;
     private final long streamWarmUpNanos;
+    /** Server: compare every byte of every message, not only its length and sequence numbers. */
+    private final boolean checkEveryByte;
 
     ChannelBench(PrintWriter out, InetAddress host, int port, int size, long messages, int connections, int window,
             int slots, int slotSize, int pings, int warmup, int spin, boolean appPolling, ChannelOptions.Notification notify,
-            Duration timeout, boolean inPlace, long streamWarmUpNanos) {
+            Duration timeout, boolean inPlace, long streamWarmUpNanos, boolean checkEveryByte) {
         this.out = out;
         this.host = host;
         this.port = port;
@@ -70,6 +75,7 @@ final class ChannelBench {
         this.timeout = timeout;
         this.inPlace = inPlace;
         this.streamWarmUpNanos = streamWarmUpNanos;
+        this.checkEveryByte = checkEveryByte;
         int entries = Math.max(8192, Integer.highestOneBit(connections * (slots + window + 40)) << 1);
         this.options = ChannelOptions.defaults().withSlots(slots).withSlotSize(slotSize).withWritesInFlight(window)
                 .withSpinPolls(spin).withCompletionQueueEntries(entries).withApplicationPolling(appPolling).withNotification(notify);
@@ -129,8 +135,9 @@ final class ChannelBench {
                     first.send(m.segment());
                 }
             }
-            out.printf(Locale.ROOT, "received %d messages of %d bytes on %d connections, every byte checked "
-                    + "(and %d of untimed warm-up before them)%n", count * conns, msgSize, conns, warmedUp);
+            out.printf(Locale.ROOT, "received %d messages of %d bytes on %d connections, %s "
+                    + "(and %d of untimed warm-up before them)%n", count * conns, msgSize, conns, checkDescription(checkEveryByte),
+                    warmedUp);
             for (Channel ch : channels) {
                 try {
                     ch.receive(timeout);
@@ -153,9 +160,17 @@ final class ChannelBench {
         }
     }
 
+    /** What the server checked of each message, as both sides print it. */
+    static String checkDescription(boolean everyByte) {
+        return everyByte ? "every byte checked" : "each checked by its length and sequence numbers (first and last 8 bytes; "
+                + "--check-every-byte on the server compares every byte)";
+    }
+
     /**
      * Takes and checks the untimed warm-up's messages (sequence numbers with the top bit set:
-     * {@link #warmUpSequence}) and then {@code count} messages, then answers with the count and,
+     * {@link #warmUpSequence}) and then {@code count} messages (their length and sequence
+     * numbers, as the raw server checks its first 8 bytes; with {@link #checkEveryByte} every
+     * byte, a comparison that costs the receiving thread a pass over each message), then answers with the count and,
      * on the connection that {@code measures}, the process's allocation from a fifth of the
      * timed run to its end (all threads: this one, the other connections' and the group's
      * polling thread), over the messages of all {@code conns} connections in that part.
@@ -177,7 +192,7 @@ final class ChannelBench {
                     throw new IllegalStateException((warmUp ? "warm-up message " + warmedUp : "message " + i) + ": "
                             + m.length() + " bytes, sequence " + (m.length() >= 8 ? Long.toHexString(m.getLong(0)) : "-"));
                 }
-                if (msgSize >= 16 && (m.getLong(msgSize - 8) != ~expected || MemorySegment.mismatch(
+                if (msgSize >= 16 && (m.getLong(msgSize - 8) != ~expected || checkEveryByte && MemorySegment.mismatch(
                         m.ring(), m.offset() + 8, m.offset() + msgSize - 8, body, 8, msgSize - 8) >= 0)) {
                     throw new IllegalStateException((warmUp ? "warm-up message " + warmedUp : "message " + i) + " of "
                             + msgSize + " bytes arrived with other bytes than were sent");
@@ -195,6 +210,7 @@ final class ChannelBench {
             done.set(LONG, 0, count);
             done.set(LONG, 8, allocated);
             done.set(LONG, 16, (count - warm) * conns);
+            done.set(LONG, 24, checkEveryByte ? 1 : 0);
             ch.send(done);
         }
         return warmedUp;
@@ -242,6 +258,7 @@ final class ChannelBench {
             printHeader(channels.getFirst());
             long warm = messages / 5;
             long[] allocation = {-1, -1};
+            boolean[] serverCheckedEveryByte = new boolean[1];
             // each connection streams its untimed warm-up; the clock starts when all have
             CountDownLatch warmedUp = new CountDownLatch(channels.size());
             CountDownLatch go = new CountDownLatch(1);
@@ -288,6 +305,7 @@ final class ChannelBench {
                             long peerCounted = done.getLong(16);
                             allocation[1] = peerAllocated < 0 || peerCounted < 1 ? -1
                                     : Double.doubleToRawLongBits((double) peerAllocated / peerCounted);
+                            serverCheckedEveryByte[0] = done.getLong(24) == 1;
                         }
                     }
                     return null;
@@ -338,6 +356,7 @@ final class ChannelBench {
             double sent = Allocation.perMessage(allocation[0], (messages - warm) * connections);
             double received = allocation[1] == -1 ? Double.NaN : Double.longBitsToDouble(allocation[1]);
             printRow(out, size, total, connections, mbps, mpps, half, p99, sent, received);
+            out.println(" Server check   : " + checkDescription(serverCheckedEveryByte[0]));
             out.println(warmUps[0].describe() + (connections > 1 ? " on connection 0; each connection warms up so" : ""));
             if (sendingCpu[0] > 0) {
                 // CPU time, not wall time: what the send path costs per message, less moved by other load than the rate

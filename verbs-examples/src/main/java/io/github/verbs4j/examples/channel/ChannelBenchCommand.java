@@ -14,8 +14,9 @@ import java.util.concurrent.Callable;
  * {@code verbs4j channel-bench}: message rate, bandwidth and round-trip latency of verbs-channel
  * between a server ({@code -s}) and a client ({@code -c -a <server>}), over one or more
  * connections. The client states the run (size, count, connections) in a first message on each
- * channel; the server checks it, counts and checks every message (its length, its sequence
- * number and, in the channel mode, every byte), and answers when all arrived. Then connection 0
+ * channel; the server checks it, counts and checks every message (its length and sequence
+ * number; in the channel mode with {@code --check-every-byte}, every byte), and answers when all
+ * arrived. Then connection 0
  * measures round trips. {@code --raw} (on both sides) runs the same traffic on bare verbs instead
  * of the channel, for comparison; {@code --app-poll} lets the application's threads drive the
  * channel instead of a polling thread; {@code --notify SEND} makes a side notify by a SEND after
@@ -83,6 +84,11 @@ public final class ChannelBenchCommand implements Callable<Integer> {
             + "lacks it (perftest never refills its buffer); without it, Channel.send(MemorySegment) copies each message")
     boolean inPlace;
 
+    @Option(names = "--check-every-byte", description = "server, channel mode: compare every byte of every message "
+            + "with the pattern sent; without it the server checks each message's length and sequence numbers (its first "
+            + "and last 8 bytes), as --raw's server checks the first 8 and perftest nothing, so that the rates compare")
+    boolean checkEveryByte;
+
     @Option(names = "--spin", paramLabel = "<polls>", description = "empty polls before the polling thread blocks on the completion channel (default: ${DEFAULT-VALUE})")
     int spin = 2_000;
 
@@ -142,6 +148,10 @@ public final class ChannelBenchCommand implements Callable<Integer> {
                 throw new CommandLine.ParameterException(spec.commandLine(), "--raw writes 8 bytes a message into reused "
                         + "slots already: --in-place is for the channel");
             }
+            if (checkEveryByte) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "--raw checks each message's first 8 bytes: "
+                        + "--check-every-byte is for the channel");
+            }
             RawChannelBench bench;
             try {
                 bench = new RawChannelBench(spec.commandLine().getOut(), host, port, size, messages, window, slots, pings,
@@ -155,7 +165,7 @@ public final class ChannelBenchCommand implements Callable<Integer> {
         try {
             bench = new ChannelBench(spec.commandLine().getOut(), host, port, size, messages, connections, window, slots,
                     slotSize, pings, warmup, spin, appPoll, notify, Duration.ofSeconds(timeoutSeconds), inPlace,
-                    streamWarmupMillis * 1_000_000L);
+                    streamWarmupMillis * 1_000_000L, checkEveryByte);
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         }

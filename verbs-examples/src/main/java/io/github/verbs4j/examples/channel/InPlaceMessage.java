@@ -17,7 +17,8 @@ import java.util.Arrays;
  * {@code p} stays whole until a message at another position overlaps it (with its 8-byte
  * header), which only a start within {@code size + 8} bytes of {@code p} can; keyed by
  * {@code p / (size + 8)}, such a start falls in the same key or a neighbouring one, and writing
- * a body there forgets the overlapped one. The server's check of every byte catches any error
+ * a body there forgets the overlapped one. The server's check of every byte ({@code
+ * --check-every-byte}, which the tool's tests give) catches any error
  * in this reasoning. One per sending thread; allocates only while the table grows (the first
  * round of the ring).
  */
