@@ -164,6 +164,9 @@ static void raise_flag(srd_brlock_t *b)
 
 /* ---------------------------------------------------------------- srd_lock's bias */
 
+/* SOFTRDMA_STATS's bias_owned and bias_revoked: counted on the slow path only, once per lock */
+unsigned long srd_lock_bias_owned, srd_lock_bias_revoked;
+
 /*
  * The owner's fast path did not apply: this thread is not the owner, or the bias is off. Takes
  * the mutex; then, while the bias holds, either makes this thread the owner (no owner yet) or
@@ -184,11 +187,13 @@ void srd_lock_slow(srd_lock_t *l)
 	struct srd_reader *owner = __atomic_load_n(&l->owner, __ATOMIC_RELAXED);
 	if (!owner) {
 		__atomic_store_n(&l->owner, me, __ATOMIC_RELAXED); /* from the next take on */
+		__atomic_fetch_add(&srd_lock_bias_owned, 1, __ATOMIC_RELAXED);
 		return;
 	}
 	if (owner == me)
 		return; /* first take of this thread after its record was set: it holds m */
 	__atomic_store_n(&l->revoked, 1, __ATOMIC_SEQ_CST);
+	__atomic_fetch_add(&srd_lock_bias_revoked, 1, __ATOMIC_RELAXED);
 	barrier_all();
 	unsigned spins = 0;
 	while (__atomic_load_n(&l->inside, __ATOMIC_ACQUIRE))

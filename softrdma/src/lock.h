@@ -71,6 +71,10 @@ typedef struct {
 void srd_mutex_slow(srd_mutex_t *l);
 void srd_mutex_wake(srd_mutex_t *l);
 void srd_lock_slow(srd_lock_t *l);
+/* Locks that became biased to a thread, and biases revoked since the process started (both
+ * counted on the slow path, printed by SOFTRDMA_STATS): a revocation in steady state means two
+ * threads share a lock that one of them was meant to own, and costs every later take an atomic. */
+extern unsigned long srd_lock_bias_owned, srd_lock_bias_revoked;
 
 extern __thread struct srd_reader *srd_tl_reader __attribute__((tls_model("initial-exec")));
 extern int srd_br_fence; /* readers fence themselves: no membarrier */
