@@ -6,12 +6,26 @@
  * `inproc_lat [iterations] [rounds]`: after a warm-up round, each of the rounds times
  * the iterations; it prints the best round (least disturbed by other load on the
  * machine) and the median, in wall-clock time, and the best in the thread's CPU time.
+ *
+ * `inproc_lat --timeline [seconds]`: is the CPU itself in a slow mode, or is softrdma? For the
+ * given time (default 5 s), slices of about 10 ms alternate the SEND pair with two reference
+ * loops that call no verb: "l1", loads and stores with a dependency through memory in a 4 KiB
+ * array (the L1 data cache and store forwarding, as the verbs' path uses them), and "alu", a
+ * chain of multiplies in registers. Each slice prints the thread's CPU time per operation of
+ * the three and the CPU it ran on; the summary counts the slices where the SEND pair took more
+ * than 1.4 times its best slice, and how many of those had the l1 loop slow (1.4 times its
+ * best) too. On the 2-vCPU build VMs the SEND pair doubles for 0.1 to 2 s at a time and the l1
+ * loop doubles with it while the alu loop does not (docs/performance.md, "Why JMH forks settle
+ * in one of two modes").
  */
 #define _GNU_SOURCE
 #include <infiniband/verbs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <time.h>
 
 static double clock_ns(clockid_t c)
@@ -38,12 +52,98 @@ static void die(const char *what)
 	exit(1);
 }
 
+/* The reference loops of --timeline: no verb, no system call. */
+static volatile uint64_t ref_l1[512]; /* 4 KiB: stays in the L1 data cache */
+
+__attribute__((noinline)) static uint64_t ref_l1_loop(long n)
+{
+	uint64_t s = 0;
+	for (long i = 0; i < n; i++) {
+		ref_l1[i & 511] += s;          /* a store ... */
+		s += ref_l1[(i * 7) & 511];    /* ... and a load that may depend on an earlier one */
+	}
+	return s;
+}
+
+__attribute__((noinline)) static uint64_t ref_alu_loop(uint64_t x, long n)
+{
+	for (long i = 0; i < n; i++) {
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+		__asm__ volatile("" : "+r"(x)); /* keep the chain: one multiply-add per step */
+	}
+	return x;
+}
+
+#define TL_SLICES 4096
+
+/* --timeline: slices of SEND pairs, l1 and alu loops; per slice the CPU ns/op of each. */
+static int timeline(struct ibv_qp *q[2], struct ibv_cq *cq, struct ibv_send_wr *sw, struct ibv_recv_wr *rw,
+		    double seconds)
+{
+	static double send_ns[TL_SLICES], l1_ns[TL_SLICES], alu_ns[TL_SLICES];
+	const long pairs = 50000, refs = 2000000; /* a slice: about 5 + 2 + 3 ms on the build VM */
+	struct ibv_send_wr *bad;
+	struct ibv_recv_wr *rbad;
+	struct ibv_wc wc[2];
+	uint64_t sink = 0;
+	double start = now_ns();
+	int n = 0;
+	printf("slice  time_s  cpu  send_pair_ns  l1_ns  alu_ns  (the thread's CPU time per operation)\n");
+	while (n < TL_SLICES && now_ns() - start < seconds * 1e9) {
+		double c0 = cpu_ns();
+		for (long i = 0; i < pairs; i++) {
+			if (ibv_post_recv(q[1], rw, &rbad) || ibv_post_send(q[0], sw, &bad))
+				die("post send");
+			int got = 0;
+			while (got < 2)
+				got += ibv_poll_cq(cq, 2 - got, wc + got);
+			if (wc[0].status != IBV_WC_SUCCESS || wc[1].status != IBV_WC_SUCCESS)
+				die("send completion");
+		}
+		double c1 = cpu_ns();
+		sink += ref_l1_loop(refs);
+		double c2 = cpu_ns();
+		sink = ref_alu_loop(sink, refs);
+		double c3 = cpu_ns();
+		send_ns[n] = (c1 - c0) / pairs;
+		l1_ns[n] = (c2 - c1) / refs;
+		alu_ns[n] = (c3 - c2) / refs;
+		printf("%5d %7.2f %4d %13.1f %6.2f %7.2f\n", n, (now_ns() - start) / 1e9, sched_getcpu(), send_ns[n],
+		       l1_ns[n], alu_ns[n]);
+		n++;
+	}
+	if (n == 0)
+		return 1;
+	double best_send = send_ns[0], best_l1 = l1_ns[0], best_alu = alu_ns[0];
+	for (int i = 1; i < n; i++) {
+		best_send = send_ns[i] < best_send ? send_ns[i] : best_send;
+		best_l1 = l1_ns[i] < best_l1 ? l1_ns[i] : best_l1;
+		best_alu = alu_ns[i] < best_alu ? alu_ns[i] : best_alu;
+	}
+	int slow = 0, slow_l1 = 0, slow_alu = 0, fast_l1_slow = 0;
+	for (int i = 0; i < n; i++) {
+		bool s = send_ns[i] > 1.4 * best_send, l = l1_ns[i] > 1.4 * best_l1;
+		slow += s;
+		slow_l1 += s && l;
+		slow_alu += s && alu_ns[i] > 1.4 * best_alu;
+		fast_l1_slow += !s && l;
+	}
+	printf("summary: %d slices; best send pair %.1f ns, l1 %.2f ns, alu %.2f ns (CPU time per operation)\n"
+	       "         send pair slow (> 1.4 x best) in %d slices: the l1 loop slow too in %d, the alu loop in %d;\n"
+	       "         the l1 loop slow while the send pair was not: %d slices (sink %llu)\n",
+	       n, best_send, best_l1, best_alu, slow, slow_l1, slow_alu, fast_l1_slow, (unsigned long long)(sink & 1));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	long iters = argc > 1 ? atol(argv[1]) : 200000;
-	int rounds = argc > 2 ? atoi(argv[2]) : 9;
-	if (iters < 1 || rounds < 1 || rounds > MAX_ROUNDS) {
-		fprintf(stderr, "usage: inproc_lat [iterations >= 1] [rounds 1..%d]\n", MAX_ROUNDS);
+	bool tl = argc > 1 && !strcmp(argv[1], "--timeline");
+	double tl_seconds = tl && argc > 2 ? atof(argv[2]) : 5;
+	long iters = !tl && argc > 1 ? atol(argv[1]) : 200000;
+	int rounds = !tl && argc > 2 ? atoi(argv[2]) : 9;
+	if (iters < 1 || rounds < 1 || rounds > MAX_ROUNDS || !(tl_seconds > 0)) {
+		fprintf(stderr, "usage: inproc_lat [iterations >= 1] [rounds 1..%d]\n"
+				"       inproc_lat --timeline [seconds > 0]\n", MAX_ROUNDS);
 		return 2;
 	}
 	double wr_wall[MAX_ROUNDS], wr_cpu[MAX_ROUNDS], sr_wall[MAX_ROUNDS], sr_cpu[MAX_ROUNDS];
@@ -97,6 +197,19 @@ int main(int argc, char **argv)
 	w.wr.rdma.rkey = mr->rkey;
 	struct ibv_recv_wr rw = { .sg_list = &rsge, .num_sge = 1 }, *rbad;
 	struct ibv_wc wc[2];
+	if (tl) {
+		struct ibv_send_wr sw = w;
+		sw.opcode = IBV_WR_SEND;
+		int rc = timeline(q, cq, &sw, &rw, tl_seconds);
+		ibv_destroy_qp(q[0]);
+		ibv_destroy_qp(q[1]);
+		ibv_dereg_mr(mr);
+		ibv_destroy_cq(cq);
+		ibv_dealloc_pd(pd);
+		ibv_close_device(ctx);
+		ibv_free_device_list(l);
+		return rc;
+	}
 	for (int pass = 0; pass <= rounds; pass++) {
 		double c0 = cpu_ns();
 		double t0 = now_ns();
