@@ -1,0 +1,190 @@
+package io.github.verbs4j.jmh;
+
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+import java.util.Arrays;
+
+/**
+ * {@link JavaVsC}'s verb rows measured four ways interleaved in one JVM, for a machine whose CPU
+ * changes speed under the benchmark: on the 2-vCPU build VMs every memory-bound loop, C included,
+ * runs about twice as slow for 0.1 to 2 s at a time (softrdma's {@code inproc_lat --timeline}
+ * shows it with a loop that calls no verb), so a JMH fork's median depends on how much of the
+ * fork fell into such a stretch, and two benchmarks measured in different forks are compared
+ * across modes. Here each round runs every way of every verb for one batch (the order rotating
+ * from round to round) and records the thread's CPU time per operation, so the four ways of a verb
+ * measured within a few milliseconds see the same CPU. A round counts as slow for a verb when
+ * that verb's C batch took more than 1.4 times the C batch's best round.
+ *
+ * <p>Prints per verb and way the minimum and median over the rounds, then per verb the median
+ * over rounds of verbs4j minus raw FFM and of verbs4j over the JNI twin, for all rounds, the fast
+ * ones and the slow ones, with their counts.
+ *
+ * <pre>
+ * LD_LIBRARY_PATH=softrdma/target/lib java --enable-native-access=ALL-UNNAMED \
+ *     -Dverbs4j.libibverbs=$PWD/softrdma/target/lib/libibverbs.so.1 \
+ *     -cp jmh/target/benchmarks.jar io.github.verbs4j.jmh.VerbRowsProbe [rounds [batch]]
+ * </pre>
+ */
+public final class VerbRowsProbe {
+
+    private static final String[] VERBS = {"sendRecv", "write", "read", "pollEmpty", "chain16Write"};
+    private static final String[] WAYS = {"C", "raw FFM", "JNI", "verbs4j"};
+    private static final double SLOW = 1.4;
+
+    private VerbRowsProbe() {
+    }
+
+    @FunctionalInterface
+    private interface Batch {
+        long run(int n) throws Throwable;
+    }
+
+    /**
+     * Runs the comparison.
+     *
+     * @param args rounds (default 300) and sequences per batch (default 2000)
+     * @throws Throwable when a rig fails
+     */
+    public static void main(String[] args) throws Throwable {
+        int rounds = args.length > 0 ? Integer.parseInt(args[0]) : 300;
+        int batch = args.length > 1 ? Integer.parseInt(args[1]) : 2000;
+        if (rounds < 4 || batch < 1) {
+            throw new IllegalArgumentException("usage: VerbRowsProbe [rounds >= 4 [batch >= 1]]");
+        }
+        CRig c = new CRig();
+        RawRig raw = new RawRig();
+        JniRig jni = new JniRig();
+        JavaRig v = new JavaRig();
+        c.setUp();
+        try {
+            raw.setUp();
+            try {
+                jni.setUp();
+                try {
+                    v.setUp();
+                    try {
+                        run(c, raw, jni, v, rounds, batch);
+                    } finally {
+                        v.tearDown();
+                    }
+                } finally {
+                    jni.tearDown();
+                }
+            } finally {
+                raw.tearDown();
+            }
+        } finally {
+            c.tearDown();
+        }
+    }
+
+    private static void run(CRig c, RawRig raw, JniRig jni, JavaRig v, int rounds, int batch) throws Throwable {
+        // [verb][way]; one loop per batch, so that each is compiled on its own
+        Batch[][] batches = {
+            {
+                n -> c.run("bl_send_recv", Baseline.SEND_RECV, n),
+                n -> { long s = 0; for (int i = 0; i < n; i++) { s += raw.sendRecv(); } return s; },
+                n -> { long s = 0; for (int i = 0; i < n; i++) { s += jni.sendRecv(); } return s; },
+                n -> { long s = 0; for (int i = 0; i < n; i++) { s += v.sendRecv(); } return s; },
+            },
+            {
+                n -> c.run("bl_write", Baseline.WRITE, n),
+                n -> { long s = 0; for (int i = 0; i < n; i++) { s += raw.write(); } return s; },
+                n -> { long s = 0; for (int i = 0; i < n; i++) { s += jni.write(); } return s; },
+                n -> { long s = 0; for (int i = 0; i < n; i++) { s += v.write(); } return s; },
+            },
+            {
+                n -> c.run("bl_read", Baseline.READ, n),
+                n -> { long s = 0; for (int i = 0; i < n; i++) { s += raw.read(); } return s; },
+                n -> { long s = 0; for (int i = 0; i < n; i++) { s += jni.read(); } return s; },
+                n -> { long s = 0; for (int i = 0; i < n; i++) { s += v.read(); } return s; },
+            },
+            {
+                n -> c.run("bl_poll_empty", Baseline.POLL_EMPTY, n),
+                n -> { long s = 0; for (int i = 0; i < n; i++) { s += raw.pollEmpty(); } return s; },
+                n -> { long s = 0; for (int i = 0; i < n; i++) { s += jni.pollEmpty(); } return s; },
+                n -> { long s = 0; for (int i = 0; i < n; i++) { s += v.pollEmpty(); } return s; },
+            },
+            {
+                n -> c.run("bl_write_chain16", Baseline.WRITE_CHAIN16, n),
+                n -> { long s = 0; for (int i = 0; i < n; i++) { s += raw.chain16Write(); } return s; },
+                n -> { long s = 0; for (int i = 0; i < n; i++) { s += jni.chain16Write(); } return s; },
+                n -> { long s = 0; for (int i = 0; i < n; i++) { s += v.chain16Write(); } return s; },
+            },
+        };
+        int[] opsPerSequence = {1, 1, 1, 1, JavaRig.CHAIN};
+        int cells = VERBS.length * WAYS.length;
+        ThreadMXBean mx = ManagementFactory.getThreadMXBean();
+        long sink = 0;
+        for (int w = 0; w < 30; w++) { // warm-up: every Java loop compiled before the first measured round
+            for (Batch[] verb : batches) {
+                for (Batch b : verb) {
+                    sink += b.run(batch);
+                }
+            }
+        }
+        double[][][] cpu = new double[VERBS.length][WAYS.length][rounds];
+        for (int round = 0; round < rounds; round++) {
+            for (int k = 0; k < cells; k++) {
+                int cell = (k + round) % cells;
+                int verb = cell / WAYS.length, way = cell % WAYS.length;
+                long c0 = mx.getCurrentThreadCpuTime();
+                sink += batches[verb][way].run(batch);
+                cpu[verb][way][round] = (double) (mx.getCurrentThreadCpuTime() - c0) / ((long) batch * opsPerSequence[verb]);
+            }
+        }
+        System.out.printf("%d rounds of %d sequences per way; thread CPU time per operation, ns%n", rounds, batch);
+        System.out.printf("%-13s %-8s %8s %8s%n", "verb", "way", "min", "median");
+        for (int verb = 0; verb < VERBS.length; verb++) {
+            for (int way = 0; way < WAYS.length; way++) {
+                double[] s = cpu[verb][way].clone();
+                Arrays.sort(s);
+                System.out.printf("%-13s %-8s %8.1f %8.1f%n", VERBS[verb], WAYS[way], s[0], s[rounds / 2]);
+            }
+        }
+        System.out.printf("%nmedians over rounds of the same round's pair: all rounds | rounds where C was fast | slow%n");
+        System.out.printf("%-13s %-34s %-34s %s%n", "verb", "verbs4j - raw FFM, ns", "verbs4j / JNI", "rounds fast/slow");
+        for (int verb = 0; verb < VERBS.length; verb++) {
+            double[] cRow = cpu[verb][0];
+            double best = Arrays.stream(cRow).min().orElseThrow();
+            boolean[] slow = new boolean[rounds];
+            int nSlow = 0;
+            for (int round = 0; round < rounds; round++) {
+                slow[round] = cRow[round] > SLOW * best;
+                nSlow += slow[round] ? 1 : 0;
+            }
+            double[] diff = new double[rounds], ratio = new double[rounds];
+            for (int round = 0; round < rounds; round++) {
+                diff[round] = cpu[verb][3][round] - cpu[verb][1][round];
+                ratio[round] = cpu[verb][3][round] / cpu[verb][2][round];
+            }
+            System.out.printf("%-13s %-34s %-34s %d/%d%n", VERBS[verb],
+                    String.format("%+.1f | %s | %s", median(diff, slow, null), fmt("%+.1f", median(diff, slow, false)),
+                            fmt("%+.1f", median(diff, slow, true))),
+                    String.format("%.2f | %s | %s", median(ratio, slow, null), fmt("%.2f", median(ratio, slow, false)),
+                            fmt("%.2f", median(ratio, slow, true))),
+                    rounds - nSlow, nSlow);
+        }
+        System.out.println("(checksum " + sink + ")");
+    }
+
+    /** The median of the values whose round is slow == which (all of them when which is null); NaN if none. */
+    private static double median(double[] values, boolean[] slow, Boolean which) {
+        double[] picked = new double[values.length];
+        int n = 0;
+        for (int i = 0; i < values.length; i++) {
+            if (which == null || slow[i] == which) {
+                picked[n++] = values[i];
+            }
+        }
+        if (n == 0) {
+            return Double.NaN;
+        }
+        Arrays.sort(picked, 0, n);
+        return picked[n / 2];
+    }
+
+    private static String fmt(String format, double value) {
+        return Double.isNaN(value) ? "-" : String.format(format, value);
+    }
+}
