@@ -8,12 +8,13 @@
  * machine) and the median, in wall-clock time, and the best in the thread's CPU time.
  *
  * `inproc_lat --timeline [seconds]`: is the CPU itself in a slow mode, or is softrdma? For the
- * given time (default 5 s), slices of about 10 ms alternate the SEND pair with two reference
+ * given time (default 5 s), slices of about 10 ms alternate the SEND pair with three reference
  * loops that call no verb: "l1", loads and stores with a dependency through memory in a 4 KiB
- * array (the L1 data cache and store forwarding, as the verbs' path uses them), and "alu", a
- * chain of multiplies in registers. Each slice prints the thread's CPU time per operation of
- * the three and the CPU it ran on; the summary counts the slices where the SEND pair took more
- * than 1.4 times its best slice, and how many of those had the l1 loop slow (1.4 times its
+ * array (the L1 data cache and store forwarding, as the verbs' path uses them), "ld", four
+ * independent loads from that array per step (the L1 data cache alone), and "alu", a chain of
+ * multiplies in registers. Each slice prints the thread's CPU time per operation of the four
+ * and the CPU it ran on; the summary counts the slices where the SEND pair took more than 1.4
+ * times its best slice, and how many of those had each reference loop slow (1.4 times its
  * best) too. On the 2-vCPU build VMs the SEND pair doubles for 0.1 to 2 s at a time and the l1
  * loop doubles with it while the alu loop does not (docs/performance.md, "Why JMH forks settle
  * in one of two modes").
@@ -65,6 +66,18 @@ __attribute__((noinline)) static uint64_t ref_l1_loop(long n)
 	return s;
 }
 
+__attribute__((noinline)) static uint64_t ref_ld_loop(long n)
+{
+	uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+	for (long i = 0; i < n; i++) {
+		s0 += ref_l1[(i * 4) & 511];
+		s1 += ref_l1[(i * 4 + 1) & 511];
+		s2 += ref_l1[(i * 4 + 2) & 511];
+		s3 += ref_l1[(i * 4 + 3) & 511];
+	}
+	return s0 + s1 + s2 + s3;
+}
+
 __attribute__((noinline)) static uint64_t ref_alu_loop(uint64_t x, long n)
 {
 	for (long i = 0; i < n; i++) {
@@ -76,19 +89,19 @@ __attribute__((noinline)) static uint64_t ref_alu_loop(uint64_t x, long n)
 
 #define TL_SLICES 4096
 
-/* --timeline: slices of SEND pairs, l1 and alu loops; per slice the CPU ns/op of each. */
+/* --timeline: slices of SEND pairs, l1, ld and alu loops; per slice the CPU ns/op of each. */
 static int timeline(struct ibv_qp *q[2], struct ibv_cq *cq, struct ibv_send_wr *sw, struct ibv_recv_wr *rw,
 		    double seconds)
 {
-	static double send_ns[TL_SLICES], l1_ns[TL_SLICES], alu_ns[TL_SLICES];
-	const long pairs = 50000, refs = 2000000; /* a slice: about 5 + 2 + 3 ms on the build VM */
+	static double send_ns[TL_SLICES], l1_ns[TL_SLICES], ld_ns[TL_SLICES], alu_ns[TL_SLICES];
+	const long pairs = 50000, refs = 2000000; /* a slice: about 5 + 1.5 + 2 + 3 ms on the build VM */
 	struct ibv_send_wr *bad;
 	struct ibv_recv_wr *rbad;
 	struct ibv_wc wc[2];
 	uint64_t sink = 0;
 	double start = now_ns();
 	int n = 0;
-	printf("slice  time_s  cpu  send_pair_ns  l1_ns  alu_ns  (the thread's CPU time per operation)\n");
+	printf("slice  time_s  cpu  send_pair_ns  l1_ns  ld_ns  alu_ns  (the thread's CPU time per operation)\n");
 	while (n < TL_SLICES && now_ns() - start < seconds * 1e9) {
 		double c0 = cpu_ns();
 		for (long i = 0; i < pairs; i++) {
@@ -103,35 +116,41 @@ static int timeline(struct ibv_qp *q[2], struct ibv_cq *cq, struct ibv_send_wr *
 		double c1 = cpu_ns();
 		sink += ref_l1_loop(refs);
 		double c2 = cpu_ns();
-		sink = ref_alu_loop(sink, refs);
+		sink += ref_ld_loop(refs);
 		double c3 = cpu_ns();
+		sink = ref_alu_loop(sink, refs);
+		double c4 = cpu_ns();
 		send_ns[n] = (c1 - c0) / pairs;
 		l1_ns[n] = (c2 - c1) / refs;
-		alu_ns[n] = (c3 - c2) / refs;
-		printf("%5d %7.2f %4d %13.1f %6.2f %7.2f\n", n, (now_ns() - start) / 1e9, sched_getcpu(), send_ns[n],
-		       l1_ns[n], alu_ns[n]);
+		ld_ns[n] = (c3 - c2) / refs;
+		alu_ns[n] = (c4 - c3) / refs;
+		printf("%5d %7.2f %4d %13.1f %6.2f %6.2f %7.2f\n", n, (now_ns() - start) / 1e9, sched_getcpu(),
+		       send_ns[n], l1_ns[n], ld_ns[n], alu_ns[n]);
 		n++;
 	}
 	if (n == 0)
 		return 1;
-	double best_send = send_ns[0], best_l1 = l1_ns[0], best_alu = alu_ns[0];
+	double best_send = send_ns[0], best_l1 = l1_ns[0], best_ld = ld_ns[0], best_alu = alu_ns[0];
 	for (int i = 1; i < n; i++) {
 		best_send = send_ns[i] < best_send ? send_ns[i] : best_send;
 		best_l1 = l1_ns[i] < best_l1 ? l1_ns[i] : best_l1;
+		best_ld = ld_ns[i] < best_ld ? ld_ns[i] : best_ld;
 		best_alu = alu_ns[i] < best_alu ? alu_ns[i] : best_alu;
 	}
-	int slow = 0, slow_l1 = 0, slow_alu = 0, fast_l1_slow = 0;
+	int slow = 0, slow_l1 = 0, slow_ld = 0, slow_alu = 0, fast_l1_slow = 0;
 	for (int i = 0; i < n; i++) {
 		bool s = send_ns[i] > 1.4 * best_send, l = l1_ns[i] > 1.4 * best_l1;
 		slow += s;
 		slow_l1 += s && l;
+		slow_ld += s && ld_ns[i] > 1.4 * best_ld;
 		slow_alu += s && alu_ns[i] > 1.4 * best_alu;
 		fast_l1_slow += !s && l;
 	}
-	printf("summary: %d slices; best send pair %.1f ns, l1 %.2f ns, alu %.2f ns (CPU time per operation)\n"
-	       "         send pair slow (> 1.4 x best) in %d slices: the l1 loop slow too in %d, the alu loop in %d;\n"
-	       "         the l1 loop slow while the send pair was not: %d slices (sink %llu)\n",
-	       n, best_send, best_l1, best_alu, slow, slow_l1, slow_alu, fast_l1_slow, (unsigned long long)(sink & 1));
+	printf("summary: %d slices; best send pair %.1f ns, l1 %.2f ns, ld %.2f ns, alu %.2f ns (CPU time per operation)\n"
+	       "         send pair slow (> 1.4 x best) in %d slices: the l1 loop slow too in %d, the ld loop in %d,\n"
+	       "         the alu loop in %d; the l1 loop slow while the send pair was not: %d slices (sink %llu)\n",
+	       n, best_send, best_l1, best_ld, best_alu, slow, slow_l1, slow_ld, slow_alu, fast_l1_slow,
+	       (unsigned long long)(sink & 1));
 	return 0;
 }
 
