@@ -60,6 +60,7 @@ declare -A hook_reason=(
 # list here, so that a function pointer cannot slip in under another name).
 declare -A shared_vars=(
 	[srd_br_fence]=lock [srd_tl_reader]=lock             # the brlocks' fence mode, this thread's reader record
+	[srd_lock_bias_owned]=lock [srd_lock_bias_revoked]=lock # SOFTRDMA_STATS's counts of biased locks and revocations
 	[srd_close_race_on]=closerace                        # the close-race check is on
 	[srd_qpn_table_lock]=net [srd_st]=net                # the QPN table's lock; packet statistics
 	[srd_mr_table_lock]=pd                               # the MR key table's lock
