@@ -15,7 +15,7 @@
  * multiplies in registers. Each slice prints the thread's CPU time per operation of the four
  * and the CPU it ran on; the summary counts the slices where the SEND pair took more than 1.4
  * times its best slice, and how many of those had each reference loop slow (1.4 times its
- * best) too. On the 2-vCPU build VMs the SEND pair doubles for 0.1 to 2 s at a time and the l1
+ * best) too. On the 2-vCPU build VMs the SEND pair doubles for 0.1 to 5 s at a time and the l1
  * loop doubles with it while the alu loop does not (docs/performance.md, "Why JMH forks settle
  * in one of two modes").
  */

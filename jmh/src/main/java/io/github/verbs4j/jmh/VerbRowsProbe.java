@@ -7,7 +7,7 @@ import java.util.Arrays;
 /**
  * {@link JavaVsC}'s verb rows measured four ways interleaved in one JVM, for a machine whose CPU
  * changes speed under the benchmark: on the 2-vCPU build VMs every memory-bound loop, C included,
- * runs about twice as slow for 0.1 to 2 s at a time (softrdma's {@code inproc_lat --timeline}
+ * runs about twice as slow for 0.1 to 5 s at a time (softrdma's {@code inproc_lat --timeline}
  * shows it with a loop that calls no verb), so a JMH fork's median depends on how much of the
  * fork fell into such a stretch, and two benchmarks measured in different forks are compared
  * across modes. Here each round runs every way of every verb for one batch (the order rotating
