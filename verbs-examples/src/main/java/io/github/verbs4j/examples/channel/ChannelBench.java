@@ -229,7 +229,8 @@ final class ChannelBench {
         }
         if (cpuFrom >= 0 && count > 1) {
             long pollerCpu = pollerCpuFrom < 0 ? -1 : CPU.getThreadCpuTime(poller.threadId()) - pollerCpuFrom;
-            serverPollingCpu = pollerCpu < 0 ? -1 : pollerCpu / 1e3 / (count - 1);
+            // the polling thread serves every connection: its time over all their messages, as the client counts it
+            serverPollingCpu = pollerCpu < 0 ? -1 : pollerCpu / 1e3 / ((count - 1) * conns);
             serverReceivingCpu = (CPU.getCurrentThreadCpuTime() - cpuFrom) / 1e3 / (count - 1);
         }
         long allocated = measures && Allocation.supported() ? Allocation.total() - before : -1;
