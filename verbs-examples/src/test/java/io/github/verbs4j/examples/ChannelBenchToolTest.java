@@ -49,6 +49,26 @@ class ChannelBenchToolTest {
         assertTrue(sides[1].contains("on 1 connections, every byte checked"), sides[1]);
     }
 
+    /**
+     * The server counts the CPU time its receiving thread (connection 0) and its polling thread
+     * spent per timed message, as the client does for its sending and polling threads: on
+     * softrdma the thread that polls also drains the same-host rings, so these say which
+     * thread copied the stream out. Comparing every byte is a pass over each message on the
+     * receiving thread: its figure is above zero either way.
+     */
+    @Test
+    void theServerCountsItsThreadsCpuPerMessage() throws Exception {
+        String[] sides = run(null, null, "4096", "300");
+        Matcher cpu = Pattern.compile("server CPU per message: ([0-9.]+) us on the receiving thread \\(connection 0\\), "
+                + "([0-9.]+) us on the polling thread, timed stream only").matcher(sides[1]);
+        assertTrue(cpu.find(), sides[1]);
+        assertTrue(Double.parseDouble(cpu.group(1)) > 0, sides[1]);
+        // application polling has no polling thread: its column says so
+        sides = run("--app-poll", "--check-every-byte", "1024", "300");
+        assertTrue(sides[1].matches("(?s).*server CPU per message: [0-9.]+ us on the receiving thread \\(connection 0\\), "
+                + "- on the polling thread.*"), sides[1]);
+    }
+
     @Test
     void applicationPollingModeCarriesCheckedMessagesAndPrintsItsRow() throws Exception {
         run("--app-poll", "1024", "300");

@@ -58,6 +58,14 @@ final class ChannelBench {
     private final Duration timeout;
     private final boolean inPlace;
     private final long streamWarmUpNanos;
+    /**
+     * The server's CPU time per timed message on connection 0's receiving thread and on the
+     * group's polling thread (-1: not measured), set by the measuring {@link #sink}: on
+     * softrdma the thread that polls also drains the same-host rings, so these say which
+     * thread copied the stream out (docs/channel.md, "The 64 KiB stream: which thread copies").
+     */
+    private volatile double serverReceivingCpu = -1;
+    private volatile double serverPollingCpu = -1;
     /** Server: compare every byte of every message, not only its length and sequence numbers. */
     private final boolean checkEveryByte;
 
@@ -123,7 +131,7 @@ final class ChannelBench {
             List<Future<Long>> sinks = new ArrayList<>();
             for (Channel ch : channels) {
                 boolean measure = ch == first;
-                sinks.add(workers.submit(() -> sink(ch, msgSize, count, conns, measure)));
+                sinks.add(workers.submit(() -> sink(ch, msgSize, count, conns, measure, group.pollingThread())));
             }
             long warmedUp = 0;
             for (Future<Long> f : sinks) {
@@ -138,6 +146,11 @@ final class ChannelBench {
             out.printf(Locale.ROOT, "received %d messages of %d bytes on %d connections, %s "
                     + "(and %d of untimed warm-up before them)%n", count * conns, msgSize, conns, checkDescription(checkEveryByte),
                     warmedUp);
+            if (serverReceivingCpu >= 0) {
+                out.printf(Locale.ROOT, "server CPU per message: %.2f us on the receiving thread (connection 0), %s on the "
+                        + "polling thread, timed stream only%n", serverReceivingCpu,
+                        serverPollingCpu < 0 ? "-" : String.format(Locale.ROOT, "%.2f us", serverPollingCpu));
+            }
             for (Channel ch : channels) {
                 try {
                     ch.receive(timeout);
@@ -173,14 +186,19 @@ final class ChannelBench {
      * byte, a comparison that costs the receiving thread a pass over each message), then answers with the count and,
      * on the connection that {@code measures}, the process's allocation from a fifth of the
      * timed run to its end (all threads: this one, the other connections' and the group's
-     * polling thread), over the messages of all {@code conns} connections in that part.
+     * polling thread), over the messages of all {@code conns} connections in that part, and
+     * sets {@link #serverReceivingCpu} and {@link #serverPollingCpu} (of {@code poller}, the
+     * group's polling thread; null with application polling) from the first timed message on.
      * Returns the warm-up's messages.
      */
-    private long sink(Channel ch, int msgSize, long count, int conns, boolean measures) throws InterruptedException {
+    private long sink(Channel ch, int msgSize, long count, int conns, boolean measures, Thread poller)
+            throws InterruptedException {
         MemorySegment body = body(Arena.ofAuto(), msgSize);
         long warm = count / 5;
         long before = 0;
         long warmedUp = 0;
+        long cpuFrom = -1;
+        long pollerCpuFrom = -1;
         for (long i = 0; i < count; ) {
             if (i == warm) {
                 before = Allocation.total();
@@ -200,9 +218,20 @@ final class ChannelBench {
                 if (warmUp) {
                     warmedUp++;
                 } else {
+                    if (i == 0 && measures) {
+                        // the first timed message: the warm-up's compilation and its messages stay out
+                        cpuFrom = CPU.getCurrentThreadCpuTime();
+                        pollerCpuFrom = poller == null ? -1 : CPU.getThreadCpuTime(poller.threadId());
+                    }
                     i++;
                 }
             }
+        }
+        if (cpuFrom >= 0 && count > 1) {
+            long pollerCpu = pollerCpuFrom < 0 ? -1 : CPU.getThreadCpuTime(poller.threadId()) - pollerCpuFrom;
+            // the polling thread serves every connection: its time over all their messages, as the client counts it
+            serverPollingCpu = pollerCpu < 0 ? -1 : pollerCpu / 1e3 / ((count - 1) * conns);
+            serverReceivingCpu = (CPU.getCurrentThreadCpuTime() - cpuFrom) / 1e3 / (count - 1);
         }
         long allocated = measures && Allocation.supported() ? Allocation.total() - before : -1;
         try (Arena arena = Arena.ofConfined()) {
