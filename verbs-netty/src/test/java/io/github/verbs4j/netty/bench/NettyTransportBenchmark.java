@@ -240,6 +240,7 @@ public final class NettyTransportBenchmark {
         long[][] alloc = new long[2][];
         long[][] counts = new long[2][];
         long[][] passes = new long[2][];
+        long[] jitMillis = new long[2];
         long[] rtt = new long[rounds];
         CompletableFuture<Void> done = new CompletableFuture<>();
         byte[] payload = new byte[size];
@@ -273,11 +274,13 @@ public final class NettyTransportBenchmark {
                     alloc[0] = allocated(loopThreads); // the warm-up is over
                     counts[0] = loopCounts();
                     passes[0] = passCounts(ctx.channel());
+                    jitMillis[0] = jitMillis();
                 }
                 if (++round == rounds) {
                     alloc[1] = allocated(loopThreads);
                     counts[1] = loopCounts();
                     passes[1] = passCounts(ctx.channel());
+                    jitMillis[1] = jitMillis();
                     done.complete(null);
                 } else {
                     send(ctx);
@@ -298,6 +301,9 @@ public final class NettyTransportBenchmark {
         // per round trip: the recorded rounds, between the two snapshots
         result("alloc-echo-" + size + "B-loops", (double) (alloc[1][0] - alloc[0][0]) / rounds, "B/msg");
         result("alloc-echo-" + size + "B-jvm", (double) (alloc[1][1] - alloc[0][1]) / rounds, "B/msg");
+        // whether this JVM's JIT still compiled during the recorded rounds (its compiler threads
+        // then took CPU time from the two polling loops): not a RESULT row
+        System.out.printf("JIT %s echo-%dB compile-ms-during-rounds %d%n", transport, size, jitMillis[1] - jitMillis[0]);
         if (transport.equals("rdma")) {
             // this JVM's loops only: with the server in another process, its own are printed there
             result("loop-blocks-echo-" + size + "B", (double) (counts[1][0] - counts[0][0]) / rounds, "per-rtt");
@@ -315,6 +321,12 @@ public final class NettyTransportBenchmark {
     /** The client loop's passes, clock reads and queue polls so far (LoopCounters.passCounts; zeros for another transport). */
     private long[] passCounts(Channel c) {
         return transport.equals("rdma") ? LoopCounters.passCountValues(c) : new long[4];
+    }
+
+    /** Milliseconds this JVM's JIT has compiled so far (0 where the JVM does not say). */
+    private static long jitMillis() {
+        java.lang.management.CompilationMXBean jit = java.lang.management.ManagementFactory.getCompilationMXBean();
+        return jit != null && jit.isCompilationTimeMonitoringSupported() ? jit.getTotalCompilationTime() : 0;
     }
 
     /** The RDMA loops' blocking waits and eventfd wake-ups so far (zeros for another transport). */
