@@ -238,6 +238,9 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     long writePolls;
     /** Messages received as RDMA WRITE with immediate: how a test sees the wire used. Loop only. */
     long receivedWithImmediate;
+    /** {@code ibv_poll_cq} calls on this channel's queue, and those that found nothing: for the benchmark's counts. Loop only. */
+    long cqPolls;
+    long emptyCqPolls;
 
     /** A channel to connect ({@code bootstrap.channel(RdmaSocketChannel.class)}). */
     public RdmaSocketChannel() {
@@ -846,6 +849,11 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
      */
     private int takeCompletions() {
         int n = cq.poll(completions);
+        cqPolls++;
+        if (n == 0) {
+            emptyCqPolls++;
+            return 0;
+        }
         for (int i = 0; i < n; i++) {
             Completion c = completions.get(i);
             long wr = c.wrId();
@@ -1142,6 +1150,11 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
                 buf.release();
             }
         }
+    }
+
+    /** The loop this channel is registered with; null before its registration. Loop only. */
+    RdmaIoHandler ioHandler() {
+        return handler;
     }
 
     /** The inline size the device granted the queue pair: for tests. Loop only. */

@@ -117,8 +117,32 @@ public final class NettyTransportBenchmark {
 
     /** Echoes every byte back as it came. */
     private static final class Echo extends ChannelInboundHandlerAdapter {
+        private long reads;
+        private long[] before;
+
+        @Override
+        public void channelActive(ChannelHandlerContext ctx) {
+            if (ctx.channel() instanceof RdmaSocketChannel) {
+                before = LoopCounters.passCountValues(ctx.channel());
+            }
+            ctx.fireChannelActive();
+        }
+
+        @Override
+        public void channelInactive(ChannelHandlerContext ctx) {
+            if (before != null && reads > 0) {
+                // the server side's counts per message echoed, over the connection's life (warm-up included)
+                long[] after = LoopCounters.passCountValues(ctx.channel());
+                System.out.printf("SERVER-PASSES reads %d per-read passes %.2f clock-reads %.2f cq-polls %.2f empty-cq-polls %.2f%n",
+                        reads, (double) (after[0] - before[0]) / reads, (double) (after[1] - before[1]) / reads,
+                        (double) (after[2] - before[2]) / reads, (double) (after[3] - before[3]) / reads);
+            }
+            ctx.fireChannelInactive();
+        }
+
         @Override
         public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            reads++;
             ctx.write(msg);
         }
 
@@ -215,6 +239,8 @@ public final class NettyTransportBenchmark {
         long[] loopThreads = loopThreads();
         long[][] alloc = new long[2][];
         long[][] counts = new long[2][];
+        long[][] passes = new long[2][];
+        long[] jitMillis = new long[2];
         long[] rtt = new long[rounds];
         CompletableFuture<Void> done = new CompletableFuture<>();
         byte[] payload = new byte[size];
@@ -247,10 +273,14 @@ public final class NettyTransportBenchmark {
                 } else if (round == -1) {
                     alloc[0] = allocated(loopThreads); // the warm-up is over
                     counts[0] = loopCounts();
+                    passes[0] = passCounts(ctx.channel());
+                    jitMillis[0] = jitMillis();
                 }
                 if (++round == rounds) {
                     alloc[1] = allocated(loopThreads);
                     counts[1] = loopCounts();
+                    passes[1] = passCounts(ctx.channel());
+                    jitMillis[1] = jitMillis();
                     done.complete(null);
                 } else {
                     send(ctx);
@@ -264,14 +294,39 @@ public final class NettyTransportBenchmark {
         Arrays.sort(rtt);
         result("echo-" + size + "B-rtt-p50", rtt[rounds / 2] / 1e3, "us");
         result("echo-" + size + "B-rtt-p99", rtt[(int) (rounds * 0.99)] / 1e3, "us");
+        // the shape below the p99 (not a RESULT row): whether the round trips are one mode or two
+        System.out.printf("SHAPE %s echo-%dB-rtt-us p1 %.2f p10 %.2f p25 %.2f p50 %.2f p75 %.2f p90 %.2f%n", transport, size,
+                rtt[rounds / 100] / 1e3, rtt[rounds / 10] / 1e3, rtt[rounds / 4] / 1e3, rtt[rounds / 2] / 1e3,
+                rtt[rounds * 3 / 4] / 1e3, rtt[rounds * 9 / 10] / 1e3);
         // per round trip: the recorded rounds, between the two snapshots
         result("alloc-echo-" + size + "B-loops", (double) (alloc[1][0] - alloc[0][0]) / rounds, "B/msg");
         result("alloc-echo-" + size + "B-jvm", (double) (alloc[1][1] - alloc[0][1]) / rounds, "B/msg");
+        // whether this JVM's JIT still compiled during the recorded rounds (its compiler threads
+        // then took CPU time from the two polling loops): not a RESULT row
+        System.out.printf("JIT %s echo-%dB compile-ms-during-rounds %d%n", transport, size, jitMillis[1] - jitMillis[0]);
         if (transport.equals("rdma")) {
             // this JVM's loops only: with the server in another process, its own are printed there
             result("loop-blocks-echo-" + size + "B", (double) (counts[1][0] - counts[0][0]) / rounds, "per-rtt");
             result("loop-wakeups-echo-" + size + "B", (double) (counts[1][1] - counts[0][1]) / rounds, "per-rtt");
+            // the client's loop and channel per round trip (not RESULT rows: the table has no column for them)
+            String[] names = {"passes", "clock-reads", "cq-polls", "empty-cq-polls"};
+            StringBuilder line = new StringBuilder("PASSES rdma echo-" + size + "B per-rtt");
+            for (int i = 0; i < names.length; i++) {
+                line.append(String.format(" %s %.2f", names[i], (double) (passes[1][i] - passes[0][i]) / rounds));
+            }
+            System.out.println(line);
         }
+    }
+
+    /** The client loop's passes, clock reads and queue polls so far (LoopCounters.passCounts; zeros for another transport). */
+    private long[] passCounts(Channel c) {
+        return transport.equals("rdma") ? LoopCounters.passCountValues(c) : new long[4];
+    }
+
+    /** Milliseconds this JVM's JIT has compiled so far (0 where the JVM does not say). */
+    private static long jitMillis() {
+        java.lang.management.CompilationMXBean jit = java.lang.management.ManagementFactory.getCompilationMXBean();
+        return jit != null && jit.isCompilationTimeMonitoringSupported() ? jit.getTotalCompilationTime() : 0;
     }
 
     /** The RDMA loops' blocking waits and eventfd wake-ups so far (zeros for another transport). */
