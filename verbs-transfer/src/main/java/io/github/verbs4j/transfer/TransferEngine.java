@@ -37,6 +37,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -141,6 +142,16 @@ public final class TransferEngine implements AutoCloseable {
     // service side: connections accepted from peers (touched by the service thread only)
     private final CompletionQueue serviceSendCq;
     private final CompletionQueue serviceRecvCq;
+    /**
+     * The completion channel of the two service queues: the service thread polls them only once it
+     * fired. Polling them every tick was not free: softrdma's poll of an empty queue serves the
+     * process's waiting packets (up to 16), so on a peer that READs from this engine the service
+     * thread answered up to 16 READs (1 MiB at 64 KiB) every 2 ms beside the agent, a third
+     * thread competing for the two CPUs the READ stream runs on.
+     */
+    private final CompletionChannel lookupEvents;
+    /** Polls of the service queues so far (by the service thread), for the test that bounds them. */
+    final AtomicLong serviceCqPolls = new AtomicLong();
     private final Completions serviceCompletions = new Completions(16);
     private final List<Accepted> accepted = new ArrayList<>();
 
@@ -149,7 +160,7 @@ public final class TransferEngine implements AutoCloseable {
 
     private TransferEngine(String name, TransferOptions options, EventChannel serviceChannel, EventChannel activeChannel,
             EventChannel peerEvents, CompletionChannel completionEvents, CmId listener, Context context,
-            ProtectionDomain pd, CompletionQueue sendCq, CompletionQueue recvCq) {
+            ProtectionDomain pd, CompletionChannel lookupEvents, CompletionQueue sendCq, CompletionQueue recvCq) {
         this.name = name;
         this.options = options;
         this.serviceChannel = serviceChannel;
@@ -162,6 +173,7 @@ public final class TransferEngine implements AutoCloseable {
         this.listener = listener;
         this.context = context;
         this.pd = pd;
+        this.lookupEvents = lookupEvents;
         this.serviceSendCq = sendCq;
         this.serviceRecvCq = recvCq;
         this.inflight = new Batch[options.maxBatches()];
@@ -199,10 +211,11 @@ public final class TransferEngine implements AutoCloseable {
             }
             ProtectionDomain pd = add(made, context.allocatePd());
             CompletionChannel completionEvents = add(made, context.createCompletionChannel());
-            CompletionQueue sendCq = add(made, context.createCq(64));
-            CompletionQueue recvCq = add(made, context.createCq(64));
+            CompletionChannel lookupEvents = add(made, context.createCompletionChannel());
+            CompletionQueue sendCq = add(made, context.createCq(64, lookupEvents, 0));
+            CompletionQueue recvCq = add(made, context.createCq(64, lookupEvents, 0));
             TransferEngine engine = new TransferEngine(name, options, serviceChannel, activeChannel, peerEvents,
-                    completionEvents, listener, context, pd, sendCq, recvCq);
+                    completionEvents, listener, context, pd, lookupEvents, sendCq, recvCq);
             engine.service.start();
             return engine;
         } catch (RuntimeException | Error e) {
@@ -738,13 +751,20 @@ public final class TransferEngine implements AutoCloseable {
 
     private void serve() {
         Duration tick = Duration.ofMillis(2);
+        boolean armed = false;
         while (!state.isClosed()) {
             try {
                 CmEvent request = listener.getRequest(tick);
                 if (request != null) {
                     acceptOne(request.id());
                 }
-                answerLookups();
+                if (!armed || lookupEventsFired()) {
+                    // armed before the poll: a completion after the arm fires the channel again
+                    serviceSendCq.requestNotify(false);
+                    serviceRecvCq.requestNotify(false);
+                    armed = true;
+                    answerLookups();
+                }
                 dropDisconnected();
                 watchPeers();
             } catch (RuntimeException e) {
@@ -781,11 +801,35 @@ public final class TransferEngine implements AutoCloseable {
         }
     }
 
+    /** Whether a service queue fired since it was armed: takes the events, without blocking. */
+    private boolean lookupEventsFired() {
+        boolean fired = false;
+        while (lookupEvents.await(Duration.ZERO) != null) {
+            fired = true;
+        }
+        return fired;
+    }
+
+    /** Polls a service queue, counting the poll. */
+    private int pollService(CompletionQueue cq) {
+        serviceCqPolls.incrementAndGet();
+        return cq.poll(serviceCompletions);
+    }
+
+    /**
+     * Answers every look-up waiting: each queue is polled until empty, since the channel fires
+     * only for completions that come after the arm.
+     */
     private void answerLookups() {
-        while (serviceSendCq.poll(serviceCompletions) > 0) {
+        while (pollService(serviceSendCq) > 0) {
             // send completions of answers: nothing to do
         }
-        int n = serviceRecvCq.poll(serviceCompletions);
+        for (int n; (n = pollService(serviceRecvCq)) > 0; ) {
+            answer(n);
+        }
+    }
+
+    private void answer(int n) {
         for (int k = 0; k < n; k++) {
             Completion wc = serviceCompletions.get(k);
             int index = (int) wc.wrId();
@@ -903,8 +947,8 @@ public final class TransferEngine implements AutoCloseable {
         for (Segment s : segments.values()) {
             order.add(s.region);
         }
-        order.addAll(List.of(listener, serviceSendCq, serviceRecvCq, completionEvents, pd, peerEvents, activeChannel,
-                serviceChannel));
+        order.addAll(List.of(listener, serviceSendCq, serviceRecvCq, lookupEvents, completionEvents, pd, peerEvents,
+                activeChannel, serviceChannel));
         accepted.clear();
         segments.clear();
         released = true;
