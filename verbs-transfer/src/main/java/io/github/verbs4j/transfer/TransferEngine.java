@@ -38,6 +38,7 @@ import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -790,7 +791,9 @@ public final class TransferEngine implements AutoCloseable {
                 if (state.isClosed()) {
                     return;
                 }
-                // one bad connection must not stop the service: go on with the others
+                // one bad connection must not stop the service: go on with the others, at the old
+                // tick's pace, since a failure before the block would otherwise spin this thread
+                LockSupport.parkNanos(2_000_000L);
             }
         }
     }
