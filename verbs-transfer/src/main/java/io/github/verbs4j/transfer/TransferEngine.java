@@ -37,6 +37,8 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -90,6 +92,12 @@ public final class TransferEngine implements AutoCloseable {
      */
     static final long MAX_BLOCK_MILLIS = 50;
 
+    /**
+     * The longest single block of the service thread: how long {@link #close()} may wait for it
+     * to notice, since nothing wakes it for that.
+     */
+    static final long SERVICE_BLOCK_MILLIS = 20;
+
     private final String name;
     private final TransferOptions options;
     private final EventChannel serviceChannel;
@@ -141,6 +149,18 @@ public final class TransferEngine implements AutoCloseable {
     // service side: connections accepted from peers (touched by the service thread only)
     private final CompletionQueue serviceSendCq;
     private final CompletionQueue serviceRecvCq;
+    /**
+     * The completion channel of the two service queues: the service thread polls them only once it
+     * fired. Polling them every tick was not free: softrdma's poll of an empty queue serves the
+     * process's waiting packets (up to 16), so on a peer that READs from this engine the service
+     * thread answered up to 16 READs (1 MiB at 64 KiB) every 2 ms beside the agent, a third
+     * thread competing for the two CPUs the READ stream runs on.
+     */
+    private final CompletionChannel lookupEvents;
+    /** Polls of the service queues so far (by the service thread), for the test that bounds them. */
+    final AtomicLong serviceCqPolls = new AtomicLong();
+    /** Passes of the service loop so far (each after a wake-up or a block's end), for the same test. */
+    final AtomicLong servicePasses = new AtomicLong();
     private final Completions serviceCompletions = new Completions(16);
     private final List<Accepted> accepted = new ArrayList<>();
 
@@ -149,7 +169,7 @@ public final class TransferEngine implements AutoCloseable {
 
     private TransferEngine(String name, TransferOptions options, EventChannel serviceChannel, EventChannel activeChannel,
             EventChannel peerEvents, CompletionChannel completionEvents, CmId listener, Context context,
-            ProtectionDomain pd, CompletionQueue sendCq, CompletionQueue recvCq) {
+            ProtectionDomain pd, CompletionChannel lookupEvents, CompletionQueue sendCq, CompletionQueue recvCq) {
         this.name = name;
         this.options = options;
         this.serviceChannel = serviceChannel;
@@ -162,6 +182,7 @@ public final class TransferEngine implements AutoCloseable {
         this.listener = listener;
         this.context = context;
         this.pd = pd;
+        this.lookupEvents = lookupEvents;
         this.serviceSendCq = sendCq;
         this.serviceRecvCq = recvCq;
         this.inflight = new Batch[options.maxBatches()];
@@ -199,10 +220,11 @@ public final class TransferEngine implements AutoCloseable {
             }
             ProtectionDomain pd = add(made, context.allocatePd());
             CompletionChannel completionEvents = add(made, context.createCompletionChannel());
-            CompletionQueue sendCq = add(made, context.createCq(64));
-            CompletionQueue recvCq = add(made, context.createCq(64));
+            CompletionChannel lookupEvents = add(made, context.createCompletionChannel());
+            CompletionQueue sendCq = add(made, context.createCq(64, lookupEvents, 0));
+            CompletionQueue recvCq = add(made, context.createCq(64, lookupEvents, 0));
             TransferEngine engine = new TransferEngine(name, options, serviceChannel, activeChannel, peerEvents,
-                    completionEvents, listener, context, pd, sendCq, recvCq);
+                    completionEvents, listener, context, pd, lookupEvents, sendCq, recvCq);
             engine.service.start();
             return engine;
         } catch (RuntimeException | Error e) {
@@ -736,22 +758,42 @@ public final class TransferEngine implements AutoCloseable {
 
     // ---------------------------------------------------------------- service thread
 
+    /**
+     * The service thread: blocks until the listener's rdma_cm channel (connection requests, and the
+     * events of the connections it accepted), the look-up queues' completion channel or the peers'
+     * rdma_cm channel has something, then serves what came. It used to wake every 2 ms to look at
+     * each: on the two CPUs of a READ stream that tick, and the JIT compiling its paths, took CPU
+     * from the agent that serves the READs.
+     */
     private void serve() {
-        Duration tick = Duration.ofMillis(2);
+        PollSet serviceSet = new PollSet(3);
+        serviceSet.add(serviceChannel.fd());
+        int lookupIndex = serviceSet.add(lookupEvents.fd());
+        serviceSet.add(peerEvents.fd());
+        boolean armed = false;
         while (!state.isClosed()) {
+            servicePasses.incrementAndGet();
             try {
-                CmEvent request = listener.getRequest(tick);
-                if (request != null) {
+                for (CmEvent request; (request = listener.getRequest(Duration.ZERO)) != null; ) {
                     acceptOne(request.id());
                 }
-                answerLookups();
+                if (!armed || serviceSet.isReady(lookupIndex) && lookupEventsFired()) {
+                    // armed before the poll: a completion after the arm fires the channel again
+                    serviceSendCq.requestNotify(false);
+                    serviceRecvCq.requestNotify(false);
+                    armed = true;
+                    answerLookups();
+                }
                 dropDisconnected();
                 watchPeers();
+                serviceSet.await(SERVICE_BLOCK_MILLIS);
             } catch (RuntimeException e) {
                 if (state.isClosed()) {
                     return;
                 }
-                // one bad connection must not stop the service: go on with the others
+                // one bad connection must not stop the service: go on with the others, at the old
+                // tick's pace, since a failure before the block would otherwise spin this thread
+                LockSupport.parkNanos(2_000_000L);
             }
         }
     }
@@ -781,11 +823,35 @@ public final class TransferEngine implements AutoCloseable {
         }
     }
 
+    /** Whether a service queue fired since it was armed: takes the events, without blocking. */
+    private boolean lookupEventsFired() {
+        boolean fired = false;
+        while (lookupEvents.await(Duration.ZERO) != null) {
+            fired = true;
+        }
+        return fired;
+    }
+
+    /** Polls a service queue, counting the poll. */
+    private int pollService(CompletionQueue cq) {
+        serviceCqPolls.incrementAndGet();
+        return cq.poll(serviceCompletions);
+    }
+
+    /**
+     * Answers every look-up waiting: each queue is polled until empty, since the channel fires
+     * only for completions that come after the arm.
+     */
     private void answerLookups() {
-        while (serviceSendCq.poll(serviceCompletions) > 0) {
+        while (pollService(serviceSendCq) > 0) {
             // send completions of answers: nothing to do
         }
-        int n = serviceRecvCq.poll(serviceCompletions);
+        for (int n; (n = pollService(serviceRecvCq)) > 0; ) {
+            answer(n);
+        }
+    }
+
+    private void answer(int n) {
         for (int k = 0; k < n; k++) {
             Completion wc = serviceCompletions.get(k);
             int index = (int) wc.wrId();
@@ -823,11 +889,14 @@ public final class TransferEngine implements AutoCloseable {
             if (a == null) {
                 continue;
             }
-            CmEvent e = a.id().awaitEvent(Duration.ZERO);
-            if (e != null && (e.type() == CmEventType.DISCONNECTED || e.type() == CmEventType.DEVICE_REMOVAL)) {
-                accepted.set(i, null);
-                a.id().close();
-                a.buffer().close();
+            // every event kept for it: the channel's descriptor no longer wakes the service thread for them
+            for (CmEvent e; (e = a.id().awaitEvent(Duration.ZERO)) != null; ) {
+                if (e.type() == CmEventType.DISCONNECTED || e.type() == CmEventType.DEVICE_REMOVAL) {
+                    accepted.set(i, null);
+                    a.id().close();
+                    a.buffer().close();
+                    break;
+                }
             }
         }
     }
@@ -903,8 +972,8 @@ public final class TransferEngine implements AutoCloseable {
         for (Segment s : segments.values()) {
             order.add(s.region);
         }
-        order.addAll(List.of(listener, serviceSendCq, serviceRecvCq, completionEvents, pd, peerEvents, activeChannel,
-                serviceChannel));
+        order.addAll(List.of(listener, serviceSendCq, serviceRecvCq, lookupEvents, completionEvents, pd, peerEvents,
+                activeChannel, serviceChannel));
         accepted.clear();
         segments.clear();
         released = true;

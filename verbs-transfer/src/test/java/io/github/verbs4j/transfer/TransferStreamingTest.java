@@ -388,4 +388,77 @@ class TransferStreamingTest {
             }
         }
     }
+
+    /**
+     * The service thread polls its look-up queues only when their completion channel fired, not
+     * on every 2 ms tick: a poll of an empty queue lets softrdma serve the process's waiting
+     * packets in the polling thread, so on a READ stream the target's service thread answered up
+     * to 16 READs a poll beside the agent (and the initiator's took READ responses from its
+     * waiting thread). Before, each engine polled twice a tick: about 300 polls in this test's
+     * 300 ms of READs and idling, where a look-up's answer now costs a few; and the service loop
+     * now blocks until something comes (at most {@link TransferEngine#SERVICE_BLOCK_MILLIS}).
+     */
+    @Test
+    void theServiceThreadPollsTheLookUpQueuesOnlyForLookUps() throws InterruptedException {
+        TransferOptions options = TestNet.options().withQpsPerPeer(1).withMaxOutstanding(16).withChunkSize(16 << 10);
+        try (TransferEngine target = TransferEngine.open("target", TestNet.anyPort(), options);
+             TransferEngine engine = TransferEngine.open("initiator", TestNet.anyPort(), options)) {
+            fill(target.allocate("data", 256 << 10).memory(), 5);
+            TransferPeer peer = engine.connect(target.localAddress());
+            RemoteSegment remote = peer.lookup("data", T);
+            for (int k = 0; k < 5; k++) {
+                assertEquals(remote.descriptor(), peer.lookup("data", T).descriptor(), "look-up " + k);
+            }
+            Segment local = engine.allocate("local", 256 << 10);
+            long targetPolls0 = target.serviceCqPolls.get();
+            long initiatorPolls0 = engine.serviceCqPolls.get();
+            long passes0 = target.servicePasses.get();
+            long t0 = System.nanoTime();
+            Batch b = engine.batch(16);
+            long end = System.nanoTime() + 200_000_000L;
+            int rounds = 0;
+            while (System.nanoTime() - end < 0) {
+                b.reset();
+                for (int i = 0; i < 16; i++) {
+                    b.read(local, i * (16L << 10), remote, (15 - i) * (16L << 10), 16 << 10);
+                }
+                b.submit().await(T);
+                assertEquals(16, b.count(TransferStatus.DONE), "round " + rounds);
+                rounds++;
+            }
+            for (int i = 0; i < 16; i++) {
+                assertEquals(-1, mismatch(local.memory(), i * (16L << 10), 5, (15 - i) * (16L << 10), 16 << 10),
+                        "request " + i);
+            }
+            Thread.sleep(100); // idle: each tick of the service threads passes without a poll
+            long targetPolls = target.serviceCqPolls.get() - targetPolls0;
+            long initiatorPolls = engine.serviceCqPolls.get() - initiatorPolls0;
+            long passes = target.servicePasses.get() - passes0;
+            long millis = (System.nanoTime() - t0) / 1_000_000;
+            System.out.printf("%d rounds of 16 READs and 100 ms idle: the service threads polled their look-up queues"
+                    + " %d times (target) and %d (initiator); the target's service loop ran %d passes in %d ms%n", rounds,
+                    targetPolls, initiatorPolls, passes, millis);
+            // the last answer's send completion fires the channel once more: one pass of 3 polls, two when it
+            // came between the arm and the poll
+            assertTrue(targetPolls <= 6, "the target polled its look-up queues " + targetPolls + " times");
+            assertTrue(initiatorPolls <= 6, "the initiator polled its look-up queues " + initiatorPolls + " times");
+            // it blocks until something comes, each block at most SERVICE_BLOCK_MILLIS (a longer block under
+            // load only lowers the count); before, it woke every 2 ms: 150 passes and more here
+            assertTrue(passes <= millis / TransferEngine.SERVICE_BLOCK_MILLIS + 4,
+                    "the target's service loop ran " + passes + " passes in " + millis + " ms");
+            // and a look-up after the stream is still answered at once
+            assertEquals(remote.descriptor(), peer.lookup("data", T).descriptor());
+            assertTrue(target.serviceCqPolls.get() - targetPolls0 > targetPolls, "the look-up was answered by a poll");
+            assertTrue(expectThrowsNoSuchElement(peer), "an unknown name is answered too");
+        }
+    }
+
+    private static boolean expectThrowsNoSuchElement(TransferPeer peer) {
+        try {
+            peer.lookup("no-such-segment", T);
+            return false;
+        } catch (java.util.NoSuchElementException e) {
+            return true;
+        }
+    }
 }
