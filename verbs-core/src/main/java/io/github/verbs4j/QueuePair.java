@@ -576,7 +576,8 @@ public final class QueuePair implements AutoCloseable {
             throw new IllegalStateException("cannot post a send request to " + this + " in state " + s
                     + ": sends need RTS (connect() or toRts() first)");
         }
-        boolean binds = request.validate(this);
+        // a chain checked before and unchanged costs one branch here; the full checks stay out of line
+        boolean binds = !request.checkedFor(this) && request.validate(this);
         int rc;
         // every pointer by address: a close waits for the mark (NativeHandle.enter), and the
         // segments' checks and session handling would cost more than the call (ContextOps)

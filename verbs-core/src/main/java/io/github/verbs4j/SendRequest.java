@@ -516,6 +516,18 @@ public final class SendRequest {
     }
 
     /**
+     * Whether the chain starting here was checked in full for {@code qp}, nothing it depends on
+     * changed since, and no member names caller-owned memory: {@link #validate} would return
+     * false at once. The post's inlined fast path ({@link QueuePair#tryPostSend}); everything
+     * else goes through {@link #validate}, called out of line, so that the compiled post stays
+     * small enough for the JIT to inline it into the caller's loop (docs/performance.md, "The
+     * post inlined into its caller").
+     */
+    boolean checkedFor(QueuePair qp) {
+        return chainFor == qp && chainEpoch == Validity.epoch() && !chainCheckLive;
+    }
+
+    /**
      * The Java-side checks of {@link QueuePair#postSend}, over the whole chain. Allocates nothing
      * unless it throws. A request checked in full for {@code qp} and not changed since (no setter
      * the checks read, no region or address handle closed anywhere: {@link Validity}) is not
