@@ -250,6 +250,29 @@ void srd_cq_push(struct srd_cq *cq, const struct ibv_wc *wc, bool solicited)
 
 bool (*srd_cq_idle_hook)(void);
 
+/* How many empty polls of a CQ between two sched_yield() calls (SOFTRDMA_YIELD_EVERY, default 8;
+ * 0 = never yield). Read once per process. */
+static unsigned yield_every(void)
+{
+	static unsigned cached; /* 0 = not read yet; otherwise the value + 1 */
+	unsigned v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+	if (v)
+		return v - 1;
+	const char *e = getenv("SOFTRDMA_YIELD_EVERY");
+	v = e ? (unsigned)strtoul(e, NULL, 10) : 8;
+	__atomic_store_n(&cached, v + 1, __ATOMIC_RELAXED);
+	return v;
+}
+
+static void empty_poll(struct srd_cq *cq)
+{
+	unsigned every = yield_every();
+	if (every && ++cq->empty_polls >= every) {
+		cq->empty_polls = 0;
+		sched_yield();
+	}
+}
+
 static int poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc);
 
 int srd_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
@@ -277,8 +300,7 @@ static int poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 			goto take;
 		/* The agent thread plays the NIC and needs a CPU to make progress; an
 		 * application spinning on an empty CQ hands its core over now and then. */
-		if ((++cq->empty_polls & 7) == 0)
-			sched_yield();
+		empty_poll(cq);
 		return 0;
 	}
 take:
@@ -366,8 +388,7 @@ static int start_poll_take(struct srd_cq *cq)
 		 * hands the core over now and then */
 		bool (*hook)(void) = __atomic_load_n(&srd_cq_idle_hook, __ATOMIC_ACQUIRE);
 		if (!(hook && hook() && __atomic_load_n(&cq->count, __ATOMIC_ACQUIRE))) {
-			if ((++cq->empty_polls & 7) == 0)
-				sched_yield();
+			empty_poll(cq);
 			return ENOENT;
 		}
 	}
