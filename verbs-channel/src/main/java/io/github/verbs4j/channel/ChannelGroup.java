@@ -76,6 +76,11 @@ public final class ChannelGroup implements AutoCloseable {
      * thread blocked (with one blocked, it is woken at once).
      */
     private static final long STAND_DOWN_NANOS = 1_000_000;
+    /**
+     * The park of a stand-down: {@link #STAND_DOWN_NANOS}, or what a test holds it to
+     * ({@link #holdStandDown}) to show what waits for the polling thread's own look.
+     */
+    private volatile long standDownNanos = STAND_DOWN_NANOS;
     private static final int MAX_CHANNELS = 1 << 15;
 
     private final ChannelOptions options;
@@ -398,6 +403,19 @@ public final class ChannelGroup implements AutoCloseable {
         return blockingWaits;
     }
 
+    /**
+     * Holds each stand-down of the polling thread parked up to {@code nanos} (tests): with a
+     * park far longer than a round trip, whatever moves only at the polling thread's own look
+     * (not at a wake-up: a thread that blocks, the last poller leaving while one is blocked, a
+     * disconnect, the close) shows as a stall of that length.
+     */
+    void holdStandDown(long nanos) {
+        if (nanos <= 0) {
+            throw new IllegalArgumentException("a stand-down of " + nanos + " ns");
+        }
+        standDownNanos = nanos;
+    }
+
     /** {@link #standDowns}: how often the polling thread stood down for polling application threads so far (tests). */
     long standDowns() {
         return standDowns;
@@ -477,7 +495,7 @@ public final class ChannelGroup implements AutoCloseable {
             while (running && pollerFailure == null) {
                 if (applicationPollers.get() > 0) {
                     standDowns++; // written by this thread only
-                    LockSupport.parkNanos(this, STAND_DOWN_NANOS);
+                    LockSupport.parkNanos(this, standDownNanos);
                     idle = 0;
                     continue;
                 }
