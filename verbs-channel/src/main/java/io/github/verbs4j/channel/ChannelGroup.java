@@ -73,9 +73,11 @@ public final class ChannelGroup implements AutoCloseable {
     /**
      * How long the polling thread parks while application threads poll, before it looks again:
      * the longest that completions wait for it after the last of them stopped polling with no
-     * thread blocked (with one blocked, it is woken at once).
+     * thread blocked (with one blocked, it is woken at once). 1 ms; a longer park was timed and
+     * not kept (docs/channel.md, "Not kept"): {@code -Dverbs4j.channel.standDownMicros=N} sets
+     * another for such A/B runs.
      */
-    private static final long STAND_DOWN_NANOS = 1_000_000;
+    private static final long STAND_DOWN_NANOS = standDownFromProperty();
     /**
      * The park of a stand-down: {@link #STAND_DOWN_NANOS}, or what a test holds it to
      * ({@link #holdStandDown}) to show what waits for the polling thread's own look.
@@ -126,6 +128,26 @@ public final class ChannelGroup implements AutoCloseable {
      */
     private final AtomicInteger applicationPollers = new AtomicInteger();
     private final AtomicInteger blockedWaiters = new AtomicInteger();
+
+    /** {@link #STAND_DOWN_NANOS}: 1 ms, or {@code verbs4j.channel.standDownMicros} (1 µs to 10 s; else the default, with a warning). */
+    private static long standDownFromProperty() {
+        long defaultNanos = 1_000_000;
+        String value = System.getProperty("verbs4j.channel.standDownMicros");
+        if (value == null) {
+            return defaultNanos;
+        }
+        try {
+            long micros = Long.parseLong(value.trim());
+            if (micros >= 1 && micros <= 10_000_000) {
+                return micros * 1_000;
+            }
+        } catch (NumberFormatException e) {
+            // reported below
+        }
+        System.getLogger(ChannelGroup.class.getName()).log(System.Logger.Level.WARNING,
+                "verbs4j.channel.standDownMicros=" + value + " is not 1..10000000 microseconds: the stand-down park stays 1 ms");
+        return defaultNanos;
+    }
 
     private ChannelGroup(ChannelOptions options) {
         this.options = options;
