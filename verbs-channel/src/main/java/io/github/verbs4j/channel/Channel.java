@@ -651,9 +651,14 @@ public final class Channel implements AutoCloseable {
      * (yielding) stalled {@code ChannelTest.manyConnectionsShareOnePollingThread}, four senders
      * of one group waiting for credits: a poller blocked on one sender's lock while holding the
      * poll lock that the others spun on, 18 s and a timeout against 4 s before.
+     *
+     * <p>The spin looks at the clock every 64 polls and returns once {@code nanos} passed, so
+     * that a long {@link ChannelOptions#spinPolls()} cannot carry a credit wait or a close past
+     * its timeout (the callers look at their deadline again).
      */
     private void pollThenBlock(long nanos) throws InterruptedException {
         ChannelGroup g = group;
+        long end = nanos == Long.MAX_VALUE ? 0 : System.nanoTime() + nanos;
         g.beginPolling();
         try {
             for (int idle = 0; idle < spinPolls; idle++) {
@@ -663,6 +668,9 @@ public final class Channel implements AutoCloseable {
                 }
                 if (r == ChannelGroup.BUSY) {
                     break; // the poller may need this channel's lock to deliver: give it up now
+                }
+                if ((idle & 63) == 63 && nanos != Long.MAX_VALUE && end - System.nanoTime() <= 0) {
+                    return;
                 }
                 Thread.onSpinWait();
             }

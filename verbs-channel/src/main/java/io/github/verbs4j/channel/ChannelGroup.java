@@ -73,9 +73,16 @@ public final class ChannelGroup implements AutoCloseable {
     /**
      * How long the polling thread parks while application threads poll, before it looks again:
      * the longest that completions wait for it after the last of them stopped polling with no
-     * thread blocked (with one blocked, it is woken at once).
+     * thread blocked (with one blocked, it is woken at once). 1 ms; a longer park was timed and
+     * not kept (docs/channel.md, "Not kept"): {@code -Dverbs4j.channel.standDownMicros=N} sets
+     * another for such A/B runs.
      */
-    private static final long STAND_DOWN_NANOS = 1_000_000;
+    private static final long STAND_DOWN_NANOS = standDownFromProperty();
+    /**
+     * The park of a stand-down: {@link #STAND_DOWN_NANOS}, or what a test holds it to
+     * ({@link #holdStandDown}) to show what waits for the polling thread's own look.
+     */
+    private volatile long standDownNanos = STAND_DOWN_NANOS;
     private static final int MAX_CHANNELS = 1 << 15;
 
     private final ChannelOptions options;
@@ -121,6 +128,26 @@ public final class ChannelGroup implements AutoCloseable {
      */
     private final AtomicInteger applicationPollers = new AtomicInteger();
     private final AtomicInteger blockedWaiters = new AtomicInteger();
+
+    /** {@link #STAND_DOWN_NANOS}: 1 ms, or {@code verbs4j.channel.standDownMicros} (1 µs to 10 s; else the default, with a warning). */
+    private static long standDownFromProperty() {
+        long defaultNanos = 1_000_000;
+        String value = System.getProperty("verbs4j.channel.standDownMicros");
+        if (value == null) {
+            return defaultNanos;
+        }
+        try {
+            long micros = Long.parseLong(value.trim());
+            if (micros >= 1 && micros <= 10_000_000) {
+                return micros * 1_000;
+            }
+        } catch (NumberFormatException e) {
+            // reported below
+        }
+        System.getLogger(ChannelGroup.class.getName()).log(System.Logger.Level.WARNING,
+                "verbs4j.channel.standDownMicros=" + value + " is not 1..10000000 microseconds: the stand-down park stays 1 ms");
+        return defaultNanos;
+    }
 
     private ChannelGroup(ChannelOptions options) {
         this.options = options;
@@ -398,6 +425,19 @@ public final class ChannelGroup implements AutoCloseable {
         return blockingWaits;
     }
 
+    /**
+     * Holds each stand-down of the polling thread parked up to {@code nanos} (tests): with a
+     * park far longer than a round trip, whatever moves only at the polling thread's own look
+     * (not at a wake-up: a thread that blocks, the last poller leaving while one is blocked, a
+     * disconnect, the close) shows as a stall of that length.
+     */
+    void holdStandDown(long nanos) {
+        if (nanos <= 0) {
+            throw new IllegalArgumentException("a stand-down of " + nanos + " ns");
+        }
+        standDownNanos = nanos;
+    }
+
     /** {@link #standDowns}: how often the polling thread stood down for polling application threads so far (tests). */
     long standDowns() {
         return standDowns;
@@ -477,7 +517,7 @@ public final class ChannelGroup implements AutoCloseable {
             while (running && pollerFailure == null) {
                 if (applicationPollers.get() > 0) {
                     standDowns++; // written by this thread only
-                    LockSupport.parkNanos(this, STAND_DOWN_NANOS);
+                    LockSupport.parkNanos(this, standDownNanos);
                     idle = 0;
                     continue;
                 }
