@@ -2,7 +2,10 @@ package io.github.verbs4j.jmh;
 
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.Arrays;
+import javax.management.ObjectName;
 
 /**
  * {@link JavaVsC}'s verb rows measured four ways interleaved in one JVM, for a machine whose CPU
@@ -18,6 +21,15 @@ import java.util.Arrays;
  * <p>Prints per verb and way the minimum and median over the rounds, then per verb the median
  * over rounds of verbs4j minus raw FFM and of verbs4j over the JNI twin, for all rounds, the fast
  * ones and the slow ones, with their counts.
+ *
+ * <p>Every rig's verb methods are inlined into the probe's loops, by a compiler directive added
+ * before the warm-up ({@link #inlineRigs}): left to C2's heuristics, the raw FFM and JNI rigs'
+ * small methods were inlined into their loops while the verbs4j rig's, compiled on their own
+ * first into code larger than {@code InlineSmallCode}, stayed a real call per sequence ("already
+ * compiled into a big method"), which charged verbs4j a call the other rigs did not pay. Only the
+ * rigs' own methods are forced; what C2 makes of verbs4j's methods inside them is left to its
+ * heuristics, as a user's loop would. {@code -Dverbs4j.probe.inlineRigs=false} leaves the rigs to
+ * the heuristics too (the probe's shape before 2026-11-29, for A/B runs).
  *
  * <pre>
  * LD_LIBRARY_PATH=softrdma/target/lib java --enable-native-access=ALL-UNNAMED \
@@ -50,6 +62,9 @@ public final class VerbRowsProbe {
         int batch = args.length > 1 ? Integer.parseInt(args[1]) : 2000;
         if (rounds < 4 || batch < 1) {
             throw new IllegalArgumentException("usage: VerbRowsProbe [rounds >= 4 [batch >= 1]]");
+        }
+        if (Boolean.parseBoolean(System.getProperty("verbs4j.probe.inlineRigs", "true"))) {
+            inlineRigs();
         }
         CRig c = new CRig();
         RawRig raw = new RawRig();
@@ -166,6 +181,30 @@ public final class VerbRowsProbe {
                     rounds - nSlow, nSlow);
         }
         System.out.println("(checksum " + sink + ")");
+    }
+
+    /**
+     * Adds a compiler directive ({@code jcmd Compiler.directives_add}, through the platform's
+     * diagnostic command bean) that inlines the rigs' methods into whatever probe method calls
+     * them, so that all three Java rigs have the same shape: one loop per batch with the verb's
+     * sequence in it, not a call.
+     */
+    private static void inlineRigs() throws Exception {
+        String rigs = "\"+io/github/verbs4j/jmh/RawRig.*\", \"+io/github/verbs4j/jmh/JniRig.*\", "
+                + "\"+io/github/verbs4j/jmh/JavaRig.*\"";
+        Path file = Files.createTempFile("verb-rows-probe", ".json");
+        try {
+            Files.writeString(file, "[{ match: \"io/github/verbs4j/jmh/VerbRowsProbe.*\", inline: [" + rigs + "] }]");
+            Object reply = ManagementFactory.getPlatformMBeanServer().invoke(
+                    new ObjectName("com.sun.management:type=DiagnosticCommand"), "compilerDirectivesAdd",
+                    new Object[] {new String[] {file.toString()}}, new String[] {String[].class.getName()});
+            String text = String.valueOf(reply).strip();
+            if (!text.startsWith("1 compiler directives added")) {
+                throw new IllegalStateException("the compiler refused the probe's inline directive: " + text);
+            }
+        } finally {
+            Files.deleteIfExists(file);
+        }
     }
 
     /** The median of the values whose round is slow == which (all of them when which is null); NaN if none. */
