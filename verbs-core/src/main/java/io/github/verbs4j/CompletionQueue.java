@@ -156,7 +156,7 @@ public final class CompletionQueue implements AutoCloseable {
         }
         try {
             n = (int) ContextOps.POLL_CQ_ADDRESSES.invokeExact(pollFn, handle.address(), batch.capacity,
-                    batch.array.address());
+                    batch.arrayAddress);
         } catch (Throwable t) {
             throw Downcalls.unexpected("ibv_poll_cq", t);
         } finally {

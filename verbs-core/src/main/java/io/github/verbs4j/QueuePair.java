@@ -587,8 +587,8 @@ public final class QueuePair implements AutoCloseable {
             request.mark = mark; // another thread used it last (or none): keep this thread's record
         }
         try {
-            rc = (int) ContextOps.POST_ADDRESSES.invokeExact(postSendFn, handle.address(), request.wr.address(),
-                    request.badWr.address());
+            rc = (int) ContextOps.POST_ADDRESSES.invokeExact(postSendFn, handle.address(), request.wrAddress,
+                    request.badWrAddress);
         } catch (Throwable t) {
             throw Downcalls.unexpected("ibv_post_send", t);
         } finally {
@@ -669,8 +669,8 @@ public final class QueuePair implements AutoCloseable {
             request.mark = mark; // another thread used it last (or none): keep this thread's record
         }
         try {
-            rc = (int) ContextOps.POST_ADDRESSES.invokeExact(postRecvFn, handle.address(), request.wr.address(),
-                    request.badWr.address());
+            rc = (int) ContextOps.POST_ADDRESSES.invokeExact(postRecvFn, handle.address(), request.wrAddress,
+                    request.badWrAddress);
         } catch (Throwable t) {
             throw Downcalls.unexpected("ibv_post_recv", t);
         } finally {

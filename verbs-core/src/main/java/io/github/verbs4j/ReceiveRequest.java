@@ -34,6 +34,13 @@ public final class ReceiveRequest {
     final MemorySegment wr;
     final MemorySegment badWr;
     /**
+     * {@code wr.address()} and {@code badWr.address()}, kept as numbers: the post passes them to
+     * the provider, and a field of the request is one load where the segment's address is two
+     * (the segment, then its address). The segments stay reachable through the fields above.
+     */
+    final long wrAddress;
+    final long badWrAddress;
+    /**
      * The close guard's record of the thread that posted this request last
      * ({@code NativeHandle.enter(InFlight, ...)}): reused while the same thread posts it, so a post
      * does not look the record up in a thread-local each time. Any thread may overwrite it.
@@ -61,6 +68,8 @@ public final class ReceiveRequest {
         this.sgl = new ScatterGatherList(RECV_WR_SIZE, RECV_SG_LIST, maxSge);
         this.wr = sgl.wr;
         this.badWr = sgl.badWr;
+        this.wrAddress = wr.address();
+        this.badWrAddress = badWr.address();
     }
 
     /** A request with room for {@value #DEFAULT_MAX_SGE} entries. */

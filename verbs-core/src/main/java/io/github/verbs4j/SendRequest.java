@@ -85,6 +85,13 @@ public final class SendRequest {
     final MemorySegment wr;
     final MemorySegment badWr;
     /**
+     * {@code wr.address()} and {@code badWr.address()}, kept as numbers: the post passes them to
+     * the provider, and a field of the request is one load where the segment's address is two
+     * (the segment, then its address). The segments stay reachable through the fields above.
+     */
+    final long wrAddress;
+    final long badWrAddress;
+    /**
      * The close guard's record of the thread that posted this request last
      * ({@code NativeHandle.enter(InFlight, ...)}): reused while the same thread posts it, so a post
      * does not look the record up in a thread-local each time. Any thread may overwrite it.
@@ -135,6 +142,8 @@ public final class SendRequest {
         this.sgl = new ScatterGatherList(SEND_WR_SIZE, SEND_SG_LIST, maxSge);
         this.wr = sgl.wr;
         this.badWr = sgl.badWr;
+        this.wrAddress = wr.address();
+        this.badWrAddress = badWr.address();
         opcode(opcode);
     }
 

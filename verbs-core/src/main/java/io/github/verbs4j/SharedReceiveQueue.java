@@ -169,8 +169,8 @@ public final class SharedReceiveQueue implements AutoCloseable {
             request.mark = mark; // another thread used it last (or none): keep this thread's record
         }
         try {
-            rc = (int) ContextOps.POST_ADDRESSES.invokeExact(postFn, handle.address(), request.wr.address(),
-                    request.badWr.address());
+            rc = (int) ContextOps.POST_ADDRESSES.invokeExact(postFn, handle.address(), request.wrAddress,
+                    request.badWrAddress);
         } catch (Throwable t) {
             throw Downcalls.unexpected("ibv_post_srq_recv", t);
         } finally {
