@@ -250,18 +250,17 @@ void srd_cq_push(struct srd_cq *cq, const struct ibv_wc *wc, bool solicited)
 
 bool (*srd_cq_idle_hook)(void);
 
-/* A thread polling an empty CQ hands its core over (sched_yield) once it has found nothing for
- * SOFTRDMA_YIELD_US (default 20) microseconds in a row, looking at the clock on every
- * SOFTRDMA_YIELD_EVERY-th (default 8) empty poll; a poll that finds a completion starts the count
- * over. The yield is for the threads that share the poller's core: the agent, which plays the NIC
- * and needs a CPU when the poller does not carry its packets (a busy machine), or the peer's
- * poller, which two pollers of a ping-pong on one core wait for. Waiting a while first keeps the
- * yield out of a round trip that the peer answers within microseconds on its own core (a yield on
- * every 8th empty poll paced such a round trip at 9 polls and a context switch per hop:
- * docs/netty.md, 'Where a round trip's passes go'), and it bounds what a poller sharing its core
- * with the thread it waits for pays: the wait, not a scheduler slice. SOFTRDMA_YIELD_US=0 yields on
- * every SOFTRDMA_YIELD_EVERY-th empty poll (the policy before); SOFTRDMA_YIELD_EVERY=0 never yields.
- * Both read once per process. */
+/* A thread polling an empty CQ hands its core over (sched_yield) on every SOFTRDMA_YIELD_EVERY-th
+ * (default 8; 0 never) empty poll, so that the threads sharing its core run: the agent, which
+ * plays the NIC and needs a CPU when the poller does not carry its packets, and the peer's
+ * poller, which two pollers of a ping-pong on one core wait for (on a 2-CPU host with other work
+ * that is the common case, and the yield is then the hand-over: docs/netty.md). With
+ * SOFTRDMA_YIELD_US=T it yields only once T microseconds of empty polls went by, looking at the
+ * clock on those polls only, then at most once per T; a poll that finds a completion starts the
+ * wait over. That keeps the yield out of a round trip whose peer answers from its own core, but a
+ * poller sharing its core with its peer then pays T per hop: measured, it lost more than it won
+ * (docs/softrdma.md, "The empty poll's yield"), so it is for A/B runs only. Both read once per
+ * process. */
 static unsigned env_unsigned(const char *name, unsigned dflt)
 {
 	const char *e = getenv(name);
@@ -285,7 +284,7 @@ static uint64_t yield_after_ns(void)
 	uint64_t v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
 	if (v)
 		return v - 1;
-	v = (uint64_t)env_unsigned("SOFTRDMA_YIELD_US", 20) * 1000;
+	v = (uint64_t)env_unsigned("SOFTRDMA_YIELD_US", 0) * 1000;
 	__atomic_store_n(&cached, v + 1, __ATOMIC_RELAXED);
 	return v;
 }
