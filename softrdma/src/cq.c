@@ -250,27 +250,80 @@ void srd_cq_push(struct srd_cq *cq, const struct ibv_wc *wc, bool solicited)
 
 bool (*srd_cq_idle_hook)(void);
 
-/* How many empty polls of a CQ between two sched_yield() calls (SOFTRDMA_YIELD_EVERY, default 8;
- * 0 = never yield). Read once per process. */
+/* A thread polling an empty CQ hands its core over (sched_yield) on every SOFTRDMA_YIELD_EVERY-th
+ * (default 8; 0 never) empty poll, so that the threads sharing its core run: the agent, which
+ * plays the NIC and needs a CPU when the poller does not carry its packets, and the peer's
+ * poller, which two pollers of a ping-pong on one core wait for (on a 2-CPU host with other work
+ * that is the common case, and the yield is then the hand-over: docs/netty.md). With
+ * SOFTRDMA_YIELD_US=T it yields only once T microseconds of empty polls went by, looking at the
+ * clock on those polls only, then at most once per T; a poll that finds a completion starts the
+ * wait over. That keeps the yield out of a round trip whose peer answers from its own core, but a
+ * poller sharing its core with its peer then pays T per hop: measured, it lost more than it won
+ * (docs/softrdma.md, "The empty poll's yield"), so it is for A/B runs only. Both read once per
+ * process. */
+static unsigned env_unsigned(const char *name, unsigned dflt)
+{
+	const char *e = getenv(name);
+	return e && *e ? (unsigned)strtoul(e, NULL, 10) : dflt;
+}
+
 static unsigned yield_every(void)
 {
 	static unsigned cached; /* 0 = not read yet; otherwise the value + 1 */
 	unsigned v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
 	if (v)
 		return v - 1;
-	const char *e = getenv("SOFTRDMA_YIELD_EVERY");
-	v = e ? (unsigned)strtoul(e, NULL, 10) : 8;
+	v = env_unsigned("SOFTRDMA_YIELD_EVERY", 8);
 	__atomic_store_n(&cached, v + 1, __ATOMIC_RELAXED);
 	return v;
 }
 
+static uint64_t yield_after_ns(void)
+{
+	static uint64_t cached; /* 0 = not read yet; otherwise the value + 1 */
+	uint64_t v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+	if (v)
+		return v - 1;
+	v = (uint64_t)env_unsigned("SOFTRDMA_YIELD_US", 0) * 1000;
+	__atomic_store_n(&cached, v + 1, __ATOMIC_RELAXED);
+	return v;
+}
+
+/* Relaxed atomics: the fields are the polling thread's; pollers racing on one CQ may lose a
+ * count or a stamp, which only moves a yield. */
 static void empty_poll(struct srd_cq *cq)
 {
 	unsigned every = yield_every();
-	if (every && ++cq->empty_polls >= every) {
-		cq->empty_polls = 0;
-		sched_yield();
+	if (!every)
+		return;
+	unsigned polls = __atomic_load_n(&cq->empty_polls, __ATOMIC_RELAXED) + 1;
+	if (polls < every) {
+		__atomic_store_n(&cq->empty_polls, polls, __ATOMIC_RELAXED);
+		return;
 	}
+	__atomic_store_n(&cq->empty_polls, 0, __ATOMIC_RELAXED);
+	uint64_t after = yield_after_ns();
+	if (after) {
+		uint64_t now = srd_now_ns(), since = __atomic_load_n(&cq->empty_since_ns, __ATOMIC_RELAXED);
+		if (!since) { /* the first look of this empty run */
+			__atomic_store_n(&cq->empty_since_ns, now, __ATOMIC_RELAXED);
+			return;
+		}
+		if (now - since < after)
+			return;
+	}
+	sched_yield();
+	if (after) /* the next yield after another full wait */
+		__atomic_store_n(&cq->empty_since_ns, srd_now_ns(), __ATOMIC_RELAXED);
+}
+
+/* A poll found a completion: the next empty run waits afresh (SOFTRDMA_YIELD_US). The count of
+ * empty polls goes on, as it always has: the yield on every 8th empty poll counts across
+ * completions. */
+static inline void found_completion(struct srd_cq *cq)
+{
+	if (__atomic_load_n(&cq->empty_since_ns, __ATOMIC_RELAXED))
+		__atomic_store_n(&cq->empty_since_ns, 0, __ATOMIC_RELAXED);
 }
 
 static int poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc);
@@ -304,6 +357,7 @@ static int poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 		return 0;
 	}
 take:
+	found_completion(cq);
 	srd_lock(&cq->lock);
 	int k = 0;
 	while (k < n && cq->count) {
@@ -392,6 +446,7 @@ static int start_poll_take(struct srd_cq *cq)
 			return ENOENT;
 		}
 	}
+	found_completion(cq);
 	srd_lock(&cq->lock);
 	int rc = x_take(cq);
 	if (rc)

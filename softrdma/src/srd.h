@@ -135,7 +135,8 @@ struct srd_cq {
 	int head, count;  /* head = oldest */
 	int armed;        /* 0, 1 = any completion, 2 = solicited only */
 	bool overflow;
-	unsigned empty_polls;
+	unsigned empty_polls;      /* empty polls since the last look at the clock (cq.c, empty_poll) */
+	uint64_t empty_since_ns;   /* when this run of empty polls was first looked at; 0: none */
 	int refs; /* QPs using it */
 	struct srd_inside inside; /* the close-race check's (closerace.h) */
 	bool poll_inside;         /* the check counts a start_poll..end_poll session inside it */
