@@ -261,32 +261,29 @@ bool (*srd_cq_idle_hook)(void);
  * poller sharing its core with its peer then pays T per hop: measured, it lost more than it won
  * (docs/softrdma.md, "The empty poll's yield"), so it is for A/B runs only. Both read once per
  * process. */
-static unsigned env_unsigned(const char *name, unsigned dflt)
+/* name's value (dflt when unset or empty), read on the first call and kept in *cache (0: not
+ * read yet; else the value + 1) */
+static unsigned env_once(unsigned *cache, const char *name, unsigned dflt)
 {
+	unsigned v = __atomic_load_n(cache, __ATOMIC_RELAXED);
+	if (v)
+		return v - 1;
 	const char *e = getenv(name);
-	return e && *e ? (unsigned)strtoul(e, NULL, 10) : dflt;
+	v = e && *e ? (unsigned)strtoul(e, NULL, 10) : dflt;
+	__atomic_store_n(cache, v + 1, __ATOMIC_RELAXED);
+	return v;
 }
 
 static unsigned yield_every(void)
 {
-	static unsigned cached; /* 0 = not read yet; otherwise the value + 1 */
-	unsigned v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
-	if (v)
-		return v - 1;
-	v = env_unsigned("SOFTRDMA_YIELD_EVERY", 8);
-	__atomic_store_n(&cached, v + 1, __ATOMIC_RELAXED);
-	return v;
+	static unsigned cache;
+	return env_once(&cache, "SOFTRDMA_YIELD_EVERY", 8);
 }
 
 static uint64_t yield_after_ns(void)
 {
-	static uint64_t cached; /* 0 = not read yet; otherwise the value + 1 */
-	uint64_t v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
-	if (v)
-		return v - 1;
-	v = (uint64_t)env_unsigned("SOFTRDMA_YIELD_US", 0) * 1000;
-	__atomic_store_n(&cached, v + 1, __ATOMIC_RELAXED);
-	return v;
+	static unsigned cache;
+	return (uint64_t)env_once(&cache, "SOFTRDMA_YIELD_US", 0) * 1000;
 }
 
 /* Relaxed atomics: the fields are the polling thread's; pollers racing on one CQ may lose a
