@@ -16,59 +16,14 @@
 #include <time.h>
 #include "testlib.h"
 
-struct pair {
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_qp *q[2];
-	struct ibv_mr *mr;
-	uint8_t *buf; /* [0, 4096) sources, [4096, 8192) targets; each thread its own 256 bytes */
-};
-
-static const struct t_conn conn = { .access = IBV_ACCESS_REMOTE_WRITE, .rd_atomic = 1, .min_rnr_timer = 1,
-				    .timeout = 14, .retry_cnt = 7, .rnr_retry = 7 };
-
-static int pair_up(struct pair *p)
-{
-	union ibv_gid gid;
-	p->ctx = t_open_dev();
-	p->pd = ibv_alloc_pd(p->ctx);
-	p->cq = ibv_create_cq(p->ctx, 64, NULL, NULL, 0);
-	p->buf = aligned_alloc(4096, 8192);
-	if (!p->pd || !p->cq || !p->buf || ibv_query_gid(p->ctx, 1, 1, &gid))
-		return -1;
-	memset(p->buf, 0, 8192);
-	p->mr = ibv_reg_mr(p->pd, p->buf, 8192, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	for (int i = 0; i < 2; i++) {
-		struct ibv_qp_init_attr ia = { .send_cq = p->cq, .recv_cq = p->cq, .qp_type = IBV_QPT_RC,
-					       .cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
-							.max_recv_sge = 1 } };
-		p->q[i] = ibv_create_qp(p->pd, &ia);
-	}
-	if (!p->mr || !p->q[0] || !p->q[1])
-		return -1;
-	return t_connect(p->q[0], p->q[1], &gid, &conn) ? -1 : 0;
-}
-
-static void pair_down(struct pair *p)
-{
-	ibv_destroy_qp(p->q[0]);
-	ibv_destroy_qp(p->q[1]);
-	ibv_dereg_mr(p->mr);
-	ibv_destroy_cq(p->cq);
-	ibv_dealloc_pd(p->pd);
-	ibv_close_device(p->ctx);
-	free(p->buf);
-}
-
-static struct pair g_pair;
+static struct t_pair g_pair; /* buf: [0, 4096) sources, [4096, 8192) targets; each thread its own 256 bytes */
 static pthread_mutex_t g_turn = PTHREAD_MUTEX_INITIALIZER; /* one thread's WR and its completions at a time */
 
 /* n WRITEs of 8 bytes and n SENDs from q[0] to q[1], each polled; slot picks the thread's bytes.
  * Returns the number of mismatches. Under g_turn, so that a completion polled is this thread's. */
 static long traffic(int slot, long n)
 {
-	struct pair *p = &g_pair;
+	struct t_pair *p = &g_pair;
 	long bad = 0;
 	uint8_t *src = p->buf + 256 * slot, *dst = p->buf + 4096 + 256 * slot;
 	struct ibv_sge sge = { (uintptr_t)src, 8, p->mr->lkey };
@@ -112,7 +67,7 @@ static void *second(void *arg)
 /* One case, in the child: "steady" (one thread) or "shared" (a second thread joins for a while). */
 static int child_main(const char *which)
 {
-	if (pair_up(&g_pair))
+	if (t_pair_up(&g_pair, t_open_dev()))
 		return 10;
 	long bad = traffic(0, 5000);
 	/* idle QPs while the agent's timers run (it wakes at least every few milliseconds) */
@@ -129,7 +84,8 @@ static int child_main(const char *which)
 	}
 	nanosleep(&pause, NULL);
 	bad += traffic(0, 5000);
-	pair_down(&g_pair);
+	t_pair_down(&g_pair);
+	ibv_close_device(g_pair.ctx);
 	return bad ? 12 : 0;
 }
 

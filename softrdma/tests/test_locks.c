@@ -20,54 +20,6 @@
 
 #define ROUNDS 20000
 
-struct pair {
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_qp *q[2];
-	struct ibv_mr *mr;
-	uint8_t *buf; /* 2 x 4096: [0] source, [1] target */
-};
-
-static struct ibv_qp *mk(struct pair *p)
-{
-	struct ibv_qp_init_attr ia = { .send_cq = p->cq, .recv_cq = p->cq, .qp_type = IBV_QPT_RC,
-				       .cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
-						.max_recv_sge = 1 } };
-	return ibv_create_qp(p->pd, &ia);
-}
-
-static const struct t_conn conn = { .access = IBV_ACCESS_REMOTE_WRITE, .rd_atomic = 1, .min_rnr_timer = 1,
-				    .timeout = 14, .retry_cnt = 7, .rnr_retry = 7 };
-
-static int pair_up(struct pair *p, struct ibv_context *ctx)
-{
-	union ibv_gid gid;
-	p->ctx = ctx;
-	p->pd = ibv_alloc_pd(ctx);
-	p->cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
-	p->buf = aligned_alloc(4096, 8192);
-	if (!p->pd || !p->cq || !p->buf || ibv_query_gid(ctx, 1, 1, &gid))
-		return -1;
-	memset(p->buf, 0, 8192);
-	p->mr = ibv_reg_mr(p->pd, p->buf, 8192, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	p->q[0] = mk(p);
-	p->q[1] = mk(p);
-	if (!p->mr || !p->q[0] || !p->q[1])
-		return -1;
-	return t_connect(p->q[0], p->q[1], &gid, &conn) ? -1 : 0;
-}
-
-static void pair_down(struct pair *p)
-{
-	ibv_destroy_qp(p->q[0]);
-	ibv_destroy_qp(p->q[1]);
-	ibv_dereg_mr(p->mr);
-	ibv_destroy_cq(p->cq);
-	ibv_dealloc_pd(p->pd);
-	free(p->buf);
-}
-
 static int poll1(struct ibv_cq *cq, struct ibv_wc *wc)
 {
 	for (long spins = 0; spins < 200000000L; spins++) {
@@ -78,8 +30,9 @@ static int poll1(struct ibv_cq *cq, struct ibv_wc *wc)
 	return 0;
 }
 
-/* n WRITEs of 8 bytes (a counter) and n SENDs; returns the number of mismatches */
-static long traffic(struct pair *p, long n)
+/* n WRITEs of 8 bytes (a counter) and n SENDs, from the buffer's first 4 KiB to its second;
+ * returns the number of mismatches */
+static long traffic(struct t_pair *p, long n)
 {
 	long bad = 0;
 	struct ibv_sge sge = { (uintptr_t)p->buf, 8, p->mr->lkey };
@@ -149,14 +102,14 @@ static void *churn(void *arg)
 static void *visitor(void *arg)
 {
 	(void)arg;
-	struct pair p = { 0 };
+	struct t_pair p = { 0 };
 	long *bad = calloc(1, sizeof(long));
-	if (pair_up(&p, g_ctx)) {
+	if (t_pair_up(&p, g_ctx)) {
 		*bad = 1000000; /* counted as a failure; the half-built pair is left as it is */
 		return bad;
 	}
 	*bad = traffic(&p, 200);
-	pair_down(&p);
+	t_pair_down(&p);
 	return bad;
 }
 
@@ -179,7 +132,7 @@ static int poll_for(struct ibv_cq *cq, struct ibv_wc *wc)
 }
 
 #define SHARED_N 200000
-static struct pair *g_sp;
+static struct t_pair *g_sp;
 static pthread_barrier_t g_start;
 static unsigned char g_seen[2 * SHARED_N];
 
@@ -212,8 +165,8 @@ static void *shared_poster(void *arg)
 int main(void)
 {
 	g_ctx = t_open_dev();
-	struct pair p = { 0 };
-	CHECK(pair_up(&p, g_ctx) == 0, "setup");
+	struct t_pair p = { 0 };
+	CHECK(t_pair_up(&p, g_ctx) == 0, "setup");
 	CHECK_EQ(traffic(&p, 100), 0, "mismatches before any writer runs");
 
 	pthread_t w[2];
@@ -277,7 +230,7 @@ int main(void)
 	CHECK(ibv_post_send(p.q[0], &wr, &badw) == 0 && poll1(p.cq, &wc) == 1, "WRITE after dereg completes");
 	CHECK_EQ(wc.status, IBV_WC_LOC_PROT_ERR, "status of a WRITE through a deregistered lkey");
 
-	pair_down(&p);
+	t_pair_down(&p);
 	ibv_close_device(g_ctx);
 	return t_report();
 }

@@ -229,6 +229,52 @@ __attribute__((unused)) static void t_check_connect(struct ibv_qp *a, struct ibv
 		CHECK_EQ(t_qp_rts(q[i], c), 0, "to RTS");
 	}
 }
+
+/* Two RC QPs of one context sharing one CQ, connected to each other, over one registered 8 KiB
+ * buffer (zeroed, page-aligned): the in-process loop the lock tests drive */
+struct t_pair {
+	struct ibv_context *ctx; /* not owned: t_pair_down leaves it open */
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *q[2];
+	struct ibv_mr *mr;
+	uint8_t *buf;
+};
+
+/* 0, or -1 with whatever was made left for t_pair_down */
+__attribute__((unused)) static int t_pair_up(struct t_pair *p, struct ibv_context *ctx)
+{
+	static const struct t_conn conn = { .access = IBV_ACCESS_REMOTE_WRITE, .rd_atomic = 1,
+					    .min_rnr_timer = 1, .timeout = 14, .retry_cnt = 7, .rnr_retry = 7 };
+	union ibv_gid gid;
+	p->ctx = ctx;
+	p->pd = ibv_alloc_pd(ctx);
+	p->cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	p->buf = aligned_alloc(4096, 8192);
+	if (!p->pd || !p->cq || !p->buf || ibv_query_gid(ctx, 1, 1, &gid))
+		return -1;
+	memset(p->buf, 0, 8192);
+	p->mr = ibv_reg_mr(p->pd, p->buf, 8192, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	for (int i = 0; i < 2; i++) {
+		struct ibv_qp_init_attr ia = { .send_cq = p->cq, .recv_cq = p->cq, .qp_type = IBV_QPT_RC,
+					       .cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
+							.max_recv_sge = 1 } };
+		p->q[i] = ibv_create_qp(p->pd, &ia);
+	}
+	if (!p->mr || !p->q[0] || !p->q[1])
+		return -1;
+	return t_connect(p->q[0], p->q[1], &gid, &conn) ? -1 : 0;
+}
+
+__attribute__((unused)) static void t_pair_down(struct t_pair *p)
+{
+	ibv_destroy_qp(p->q[0]);
+	ibv_destroy_qp(p->q[1]);
+	ibv_dereg_mr(p->mr);
+	ibv_destroy_cq(p->cq);
+	ibv_dealloc_pd(p->pd);
+	free(p->buf);
+}
 #endif
 
 #endif
