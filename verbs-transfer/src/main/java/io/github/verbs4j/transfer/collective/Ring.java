@@ -176,8 +176,6 @@ public final class Ring implements AutoCloseable {
     private final PollSet waitSet = new PollSet(3);
     /** When the current wait began to find nothing (System.nanoTime), or {@link #NOT_IDLE}. */
     private long idleSince = NOT_IDLE;
-    /** When the current wait polled last (System.nanoTime), for {@link StreamSpin#spinStart}. */
-    private long polledAt;
     private final Completions wcs = new Completions(64);
     private final QueuePair right;
     private final QueuePair left;
@@ -1149,11 +1147,10 @@ public final class Ring implements AutoCloseable {
             throw new RdmaTimeoutException(null, awaited(what != null ? what
                     : "its chunk 0x" + Integer.toHexString(awaitedChunk), need), operationTimeout);
         }
-        long spin = waitSpin.spinNanos();
-        // a poll after a pause (this thread away, not polling) starts the spin again
-        idleSince = idleSince == NOT_IDLE ? now : StreamSpin.spinStart(idleSince, polledAt, now, spin);
-        polledAt = now;
-        if (now - idleSince < spin) {
+        if (idleSince == NOT_IDLE) {
+            idleSince = now;
+        }
+        if (now - idleSince < waitSpin.spinNanos()) {
             Thread.onSpinWait();
             return;
         }
@@ -1171,7 +1168,6 @@ public final class Ring implements AutoCloseable {
         if (millis > 0 && waitSet.await(millis) > 0 && waitSet.isReady(0)) {
             completionEvents.await(Duration.ZERO); // the queue's one event: it is armed again before the next block
         }
-        polledAt = System.nanoTime(); // the time blocked is no pause that restarts the spin
     }
 
     /**

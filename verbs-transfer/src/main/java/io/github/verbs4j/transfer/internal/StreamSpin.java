@@ -30,7 +30,10 @@ package io.github.verbs4j.transfer.internal;
  * rings to the agent, and the responder's agent went to sleep until the waiter ran again.
  * Counted on a READ stream of 550,400 chunks at load 10-13: 489 of its 527 blocks came on the
  * first poll after a pause longer than half the spin. {@link #spinStart} restarts the spin after
- * such a pause.
+ * such a pause; the engine's batch waits use it. The ring's waits do not (yet): there a rank
+ * that was away most often gave its core to its neighbour or an agent that the collective needs,
+ * and a longer spin was not measured to help (one pair of 2-rank allreduces each way at load 13
+ * showed only the load's spread).
  *
  * <p>Written by one thread at a time (the engine's monitor, the ring's one thread); read by
  * waits outside the engine's monitor.
