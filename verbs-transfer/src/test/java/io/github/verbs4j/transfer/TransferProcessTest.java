@@ -14,6 +14,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.zip.CRC32C;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -321,8 +323,8 @@ class TransferProcessTest {
             Segment local = engine.allocate("local", (long) requests * size);
             Batch[] bs = {engine.batch(requests), engine.batch(requests)};
             int pauses = 60;
-            java.util.concurrent.atomic.AtomicInteger paused = new java.util.concurrent.atomic.AtomicInteger();
-            java.util.concurrent.atomic.AtomicBoolean streaming = new java.util.concurrent.atomic.AtomicBoolean(true);
+            AtomicInteger paused = new AtomicInteger();
+            AtomicBoolean streaming = new AtomicBoolean(true);
             // the stream warms up first (the JIT, softrdma handing the rings to the polling thread)
             Thread pauser = new Thread(() -> {
                 try {
