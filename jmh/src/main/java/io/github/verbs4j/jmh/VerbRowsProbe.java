@@ -20,7 +20,10 @@ import javax.management.ObjectName;
  *
  * <p>Prints per verb and way the minimum and median over the rounds, then per verb the median
  * over rounds of verbs4j minus raw FFM and of verbs4j over the JNI twin, for all rounds, the fast
- * ones and the slow ones, with their counts.
+ * ones and the slow ones, with their counts, and last verbs4j minus a fifth way, raw FFM on
+ * verbs4j's own objects ({@link RawOnJavaRig}): the C, raw FFM and JNI rigs each drive provider
+ * objects of their own, and in some JVM runs one rig's set costs 6 to 14 ns more per work request
+ * than another's (docs/performance.md), so only that last column compares one placement.
  *
  * <p>Every rig's verb methods are inlined into the probe's loops, by a compiler directive added
  * before the warm-up ({@link #inlineRigs}): left to C2's heuristics, the raw FFM and JNI rigs'
