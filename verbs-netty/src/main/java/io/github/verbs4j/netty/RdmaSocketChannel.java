@@ -204,6 +204,8 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     private boolean writing;
     /** Inside {@link #pollCompletions}: the completion queue was just polled. */
     private boolean polling;
+    /** Inside {@link #deliver}'s read loop: credits freed meanwhile go back once, when it ends. */
+    private boolean delivering;
     private boolean finReceived;
     private boolean peerGone;
     /** The peer's CLOSE arrived: it closed its end, and writes fail from here on. */
@@ -970,7 +972,12 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
                 from.idle[buf.slot()] = buf;
                 // after shutdownInput too: what the peer sends then is dropped, its credits still go back
                 repost(buf.slot());
-                returnCredits();
+                if (!delivering) {
+                    // a buffer released inside the read loop (in channelRead) waits for the loop's
+                    // end, where all it freed goes back at once: as many credit-only messages as
+                    // copying reads cost, not one per quarter ring released
+                    returnCredits();
+                }
             }
         }
         from.release();
@@ -1049,59 +1056,74 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             RecvByteBufAllocator.Handle allocHandle = unsafe().recvBufAllocHandle();
             allocHandle.reset(config);
             readLoops++;
-            // one read loop: each buffer is the allocator's (its size is the handle's guess) and
-            // takes what it can of the head message; a message larger than the buffer is
-            // handed on over several reads, as a stream socket's bytes are
-            do {
-                int slot = rxQueue[rxHead];
-                int left = rxLength[slot] - rxConsumed;
-                int from = wireHeader + rxConsumed;
-                ByteBuf buf;
-                int n;
-                if (zeroCopyRead && slotsHeld < ringSlots / 2 && rxConsumed == 0) {
-                    // the slot itself, whole: reposted when the buffer is released (slotReleased);
-                    // a message partly copied already (half the ring was held) is copied to its end
-                    n = left;
-                    // the slot's own buffer object, recycled (no object per message): a
-                    // reference kept past its release reads the slot's next message, as with
-                    // Netty's pooled buffers (ReceiveSlotBuf)
-                    buf = slotBuf(slot).message(n);
-                    readsInPlace++;
-                    allocHandle.attemptedBytesRead(n);
-                    ring.holders.incrementAndGet();
-                    slotsHeld++;
-                    rxConsumed = 0;
-                    rxHead = (rxHead + 1) % ringSlots;
-                    rxCount--;
-                } else {
-                    // a copy: zero copy is off, or half the ring is held by the application, which
-                    // then must not take more, or the peer could run out of credits for good
-                    buf = allocHandle.allocate(config.getAllocator());
-                    n = Math.min(left, buf.writableBytes());
-                    allocHandle.attemptedBytesRead(buf.writableBytes());
-                    if (buf.hasMemoryAddress()) {
-                        // n <= writableBytes: within the buffer's capacity
-                        MemorySegment.copy(recvRegion.segment(), (long) slot * slotSize + from, ALL_MEMORY,
-                                buf.memoryAddress() + buf.writerIndex(), n);
-                        buf.writerIndex(buf.writerIndex() + n);
-                    } else {
-                        ByteBuffer view = recvViews[slot];
-                        view.limit(from + n).position(from);
-                        buf.writeBytes(view);
-                    }
-                    consumed(slot, n, left);
-                    readsCopied++;
-                }
-                allocHandle.lastBytesRead(n);
-                allocHandle.incMessagesRead(1);
-                readPending = false;
-                pipeline.fireChannelRead(buf);
-            } while (rxCount > 0 && open && continueReading(allocHandle));
+            delivering = true;
+            try {
+                readLoop(pipeline, allocHandle);
+            } finally {
+                delivering = false;
+            }
             allocHandle.readComplete();
             pipeline.fireChannelReadComplete();
             returnCredits();
         }
         deliverEndOfInput(pipeline);
+    }
+
+    /** One read loop's messages to the pipeline, as far as the handle allows. */
+    private void readLoop(ChannelPipeline pipeline, RecvByteBufAllocator.Handle allocHandle) {
+        // one read loop: each buffer is the allocator's (its size is the handle's guess) and
+        // takes what it can of the head message; a message larger than the buffer is
+        // handed on over several reads, as a stream socket's bytes are
+        do {
+            int slot = rxQueue[rxHead];
+            int left = rxLength[slot] - rxConsumed;
+            int from = wireHeader + rxConsumed;
+            ByteBuf buf;
+            int n;
+            if (zeroCopyRead && slotsHeld < ringSlots / 2 && rxConsumed == 0) {
+                // the slot itself, whole: reposted when the buffer is released (slotReleased);
+                // a message partly copied already (half the ring was held) is copied to its end
+                n = left;
+                // the slot's own buffer object, recycled (no object per message): a
+                // reference kept past its release reads the slot's next message, as with
+                // Netty's pooled buffers (ReceiveSlotBuf)
+                buf = slotBuf(slot).message(n);
+                readsInPlace++;
+                allocHandle.attemptedBytesRead(n);
+                ring.holders.incrementAndGet();
+                slotsHeld++;
+                rxConsumed = 0;
+                rxHead = (rxHead + 1) % ringSlots;
+                rxCount--;
+            } else {
+                // a copy: zero copy is off, or half the ring is held by the application, which
+                // then must not take more, or the peer could run out of credits for good
+                buf = allocHandle.allocate(config.getAllocator());
+                n = Math.min(left, buf.writableBytes());
+                allocHandle.attemptedBytesRead(buf.writableBytes());
+                if (buf.hasMemoryAddress()) {
+                    // n <= writableBytes: within the buffer's capacity
+                    MemorySegment.copy(recvRegion.segment(), (long) slot * slotSize + from, ALL_MEMORY,
+                            buf.memoryAddress() + buf.writerIndex(), n);
+                    buf.writerIndex(buf.writerIndex() + n);
+                } else {
+                    ByteBuffer view = recvViews[slot];
+                    view.limit(from + n).position(from);
+                    buf.writeBytes(view);
+                }
+                consumed(slot, n, left);
+                readsCopied++;
+            }
+            allocHandle.lastBytesRead(n);
+            allocHandle.incMessagesRead(1);
+            readPending = false;
+            pipeline.fireChannelRead(buf);
+        } while (rxCount > 0 && open && continueReading(allocHandle));
+    }
+
+    /** Messages received and not yet handed to the pipeline (a read not requested yet): for tests. */
+    int unreadMessages() {
+        return rxCount;
     }
 
     /** The zero-copy buffer of {@code slot}, which is posted: made on its first use, or a new one if the allocator changed. */

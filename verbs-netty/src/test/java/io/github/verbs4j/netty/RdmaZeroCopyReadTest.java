@@ -343,6 +343,71 @@ public class RdmaZeroCopyReadTest {
     }
 
     /**
+     * Buffers released inside the read loop (in {@code channelRead}, as a decoder or a sink
+     * does) return their credits once, when the loop ends, as a copying read does: 16 messages
+     * read in one loop of a 32-slot ring (a credit-only message once 8 are owed) are one
+     * credit-only message of 16 credits, not one per 8 released.
+     */
+    @Test
+    void buffersReleasedInTheReadLoopReturnTheirCreditsOnceAtItsEnd() throws Exception {
+        int messages = 16;
+        BlockingQueue<byte[]> read = new LinkedBlockingQueue<>();
+        ChannelInboundHandlerAdapter releaser = new ChannelInboundHandlerAdapter() {
+            @Override
+            public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                ByteBuf buf = assertInstanceOf(ReceiveSlotBuf.class, msg);
+                read.add(bytes(buf));
+                buf.release();
+            }
+        };
+        Keeper keeper = new Keeper();
+        Channel server = server(keeper, 32, false);
+        Channel client = client(server, new ChannelInboundHandlerAdapter());
+        try {
+            waitFor(() -> keeper.ctx != null);
+            Channel child = keeper.ctx.channel();
+            RdmaSocketChannel ch = (RdmaSocketChannel) child;
+            child.eventLoop().submit(() -> {
+                child.pipeline().replace(keeper, "releaser", releaser);
+            }).get(10, TimeUnit.SECONDS);
+            for (int i = 0; i < messages; i++) {
+                client.write(Unpooled.wrappedBuffer(message(i, 1000)));
+            }
+            client.flush();
+            // all queued unread (autoRead off); autoRead on then starts one read loop, which
+            // takes them all (maxMessagesPerRead is 16; with autoRead off a loop reads one)
+            waitFor(() -> onLoop(child, () -> (long) ch.unreadMessages()) >= messages);
+            long creditMessagesBefore = onLoop(child, () -> ch.creditOnlyMessages);
+            long loopsBefore = onLoop(child, () -> ch.readLoops);
+            child.config().setAutoRead(true);
+            for (int i = 0; i < messages; i++) {
+                byte[] got = read.poll(10, TimeUnit.SECONDS);
+                assertNotNull(got, "message " + i + " within 10 s");
+                assertArrayEquals(message(i, 1000), got, "message " + i);
+            }
+            assertEquals(loopsBefore + 1, onLoop(child, () -> ch.readLoops), "one read loop took the 16 messages");
+            assertEquals(creditMessagesBefore + 1, onLoop(child, () -> ch.creditOnlyMessages),
+                    "the 16 credits went back in one credit-only message");
+            assertEquals(0, slotsHeld(child));
+        } finally {
+            client.close().syncUninterruptibly();
+            server.close().syncUninterruptibly();
+        }
+    }
+
+    private static long onLoop(Channel ch, java.util.concurrent.Callable<Long> count) throws Exception {
+        return ch.eventLoop().submit(count).get(10, TimeUnit.SECONDS);
+    }
+
+    private static void waitFor(java.util.concurrent.Callable<Boolean> condition) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!condition.call()) {
+            assertTrue(System.nanoTime() < deadline, "the condition within 10 s");
+            Thread.sleep(5);
+        }
+    }
+
+    /**
      * A buffer kept past its channel's close still reads its bytes (the ring outlives the
      * channel), refuses access once released, and its release frees the ring.
      */
