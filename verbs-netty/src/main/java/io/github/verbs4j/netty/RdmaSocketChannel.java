@@ -240,13 +240,13 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     /** Completion queue polls a write made itself, to see whether the peer closed: for tests and the benchmark. Loop only. */
     long writePolls;
     /** Messages received as RDMA WRITE with immediate: how a test sees the wire used. Loop only. */
-    /** Messages read as their receive slot (zero-copy read), buffers filled by a copy out of a slot, read loops run: for tests and the benchmark. */
+    long receivedWithImmediate;
+    /** Messages read as their receive slot (zero-copy read), buffers filled by a copy out of a slot, read loops run: for tests and the benchmark. Loop only. */
     long readsInPlace;
     long readsCopied;
     long readLoops;
-    /** Credit-only messages sent (credits that no data carried back): for tests and the benchmark. */
+    /** Credit-only messages sent (credits that no data carried back): for tests and the benchmark. Loop only. */
     long creditOnlyMessages;
-    long receivedWithImmediate;
     /** {@code ibv_poll_cq} calls on this channel's queue, and those that found nothing: for the benchmark's counts. Loop only. */
     long cqPolls;
     long emptyCqPolls;
