@@ -89,8 +89,10 @@ void srd_net_init(void)
 	g_faults = srd_faults_enabled();
 	g_epfd = epoll_create1(EPOLL_CLOEXEC);
 	g_kickfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (getenv("SOFTRDMA_STATS"))
+	if (getenv("SOFTRDMA_STATS")) {
+		srd_shm_count_fill();
 		atexit(print_stats);
+	}
 	struct epoll_event ev = { .events = EPOLLIN, .data.fd = g_kickfd };
 	epoll_ctl(g_epfd, EPOLL_CTL_ADD, g_kickfd, &ev);
 	int lfd = srd_shm_leave_fd(); /* a polling thread leaving wakes the agent (agent.c) */

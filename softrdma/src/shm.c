@@ -87,8 +87,11 @@ static pthread_mutex_t g_own_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct peer *g_peers[65536];
 static int g_enabled = -1;
 static pthread_once_t g_sweep_once = PTHREAD_ONCE_INIT;
-/* SOFTRDMA_STATS's ring counters (srd_shm_stats): relaxed, as net.c's */
+/* SOFTRDMA_STATS's ring counters (srd_shm_stats): relaxed, as net.c's. The fill is read
+ * only when asked for (srd_shm_count_fill): it reads the producers' tail, a line they write
+ * with every packet, which a drain would otherwise not touch. */
 static struct srd_shm_stats g_st;
+static bool g_count_fill;
 
 bool srd_shm_enabled(void)
 {
@@ -414,10 +417,12 @@ int srd_shm_drain(void (*fn)(const uint8_t *buf, size_t n, uint16_t sport, void 
 	int n = __atomic_load_n(&g_nown, __ATOMIC_ACQUIRE);
 	for (int i = 0; i < n; i++) {
 		struct own *o = &g_own[i];
-		/* the fill a drain finds: reserved slots not taken yet (published or being written) */
-		uint64_t fill = __atomic_load_n(&o->r->tail, __ATOMIC_RELAXED) - o->head;
-		if (fill && fill <= NSLOTS && fill > __atomic_load_n(&g_st.fill_max, __ATOMIC_RELAXED))
-			__atomic_store_n(&g_st.fill_max, fill, __ATOMIC_RELAXED);
+		if (__atomic_load_n(&g_count_fill, __ATOMIC_RELAXED)) {
+			/* the fill a drain finds: reserved slots not taken yet (published or being written) */
+			uint64_t fill = __atomic_load_n(&o->r->tail, __ATOMIC_RELAXED) - o->head;
+			if (fill <= NSLOTS && fill > __atomic_load_n(&g_st.fill_max, __ATOMIC_RELAXED))
+				__atomic_store_n(&g_st.fill_max, fill, __ATOMIC_RELAXED);
+		}
 		while (got < max && own_pending(o)) {
 			uint64_t head = o->head;
 			struct slot *s = &o->r->slots[head % NSLOTS];
@@ -430,6 +435,11 @@ int srd_shm_drain(void (*fn)(const uint8_t *buf, size_t n, uint16_t sport, void 
 	}
 	__atomic_store_n(&g_draining, 0, __ATOMIC_RELEASE);
 	return got;
+}
+
+void srd_shm_count_fill(void)
+{
+	__atomic_store_n(&g_count_fill, true, __ATOMIC_RELAXED);
 }
 
 void srd_shm_stats(struct srd_shm_stats *out)

@@ -34,6 +34,7 @@ bool srd_shm_pending(void); /* a packet waits in one of our rings */
  * (fill_max, of NSLOTS), as the receiver. */
 struct srd_shm_stats { unsigned long full_puts, full_yields, full_wait_ns, fill_max; };
 void srd_shm_stats(struct srd_shm_stats *out);
+void srd_shm_count_fill(void); /* from now on drains record fill_max (SOFTRDMA_STATS is set) */
 bool srd_shm_owned(void);   /* this process has a ring */
 /* Around the receiver's sleep: begin marks our rings sleeping (senders then ring the
  * doorbell) and returns false, unmarking them, when a packet already waits. */
