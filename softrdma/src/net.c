@@ -34,14 +34,18 @@ static void print_stats(void)
 	unsigned long *src = (unsigned long *)&srd_st, *dst = (unsigned long *)&v;
 	for (size_t i = 0; i < sizeof(v) / sizeof(unsigned long); i++)
 		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+	struct srd_shm_stats shm;
+	srd_shm_stats(&shm);
 	fprintf(stderr, "softrdma[%d]: tx %lu rx %lu nak_seq %lu rnr %lu timeouts %lu dup_rx %lu eagain %lu "
 		"invalid %lu read_gap %lu shm_tx %lu shm_rx %lu doorbells %lu unread_waits %lu peer_gone %lu "
-		"agent_takeback %lu agent_hold %lu agent_handed_waits %lu bias_owned %lu bias_revoked %lu\n",
+		"agent_takeback %lu agent_hold %lu agent_handed_waits %lu bias_owned %lu bias_revoked %lu "
+		"shm_full %lu shm_full_yields %lu shm_full_wait_us %lu shm_fill_max %lu\n",
 		(int)getpid(), v.tx, v.rx, v.nak_seq, v.rnr, v.timeouts, v.dup_rx, v.eagain,
 		v.invalid, v.read_gap, v.shm_tx, v.shm_rx, v.doorbells, v.unread_waits,
 		v.peer_gone, v.agent_takeback, v.agent_hold, v.agent_handed_waits,
 		__atomic_load_n(&srd_lock_bias_owned, __ATOMIC_RELAXED),
-		__atomic_load_n(&srd_lock_bias_revoked, __ATOMIC_RELAXED));
+		__atomic_load_n(&srd_lock_bias_revoked, __ATOMIC_RELAXED),
+		shm.full_puts, shm.full_yields, shm.full_wait_ns / 1000, shm.fill_max);
 }
 
 /* ---------------------------------------------------------------- sockets, QPN table, wake-ups */
@@ -85,8 +89,10 @@ void srd_net_init(void)
 	g_faults = srd_faults_enabled();
 	g_epfd = epoll_create1(EPOLL_CLOEXEC);
 	g_kickfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (getenv("SOFTRDMA_STATS"))
+	if (getenv("SOFTRDMA_STATS")) {
+		srd_shm_count_fill();
 		atexit(print_stats);
+	}
 	struct epoll_event ev = { .events = EPOLLIN, .data.fd = g_kickfd };
 	epoll_ctl(g_epfd, EPOLL_CTL_ADD, g_kickfd, &ev);
 	int lfd = srd_shm_leave_fd(); /* a polling thread leaving wakes the agent (agent.c) */

@@ -87,6 +87,11 @@ static pthread_mutex_t g_own_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct peer *g_peers[65536];
 static int g_enabled = -1;
 static pthread_once_t g_sweep_once = PTHREAD_ONCE_INIT;
+/* SOFTRDMA_STATS's ring counters (srd_shm_stats): relaxed, as net.c's. The fill is read
+ * only when asked for (srd_shm_count_fill): it reads the producers' tail, a line they write
+ * with every packet, which a drain would otherwise not touch. */
+static struct srd_shm_stats g_st;
+static bool g_count_fill;
 
 bool srd_shm_enabled(void)
 {
@@ -293,17 +298,24 @@ static int ring_put(struct ring *r, uint16_t sport, const void *hdr, size_t hlen
 		if (dif < 0) {
 			/* full: the receiver is behind; give it the CPU for a while */
 			uint64_t now = srd_now_ns();
-			if (!full_since)
+			if (!full_since) {
 				full_since = now;
-			if (now - full_since > FULL_WAIT_NS || __atomic_load_n(&r->closed, __ATOMIC_ACQUIRE))
+				__atomic_fetch_add(&g_st.full_puts, 1, __ATOMIC_RELAXED);
+			}
+			if (now - full_since > FULL_WAIT_NS || __atomic_load_n(&r->closed, __ATOMIC_ACQUIRE)) {
+				__atomic_fetch_add(&g_st.full_wait_ns, now - full_since, __ATOMIC_RELAXED);
 				return -1;
+			}
 			if (__atomic_load_n(&r->sleeping, __ATOMIC_SEQ_CST) &&
 			    __atomic_exchange_n(&r->sleeping, 0, __ATOMIC_SEQ_CST))
 				*doorbell = true;
+			__atomic_fetch_add(&g_st.full_yields, 1, __ATOMIC_RELAXED);
 			sched_yield();
 		}
 		pos = __atomic_load_n(&r->tail, __ATOMIC_RELAXED);
 	}
+	if (full_since)
+		__atomic_fetch_add(&g_st.full_wait_ns, srd_now_ns() - full_since, __ATOMIC_RELAXED);
 	memcpy(s->data, hdr, hlen);
 	if (len)
 		memcpy(s->data + hlen, payload, len);
@@ -405,6 +417,12 @@ int srd_shm_drain(void (*fn)(const uint8_t *buf, size_t n, uint16_t sport, void 
 	int n = __atomic_load_n(&g_nown, __ATOMIC_ACQUIRE);
 	for (int i = 0; i < n; i++) {
 		struct own *o = &g_own[i];
+		if (__atomic_load_n(&g_count_fill, __ATOMIC_RELAXED)) {
+			/* the fill a drain finds: reserved slots not taken yet (published or being written) */
+			uint64_t fill = __atomic_load_n(&o->r->tail, __ATOMIC_RELAXED) - o->head;
+			if (fill <= NSLOTS && fill > __atomic_load_n(&g_st.fill_max, __ATOMIC_RELAXED))
+				__atomic_store_n(&g_st.fill_max, fill, __ATOMIC_RELAXED);
+		}
 		while (got < max && own_pending(o)) {
 			uint64_t head = o->head;
 			struct slot *s = &o->r->slots[head % NSLOTS];
@@ -417,6 +435,19 @@ int srd_shm_drain(void (*fn)(const uint8_t *buf, size_t n, uint16_t sport, void 
 	}
 	__atomic_store_n(&g_draining, 0, __ATOMIC_RELEASE);
 	return got;
+}
+
+void srd_shm_count_fill(void)
+{
+	__atomic_store_n(&g_count_fill, true, __ATOMIC_RELAXED);
+}
+
+void srd_shm_stats(struct srd_shm_stats *out)
+{
+	out->full_puts = __atomic_load_n(&g_st.full_puts, __ATOMIC_RELAXED);
+	out->full_yields = __atomic_load_n(&g_st.full_yields, __ATOMIC_RELAXED);
+	out->full_wait_ns = __atomic_load_n(&g_st.full_wait_ns, __ATOMIC_RELAXED);
+	out->fill_max = __atomic_load_n(&g_st.fill_max, __ATOMIC_RELAXED);
 }
 
 bool srd_shm_sleep_begin(void)

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The same-host carrier (src/shm.c) with stock ibv_rc_pingpong between two processes:
 # which carrier the packets took (SOFTRDMA_STATS counters), the ring files (mode 0600,
-# removed at exit; a killed process's file removed by the next process), and the UDP
-# path kept with SOFTRDMA_SHM=0 and with fault injection.
+# removed at exit; a killed process's file removed by the next process), the UDP
+# path kept with SOFTRDMA_SHM=0 and with fault injection, and the ring counters (one QP
+# never fills a ring; a stopped receiver's ring fills and its senders wait for room).
 # SOFTRDMA_LIB: directory holding libibverbs.so.1 (default: target/lib next to this script).
 # Prints one line per check and "N passed, N failed"; exits non-zero on any failure.
 set -u
@@ -122,6 +123,62 @@ timeout 30 ibv_rc_pingpong -g 1 -n 1 -p "$port" 127.0.0.1 >"$logdir/sweep.client
 wait "$spid"
 [ "$left" = yes ] && [ "$gone" = yes ]
 check "killed process: its file stays, the next process removes it" $? "file '$f', left $left, gone $gone"
+
+# write_bw NAME SERVER-ARGS -- CLIENT-ARGS: ib_write_bw between two processes with
+# SOFTRDMA_STATS=1; the client's output in $logdir/NAME.client, the server's in NAME.server
+write_bw() {
+	local name=$1 log=$logdir/$1
+	shift
+	start_server "$log.server" 60 "" "env SOFTRDMA_STATS=1 ib_write_bw -d softrdma0 -x 1 -p @P@ $*" || return 1
+}
+
+# 6. one QP never fills a ring: its RC window (256 packets) is half the ring (512 slots).
+# 64 KiB WRITEs are 16 packets each, so 64 of them in flight would be 1024 packets: the
+# window holds the rest at the sender, and no put waits for room.
+if command -v ib_write_bw >/dev/null; then
+	write_bw window -s 65536 -t 64 -n 3000
+	rc=$?
+	if [ $rc = 0 ]; then
+		env SOFTRDMA_STATS=1 timeout 60 ib_write_bw -d softrdma0 -x 1 -p "$port" -s 65536 -t 64 -n 3000 \
+			127.0.0.1 >"$logdir/window.client" 2>&1
+		rc=$?
+		wait "$spid" || rc=1
+	fi
+	full=$(stat_sum shm_full "$logdir/window.client")
+	fill=$(stat_sum shm_fill_max "$logdir/window.server")
+	shm_tx=$(stat_sum shm_tx "$logdir/window.client")
+	[ $rc = 0 ] && [ "$shm_tx" -ge 48000 ] && [ "$full" = 0 ] && [ "$fill" -ge 1 ] && [ "$fill" -le 256 ]
+	check "one QP: no put finds the ring full, at most a window (256) waits in it" $? \
+		"rc $rc, shm tx $shm_tx, full puts $full, fill max $fill; $logdir/window.*"
+
+	# 7. a receiver that stops draining (SIGSTOP) while 4 QPs stream to it: 4 windows are
+	# twice the ring, so it fills, the senders count puts that waited for room (and lose
+	# those that waited 5 ms, recovered by retransmission once it runs again)
+	write_bw stop -s 65536 -q 4 -t 16 -D 3
+	rc=$?
+	if [ $rc = 0 ]; then
+		env SOFTRDMA_STATS=1 timeout 60 ib_write_bw -d softrdma0 -x 1 -p "$port" -s 65536 -q 4 -t 16 -D 3 \
+			127.0.0.1 >"$logdir/stop.client" 2>&1 &
+		cpid=$!
+		sleep 1.5
+		victim=$(pgrep -P "$spid" 2>/dev/null | head -1)
+		victim=${victim:-$spid}
+		kill -STOP "$victim"
+		sleep 0.3
+		kill -CONT "$victim"
+		wait "$cpid" || rc=1
+		wait "$spid" || rc=1
+	fi
+	full=$(stat_sum shm_full "$logdir/stop.client")
+	yields=$(stat_sum shm_full_yields "$logdir/stop.client")
+	waited=$(stat_sum shm_full_wait_us "$logdir/stop.client")
+	fill=$(stat_sum shm_fill_max "$logdir/stop.server")
+	[ $rc = 0 ] && [ "$full" -ge 1 ] && [ "$yields" -ge "$full" ] && [ "$waited" -ge 1000 ] && [ "$fill" = 512 ]
+	check "stopped receiver: its ring fills (512), the senders wait for room and count it" $? \
+		"rc $rc, full puts $full, yields $yields, waited $waited us, fill max $fill; $logdir/stop.*"
+else
+	check "ring counters: needs ib_write_bw" 1 "ib_write_bw not found"
+fi
 
 echo "$pass passed, $fail failed"
 if [ $fail = 0 ]; then rm -rf "$logdir"; fi
