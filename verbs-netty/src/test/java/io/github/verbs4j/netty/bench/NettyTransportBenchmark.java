@@ -133,9 +133,10 @@ public final class NettyTransportBenchmark {
             if (before != null && reads > 0) {
                 // the server side's counts per message echoed, over the connection's life (warm-up included)
                 long[] after = LoopCounters.passCountValues(ctx.channel());
-                System.out.printf("SERVER-PASSES reads %d per-read passes %.2f clock-reads %.2f cq-polls %.2f empty-cq-polls %.2f%n",
-                        reads, (double) (after[0] - before[0]) / reads, (double) (after[1] - before[1]) / reads,
-                        (double) (after[2] - before[2]) / reads, (double) (after[3] - before[3]) / reads);
+                System.out.printf("SERVER-PASSES reads %d per-read passes %.2f clock-reads %.2f cq-polls %.2f empty-cq-polls %.2f"
+                                + " loop-runs %.2f%n", reads, (double) (after[0] - before[0]) / reads,
+                        (double) (after[1] - before[1]) / reads, (double) (after[2] - before[2]) / reads,
+                        (double) (after[3] - before[3]) / reads, (double) (after[4] - before[4]) / reads);
             }
             ctx.fireChannelInactive();
         }
@@ -309,7 +310,7 @@ public final class NettyTransportBenchmark {
             result("loop-blocks-echo-" + size + "B", (double) (counts[1][0] - counts[0][0]) / rounds, "per-rtt");
             result("loop-wakeups-echo-" + size + "B", (double) (counts[1][1] - counts[0][1]) / rounds, "per-rtt");
             // the client's loop and channel per round trip (not RESULT rows: the table has no column for them)
-            String[] names = {"passes", "clock-reads", "cq-polls", "empty-cq-polls"};
+            String[] names = {"passes", "clock-reads", "cq-polls", "empty-cq-polls", "loop-runs", "empty-loop-runs"};
             StringBuilder line = new StringBuilder("PASSES rdma echo-" + size + "B per-rtt");
             for (int i = 0; i < names.length; i++) {
                 line.append(String.format(" %s %.2f", names[i], (double) (passes[1][i] - passes[0][i]) / rounds));
@@ -320,7 +321,7 @@ public final class NettyTransportBenchmark {
 
     /** The client loop's passes, clock reads and queue polls so far (LoopCounters.passCounts; zeros for another transport). */
     private long[] passCounts(Channel c) {
-        return transport.equals("rdma") ? LoopCounters.passCountValues(c) : new long[4];
+        return transport.equals("rdma") ? LoopCounters.passCountValues(c) : new long[6];
     }
 
     /** Milliseconds this JVM's JIT has compiled so far (0 where the JVM does not say). */
