@@ -229,7 +229,7 @@ public final class NettyTransportBenchmark {
     void pingPong(int size, int rounds) throws Exception {
         Channel server = server(Echo::new);
         try {
-            pingPong((InetSocketAddress) server.localAddress(), size, rounds);
+            pingPong((InetSocketAddress) server.localAddress(), size, rounds, true);
         } finally {
             server.close().sync();
         }
@@ -395,7 +395,7 @@ public final class NettyTransportBenchmark {
      * passed. Prints a {@code WARMUP} line: the rounds it took, its milliseconds, whether the JIT
      * settled, and the compilation milliseconds of each JVM during it.
      */
-    private void warmUp(EchoDriver driver, int size) throws Exception {
+    private void warmUp(EchoDriver driver, int size, boolean serverHere) throws Exception {
         long start = System.nanoTime();
         try (JitClocks jit = new JitClocks()) {
             long local0 = jit.local();
@@ -423,7 +423,7 @@ public final class NettyTransportBenchmark {
             }
             System.out.printf("WARMUP %s echo-%dB rounds %d ms %d jit-settled %s compile-ms client %d server %s%n", transport, size,
                     rounds, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start), quiet >= QUIET_WINDOWS ? "yes" : "no",
-                    local - local0, PEER_JIT_PORT > 0 ? Long.toString(peer - peer0) : "(same JVM)");
+                    local - local0, PEER_JIT_PORT > 0 ? Long.toString(peer - peer0) : serverHere ? "(this JVM)" : "(not watched)");
         }
     }
 
@@ -462,10 +462,15 @@ public final class NettyTransportBenchmark {
         acceptor.start();
     }
 
+    /** The echo against a server in another process (whose JIT is watched where {@link #PEER_JIT_PORT} is set). */
     void pingPong(InetSocketAddress to, int size, int rounds) throws Exception {
+        pingPong(to, size, rounds, false);
+    }
+
+    private void pingPong(InetSocketAddress to, int size, int rounds, boolean serverHere) throws Exception {
         EchoDriver driver = new EchoDriver(size, rounds, loopThreads());
         Channel c = client(to, driver);
-        warmUp(driver, size);
+        warmUp(driver, size, serverHere);
         driver.phase(rounds);
         c.close().sync();
         long[] rtt = driver.rtt;
