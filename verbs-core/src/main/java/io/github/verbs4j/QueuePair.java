@@ -71,6 +71,20 @@ public final class QueuePair implements AutoCloseable {
     /** The device reports iWARP: decided once here, read by the posting checks (see {@link Iwarp}). */
     final boolean iwarp;
     private volatile QpState state = QpState.RESET;
+    /**
+     * What a post may do with no further check of the QP's own: {@link #POSTS_SENDS} and
+     * {@link #POSTS_RECEIVES}, derived from {@link #state}, the owner's open state ({@link #life})
+     * and the QP's shape (an SRQ, XRC_SEND) by {@link #refreshPostable}, which runs at every state
+     * change and when a close begins and ends. A post reads this one field where it read the
+     * owner's state and the QP state (and, to receive, the SRQ and the type); when its bit is
+     * clear, the post takes the slow path, which makes the full checks and throws what they
+     * always threw. Volatile so that a posting loop never keeps a stale copy: a plain load on x86.
+     */
+    private volatile int postable;
+    /** {@link #postable}: open and in RTS, SQD, SQE or ERR (a send posted in ERR completes flushed). */
+    private static final int POSTS_SENDS = 1;
+    /** {@link #postable}: open, not in RESET, with a receive queue of its own. */
+    private static final int POSTS_RECEIVES = 2;
     private volatile int advertisedGidIndex = -1;
     /** UD: the longest message the port carries (its active MTU in bytes), learnt at the first check; 0 until then. */
     private volatile int udMaxMessage;
@@ -103,6 +117,7 @@ public final class QueuePair implements AutoCloseable {
         this.iwarp = Iwarp.is(pd.context);
         this.postSession = sendOps == 0 ? null : new PostSession(this, handle.pointer(), sendOps,
                 capabilities.maxSendSge(), capabilities.maxInlineData());
+        life.watch(this::refreshPostable); // a close clears postable before it retires the handle
     }
 
     /**
@@ -122,6 +137,7 @@ public final class QueuePair implements AutoCloseable {
         QueuePairBuilder b = new QueuePairBuilder(pd, type).sendCq(sendCq).recvCq(recvCq).srq(srq);
         QueuePair result = new QueuePair(b, qp, capabilities, Objects.requireNonNull(destroyer, "destroyer"));
         result.state = state;
+        result.refreshPostable();
         return register(result, destroyer::run);
     }
 
@@ -129,6 +145,7 @@ public final class QueuePair implements AutoCloseable {
     void track(QpState newState) {
         QpState from = state;
         state = newState;
+        refreshPostable();
         if (from != newState) {
             Telemetry.qpStateChange(pd.context.device().name(), qpNum, type.toString(), from, newState);
         }
@@ -303,6 +320,7 @@ public final class QueuePair implements AutoCloseable {
         attr.modify(handle.segment(), to, name, this, state);
         QpState previous = state;
         state = to;
+        refreshPostable();
         if (to == QpState.INIT) {
             udMaxMessage = 0; // the port may have changed: learnt again at the next check
         }
@@ -569,12 +587,11 @@ public final class QueuePair implements AutoCloseable {
      * {@link VerbsException}; the Java-side checks still throw.
      */
     public int tryPostSend(SendRequest request) {
-        // refused from the moment a close begins, so that close() never waits on a stream of new calls
-        life.ensureOpen(this);
-        QpState s = state;
-        if (s == QpState.RESET || s == QpState.INIT || s == QpState.RTR) {
-            throw new IllegalStateException("cannot post a send request to " + this + " in state " + s
-                    + ": sends need RTS (connect() or toRts() first)");
+        // one load for the owner's state and the QP state: refused from the moment a close begins
+        // (so that close() never waits on a stream of new calls) and outside RTS; the exceptions
+        // come from the slow path
+        if ((postable & POSTS_SENDS) == 0) {
+            checkSendable();
         }
         // a chain checked before and unchanged costs one branch here; the full checks stay out of line
         boolean binds = !request.checkedFor(this) && request.validate(this);
@@ -600,6 +617,55 @@ public final class QueuePair implements AutoCloseable {
             request.posted(rc == 0);
         }
         return Math.abs(rc);
+    }
+
+    /**
+     * The checks {@link #postable} stands for, when its send bit is clear: throws what a post
+     * outside RTS, after close or during one always threw; returns when they pass (the state
+     * changed since the bit was read), so the post goes on under the close guard as before.
+     */
+    private void checkSendable() {
+        life.ensureOpen(this);
+        QpState s = state;
+        if (s == QpState.RESET || s == QpState.INIT || s == QpState.RTR) {
+            throw new IllegalStateException("cannot post a send request to " + this + " in state " + s
+                    + ": sends need RTS (connect() or toRts() first)");
+        }
+    }
+
+    /** As {@link #checkSendable}, for the receive bit. */
+    private void checkReceivable() {
+        life.ensureOpen(this);
+        if (state == QpState.RESET) {
+            throw new IllegalStateException("cannot post a receive request to " + this
+                    + " in state RESET: move it to INIT first");
+        }
+        if (srq != null) {
+            throw new IllegalStateException(this + " receives from " + srq + ": post receives there");
+        }
+        if (type == QpType.XRC_SEND) {
+            throw new IllegalStateException(this + " has no receive queue: XRC messages land in the XRC SRQs"
+                    + " of the target's domain");
+        }
+    }
+
+    /**
+     * Derives {@link #postable} from the owner's state, the QP state and the QP's shape. Under the
+     * QP's lock, so that of two threads changing one of those (a transition, a close), the one that
+     * writes last read both changes.
+     */
+    private synchronized void refreshPostable() {
+        int bits = 0;
+        if (life.isOpen()) {
+            QpState s = state;
+            if (s != QpState.RESET && s != QpState.INIT && s != QpState.RTR) {
+                bits |= POSTS_SENDS;
+            }
+            if (s != QpState.RESET && srq == null && type != QpType.XRC_SEND) {
+                bits |= POSTS_RECEIVES;
+            }
+        }
+        postable = bits;
     }
 
     /** Whether the QP was created with {@link QueuePairBuilder#sendOps} ({@code ibv_create_qp_ex}): it can {@link #startPosting()}. */
@@ -648,20 +714,14 @@ public final class QueuePair implements AutoCloseable {
 
     /** {@link #postRecv} returning the provider's errno (0 when posted) instead of throwing. */
     public int tryPostRecv(ReceiveRequest request) {
-        // refused from the moment a close begins, so that close() never waits on a stream of new calls
-        life.ensureOpen(this);
-        if (state == QpState.RESET) {
-            throw new IllegalStateException("cannot post a receive request to " + this
-                    + " in state RESET: move it to INIT first");
+        // one load for the owner's state, the QP state and the QP's shape (see tryPostSend)
+        if ((postable & POSTS_RECEIVES) == 0) {
+            checkReceivable();
         }
-        if (srq != null) {
-            throw new IllegalStateException(this + " receives from " + srq + ": post receives there");
+        if (!request.checkedFor(this)) {
+            // out of line: a chain checked before and unchanged costs one branch here
+            request.validate(pd, capabilities.maxRecvSge(), this);
         }
-        if (type == QpType.XRC_SEND) {
-            throw new IllegalStateException(this + " has no receive queue: XRC messages land in the XRC SRQs"
-                    + " of the target's domain");
-        }
-        request.validate(pd, capabilities.maxRecvSge(), this);
         int rc;
         InFlight cached = request.mark;
         InFlight mark = handle.enter(cached, this, "ibv_post_recv");

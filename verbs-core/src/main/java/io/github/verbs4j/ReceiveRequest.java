@@ -152,6 +152,17 @@ public final class ReceiveRequest {
     }
 
     /**
+     * Whether the chain starting here was checked in full for {@code target} in the current epoch
+     * and names no caller-owned memory: the post's hot test, the one {@link #validate} begins with.
+     * When it holds, a re-post skips {@link #validate}, which then stays out of line (its walk of
+     * the chain, inlined into every post, made the post's compiled code as large as the rest of a
+     * caller's loop: the SEND + RECV row's, docs/performance.md).
+     */
+    boolean checkedFor(Object target) {
+        return chainFor == target && chainEpoch == Validity.epoch() && !chainCheckLive;
+    }
+
+    /**
      * The Java-side checks of a post to {@code target} (a QP or an SRQ of {@code pd} taking
      * {@code maxSgeAllowed} entries), over the chain; a request checked in full for that target
      * and not changed since is not checked again (see {@link Validity}), only its caller-owned

@@ -159,7 +159,9 @@ public final class SharedReceiveQueue implements AutoCloseable {
     public int tryPostRecv(ReceiveRequest request) {
         // refused from the moment a close begins, so that close() never waits on a stream of new calls
         life.ensureOpen(this);
-        request.validate(pd, maxSge, this);
+        if (!request.checkedFor(this)) {
+            request.validate(pd, maxSge, this); // out of line: a chain checked before costs one branch
+        }
         int rc;
         // every pointer by address: a close waits for the mark (NativeHandle.enter), and the
         // segments' checks and session handling would cost more than the call (ContextOps)

@@ -195,6 +195,43 @@ class StateMachineTest {
     }
 
     @Test
+    void postsFollowEveryStateChangeAndTheClose() {
+        // a post reads one field derived from the QP state and the owner's open state
+        // (QueuePair.postable): every change of either must reach it, both ways
+        try (Rig rig = Rig.rc()) {
+            SendRequest write = SendRequest.rdmaWrite().local(rig.mrA, 0, 8).remote(rig.mrB.remote(), 0).signaled();
+            ReceiveRequest recv = ReceiveRequest.create().local(rig.mrA, 64, 8);
+            rig.a.postSend(write.id(1));
+            assertEquals(1, rig.ok(rig.cqA).wrId());
+
+            rig.a.toError();
+            rig.a.postSend(write.id(2)); // ERR takes sends: they complete flushed
+            Completion flushed = rig.next(rig.cqA);
+            assertEquals(2, flushed.wrId());
+            assertEquals(WcStatus.WR_FLUSH_ERROR, flushed.status());
+
+            rig.a.reset();
+            IllegalStateException send = assertThrows(IllegalStateException.class, () -> rig.a.postSend(write));
+            assertEquals("cannot post a send request to " + rig.a + " in state RESET: sends need RTS (connect() or"
+                    + " toRts() first)", send.getMessage());
+            IllegalStateException receive = assertThrows(IllegalStateException.class, () -> rig.a.postRecv(recv));
+            assertEquals("cannot post a receive request to " + rig.a + " in state RESET: move it to INIT first",
+                    receive.getMessage());
+
+            rig.a.init();
+            rig.a.postRecv(recv.id(3)); // from INIT on
+            IllegalStateException inInit = assertThrows(IllegalStateException.class, () -> rig.a.postSend(write));
+            assertTrue(inInit.getMessage().contains("in state INIT"), inInit.getMessage());
+
+            rig.a.close();
+            IllegalStateException closedSend = assertThrows(IllegalStateException.class, () -> rig.a.postSend(write));
+            assertEquals(rig.a + " is closed", closedSend.getMessage());
+            IllegalStateException closedRecv = assertThrows(IllegalStateException.class, () -> rig.a.postRecv(recv));
+            assertEquals(rig.a + " is closed", closedRecv.getMessage());
+        }
+    }
+
+    @Test
     void connectTwiceIsRefused() {
         try (Rig rig = Rig.rc()) {
             IllegalStateException e = assertThrows(IllegalStateException.class, () -> rig.a.connect(rig.b.endpoint()));

@@ -20,7 +20,10 @@ import javax.management.ObjectName;
  *
  * <p>Prints per verb and way the minimum and median over the rounds, then per verb the median
  * over rounds of verbs4j minus raw FFM and of verbs4j over the JNI twin, for all rounds, the fast
- * ones and the slow ones, with their counts.
+ * ones and the slow ones, with their counts, and last verbs4j minus a fifth way, raw FFM on
+ * verbs4j's own objects ({@link RawOnJavaRig}): the C, raw FFM and JNI rigs each drive provider
+ * objects of their own, and in some JVM runs one rig's set costs 6 to 14 ns more per work request
+ * than another's (docs/performance.md), so only that last column compares one placement.
  *
  * <p>Every rig's verb methods are inlined into the probe's loops, by a compiler directive added
  * before the warm-up ({@link #inlineRigs}): left to C2's heuristics, the raw FFM and JNI rigs'
@@ -40,7 +43,7 @@ import javax.management.ObjectName;
 public final class VerbRowsProbe {
 
     private static final String[] VERBS = {"sendRecv", "write", "read", "pollEmpty", "chain16Write"};
-    private static final String[] WAYS = {"C", "raw FFM", "JNI", "verbs4j"};
+    private static final String[] WAYS = {"C", "raw FFM", "JNI", "verbs4j", "raw same"};
     private static final double SLOW = 1.4;
 
     private VerbRowsProbe() {
@@ -78,7 +81,7 @@ public final class VerbRowsProbe {
                 try {
                     v.setUp();
                     try {
-                        run(c, raw, jni, v, rounds, batch);
+                        run(c, raw, jni, v, new RawOnJavaRig(v), rounds, batch);
                     } finally {
                         v.tearDown();
                     }
@@ -93,7 +96,8 @@ public final class VerbRowsProbe {
         }
     }
 
-    private static void run(CRig c, RawRig raw, JniRig jni, JavaRig v, int rounds, int batch) throws Throwable {
+    private static void run(CRig c, RawRig raw, JniRig jni, JavaRig v, RawOnJavaRig same, int rounds, int batch)
+            throws Throwable {
         // [verb][way]; one loop per batch, so that each is compiled on its own
         Batch[][] batches = {
             {
@@ -101,30 +105,35 @@ public final class VerbRowsProbe {
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += raw.sendRecv(); } return s; },
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += jni.sendRecv(); } return s; },
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += v.sendRecv(); } return s; },
+                n -> { long s = 0; for (int i = 0; i < n; i++) { s += same.sendRecv(); } return s; },
             },
             {
                 n -> c.run("bl_write", Baseline.WRITE, n),
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += raw.write(); } return s; },
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += jni.write(); } return s; },
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += v.write(); } return s; },
+                n -> { long s = 0; for (int i = 0; i < n; i++) { s += same.write(); } return s; },
             },
             {
                 n -> c.run("bl_read", Baseline.READ, n),
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += raw.read(); } return s; },
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += jni.read(); } return s; },
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += v.read(); } return s; },
+                n -> { long s = 0; for (int i = 0; i < n; i++) { s += same.read(); } return s; },
             },
             {
                 n -> c.run("bl_poll_empty", Baseline.POLL_EMPTY, n),
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += raw.pollEmpty(); } return s; },
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += jni.pollEmpty(); } return s; },
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += v.pollEmpty(); } return s; },
+                n -> { long s = 0; for (int i = 0; i < n; i++) { s += same.pollEmpty(); } return s; },
             },
             {
                 n -> c.run("bl_write_chain16", Baseline.WRITE_CHAIN16, n),
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += raw.chain16Write(); } return s; },
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += jni.chain16Write(); } return s; },
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += v.chain16Write(); } return s; },
+                n -> { long s = 0; for (int i = 0; i < n; i++) { s += same.chain16Write(); } return s; },
             },
         };
         int[] opsPerSequence = {1, 1, 1, 1, JavaRig.CHAIN};
@@ -158,7 +167,8 @@ public final class VerbRowsProbe {
             }
         }
         System.out.printf("%nmedians over rounds of the same round's pair: all rounds | rounds where C was fast | slow%n");
-        System.out.printf("%-13s %-34s %-34s %s%n", "verb", "verbs4j - raw FFM, ns", "verbs4j / JNI", "rounds fast/slow");
+        System.out.printf("%-13s %-34s %-34s %-17s %s%n", "verb", "verbs4j - raw FFM, ns", "verbs4j / JNI", "rounds fast/slow",
+                "verbs4j - raw FFM on verbs4j's objects, ns");
         for (int verb = 0; verb < VERBS.length; verb++) {
             double[] cRow = cpu[verb][0];
             double best = Arrays.stream(cRow).min().orElseThrow();
@@ -168,17 +178,20 @@ public final class VerbRowsProbe {
                 slow[round] = cRow[round] > SLOW * best;
                 nSlow += slow[round] ? 1 : 0;
             }
-            double[] diff = new double[rounds], ratio = new double[rounds];
+            double[] diff = new double[rounds], ratio = new double[rounds], sameDiff = new double[rounds];
             for (int round = 0; round < rounds; round++) {
                 diff[round] = cpu[verb][3][round] - cpu[verb][1][round];
                 ratio[round] = cpu[verb][3][round] / cpu[verb][2][round];
+                sameDiff[round] = cpu[verb][3][round] - cpu[verb][4][round];
             }
-            System.out.printf("%-13s %-34s %-34s %d/%d%n", VERBS[verb],
+            System.out.printf("%-13s %-34s %-34s %-17s %s%n", VERBS[verb],
                     String.format("%+.1f | %s | %s", median(diff, slow, null), fmt("%+.1f", median(diff, slow, false)),
                             fmt("%+.1f", median(diff, slow, true))),
                     String.format("%.2f | %s | %s", median(ratio, slow, null), fmt("%.2f", median(ratio, slow, false)),
                             fmt("%.2f", median(ratio, slow, true))),
-                    rounds - nSlow, nSlow);
+                    (rounds - nSlow) + "/" + nSlow,
+                    String.format("%+.1f | %s | %s", median(sameDiff, slow, null), fmt("%+.1f", median(sameDiff, slow, false)),
+                            fmt("%+.1f", median(sameDiff, slow, true))));
         }
         System.out.println("(checksum " + sink + ")");
     }
@@ -191,7 +204,7 @@ public final class VerbRowsProbe {
      */
     private static void inlineRigs() throws Exception {
         String rigs = "\"+io/github/verbs4j/jmh/RawRig.*\", \"+io/github/verbs4j/jmh/JniRig.*\", "
-                + "\"+io/github/verbs4j/jmh/JavaRig.*\"";
+                + "\"+io/github/verbs4j/jmh/JavaRig.*\", \"+io/github/verbs4j/jmh/RawOnJavaRig.*\"";
         Path file = Files.createTempFile("verb-rows-probe", ".json");
         try {
             Files.writeString(file, "[{ match: \"io/github/verbs4j/jmh/VerbRowsProbe.*\", inline: [" + rigs + "] }]");

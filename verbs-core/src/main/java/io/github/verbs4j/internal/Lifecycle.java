@@ -39,6 +39,8 @@ public final class Lifecycle {
 
     private final Set<Object> dependents = ConcurrentHashMap.newKeySet();
     private volatile int state = OPEN;
+    /** Told of every change of {@link #state} made by {@link #close} (see {@link #watch}); null when none. */
+    private volatile Runnable watcher;
 
     /** The destroy step of a close: returns normally only when the native object is gone. */
     @FunctionalInterface
@@ -53,6 +55,23 @@ public final class Lifecycle {
      */
     public void opened(Object owner) {
         OpenOwners.opened(this, owner, this);
+    }
+
+    /**
+     * Has {@code watcher} run after each change of state that {@link #close} makes: once the
+     * owner is closing (before the destroy step), and once it is closed or open again. For an owner
+     * that keeps what its hot path may do in one field of its own, derived from this state and its
+     * own (a queue pair: its QP state), so that a post reads one field instead of both; the
+     * watcher recomputes it with {@link #isOpen}. Runs on the closing thread, outside this
+     * object's lock; must not throw. One watcher per owner, set at its creation.
+     */
+    public void watch(Runnable watcher) {
+        this.watcher = watcher;
+    }
+
+    /** Whether the owner is open: no close has begun (or the one that began failed). */
+    public boolean isOpen() {
+        return state == OPEN;
     }
 
     /** Whether the owner's close completed (a close in progress is not closed yet). */
@@ -137,6 +156,7 @@ public final class Lifecycle {
             }
             state = CLOSING;
         }
+        changed();
         boolean destroyed = false;
         try {
             destroy.destroy();
@@ -147,10 +167,18 @@ public final class Lifecycle {
             throw new IllegalStateException("verbs4j: unexpected failure closing " + owner, t);
         } finally {
             state = destroyed ? CLOSED : OPEN;
+            changed();
         }
         OpenOwners.closed(this);
         onClosed.run();
         return true;
+    }
+
+    private void changed() {
+        Runnable w = watcher;
+        if (w != null) {
+            w.run();
+        }
     }
 
     /**

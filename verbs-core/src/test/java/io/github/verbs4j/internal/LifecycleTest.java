@@ -55,6 +55,26 @@ class LifecycleTest {
     }
 
     @Test
+    void theWatcherSeesTheOwnerClosingBeforeTheDestroyAndOpenAgainWhenItFails() {
+        Lifecycle life = new Lifecycle();
+        java.util.List<String> seen = new java.util.ArrayList<>();
+        life.watch(() -> seen.add(life.isOpen() ? "open" : life.isClosed() ? "closed" : "closing"));
+        assertThrows(IllegalStateException.class, () -> life.close(OWNER, () -> {
+            seen.add("destroy");
+            throw new IllegalStateException("provider refused");
+        }, () -> { }));
+        assertEquals(java.util.List.of("closing", "destroy", "open"), seen);
+        assertTrue(life.isOpen());
+        seen.clear();
+        assertTrue(life.close(OWNER, () -> seen.add("destroy"), () -> seen.add("unregistered")));
+        assertEquals(java.util.List.of("closing", "destroy", "closed", "unregistered"), seen);
+        assertFalse(life.isOpen());
+        seen.clear();
+        assertFalse(life.close(OWNER, () -> { }, () -> { }));
+        assertEquals(java.util.List.of(), seen, "a close of a closed owner changes nothing");
+    }
+
+    @Test
     void aCheckedThrowableFromTheDestroyStepIsWrappedAndTheOwnerStaysOpen() {
         Lifecycle life = new Lifecycle();
         IllegalStateException e = assertThrows(IllegalStateException.class,

@@ -4,18 +4,10 @@ import io.github.verbs4j.MemoryRegion;
 import io.github.verbs4j.ProtectionDomain;
 import io.netty.buffer.AbstractByteBufAllocator;
 import io.netty.buffer.ByteBuf;
-import io.netty.buffer.UnpooledDirectByteBuf;
 import io.netty.buffer.UnpooledHeapByteBuf;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
-import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
-import java.nio.channels.GatheringByteChannel;
-import java.nio.channels.ScatteringByteChannel;
 import java.util.Arrays;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -268,80 +260,36 @@ public final class RdmaByteBufAllocator extends AbstractByteBufAllocator {
      * Until then it refuses access ({@code IllegalReferenceCountException}, its count is 0); a
      * reference kept past the release and used after the object was taken again reaches the new
      * holder's bytes, as with Netty's pooled buffers (nothing can tell a stale reference to a
-     * reused object from a current one).
-     *
-     * <p>Its capacity is what was asked, not the block's size: every access is checked against
-     * it, including the ones Netty's direct buffer leaves to its {@code ByteBuffer}'s bounds
-     * (overridden below). It grows within its block without a copy; past it, Netty's
-     * {@code capacity(int)} moves it to ordinary direct memory (written with a copy from then on),
-     * and its release frees that memory and gives the block back under a new buffer object.
+     * reused object from a current one). Its capacity is what was asked, checked on every access
+     * ({@link BlockByteBuf}); grown past its block, its release frees the memory it grew into and
+     * gives the block back under a new buffer object.
      */
-    static final class RegisteredByteBuf extends UnpooledDirectByteBuf {
+    static final class RegisteredByteBuf extends BlockByteBuf {
         private final RdmaByteBufAllocator owner;
         private final Chunk chunk;
         private final long offset;
-        private final int blockSize;
         /** Its size class, or -1 for a chunk of its own. */
         private final int sizeClass;
-        /** Whether its memory is still its block (false while the constructor runs, and once grown past it). */
-        private boolean inBlock;
-        /** The capacity asked for, at most the block's size; while in its block. */
-        private int length;
         /** The next released buffer of its size class; under the free list's lock. */
         RegisteredByteBuf nextFree;
 
         RegisteredByteBuf(RdmaByteBufAllocator owner, Chunk chunk, long offset, int blockSize, int sizeClass) {
-            super(owner, chunk.segment.asSlice(offset, blockSize).asByteBuffer(), Integer.MAX_VALUE);
+            super(owner, chunk.segment.asSlice(offset, blockSize).asByteBuffer());
             this.owner = owner;
             this.chunk = chunk;
             this.offset = offset;
-            this.blockSize = blockSize;
             this.sizeClass = sizeClass;
-            this.inBlock = true;
         }
 
         /** Makes it a new buffer of {@code capacity} bytes (at most its block) and {@code maxCapacity}. */
         RegisteredByteBuf reuse(int capacity, int maxCapacity) {
-            resetRefCnt();
-            length = capacity;
-            maxCapacity(maxCapacity);
-            setIndex(0, 0); // empty, as every allocator's new buffer
-            markReaderIndex();
-            markWriterIndex();
+            reuse(capacity, maxCapacity, 0); // empty, as every allocator's new buffer
             return this;
-        }
-
-        @Override
-        public int capacity() {
-            return inBlock ? length : super.capacity();
-        }
-
-        @Override
-        public ByteBuf capacity(int newCapacity) {
-            if (!inBlock) {
-                return super.capacity(newCapacity);
-            }
-            checkNewCapacity(newCapacity);
-            if (newCapacity <= blockSize) {
-                if (newCapacity < length) {
-                    trimIndicesToCapacity(newCapacity);
-                }
-                length = newCapacity;
-                return this;
-            }
-            super.capacity(newCapacity); // copies the block into new direct memory
-            inBlock = false;
-            return this;
-        }
-
-        @Override
-        public int maxFastWritableBytes() {
-            return inBlock ? Math.min(blockSize, maxCapacity()) - writerIndex() : super.maxFastWritableBytes();
         }
 
         @Override
         public boolean hasMemoryAddress() {
-            return inBlock || super.hasMemoryAddress();
+            return inBlock() || super.hasMemoryAddress();
         }
 
         /**
@@ -350,127 +298,11 @@ public final class RdmaByteBufAllocator extends AbstractByteBufAllocator {
          */
         @Override
         public long memoryAddress() {
-            if (!inBlock) {
+            if (!inBlock()) {
                 return super.memoryAddress();
             }
             ensureAccessible();
             return chunk.address() + offset;
-        }
-
-        // Netty's direct buffer bounds these by its ByteBuffer alone, which is the whole block:
-        // checked against the capacity here
-
-        @Override
-        public byte getByte(int index) {
-            checkIndex(index, 1);
-            return _getByte(index);
-        }
-
-        @Override
-        public short getShort(int index) {
-            checkIndex(index, 2);
-            return _getShort(index);
-        }
-
-        @Override
-        public int getUnsignedMedium(int index) {
-            checkIndex(index, 3);
-            return _getUnsignedMedium(index);
-        }
-
-        @Override
-        public int getInt(int index) {
-            checkIndex(index, 4);
-            return _getInt(index);
-        }
-
-        @Override
-        public long getLong(int index) {
-            checkIndex(index, 8);
-            return _getLong(index);
-        }
-
-        @Override
-        public ByteBuf setByte(int index, int value) {
-            checkIndex(index, 1);
-            _setByte(index, value);
-            return this;
-        }
-
-        @Override
-        public ByteBuf setShort(int index, int value) {
-            checkIndex(index, 2);
-            _setShort(index, value);
-            return this;
-        }
-
-        @Override
-        public ByteBuf setMedium(int index, int value) {
-            checkIndex(index, 3);
-            _setMedium(index, value);
-            return this;
-        }
-
-        @Override
-        public ByteBuf setInt(int index, int value) {
-            checkIndex(index, 4);
-            _setInt(index, value);
-            return this;
-        }
-
-        @Override
-        public ByteBuf setLong(int index, long value) {
-            checkIndex(index, 8);
-            _setLong(index, value);
-            return this;
-        }
-
-        @Override
-        public ByteBuf setBytes(int index, ByteBuffer src) {
-            checkIndex(index, src.remaining());
-            return super.setBytes(index, src);
-        }
-
-        @Override
-        public int setBytes(int index, InputStream in, int length) throws IOException {
-            checkIndex(index, length);
-            return super.setBytes(index, in, length);
-        }
-
-        @Override
-        public int setBytes(int index, ScatteringByteChannel in, int length) throws IOException {
-            checkIndex(index, length);
-            return super.setBytes(index, in, length);
-        }
-
-        @Override
-        public int setBytes(int index, FileChannel in, long position, int length) throws IOException {
-            checkIndex(index, length);
-            return super.setBytes(index, in, position, length);
-        }
-
-        @Override
-        public ByteBuf getBytes(int index, OutputStream out, int length) throws IOException {
-            checkIndex(index, length);
-            return super.getBytes(index, out, length);
-        }
-
-        @Override
-        public int getBytes(int index, GatheringByteChannel out, int length) throws IOException {
-            checkIndex(index, length);
-            return super.getBytes(index, out, length);
-        }
-
-        @Override
-        public int getBytes(int index, FileChannel out, long position, int length) throws IOException {
-            checkIndex(index, length);
-            return super.getBytes(index, out, position, length);
-        }
-
-        @Override
-        public ByteBuf copy(int index, int length) {
-            checkIndex(index, length);
-            return super.copy(index, length);
         }
 
         @Override
@@ -478,11 +310,11 @@ public final class RdmaByteBufAllocator extends AbstractByteBufAllocator {
             if (sizeClass < 0) {
                 super.deallocate(); // frees grown memory; the chunk is the allocator's
                 releasedOversized(chunk);
-            } else if (inBlock) {
+            } else if (inBlock()) {
                 owner.free[sizeClass].push(this); // its ByteBuffer stays: the block, for the next holder
             } else {
                 super.deallocate(); // frees the memory it grew into
-                owner.free[sizeClass].push(new RegisteredByteBuf(owner, chunk, offset, blockSize, sizeClass));
+                owner.free[sizeClass].push(new RegisteredByteBuf(owner, chunk, offset, blockSize(), sizeClass));
             }
         }
     }

@@ -29,7 +29,10 @@ public final class RdmaChannelOption<T> extends ChannelOption<T> {
      * before it releases anything (a decoder gathering a large frame) cannot stall the connection.
      * The ring's memory stays allocated after the channel closes until its last such buffer is
      * released. Each read is one whole message, whatever buffer size the {@code RecvByteBufAllocator}
-     * handle guessed (the copy splits a message over the handle's buffers). Takes effect when the
+     * handle guessed (the copy splits a message over the handle's buffers). Each slot's buffer
+     * object is recycled for the slot's next message (no allocation per message): as with Netty's
+     * pooled buffers, a reference used after its {@code release()} refuses access only until then,
+     * and afterwards reads the peer's next message in that slot. Takes effect when the
      * connection is set up.
      */
     public static final ChannelOption<Boolean> RDMA_ZERO_COPY_READ =

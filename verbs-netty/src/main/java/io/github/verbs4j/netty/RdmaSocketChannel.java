@@ -19,6 +19,7 @@ import io.github.verbs4j.cm.EventChannel;
 import io.github.verbs4j.cm.PortSpace;
 import io.github.verbs4j.cm.QpInit;
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
 import io.netty.channel.AbstractChannel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelMetadata;
@@ -203,6 +204,8 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     private boolean writing;
     /** Inside {@link #pollCompletions}: the completion queue was just polled. */
     private boolean polling;
+    /** Inside {@link #deliver}'s read loop: credits freed meanwhile go back once, when it ends. */
+    private boolean delivering;
     private boolean finReceived;
     private boolean peerGone;
     /** The peer's CLOSE arrived: it closed its end, and writes fail from here on. */
@@ -238,6 +241,12 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     long writePolls;
     /** Messages received as RDMA WRITE with immediate: how a test sees the wire used. Loop only. */
     long receivedWithImmediate;
+    /** Messages read as their receive slot (zero-copy read), buffers filled by a copy out of a slot, read loops run: for tests and the benchmark. Loop only. */
+    long readsInPlace;
+    long readsCopied;
+    long readLoops;
+    /** Credit-only messages sent (credits that no data carried back): for tests and the benchmark. Loop only. */
+    long creditOnlyMessages;
     /** {@code ibv_poll_cq} calls on this channel's queue, and those that found nothing: for the benchmark's counts. Loop only. */
     long cqPolls;
     long emptyCqPolls;
@@ -424,7 +433,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         recvRegion = writeWithImm
                 ? device.pd.allocate((long) ringSlots * slotSize, Access.LOCAL_WRITE, Access.REMOTE_WRITE)
                 : device.pd.allocate((long) ringSlots * slotSize, Access.LOCAL_WRITE);
-        ring = new ReceiveRing(recvRegion);
+        ring = new ReceiveRing(recvRegion, ringSlots);
         zeroCopyRead = config.zeroCopyRead();
         receives = new ReceiveRequest[ringSlots];
         recvViews = new ByteBuffer[ringSlots];
@@ -937,30 +946,38 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     }
 
     /**
-     * A zero-copy buffer of {@code slot} was released (on any thread): on the loop, the slot is
-     * posted again and its credit owed to the peer, unless the connection is gone meanwhile; the
-     * ring is let go in any case, and freed with its last holder.
+     * A zero-copy buffer was released (on any thread): on the loop, its slot is posted again and
+     * its credit owed to the peer, unless the connection is gone meanwhile, and the buffer waits
+     * for the slot's next message; the ring is let go in any case, and freed with its last holder.
      */
-    void slotReleased(ReceiveRing from, int slot) {
+    void slotReleased(ReceiveSlotBuf buf) {
         EventLoop loop = eventLoop();
         if (loop.inEventLoop()) {
-            slotReturned(from, slot);
+            slotReturned(buf);
             return;
         }
         try {
-            loop.execute(() -> slotReturned(from, slot));
+            loop.execute(() -> slotReturned(buf));
         } catch (RejectedExecutionException e) {
-            from.release(); // the loop has ended, and the connection with it
+            buf.ring().release(); // the loop has ended, and the connection with it
         }
     }
 
-    private void slotReturned(ReceiveRing from, int slot) {
+    private void slotReturned(ReceiveSlotBuf buf) {
+        ReceiveRing from = buf.ring();
         if (from == ring) {
             slotsHeld--;
             if (ready && open) {
+                // kept before the repost: the slot's next message is handed over in this object
+                from.idle[buf.slot()] = buf;
                 // after shutdownInput too: what the peer sends then is dropped, its credits still go back
-                repost(slot);
-                returnCredits();
+                repost(buf.slot());
+                if (!delivering) {
+                    // a buffer released inside the read loop (in channelRead) waits for the loop's
+                    // end, where all it freed goes back at once: as many credit-only messages as
+                    // copying reads cost, not one per quarter ring released
+                    returnCredits();
+                }
             }
         }
         from.release();
@@ -985,9 +1002,17 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
     static final class ReceiveRing {
         final MemoryRegion region;
         final AtomicInteger holders = new AtomicInteger(1);
+        /**
+         * Per slot, its zero-copy buffer while the slot is posted (made on the slot's first
+         * zero-copy message); null while the application holds it, so that the application's
+         * reference is the only one and a buffer dropped unreleased is collected and reported as
+         * a leak. On the loop.
+         */
+        final ReceiveSlotBuf[] idle;
 
-        ReceiveRing(MemoryRegion region) {
+        ReceiveRing(MemoryRegion region, int slots) {
             this.region = region;
+            this.idle = new ReceiveSlotBuf[slots];
         }
 
         void release() {
@@ -1030,60 +1055,87 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         if (rxCount > 0) {
             RecvByteBufAllocator.Handle allocHandle = unsafe().recvBufAllocHandle();
             allocHandle.reset(config);
-            // one read loop: each buffer is the allocator's (its size is the handle's guess) and
-            // takes what it can of the head message; a message larger than the buffer is
-            // handed on over several reads, as a stream socket's bytes are
-            do {
-                int slot = rxQueue[rxHead];
-                int left = rxLength[slot] - rxConsumed;
-                int from = wireHeader + rxConsumed;
-                ByteBuf buf;
-                int n;
-                if (zeroCopyRead && slotsHeld < ringSlots / 2) {
-                    // the slot itself, whole: reposted when the buffer is released (slotReleased)
-                    n = left;
-                    // the slot's view, positioned on the message: the buffer slices its own
-                    // view of it (Netty's constructor), so this one is not sliced again first.
-                    // A new buffer per message, not one per slot reused: a reference kept past
-                    // its release must refuse access (IllegalReferenceCountException), and a
-                    // reused object would read the slot's next message (ReceiveSlotBuf)
-                    ByteBuffer view = recvViews[slot];
-                    view.clear().limit(from + n).position(from);
-                    buf = new ReceiveSlotBuf(config.getAllocator(), view, this, ring, slot);
-                    allocHandle.attemptedBytesRead(n);
-                    ring.holders.incrementAndGet();
-                    slotsHeld++;
-                    rxConsumed = 0;
-                    rxHead = (rxHead + 1) % ringSlots;
-                    rxCount--;
-                } else {
-                    // a copy: zero copy is off, or half the ring is held by the application, which
-                    // then must not take more, or the peer could run out of credits for good
-                    buf = allocHandle.allocate(config.getAllocator());
-                    n = Math.min(left, buf.writableBytes());
-                    allocHandle.attemptedBytesRead(buf.writableBytes());
-                    if (buf.hasMemoryAddress()) {
-                        // n <= writableBytes: within the buffer's capacity
-                        MemorySegment.copy(recvRegion.segment(), (long) slot * slotSize + from, ALL_MEMORY,
-                                buf.memoryAddress() + buf.writerIndex(), n);
-                        buf.writerIndex(buf.writerIndex() + n);
-                    } else {
-                        ByteBuffer view = recvViews[slot];
-                        view.limit(from + n).position(from);
-                        buf.writeBytes(view);
-                    }
-                    consumed(slot, n, left);
-                }
-                allocHandle.lastBytesRead(n);
-                allocHandle.incMessagesRead(1);
-                readPending = false;
-                pipeline.fireChannelRead(buf);
-            } while (rxCount > 0 && open && continueReading(allocHandle));
+            readLoops++;
+            delivering = true;
+            try {
+                readLoop(pipeline, allocHandle);
+            } finally {
+                delivering = false;
+            }
             allocHandle.readComplete();
             pipeline.fireChannelReadComplete();
             returnCredits();
         }
         deliverEndOfInput(pipeline);
+    }
+
+    /** One read loop's messages to the pipeline, as far as the handle allows. */
+    private void readLoop(ChannelPipeline pipeline, RecvByteBufAllocator.Handle allocHandle) {
+        // one read loop: each buffer is the allocator's (its size is the handle's guess) and
+        // takes what it can of the head message; a message larger than the buffer is
+        // handed on over several reads, as a stream socket's bytes are
+        do {
+            int slot = rxQueue[rxHead];
+            int left = rxLength[slot] - rxConsumed;
+            int from = wireHeader + rxConsumed;
+            ByteBuf buf;
+            int n;
+            if (zeroCopyRead && slotsHeld < ringSlots / 2 && rxConsumed == 0) {
+                // the slot itself, whole: reposted when the buffer is released (slotReleased);
+                // a message partly copied already (half the ring was held) is copied to its end
+                n = left;
+                // the slot's own buffer object, recycled (no object per message): a
+                // reference kept past its release reads the slot's next message, as with
+                // Netty's pooled buffers (ReceiveSlotBuf)
+                buf = slotBuf(slot).message(n);
+                readsInPlace++;
+                allocHandle.attemptedBytesRead(n);
+                ring.holders.incrementAndGet();
+                slotsHeld++;
+                rxConsumed = 0;
+                rxHead = (rxHead + 1) % ringSlots;
+                rxCount--;
+            } else {
+                // a copy: zero copy is off, or half the ring is held by the application, which
+                // then must not take more, or the peer could run out of credits for good
+                buf = allocHandle.allocate(config.getAllocator());
+                n = Math.min(left, buf.writableBytes());
+                allocHandle.attemptedBytesRead(buf.writableBytes());
+                if (buf.hasMemoryAddress()) {
+                    // n <= writableBytes: within the buffer's capacity
+                    MemorySegment.copy(recvRegion.segment(), (long) slot * slotSize + from, ALL_MEMORY,
+                            buf.memoryAddress() + buf.writerIndex(), n);
+                    buf.writerIndex(buf.writerIndex() + n);
+                } else {
+                    ByteBuffer view = recvViews[slot];
+                    view.limit(from + n).position(from);
+                    buf.writeBytes(view);
+                }
+                consumed(slot, n, left);
+                readsCopied++;
+            }
+            allocHandle.lastBytesRead(n);
+            allocHandle.incMessagesRead(1);
+            readPending = false;
+            pipeline.fireChannelRead(buf);
+        } while (rxCount > 0 && open && continueReading(allocHandle));
+    }
+
+    /** Messages received and not yet handed to the pipeline (a read not requested yet): for tests. */
+    int unreadMessages() {
+        return rxCount;
+    }
+
+    /** The zero-copy buffer of {@code slot}, which is posted: made on its first use, or a new one if the allocator changed. */
+    private ReceiveSlotBuf slotBuf(int slot) {
+        ReceiveSlotBuf buf = ring.idle[slot];
+        ring.idle[slot] = null;
+        ByteBufAllocator alloc = config.getAllocator();
+        if (buf == null || buf.alloc() != alloc) {
+            // the slot's payload area: the messages start after the wire's header
+            buf = new ReceiveSlotBuf(alloc, recvViews[slot].duplicate().clear().position(wireHeader), this, ring, slot);
+        }
+        return buf;
     }
 
     /** Takes {@code n} bytes of the head slot, which had {@code left}: the slot is reposted once all are taken. */
@@ -1119,6 +1171,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         }
         fill(0, null, 0, 0, true);
         post(messageHead, 1);
+        creditOnlyMessages++;
     }
 
     /**

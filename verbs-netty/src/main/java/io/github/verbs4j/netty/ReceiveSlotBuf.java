@@ -2,7 +2,6 @@ package io.github.verbs4j.netty;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
-import io.netty.buffer.UnpooledDirectByteBuf;
 import io.netty.util.ResourceLeakDetector;
 import io.netty.util.ResourceLeakDetectorFactory;
 import io.netty.util.ResourceLeakTracker;
@@ -17,26 +16,35 @@ import java.nio.ByteBuffer;
  * after its release the buffer refuses access (Netty's reference count), and even a stale view
  * onto a freed ring throws rather than reads freed memory.
  *
+ * <p>One of these per slot, recycled, not one per message: in steady state a zero-copy read
+ * allocates nothing (TransportAllocationTest), as Netty's pooled buffers recycle their objects.
+ * The channel keeps a slot's buffer only while the slot is posted; while the application holds
+ * it, the application's reference is the only one, so a buffer dropped unreleased is collected
+ * and reported (below). Each message sets its capacity to the message's length (a fixed size:
+ * {@code maxCapacity} too, so a handler that would grow it gets a copy of its own, as Netty's
+ * cumulators do), every access checked against it ({@link BlockByteBuf}).
+ *
+ * <p><b>The hazard, the same as with Netty's pooled buffers</b>: after its release the buffer
+ * refuses access ({@code IllegalReferenceCountException}) only until its slot carries the next
+ * message. The slot is posted again at the release, the peer writes its next message there, and
+ * the same object is handed to the pipeline for it: a reference kept past its release then reads
+ * that message, and releasing it again releases the new holder's buffer. Nothing can tell a stale
+ * reference to a reused object from the current one. With Netty's pooled buffers the memory is
+ * reused by the application's own later allocations; here by the peer, at the pace of the stream.
+ * Code that keeps a {@code ByteBuf} past {@code release()} is wrong on either; the option is off
+ * by default (RdmaChannelOption).
+ *
  * <p>A buffer the application drops without releasing it never returns its slot (the peer loses
  * that credit for good). Such buffers are tracked by Netty's {@link ResourceLeakDetector}, at its
- * levels, as Netty's pooled buffers are: at {@code SIMPLE} (Netty's default) one buffer in
+ * levels, as Netty's pooled buffers are: at {@code SIMPLE} (Netty's default) one message in
  * {@code io.netty.leakDetection.samplingInterval} is tracked, at {@code PARANOID} every one, and at
  * {@code ADVANCED} and above {@code touch}, {@code retain} and {@code release} are recorded. One
  * collected unreleased is reported with Netty's usual {@code LEAK: ReceiveSlotBuf.release() was
- * not called before it's garbage-collected} error, when a later buffer is made. The tracker is
+ * not called before it's garbage-collected} error, when a later buffer is tracked. The tracker is
  * kept on the buffer itself rather than in a wrapping buffer (Netty's leak-aware wrappers are not
  * public), so the buffer the pipeline sees is still this one.
- *
- * <p>One of these is made per message (with the {@code ByteBuffer} view Netty's constructor
- * slices), not one per slot reset on reuse: after its release the slot is posted again and the
- * peer writes its next message there, and a reference the application kept past the release
- * must then refuse access rather than read that message. A reused object cannot tell a stale
- * reference from its new holder's (both are the same reference; a generation in the object
- * changes for both), so only a new object keeps the reference count's check
- * (RdmaZeroCopyReadTest). Netty's pooled buffers accept that hazard for memory the application
- * itself reuses; here the memory is rewritten by the peer without the application's doing.
  */
-final class ReceiveSlotBuf extends UnpooledDirectByteBuf {
+final class ReceiveSlotBuf extends BlockByteBuf {
 
     /** Netty's detector for these buffers; a test may set a leak listener on it. */
     static final ResourceLeakDetector<ReceiveSlotBuf> LEAKS =
@@ -45,21 +53,27 @@ final class ReceiveSlotBuf extends UnpooledDirectByteBuf {
     private final RdmaSocketChannel channel;
     private final RdmaSocketChannel.ReceiveRing ring;
     private final int slot;
-    /** Null when this buffer is not tracked (detection disabled, or not sampled). */
-    private final ResourceLeakTracker<ReceiveSlotBuf> leak;
+    /** This message's tracker; null when it is not tracked (detection disabled, or not sampled). */
+    private ResourceLeakTracker<ReceiveSlotBuf> leak;
     /** Whether accesses are recorded too: Netty's ADVANCED and PARANOID levels. */
-    private final boolean recordAccess;
+    private boolean recordAccess;
 
+    /** The buffer of {@code slot}, over its payload area {@code payload} (the slot less the wire's header). */
     ReceiveSlotBuf(ByteBufAllocator alloc, ByteBuffer payload, RdmaSocketChannel channel,
                    RdmaSocketChannel.ReceiveRing ring, int slot) {
-        // a fixed size: a handler that would grow it gets a copy of its own (Netty's cumulators do)
-        super(alloc, payload, payload.remaining());
+        super(alloc, payload);
         this.channel = channel;
         this.ring = ring;
         this.slot = slot;
-        this.leak = LEAKS.track(this);
-        this.recordAccess = leak != null
+    }
+
+    /** Makes it the buffer of the slot's next message, {@code length} bytes from the payload's start; on the loop. */
+    ReceiveSlotBuf message(int length) {
+        reuse(length, length, length);
+        leak = LEAKS.track(this);
+        recordAccess = leak != null
                 && ResourceLeakDetector.getLevel().ordinal() >= ResourceLeakDetector.Level.ADVANCED.ordinal();
+        return this;
     }
 
     /** The receive slot it wraps: for tests. */
@@ -120,12 +134,19 @@ final class ReceiveSlotBuf extends UnpooledDirectByteBuf {
         return super.release(decrement);
     }
 
+    RdmaSocketChannel.ReceiveRing ring() {
+        return ring;
+    }
+
     @Override
     protected void deallocate() {
-        super.deallocate(); // the view is dropped, never freed: the ring's memory is the channel's
-        channel.slotReleased(ring, slot);
-        if (leak != null) {
-            leak.close(this); // released: not a leak
+        // the view stays, never freed: the ring's memory is the channel's, and the slot's next message reuses it
+        ResourceLeakTracker<ReceiveSlotBuf> tracked = leak;
+        leak = null;
+        recordAccess = false;
+        if (tracked != null) {
+            tracked.close(this); // released: not a leak
         }
+        channel.slotReleased(this);
     }
 }

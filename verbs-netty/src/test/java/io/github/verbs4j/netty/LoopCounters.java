@@ -43,6 +43,17 @@ public final class LoopCounters {
     }
 
     /**
+     * What one RDMA channel's reads did so far, as one line for a log: messages read in place
+     * (zero-copy), buffers filled by a copy, read loops, credit-only messages sent. Read it on the
+     * channel's event loop.
+     */
+    public static String readCounts(io.netty.channel.Channel channel) {
+        RdmaSocketChannel ch = (RdmaSocketChannel) channel;
+        return "in-place " + ch.readsInPlace + " copied " + ch.readsCopied + " read-loops " + ch.readLoops
+                + " credit-only-messages " + ch.creditOnlyMessages;
+    }
+
+    /**
      * What the event loop of one RDMA channel and the channel's completion queue did so far, as
      * one line for a log: the loop's passes, the clock reads they made, the channel's
      * {@code ibv_poll_cq} calls, all and empty, and the rounds of Netty's loop that ran the

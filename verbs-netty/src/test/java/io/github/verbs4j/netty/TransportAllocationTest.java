@@ -39,7 +39,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Netty's epoll transport on TCP loopback, each on a group of two event loops that carries both
  * the client and the server. After a warm-up, the bytes the loop threads allocate
  * ({@code com.sun.management.ThreadMXBean#getThreadAllocatedBytes}) are divided by the round
- * trips (one message out, its echo back: two messages written, two read).
+ * trips (one message out, its echo back: two messages written, two read). The same echo runs
+ * with {@link RdmaChannelOption#RDMA_ZERO_COPY_READ} on both sides too: each message is read as
+ * its receive slot's buffer, one object per slot recycled (ReceiveSlotBuf); a buffer and its
+ * {@code ByteBuffer} view per message, as before, measured 320 B per round trip there.
  *
  * <p>What Netty itself allocates in such an echo is taken out of both: buffers come from pooled
  * allocators (Netty's, whose buffer objects are recycled and memory cached per thread, and
@@ -83,18 +86,26 @@ public class TransportAllocationTest {
     /** Bytes allocated per round trip by the threads of {@code group}, after the warm-up. */
     static double perRoundTrip(EventLoopGroup group, Class<? extends ServerChannel> serverType,
                                Class<? extends Channel> clientType, int size) throws Exception {
-        return perRoundTrip(group, serverType, clientType, size, null);
+        return perRoundTrip(group, serverType, clientType, size, null, false);
     }
 
-    /** The same, both sides on {@code allocator} ({@code null}: the channels' default). */
+    /**
+     * The same, both sides on {@code allocator} ({@code null}: the channels' default), and both
+     * reading with {@link RdmaChannelOption#RDMA_ZERO_COPY_READ} when {@code zeroCopyRead}.
+     */
     static double perRoundTrip(EventLoopGroup group, Class<? extends ServerChannel> serverType,
-                               Class<? extends Channel> clientType, int size, ByteBufAllocator allocator) throws Exception {
+                               Class<? extends Channel> clientType, int size, ByteBufAllocator allocator,
+                               boolean zeroCopyRead) throws Exception {
         long[] loopThreads = loopThreads(group);
         ServerBootstrap serverBootstrap = new ServerBootstrap().group(group).channel(serverType);
         Bootstrap clientBootstrap = new Bootstrap().group(group).channel(clientType);
         if (allocator != null) {
             serverBootstrap.childOption(ChannelOption.ALLOCATOR, allocator);
             clientBootstrap.option(ChannelOption.ALLOCATOR, allocator);
+        }
+        if (zeroCopyRead) {
+            serverBootstrap.childOption(RdmaChannelOption.RDMA_ZERO_COPY_READ, true);
+            clientBootstrap.option(RdmaChannelOption.RDMA_ZERO_COPY_READ, true);
         }
         Channel server = serverBootstrap
                 .childHandler(new ChannelInitializer<Channel>() {
@@ -204,11 +215,14 @@ public class TransportAllocationTest {
     }
 
     private void measureAndCheck() throws Exception {
-        // the rdma measures: each size with the channels' default allocator (RdmaByteBufAllocator)
-        // and with Netty's pooled one (the opt-out, copied both ways; gRPC sets it)
-        int[] sizes = {64, 4096, 64, 4096};
-        ByteBufAllocator[] allocators = {null, null, PooledByteBufAllocator.DEFAULT, PooledByteBufAllocator.DEFAULT};
-        String[] names = {"default allocator", "default allocator", "Netty's pooled allocator", "Netty's pooled allocator"};
+        // the rdma measures: each size with the channels' default allocator (RdmaByteBufAllocator),
+        // with Netty's pooled one (the opt-out, copied both ways; gRPC sets it), and with the
+        // default allocator and zero-copy reads (each message handed over as its receive slot)
+        int[] sizes = {64, 4096, 64, 4096, 64, 4096};
+        ByteBufAllocator[] allocators = {null, null, PooledByteBufAllocator.DEFAULT, PooledByteBufAllocator.DEFAULT, null, null};
+        boolean[] zeroCopyRead = {false, false, false, false, true, true};
+        String[] names = {"default allocator", "default allocator", "Netty's pooled allocator", "Netty's pooled allocator",
+                "zero-copy read", "zero-copy read"};
         double[] rdma = new double[sizes.length];
         Arrays.fill(rdma, Double.POSITIVE_INFINITY);
         double[] waits = new double[sizes.length];
@@ -232,7 +246,7 @@ public class TransportAllocationTest {
                 for (int i = 0; i < sizes.length; i++) {
                     long waited = RdmaIoHandler.blockingWaits();
                     double measured = perRoundTrip(rdmaLoops, RdmaServerSocketChannel.class, RdmaSocketChannel.class,
-                            sizes[i], allocators[i]);
+                            sizes[i], allocators[i], zeroCopyRead[i]);
                     passes.append(String.format(" pass %d, %d B %s: %.1f;", pass, sizes[i], names[i], measured));
                     if (pass > 0 && measured < rdma[i]) {
                         rdma[i] = measured;

@@ -3,6 +3,7 @@ package io.github.verbs4j.transfer;
 import io.github.verbs4j.Deadline;
 import io.github.verbs4j.RdmaTimeoutException;
 import io.github.verbs4j.WcStatus;
+import io.github.verbs4j.transfer.internal.StreamSpin;
 
 import java.time.Duration;
 import java.util.Objects;
@@ -200,6 +201,7 @@ public final class Batch {
             throw new IllegalStateException("submit() the batch first");
         }
         long idleSince = System.nanoTime();
+        long polled = idleSince;
         while (!isDone()) {
             boolean moved = engine.progress() > 0;
             long now = System.nanoTime();
@@ -207,12 +209,18 @@ public final class Batch {
                 engine.timeOut(this);
                 return false;
             }
+            long spin = engine.spinNanos();
+            // a poll after a pause (this thread away, not polling) starts the spin again: StreamSpin.spinStart
+            idleSince = moved ? now : StreamSpin.spinStart(idleSince, polled, now, spin);
+            polled = now;
             if (moved) {
-                idleSince = now;
-            } else if (now - idleSince < engine.spinNanos()) {
+                continue;
+            }
+            if (now - idleSince < spin) {
                 Thread.onSpinWait();
             } else {
                 engine.awaitEvents(deadline); // nothing moved for the spin budget: block until something does
+                polled = System.nanoTime(); // the time blocked is no pause that restarts the spin
             }
         }
         return !timedOut;

@@ -139,6 +139,11 @@ public final class TransferEngine implements AutoCloseable {
     long requestsScanned;
     /** Progress passes so far (under this monitor): a peer found full in pass {@code n} is skipped for the rest of it. */
     long pass;
+    /**
+     * Waits that blocked ({@link #awaitEvents} reaching its poll), under {@link #blocking}: for
+     * the test that shows a wait back from a pause spins before it blocks.
+     */
+    long waitsBlocked;
     /** Peers of {@link #peerArray} found full in the current pass. */
     private int fullPeers;
     private final Thread service;
@@ -712,6 +717,7 @@ public final class TransferEngine implements AutoCloseable {
                 }
             }
             long millis = Math.min(MAX_BLOCK_MILLIS, (deadline - System.nanoTime() + 999_999) / 1_000_000);
+            waitsBlocked++;
             if (millis <= 0 || waitSet.await(millis) == 0) {
                 return;
             }

@@ -14,6 +14,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.zip.CRC32C;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -296,6 +298,94 @@ class TransferProcessTest {
      * engine's completion channel. Its CPU time stays under 30 % of the wall time (a spinning
      * wait takes all of it); the share is printed. The bytes are checked too.
      */
+    /**
+     * A wait whose thread was away (here: held out of the engine by another thread for 1.5 ms,
+     * as a descheduled waiter is) spins again before it blocks. READs of 64 KiB stream from a peer
+     * JVM, 16 in flight on one queue pair, while a second thread takes the engine's monitor for
+     * 1.5 ms every 5 ms (60 times). While the waiting thread is away nothing copies the READs'
+     * responses (softrdma leaves a waiter it does not see as blocked its rings), and its first
+     * poll back most often finds no signaled completion. Counting the time away as spin, the
+     * wait blocked there: 82 and 45 blocks in the 60 pauses of two runs before (the test fails);
+     * now it polls on and takes the completions: 0 blocks. The bound (10) leaves room for blocks
+     * of the stream itself, a peer descheduled longer than a spin under load.
+     */
+    @Test
+    void aWaitBackFromAPauseSpinsBeforeItBlocks() throws Exception {
+        assumeTrue(TestNet.onSoftrdma(), "counts softrdma's behaviour while the waiter is away");
+        int size = 64 << 10;
+        int requests = 32;
+        TransferOptions options = TestNet.options().withQpsPerPeer(1).withMaxOutstanding(16).withChunkSize(size)
+                .withMaxBatches(2);
+        try (TestNet.Child peer = TestNet.start(SegmentPeer.class, Map.of(), "4", Long.toString(PEER_BYTES));
+             TransferEngine engine = TransferEngine.open("initiator", TestNet.anyPort(), options)) {
+            RemoteSegment remote = engine.connect(new InetSocketAddress(TestNet.ADDRESS,
+                    Integer.parseInt(peer.expect("READY ")))).lookup("data", T);
+            Segment local = engine.allocate("local", (long) requests * size);
+            Batch[] bs = {engine.batch(requests), engine.batch(requests)};
+            int pauses = 60;
+            AtomicInteger paused = new AtomicInteger();
+            AtomicBoolean streaming = new AtomicBoolean(true);
+            // the stream warms up first (the JIT, softrdma handing the rings to the polling thread)
+            Thread pauser = new Thread(() -> {
+                try {
+                    Thread.sleep(300);
+                    while (streaming.get() && paused.get() < pauses) {
+                        synchronized (engine) {
+                            long until = System.nanoTime() + 1_500_000;
+                            while (System.nanoTime() < until) {
+                                Thread.onSpinWait();
+                            }
+                        }
+                        paused.incrementAndGet();
+                        Thread.sleep(5);
+                    }
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }, "pauser");
+            long blocked0 = -1;
+            long rounds = 0;
+            long deadline = System.nanoTime() + 60_000_000_000L * TestNet.WAIT;
+            pauser.start();
+            try {
+                for (int k = 0; paused.get() < pauses && System.nanoTime() < deadline; k++, rounds++) {
+                    Batch b = bs[k & 1];
+                    if (rounds >= 2) {
+                        b.await(T);
+                        assertEquals(requests, b.count(TransferStatus.DONE), "round " + (rounds - 2));
+                        b.reset();
+                    }
+                    if (blocked0 < 0 && paused.get() > 0) {
+                        synchronized (engine) {
+                            blocked0 = engine.waitsBlocked; // from the first pause on
+                        }
+                    }
+                    for (int i = 0; i < requests; i++) {
+                        b.read(local, (long) i * size, remote, (long) (i % 16) * size, size);
+                    }
+                    b.submit();
+                }
+                bs[(int) (rounds & 1)].await(T);
+                bs[(int) ((rounds + 1) & 1)].await(T);
+            } finally {
+                streaming.set(false);
+                pauser.join();
+            }
+            long blocked;
+            synchronized (engine) {
+                blocked = engine.waitsBlocked - Math.max(0, blocked0);
+            }
+            System.out.printf("a READ stream of %d batches of %d x 64 KiB, its waiter held out %d times for 1.5 ms: %d blocks%n",
+                    rounds, requests, paused.get(), blocked);
+            assertEquals(pauses, paused.get(), "the stream ended before the pauses did");
+            assertEquals(patternCrc(4, 5L * size, size), crc(local.memory(), 5L * size, size), "checksum of a READ");
+            assertTrue(blocked <= pauses / 6, blocked + " blocks in a stream whose waiter was held out " + pauses
+                    + " times: a wait back from a pause blocked instead of polling on");
+            peer.out().println("EXIT");
+            peer.expect("BYE");
+        }
+    }
+
     @Test
     void awaitingASlowPeerBlocksInsteadOfSpinning() throws Exception {
         assumeTrue(TestNet.onSoftrdma(), "needs softrdma's delay fault: a peer whose every packet is held 20 ms");

@@ -1,6 +1,7 @@
 package io.github.verbs4j.netty.bench;
 
 import io.github.verbs4j.netty.LoopCounters;
+import io.github.verbs4j.netty.RdmaChannelOption;
 import io.github.verbs4j.netty.RdmaIoHandler;
 import io.github.verbs4j.netty.RdmaServerSocketChannel;
 import io.github.verbs4j.netty.RdmaSocketChannel;
@@ -53,8 +54,9 @@ import java.util.function.Supplier;
 /**
  * One transport's numbers for scripts/netty-benchmark: a Netty echo ping-pong (one message in
  * flight; round-trip p50, p99), a one-way stream (the server answers one byte when all has
- * arrived; MB/s, timed after an untimed warm-up stream on another connection; for "rdma" also a
- * {@code WRITES} line of the client channel's counts), gRPC unary calls (p50, p99) and a gRPC client stream (messages/s).
+ * arrived; MB/s, timed after an untimed warm-up stream on another connection; for "rdma" the
+ * server reads with {@code RDMA_ZERO_COPY_READ}, as a streaming application would, and prints a
+ * {@code READS} line of its channel's counts, the client a {@code WRITES} line of its own), gRPC unary calls (p50, p99) and a gRPC client stream (messages/s).
  * {@code rdma}: this transport over softrdma; {@code epoll}: Netty's epoll transport over TCP
  * loopback ({@code nio} where epoll cannot load). One line per measurement:
  * {@code RESULT <transport> <what> <value> <unit>}.
@@ -179,6 +181,11 @@ public final class NettyTransportBenchmark {
             seen += b.readableBytes();
             b.release();
             if (headerBytes == Long.BYTES && seen == total) {
+                if (ctx.channel() instanceof RdmaSocketChannel) {
+                    // the receiving side's counts over the connection (rdma only: not RESULT rows)
+                    System.out.println("READS " + seen + " bytes " + LoopCounters.readCounts(ctx.channel())
+                            + " " + LoopCounters.passCounts(ctx.channel()));
+                }
                 ctx.writeAndFlush(ctx.alloc().buffer(1).writeByte(1));
             }
         }
@@ -186,7 +193,28 @@ public final class NettyTransportBenchmark {
 
     /** A server on port 0 of 127.0.0.1 whose connections each get a handler of {@code handlers}. */
     private Channel server(Supplier<ChannelHandler> handlers) throws InterruptedException {
-        return new ServerBootstrap().group(boss, workers).channelFactory(serverChannels)
+        return server(handlers, false);
+    }
+
+    /**
+     * Whether the stream's server reads without a copy on rdma ({@code RDMA_ZERO_COPY_READ}, as an
+     * application that streams large messages would set it): {@code true} unless the system
+     * property {@code netty-benchmark.stream-zero-copy-read} is {@code false} (for A/B runs).
+     */
+    static final boolean STREAM_ZERO_COPY_READ =
+            Boolean.parseBoolean(System.getProperty("netty-benchmark.stream-zero-copy-read", "true"));
+
+    /** The stream's server: {@link #server(Supplier)} of {@link Sink}s, reading without a copy on rdma. */
+    private Channel streamServer() throws InterruptedException {
+        return server(Sink::new, STREAM_ZERO_COPY_READ && transport.equals("rdma"));
+    }
+
+    private Channel server(Supplier<ChannelHandler> handlers, boolean zeroCopyRead) throws InterruptedException {
+        ServerBootstrap bootstrap = new ServerBootstrap();
+        if (zeroCopyRead) {
+            bootstrap.childOption(RdmaChannelOption.RDMA_ZERO_COPY_READ, true);
+        }
+        return bootstrap.group(boss, workers).channelFactory(serverChannels)
                 .childHandler(new ChannelInitializer<>() {
                     @Override
                     protected void initChannel(Channel ch) {
@@ -525,7 +553,7 @@ public final class NettyTransportBenchmark {
 
     /** The stream in this JVM: its server too. */
     void stream(int size, int messages) throws Exception {
-        Channel server = server(Sink::new);
+        Channel server = streamServer();
         try {
             stream((InetSocketAddress) server.localAddress(), size, messages);
         } finally {
@@ -610,7 +638,8 @@ public final class NettyTransportBenchmark {
         acked.get(600, TimeUnit.SECONDS);
         double seconds = (System.nanoTime() - t0[0]) / 1e9;
         if (transport.equals("rdma")) {
-            System.out.println("WRITES " + messages + " " + c.eventLoop().submit(() -> LoopCounters.writeCounts(c)).get());
+            System.out.println("WRITES " + messages + " " + c.eventLoop().submit(
+                    () -> LoopCounters.writeCounts(c) + " " + LoopCounters.passCounts(c)).get());
         }
         c.close().sync();
         return total / seconds / 1e6;
@@ -730,7 +759,7 @@ public final class NettyTransportBenchmark {
             switch (mode) {
                 case "serve" -> {
                     Channel echo = b.server(Echo::new);
-                    Channel sink = b.server(Sink::new);
+                    Channel sink = b.streamServer();
                     serveJitTime();
                     System.out.printf("PORTS %d %d%n", ((InetSocketAddress) echo.localAddress()).getPort(),
                             ((InetSocketAddress) sink.localAddress()).getPort());

@@ -8,7 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * The wait's spin budget while batches stream ({@link StreamSpin}), fed with made-up times: it
  * follows the usual gap between completions, stays within [spinWait, 20 x spinWait], is not
- * stretched by one stall, and starts from spinWait again with each stream.
+ * stretched by one stall, and starts from spinWait again with each stream; and a wait's spin
+ * counts the time it polled, not the time its thread was away ({@link StreamSpin#spinStart}).
  */
 class StreamSpinTest {
 
@@ -76,5 +77,49 @@ class StreamSpinTest {
         StreamSpin s = new StreamSpin(0);
         feed(s, 0, 300 * US, 100);
         assertEquals(0, s.spinNanos());
+    }
+
+    /**
+     * A wait that polls every {@code step} from 0 with nothing arriving, its thread away for
+     * {@code pause} once at {@code pauseAt}, the loop of {@code Batch.awaitUntil} with spinStart as
+     * it is; returns the time it blocks, or -1 when it polls past {@code until} without blocking.
+     */
+    private static long blockTime(long spin, long step, long pauseAt, long pause, long until) {
+        long idleSince = 0;
+        long polled = 0;
+        for (long now = step; now <= until; now += step) {
+            if (now > pauseAt && now - step <= pauseAt) {
+                now += pause; // this poll comes after the pause
+            }
+            idleSince = StreamSpin.spinStart(idleSince, polled, now, spin);
+            polled = now;
+            if (now - idleSince >= spin) {
+                return now;
+            }
+        }
+        return -1;
+    }
+
+    @Test
+    void aPollAfterThePollingThreadWasAwayStartsTheSpinAgain() {
+        long spin = 800 * US;
+        // polling every microsecond, nothing arriving: it blocks once the spin is spent
+        assertEquals(spin, blockTime(spin, US, Long.MAX_VALUE / 2, 0, 10 * spin));
+        // away for 3 ms after 200 us of the spin: it blocked on its first poll back (before the
+        // change: 200 us + 3 ms + 1 us); now it spins a whole spin from that poll
+        long back = 200 * US + 3_000 * US + US;
+        assertEquals(back + spin, blockTime(spin, US, 200 * US, 3_000 * US, 10 * spin));
+        // a pause of less than half the spin is a slow poll, not time away: the spin goes on
+        assertEquals(spin, blockTime(spin, US, 200 * US, 300 * US, 10 * spin));
+    }
+
+    @Test
+    void shortPausesAndASpinOfZeroNeverRestartTheSpin() {
+        assertEquals(BASE, StreamSpin.spinStart(BASE, 0, StreamSpin.PAUSE_NANOS, 30 * US),
+                "a pause of PAUSE_NANOS restarts nothing, however short the spin");
+        assertEquals(7, StreamSpin.spinStart(7, 0, 10_000_000, 0), "a spin of zero blocks at once");
+        assertEquals(10_000_000, StreamSpin.spinStart(7, 0, 10_000_000, 1), "a spin of 1 ns after 10 ms away starts again");
+        // polls slower than PAUSE_NANOS but each after less than half the spin: the spin is spent
+        assertEquals(800 * US, blockTime(800 * US, 25 * US, Long.MAX_VALUE / 2, 0, 100_000 * US));
     }
 }
