@@ -55,18 +55,20 @@ public final class LoopCounters {
 
     /**
      * What the event loop of one RDMA channel and the channel's completion queue did so far, as
-     * one line for a log: the loop's passes, the clock reads they made, and the channel's
-     * {@code ibv_poll_cq} calls, all and empty. Read it on the channel's event loop.
+     * one line for a log: the loop's passes, the clock reads they made, the channel's
+     * {@code ibv_poll_cq} calls, all and empty, and the rounds of Netty's loop that ran the
+     * handler, all and those that found nothing. Read it on the channel's event loop.
      */
     public static String passCounts(io.netty.channel.Channel channel) {
         long[] c = passCountValues(channel);
-        return "passes " + c[0] + " clock-reads " + c[1] + " cq-polls " + c[2] + " empty-cq-polls " + c[3];
+        return "passes " + c[0] + " clock-reads " + c[1] + " cq-polls " + c[2] + " empty-cq-polls " + c[3]
+                + " loop-runs " + c[4] + " empty-loop-runs " + c[5];
     }
 
-    /** The four counts of {@link #passCounts}, in its order. Read them on the channel's event loop. */
+    /** The six counts of {@link #passCounts}, in its order. Read them on the channel's event loop. */
     public static long[] passCountValues(io.netty.channel.Channel channel) {
         RdmaSocketChannel ch = (RdmaSocketChannel) channel;
         RdmaIoHandler h = ch.ioHandler();
-        return new long[] {h.passes, h.clockReads, ch.cqPolls, ch.emptyCqPolls};
+        return new long[] {h.passes, h.clockReads, ch.cqPolls, ch.emptyCqPolls, h.runs, h.emptyRuns};
     }
 }

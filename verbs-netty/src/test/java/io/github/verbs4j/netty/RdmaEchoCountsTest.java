@@ -46,6 +46,9 @@ public class RdmaEchoCountsTest {
         private long passesBefore;
         private long clockReadsBefore;
         private long blocksBefore;
+        private long emptyPassesBefore;
+        private long runsBefore;
+        private long emptyRunsBefore;
 
         private void send(ChannelHandlerContext ctx) {
             byte[] payload = new byte[SIZE];
@@ -90,11 +93,15 @@ public class RdmaEchoCountsTest {
                 passesBefore = loop.passes;
                 clockReadsBefore = loop.clockReads;
                 blocksBefore = RdmaIoHandler.blockingWaits();
+                emptyPassesBefore = ch.emptyCqPolls;
+                runsBefore = loop.runs;
+                emptyRunsBefore = loop.emptyRuns;
             }
             if (++round == ROUNDS) {
                 done.complete(new long[] {ch.signaledSendCompletions - signaledBefore, ch.writePolls - writePollsBefore,
                         loop.passes - passesBefore, loop.clockReads - clockReadsBefore,
-                        RdmaIoHandler.blockingWaits() - blocksBefore});
+                        RdmaIoHandler.blockingWaits() - blocksBefore, ch.emptyCqPolls - emptyPassesBefore,
+                        loop.runs - runsBefore, loop.emptyRuns - emptyRunsBefore});
             } else {
                 send(ctx);
             }
@@ -193,6 +200,44 @@ public class RdmaEchoCountsTest {
             assertTrue(passes >= ROUNDS - 1, "passes for " + (ROUNDS - 1) + " round trips: " + passes);
             assertTrue(clockReads <= passes / RdmaIoHandler.CLOCK_EVERY_PASSES + 1,
                     "clock reads in " + passes + " busy passes: " + clockReads);
+            client.close().syncUninterruptibly();
+        } finally {
+            server.close().syncUninterruptibly();
+            RdmaLoops.shutdown(busy);
+        }
+    }
+
+    /**
+     * A busy loop's empty pass is followed by the next one inside the handler's run, up to
+     * {@link RdmaIoHandler#SPIN_PASSES} passes, not by a round of Netty's loop (its task queues
+     * and shutdown checks) per empty {@code ibv_poll_cq} as before: a run of Netty's loop that
+     * finds nothing has made {@code SPIN_PASSES} empty passes, or fewer only where the clock's
+     * pass (one in {@link RdmaIoHandler#CLOCK_EVERY_PASSES}) ended it. One channel on the loop, so
+     * a pass is one poll of its queue. Fails with the spin off ({@code SPIN_PASSES} 1: one
+     * empty run per empty pass).
+     */
+    @Test
+    void aBusyLoopPollsAgainBeforeItGoesRoundNettysLoop() throws Exception {
+        EventLoopGroup busy = new MultiThreadIoEventLoopGroup(1,
+                RdmaIoHandler.newFactory(RdmaTransportOptions.defaults().withMode(RdmaNotificationMode.BUSY_POLL)));
+        Channel server = RdmaEchoTest.echoServer(loops.group());
+        PingPong driver = new PingPong();
+        try {
+            Channel client = RdmaLoops.clientBootstrap(busy).handler(driver).connect(server.localAddress()).syncUninterruptibly().channel();
+            long[] counts = driver.done.get(30, TimeUnit.SECONDS);
+            long passes = counts[2];
+            long emptyPasses = counts[5];
+            long runs = counts[6];
+            long emptyRuns = counts[7];
+            assertTrue(passes >= ROUNDS - 1, "passes for " + (ROUNDS - 1) + " round trips: " + passes);
+            assertTrue(runs <= passes, "runs of Netty's loop " + runs + ", passes " + passes);
+            // as before the spin, one round of Netty's loop per empty poll, this fails
+            assertTrue(emptyRuns <= emptyPasses / 2, "runs of Netty's loop that found nothing: " + emptyRuns
+                    + ", for " + emptyPasses + " empty passes");
+            // each empty run: SPIN_PASSES empty passes, or fewer when the clock's pass came first
+            assertTrue(emptyRuns <= emptyPasses / RdmaIoHandler.SPIN_PASSES + passes / RdmaIoHandler.CLOCK_EVERY_PASSES + 1,
+                    "runs of Netty's loop that found nothing: " + emptyRuns + ", for " + emptyPasses + " empty passes of "
+                            + passes);
             client.close().syncUninterruptibly();
         } finally {
             server.close().syncUninterruptibly();

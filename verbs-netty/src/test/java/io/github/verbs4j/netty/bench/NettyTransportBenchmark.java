@@ -36,8 +36,14 @@ import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.util.concurrent.EventExecutor;
 
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
 import java.lang.management.ManagementFactory;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -64,7 +70,8 @@ import java.util.function.Supplier;
  * {@code serve <transport>} and {@code client <transport> <host> <echo-port> <stream-port> [scale]}
  * run the echo and the stream with the server in another process: the server prints
  * {@code PORTS <echo-port> <stream-port>} (both bound to port 0, so free) and serves until it is
- * killed; the client prints the RESULT lines. {@code echo <transport> [scale]} runs the two echoes
+ * killed, answering its JVM's JIT time on a third port ({@code JIT-PORT <port>},
+ * {@link #serveJitTime}); the client prints the RESULT lines. {@code echo <transport> [scale]} runs the two echoes
  * only (for a profiler).
  */
 public final class NettyTransportBenchmark {
@@ -135,9 +142,10 @@ public final class NettyTransportBenchmark {
             if (before != null && reads > 0) {
                 // the server side's counts per message echoed, over the connection's life (warm-up included)
                 long[] after = LoopCounters.passCountValues(ctx.channel());
-                System.out.printf("SERVER-PASSES reads %d per-read passes %.2f clock-reads %.2f cq-polls %.2f empty-cq-polls %.2f%n",
-                        reads, (double) (after[0] - before[0]) / reads, (double) (after[1] - before[1]) / reads,
-                        (double) (after[2] - before[2]) / reads, (double) (after[3] - before[3]) / reads);
+                System.out.printf("SERVER-PASSES reads %d per-read passes %.2f clock-reads %.2f cq-polls %.2f empty-cq-polls %.2f"
+                                + " loop-runs %.2f%n", reads, (double) (after[0] - before[0]) / reads,
+                        (double) (after[1] - before[1]) / reads, (double) (after[2] - before[2]) / reads,
+                        (double) (after[3] - before[3]) / reads, (double) (after[4] - before[4]) / reads);
             }
             ctx.fireChannelInactive();
         }
@@ -249,75 +257,255 @@ public final class NettyTransportBenchmark {
     void pingPong(int size, int rounds) throws Exception {
         Channel server = server(Echo::new);
         try {
-            pingPong((InetSocketAddress) server.localAddress(), size, rounds);
+            pingPong((InetSocketAddress) server.localAddress(), size, rounds, true);
         } finally {
             server.close().sync();
         }
     }
 
     /**
-     * Echo rounds before the recorded ones: enough for C2 to compile the round trip's code on
-     * both ends (about 10,000 calls of a method), so that the recorded rounds, the p50 above all,
-     * do not straddle the interpreter, C1 and C2. {@code -Dverbs4j.bench.warmUpRounds} sets
+     * Echo rounds before any can end the warm-up: enough for C2 to compile the round trip's code
+     * on both ends (about 10,000 calls of a method). {@code -Dverbs4j.bench.warmUpRounds} sets
      * another count (to compare).
      */
     static final int WARM_UP_ROUNDS = Integer.getInteger("verbs4j.bench.warmUpRounds", 20_000);
+    /**
+     * The warm-up goes on in windows of at least this long after {@link #WARM_UP_ROUNDS}, and ends
+     * after {@link #QUIET_WINDOWS} windows in a row in which neither JVM's JIT compiled for more
+     * than {@link #QUIET_COMPILE_SHARE} of the window (a stray C1 compilation of code off the
+     * echo's path, such as this check's own, is a millisecond or less). By time, not rounds:
+     * the compilation MXBean counts a compilation when it ends, and one C2 compilation on a
+     * loaded 2-vCPU host takes tens of milliseconds, so a window of a few thousand rounds (10 ms)
+     * without one said nothing (docs/netty.md, "The JIT during the recorded rounds").
+     */
+    static final long WARM_UP_WINDOW_NANOS = TimeUnit.MILLISECONDS.toNanos(Long.getLong("verbs4j.bench.warmUpWindowMs", 200));
+    static final int QUIET_WINDOWS = 2;
+    static final double QUIET_COMPILE_SHARE = 0.01;
+    /**
+     * The windows end this long after the first {@link #WARM_UP_ROUNDS} even if the JIT has not
+     * settled (the WARMUP line says so): under load, compiler threads sharing two vCPUs with
+     * four polling loops take longer than that.
+     */
+    static final long WARM_UP_MAX_NANOS = TimeUnit.MILLISECONDS.toNanos(Long.getLong("verbs4j.bench.warmUpMaxMs", 5_000));
+    /**
+     * Where the echo's server in another process answers its JIT's total compilation time
+     * ({@link #serveJitTime}): {@code -Dverbs4j.bench.peerJitPort}, 0 (none) by default, when
+     * only this JVM's JIT is watched.
+     */
+    static final int PEER_JIT_PORT = Integer.getInteger("verbs4j.bench.peerJitPort", 0);
 
-    void pingPong(InetSocketAddress to, int size, int rounds) throws Exception {
-        long[] loopThreads = loopThreads();
-        long[][] alloc = new long[2][];
-        long[][] counts = new long[2][];
-        long[][] passes = new long[2][];
-        long[] jitMillis = new long[2];
-        long[] rtt = new long[rounds];
-        CompletableFuture<Void> done = new CompletableFuture<>();
-        byte[] payload = new byte[size];
-        ChannelInboundHandlerAdapter driver = new ChannelInboundHandlerAdapter() {
-            private int round = -WARM_UP_ROUNDS; // not recorded
-            private int got;
-            private long t0;
+    /**
+     * The echo's driver: sends one message, the next when the last came back whole, for a phase
+     * of rounds the main thread starts on the channel's loop ({@link #phase}). Warm-up and
+     * recorded phases run the same code (each round trip stored, the snapshots taken at each
+     * phase's start and end), so that the recorded rounds take no branch the JIT compiled out
+     * during the warm-up (a deoptimisation and a recompilation in the first recorded round).
+     */
+    private final class EchoDriver extends ChannelInboundHandlerAdapter {
+        private final int size;
+        private final byte[] payload;
+        private final long[] rtt;
+        private final long[] loopThreads;
+        private final CompletableFuture<ChannelHandlerContext> active = new CompletableFuture<>();
+        private CompletableFuture<Void> phaseDone;
+        private int left;
+        private int recorded;
+        private int got;
+        private long t0;
+        /** The snapshots at the start and the end of the last phase (the recorded rounds), taken on the loop. */
+        final long[][] alloc = new long[2][];
+        final long[][] counts = new long[2][];
+        final long[][] passes = new long[2][];
+        final long[] jitMillis = new long[2];
 
-            void send(ChannelHandlerContext ctx) {
-                got = 0;
-                t0 = System.nanoTime();
-                ctx.writeAndFlush(ctx.alloc().directBuffer(size).writeBytes(payload));
+        EchoDriver(int size, int rounds, long[] loopThreads) {
+            this.size = size;
+            this.payload = new byte[size];
+            this.rtt = new long[rounds];
+            this.loopThreads = loopThreads;
+        }
+
+        @Override
+        public void channelActive(ChannelHandlerContext ctx) {
+            active.complete(ctx);
+            ctx.fireChannelActive();
+        }
+
+        @Override
+        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+            active.completeExceptionally(cause);
+            if (phaseDone != null) {
+                phaseDone.completeExceptionally(cause);
             }
+            ctx.close();
+        }
 
-            @Override
-            public void channelActive(ChannelHandlerContext ctx) {
+        /** Runs {@code rounds} round trips and waits for them; the last phase's are the recorded ones. */
+        void phase(int rounds) throws Exception {
+            ChannelHandlerContext ctx = active.get(60, TimeUnit.SECONDS);
+            CompletableFuture<Void> done = new CompletableFuture<>();
+            ctx.executor().execute(() -> {
+                phaseDone = done;
+                left = rounds;
+                recorded = 0;
+                snapshot(ctx, 0);
                 send(ctx);
-            }
+            });
+            done.get(600, TimeUnit.SECONDS);
+        }
 
-            @Override
-            public void channelRead(ChannelHandlerContext ctx, Object msg) {
-                ByteBuf b = (ByteBuf) msg;
-                got += b.readableBytes();
-                b.release();
-                if (got < size) {
+        private void snapshot(ChannelHandlerContext ctx, int i) {
+            alloc[i] = allocated(loopThreads);
+            counts[i] = loopCounts();
+            passes[i] = passCounts(ctx.channel());
+            jitMillis[i] = jitMillis();
+        }
+
+        private void send(ChannelHandlerContext ctx) {
+            got = 0;
+            t0 = System.nanoTime();
+            ctx.writeAndFlush(ctx.alloc().directBuffer(size).writeBytes(payload));
+        }
+
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            ByteBuf b = (ByteBuf) msg;
+            got += b.readableBytes();
+            b.release();
+            if (got < size) {
+                return;
+            }
+            // a warm-up phase stores its round trips too, over the same slots again
+            rtt[recorded] = System.nanoTime() - t0;
+            recorded = recorded + 1 == rtt.length ? 0 : recorded + 1;
+            if (--left > 0) {
+                send(ctx);
+                return;
+            }
+            snapshot(ctx, 1);
+            phaseDone.complete(null);
+        }
+    }
+
+    /** This JVM's JIT time and, where {@link #PEER_JIT_PORT} is set, the peer's: both in ms. */
+    private static final class JitClocks implements AutoCloseable {
+        private final Socket peer;
+
+        JitClocks() throws IOException {
+            peer = PEER_JIT_PORT > 0 ? new Socket(InetAddress.getLoopbackAddress(), PEER_JIT_PORT) : null;
+        }
+
+        long local() {
+            return jitMillis();
+        }
+
+        /** The peer's total compilation time (a one-byte question, an 8-byte answer); 0 without a peer. */
+        long peer() throws IOException {
+            if (peer == null) {
+                return 0;
+            }
+            peer.getOutputStream().write(1);
+            return new DataInputStream(peer.getInputStream()).readLong();
+        }
+
+        @Override
+        public void close() throws IOException {
+            if (peer != null) {
+                peer.close();
+            }
+        }
+    }
+
+    /**
+     * The untimed warm-up: {@link #WARM_UP_ROUNDS} rounds, then windows of at least
+     * {@link #WARM_UP_WINDOW_NANOS} until {@link #QUIET_WINDOWS} in a row saw neither JVM's JIT
+     * compile for more than {@link #QUIET_COMPILE_SHARE} of it, or {@link #WARM_UP_MAX_NANOS}
+     * passed. Prints a {@code WARMUP} line: the rounds it took, its milliseconds, whether the JIT
+     * settled, and the compilation milliseconds of each JVM during it.
+     */
+    private void warmUp(EchoDriver driver, int size, boolean serverHere) throws Exception {
+        long start = System.nanoTime();
+        try (JitClocks jit = new JitClocks()) {
+            long local0 = jit.local();
+            long peer0 = jit.peer();
+            long rounds = WARM_UP_ROUNDS;
+            driver.phase(WARM_UP_ROUNDS);
+            long local = jit.local();
+            long peer = jit.peer();
+            // rounds per window, from the rate so far; each window is timed, and runs again if short
+            long perWindow = Math.max(1_000, rounds * WARM_UP_WINDOW_NANOS / Math.max(1, System.nanoTime() - start));
+            int quiet = 0;
+            long windowsStart = System.nanoTime();
+            long quietMillis = (long) (TimeUnit.NANOSECONDS.toMillis(WARM_UP_WINDOW_NANOS) * QUIET_COMPILE_SHARE);
+            while (quiet < QUIET_WINDOWS && System.nanoTime() - windowsStart < WARM_UP_MAX_NANOS) {
+                long windowStart = System.nanoTime();
+                do {
+                    driver.phase((int) Math.min(perWindow, Integer.MAX_VALUE));
+                    rounds += perWindow;
+                } while (System.nanoTime() - windowStart < WARM_UP_WINDOW_NANOS);
+                long l = jit.local();
+                long p = jit.peer();
+                quiet = l - local <= quietMillis && p - peer <= quietMillis ? quiet + 1 : 0;
+                local = l;
+                peer = p;
+            }
+            System.out.printf("WARMUP %s echo-%dB rounds %d ms %d jit-settled %s compile-ms client %d server %s%n", transport, size,
+                    rounds, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start), quiet >= QUIET_WINDOWS ? "yes" : "no",
+                    local - local0, PEER_JIT_PORT > 0 ? Long.toString(peer - peer0) : serverHere ? "(this JVM)" : "(not watched)");
+        }
+    }
+
+    /**
+     * Serves this JVM's total compilation time on a TCP port of the loopback address bound to 0 (printed as
+     * {@code JIT-PORT <port>}): each byte read is answered with the milliseconds as 8 bytes, so
+     * that the echo's client in another process can end its warm-up when this JVM's JIT has
+     * settled too. Daemon threads: they end with the process.
+     */
+    private static void serveJitTime() throws IOException {
+        ServerSocket listener = new ServerSocket(0, 8, InetAddress.getLoopbackAddress());
+        System.out.printf("JIT-PORT %d%n", listener.getLocalPort());
+        Thread acceptor = new Thread(() -> {
+            while (true) {
+                try {
+                    Socket s = listener.accept();
+                    Thread answer = new Thread(() -> {
+                        try (s) {
+                            DataOutputStream out = new DataOutputStream(s.getOutputStream());
+                            while (s.getInputStream().read() >= 0) {
+                                out.writeLong(jitMillis());
+                                out.flush();
+                            }
+                        } catch (IOException e) {
+                            // the client went away
+                        }
+                    }, "jit-time-answer");
+                    answer.setDaemon(true);
+                    answer.start();
+                } catch (IOException e) {
                     return;
                 }
-                if (round >= 0) {
-                    rtt[round] = System.nanoTime() - t0;
-                } else if (round == -1) {
-                    alloc[0] = allocated(loopThreads); // the warm-up is over
-                    counts[0] = loopCounts();
-                    passes[0] = passCounts(ctx.channel());
-                    jitMillis[0] = jitMillis();
-                }
-                if (++round == rounds) {
-                    alloc[1] = allocated(loopThreads);
-                    counts[1] = loopCounts();
-                    passes[1] = passCounts(ctx.channel());
-                    jitMillis[1] = jitMillis();
-                    done.complete(null);
-                } else {
-                    send(ctx);
-                }
             }
-        };
+        }, "jit-time-server");
+        acceptor.setDaemon(true);
+        acceptor.start();
+    }
+
+    /** The echo against a server in another process (whose JIT is watched where {@link #PEER_JIT_PORT} is set). */
+    void pingPong(InetSocketAddress to, int size, int rounds) throws Exception {
+        pingPong(to, size, rounds, false);
+    }
+
+    private void pingPong(InetSocketAddress to, int size, int rounds, boolean serverHere) throws Exception {
+        EchoDriver driver = new EchoDriver(size, rounds, loopThreads());
         Channel c = client(to, driver);
-        done.get(600, TimeUnit.SECONDS);
+        warmUp(driver, size, serverHere);
+        driver.phase(rounds);
         c.close().sync();
+        long[] rtt = driver.rtt;
+        long[][] alloc = driver.alloc;
+        long[][] counts = driver.counts;
+        long[][] passes = driver.passes;
+        long[] jitMillis = driver.jitMillis;
         result("echo-" + size + "B-rtt-mean", Arrays.stream(rtt).average().orElse(0) / 1e3, "us");
         Arrays.sort(rtt);
         result("echo-" + size + "B-rtt-p50", rtt[rounds / 2] / 1e3, "us");
@@ -337,7 +525,7 @@ public final class NettyTransportBenchmark {
             result("loop-blocks-echo-" + size + "B", (double) (counts[1][0] - counts[0][0]) / rounds, "per-rtt");
             result("loop-wakeups-echo-" + size + "B", (double) (counts[1][1] - counts[0][1]) / rounds, "per-rtt");
             // the client's loop and channel per round trip (not RESULT rows: the table has no column for them)
-            String[] names = {"passes", "clock-reads", "cq-polls", "empty-cq-polls"};
+            String[] names = {"passes", "clock-reads", "cq-polls", "empty-cq-polls", "loop-runs", "empty-loop-runs"};
             StringBuilder line = new StringBuilder("PASSES rdma echo-" + size + "B per-rtt");
             for (int i = 0; i < names.length; i++) {
                 line.append(String.format(" %s %.2f", names[i], (double) (passes[1][i] - passes[0][i]) / rounds));
@@ -348,7 +536,7 @@ public final class NettyTransportBenchmark {
 
     /** The client loop's passes, clock reads and queue polls so far (LoopCounters.passCounts; zeros for another transport). */
     private long[] passCounts(Channel c) {
-        return transport.equals("rdma") ? LoopCounters.passCountValues(c) : new long[4];
+        return transport.equals("rdma") ? LoopCounters.passCountValues(c) : new long[6];
     }
 
     /** Milliseconds this JVM's JIT has compiled so far (0 where the JVM does not say). */
@@ -543,8 +731,10 @@ public final class NettyTransportBenchmark {
      * {@code client <transport> <host> <echo-port> <stream-port> [scale]},
      * {@code stream-client <transport> <host> <stream-port> [scale]} (the stream row alone, for A/B
      * runs of it), {@code echo-client <transport> <host> <echo-port> <size> <rounds>} (one echo
-     * row alone, after its {@link #WARM_UP_ROUNDS} warm-up rounds: two run lengths under {@code perf stat} give what
-     * one round trip costs each process): scale multiplies every count (default 1).
+     * row alone, after its warm-up ({@link #warmUp}; the server's JIT watched too with
+     * {@code -Dverbs4j.bench.peerJitPort} set to its {@code JIT-PORT}): two run lengths under
+     * {@code perf stat} give what one round trip costs each process): scale multiplies every
+     * count (default 1).
      */
     public static void main(String[] args) throws Exception {
         String mode = switch (args.length > 0 ? args[0] : "") {
@@ -570,6 +760,7 @@ public final class NettyTransportBenchmark {
                 case "serve" -> {
                     Channel echo = b.server(Echo::new);
                     Channel sink = b.streamServer();
+                    serveJitTime();
                     System.out.printf("PORTS %d %d%n", ((InetSocketAddress) echo.localAddress()).getPort(),
                             ((InetSocketAddress) sink.localAddress()).getPort());
                     System.out.flush();
