@@ -414,7 +414,7 @@ public final class Channel implements AutoCloseable {
                 }
                 if (!polled) {
                     polled = true;
-                    group.drive();
+                    appPoll();
                     continue;
                 }
                 if (timeoutNanos == Long.MAX_VALUE) {
@@ -433,7 +433,7 @@ public final class Channel implements AutoCloseable {
                 sender.stage(writer, (int) length, k);
             }
             if (!polled) {
-                group.drive();
+                appPoll();
             }
             return true;
         }
@@ -579,7 +579,7 @@ public final class Channel implements AutoCloseable {
     private synchronized Message receive(long deadline, long timeoutNanos) throws InterruptedException {
         checkNotWritingInPlace();
         if (appPolling && !receiver.hasMessage()) {
-            group.drive();
+            appPoll();
         }
         while (!receiver.hasMessage()) {
             if (state.isClosed()) {
@@ -625,10 +625,8 @@ public final class Channel implements AutoCloseable {
             pollThenBlock(nanos);
             return;
         }
-        int r = group.drive();
+        int r = appPoll();
         if (r == ChannelGroup.DROVE) {
-            idlePolls = 0;
-            yieldingSince = 0;
             return;
         }
         if (r == ChannelGroup.EMPTY && idlePolls < spinPolls) {
@@ -651,6 +649,20 @@ public final class Channel implements AutoCloseable {
             return;
         }
         block(1_000_000);
+    }
+
+    /**
+     * One poll of the group's queue by a thread of application polling (this lock held). One
+     * that found something restarts this channel's spin and yielding, wherever it was made: a
+     * message taken by a receive's first poll must not leave the next wait without its spin.
+     */
+    private int appPoll() {
+        int r = group.drive();
+        if (r == ChannelGroup.DROVE) {
+            idlePolls = 0;
+            yieldingSince = 0;
+        }
+        return r;
     }
 
     /**
@@ -907,7 +919,7 @@ public final class Channel implements AutoCloseable {
             notifyAll();
             if (appPolling) {
                 // completions nobody polled yet (WRITEs the peer has, a disconnect) count first
-                while (group.drive() == ChannelGroup.DROVE) {
+                while (appPoll() == ChannelGroup.DROVE) {
                     Thread.onSpinWait();
                 }
             }
