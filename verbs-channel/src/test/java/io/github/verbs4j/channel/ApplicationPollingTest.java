@@ -191,4 +191,50 @@ class ApplicationPollingTest {
             ChannelTest.assertSteadyStateAllocatesNothing(p, "application polling");
         }
     }
+    /**
+     * An answer that comes after the waiting thread's spin ran out but well within a millisecond
+     * reaches it without a block on the channel's monitor: it yields between polls first
+     * ({@link Channel#YIELD_NANOS}). Counted, not timed: the client's blocks per round trip, where
+     * the code before, whose thread blocked (1 ms: {@code Object.wait} rounds up to that) as soon as
+     * its spin of 20 polls ran out, counted one per round trip. The server answers each ping
+     * after parking 200 us, in both notification modes; every echo is checked.
+     */
+    @ParameterizedTest(name = "notification={0}")
+    @EnumSource(value = ChannelOptions.Notification.class, names = {"IMMEDIATE", "SEND"})
+    void anAnswerJustAfterTheSpinIsTakenWithoutBlocking(ChannelOptions.Notification notification) throws Exception {
+        int rounds = 300;
+        ChannelOptions options = APP.withSpinPolls(20).withNotification(notification);
+        try (ChannelTest.Pair p = pair(options); ExecutorService ex = Executors.newSingleThreadExecutor();
+             Arena arena = Arena.ofConfined()) {
+            Future<?> echo = ex.submit(() -> {
+                try (Arena serverArena = Arena.ofConfined()) {
+                    MemorySegment reply = serverArena.allocate(8);
+                    for (int i = 0; i < rounds; i++) {
+                        try (Message m = p.accepted().receive(T.toNanos(), TimeUnit.NANOSECONDS)) {
+                            reply.copyFrom(m.segment());
+                        }
+                        java.util.concurrent.locks.LockSupport.parkNanos(200_000);
+                        p.accepted().send(reply);
+                    }
+                }
+                return null;
+            });
+            MemorySegment ping = arena.allocate(8);
+            long before = p.client().monitorWaits();
+            for (int i = 0; i < rounds; i++) {
+                ping.set(Channel.LE_LONG, 0, i);
+                p.client().send(ping);
+                try (Message m = p.client().receive(T.toNanos(), TimeUnit.NANOSECONDS)) {
+                    assertEquals(8, m.length());
+                    assertEquals(i, m.getLong(0), "the echo of round trip " + i);
+                }
+            }
+            echo.get(T.toSeconds(), TimeUnit.SECONDS);
+            double blocks = (p.client().monitorWaits() - before) / (double) rounds;
+            System.out.printf("application polling, %s, answer after 200 us: %.3f blocks of the client per round trip%n",
+                    notification, blocks);
+            // a park that overslept past YIELD_NANOS on a loaded machine adds a block now and then
+            assertTrue(blocks < HandOffCountTest.MAX_WAITS_PER_ROUND_TRIP, "client blocks per round trip: " + blocks);
+        }
+    }
 }
