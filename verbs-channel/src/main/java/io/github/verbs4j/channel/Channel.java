@@ -67,8 +67,7 @@ import java.util.concurrent.TimeUnit;
  * channel moves only while some thread is in one of its group's operations: a peer's messages
  * are acknowledged by the transport regardless, but credits, completed WRITEs and a lost peer
  * are noticed at the next call. A waiting thread holds the channel's lock while it spins
- * ({@link ChannelOptions#spinPolls()} empty polls, then polls that yield the CPU for up to 1 ms,
- * then a poll every millisecond), so the use
+ * ({@link ChannelOptions#spinPolls()} empty polls, then a poll every millisecond), so the use
  * it suits is one thread per channel, such as request and response from one thread; other
  * threads of the same channel wait their turn.
  *
@@ -122,12 +121,6 @@ public final class Channel implements AutoCloseable {
     private final boolean appPolling;
     private final int spinPolls;
     private int idlePolls; // guarded by this
-    /**
-     * With application polling: when this channel's waiting thread began to yield between polls
-     * after its spin ran out ({@link #await}), {@code 0} while it spins or after a poll found
-     * something. Guarded by this.
-     */
-    private long yieldingSince;
     /**
      * Counts kept for the tests that count a message's hand-offs (docs/channel.md, "Where the
      * half round trip goes"), all guarded by this: how often an application thread blocked in
@@ -414,7 +407,7 @@ public final class Channel implements AutoCloseable {
                 }
                 if (!polled) {
                     polled = true;
-                    appPoll();
+                    group.drive();
                     continue;
                 }
                 if (timeoutNanos == Long.MAX_VALUE) {
@@ -433,7 +426,7 @@ public final class Channel implements AutoCloseable {
                 sender.stage(writer, (int) length, k);
             }
             if (!polled) {
-                appPoll();
+                group.drive();
             }
             return true;
         }
@@ -579,7 +572,7 @@ public final class Channel implements AutoCloseable {
     private synchronized Message receive(long deadline, long timeoutNanos) throws InterruptedException {
         checkNotWritingInPlace();
         if (appPolling && !receiver.hasMessage()) {
-            appPoll();
+            group.drive();
         }
         while (!receiver.hasMessage()) {
             if (state.isClosed()) {
@@ -615,9 +608,8 @@ public final class Channel implements AutoCloseable {
      * once it handed over completions, so that the caller looks again. With a polling thread
      * it polls up to {@link ChannelOptions#spinPolls()} times while the polling thread stands
      * down, then blocks on the monitor ({@link #block}) until a delivery notifies it. With
-     * application polling it polls once: it spins ({@code spinPolls} empty polls), then yields
-     * the CPU between polls for up to {@link #YIELD_NANOS}, then waits 1 ms between polls;
-     * while another thread polls it waits (giving up this lock, which that
+     * application polling it polls once: it spins ({@code spinPolls} empty polls), then waits
+     * 1 ms between polls; while another thread polls it waits (giving up this lock, which that
      * thread may need) until that thread hands it something or 1 ms passed.
      */
     private void await(long nanos) throws InterruptedException {
@@ -625,8 +617,9 @@ public final class Channel implements AutoCloseable {
             pollThenBlock(nanos);
             return;
         }
-        int r = appPoll();
+        int r = group.drive();
         if (r == ChannelGroup.DROVE) {
+            idlePolls = 0;
             return;
         }
         if (r == ChannelGroup.EMPTY && idlePolls < spinPolls) {
@@ -637,50 +630,7 @@ public final class Channel implements AutoCloseable {
             }
             return;
         }
-        if (r == ChannelGroup.EMPTY && yielding()) {
-            // the spin ran out, most often because the peer's thread (or this process's
-            // other one) waits for a CPU: give it ours, and poll again when we get it back,
-            // for up to YIELD_NANOS; a block now would sleep a whole millisecond (Object.wait
-            // rounds any timeout up to one), however soon after it the answer came
-            Thread.yield();
-            if (Thread.interrupted()) {
-                throw new InterruptedException();
-            }
-            return;
-        }
         block(1_000_000);
-    }
-
-    /**
-     * One poll of the group's queue by a thread of application polling (this lock held). One
-     * that found something restarts this channel's spin and yielding, wherever it was made: a
-     * message taken by a receive's first poll must not leave the next wait without its spin.
-     */
-    private int appPoll() {
-        int r = group.drive();
-        if (r == ChannelGroup.DROVE) {
-            idlePolls = 0;
-            yieldingSince = 0;
-        }
-        return r;
-    }
-
-    /**
-     * How long a waiting thread of application polling yields between polls after its spin ran
-     * out, before it waits 1 ms between them: the round trips whose answer came just after the
-     * spin paid that millisecond, the tail of this mode (docs/channel.md, "The application-polling
-     * round trip counted").
-     */
-    static final long YIELD_NANOS = 1_000_000;
-
-    /** Whether the waiting thread (its spin spent) is still within its {@link #YIELD_NANOS} of yielding polls. */
-    private boolean yielding() {
-        long now = System.nanoTime();
-        if (yieldingSince == 0) {
-            yieldingSince = now;
-            return true;
-        }
-        return now - yieldingSince < YIELD_NANOS;
     }
 
     /**
@@ -919,7 +869,7 @@ public final class Channel implements AutoCloseable {
             notifyAll();
             if (appPolling) {
                 // completions nobody polled yet (WRITEs the peer has, a disconnect) count first
-                while (appPoll() == ChannelGroup.DROVE) {
+                while (group.drive() == ChannelGroup.DROVE) {
                     Thread.onSpinWait();
                 }
             }
