@@ -627,7 +627,7 @@ public final class QueuePair implements AutoCloseable {
     private void checkSendable() {
         life.ensureOpen(this);
         QpState s = state;
-        if (s == QpState.RESET || s == QpState.INIT || s == QpState.RTR) {
+        if (!sendsIn(s)) {
             throw new IllegalStateException("cannot post a send request to " + this + " in state " + s
                     + ": sends need RTS (connect() or toRts() first)");
         }
@@ -649,6 +649,11 @@ public final class QueuePair implements AutoCloseable {
         }
     }
 
+    /** Whether a QP in state {@code s} takes sends: RTS, SQD, SQE and ERR (a send posted in ERR completes flushed). */
+    private static boolean sendsIn(QpState s) {
+        return s != QpState.RESET && s != QpState.INIT && s != QpState.RTR;
+    }
+
     /**
      * Derives {@link #postable} from the owner's state, the QP state and the QP's shape. Under the
      * QP's lock, so that of two threads changing one of those (a transition, a close), the one that
@@ -658,7 +663,7 @@ public final class QueuePair implements AutoCloseable {
         int bits = 0;
         if (life.isOpen()) {
             QpState s = state;
-            if (s != QpState.RESET && s != QpState.INIT && s != QpState.RTR) {
+            if (sendsIn(s)) {
                 bits |= POSTS_SENDS;
             }
             if (s != QpState.RESET && srq == null && type != QpType.XRC_SEND) {
@@ -688,11 +693,7 @@ public final class QueuePair implements AutoCloseable {
             throw new IllegalStateException(this + " is a classic QP: create it with QueuePairBuilder.sendOps(...)"
                     + " to post through ibv_qp_ex");
         }
-        QpState s = state;
-        if (s == QpState.RESET || s == QpState.INIT || s == QpState.RTR) {
-            throw new IllegalStateException("cannot post a send request to " + this + " in state " + s
-                    + ": sends need RTS (connect() or toRts() first)");
-        }
+        checkSendable(); // not yet in RTS: the message a classic post gives
         return postSession.begin();
     }
 

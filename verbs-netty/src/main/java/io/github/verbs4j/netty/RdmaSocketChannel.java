@@ -1092,8 +1092,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
                 allocHandle.attemptedBytesRead(n);
                 ring.holders.incrementAndGet();
                 slotsHeld++;
-                rxConsumed = 0;
-                rxHead = (rxHead + 1) % ringSlots;
+                rxHead = (rxHead + 1) % ringSlots; // rxConsumed stays 0: the message was taken whole
                 rxCount--;
             } else {
                 // a copy: zero copy is off, or half the ring is held by the application, which
