@@ -212,6 +212,7 @@ public final class Batch {
             long spin = engine.spinNanos();
             // a poll after a pause (this thread away, not polling) starts the spin again: StreamSpin.spinStart
             idleSince = moved ? now : StreamSpin.spinStart(idleSince, polled, now, spin);
+            boolean backFromAway = now - polled >= TransferEngine.AWAY_NANOS;
             polled = now;
             if (moved) {
                 continue;
@@ -219,7 +220,7 @@ public final class Batch {
             if (now - idleSince < spin) {
                 Thread.onSpinWait();
             } else {
-                engine.awaitEvents(deadline); // nothing moved for the spin budget: block until something does
+                engine.awaitEvents(deadline, backFromAway); // nothing moved for the spin budget: block until something does
                 polled = System.nanoTime(); // the time blocked is no pause that restarts the spin
             }
         }

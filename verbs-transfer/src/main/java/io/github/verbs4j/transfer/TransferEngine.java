@@ -144,6 +144,14 @@ public final class TransferEngine implements AutoCloseable {
      * the test that shows a wait back from a pause spins before it blocks.
      */
     long waitsBlocked;
+    /**
+     * Of {@link #waitsBlocked}, those decided on the wait's first poll after {@link #AWAY_NANOS}
+     * or more without one (the thread was away: descheduled, or kept out of this monitor), under
+     * {@link #blocking}: what the test counts, apart from the blocks of the stream itself.
+     */
+    long waitsBlockedBackFromAway;
+    /** How long a wait went without polling for its next poll to count as back from away ({@link #waitsBlockedBackFromAway}). */
+    static final long AWAY_NANOS = 1_000_000;
     /** Peers of {@link #peerArray} found full in the current pass. */
     private int fullPeers;
     private final Thread service;
@@ -691,6 +699,11 @@ public final class TransferEngine implements AutoCloseable {
      * Allocates nothing.
      */
     void awaitEvents(long deadline) {
+        awaitEvents(deadline, false);
+    }
+
+    /** {@link #awaitEvents(long)}, from a wait whose poll before it came {@link #AWAY_NANOS} or more after the one before (counted). */
+    void awaitEvents(long deadline, boolean backFromAway) {
         if (!blocking.tryLock()) {
             try {
                 long wait = Math.min(deadline - System.nanoTime(), MAX_BLOCK_MILLIS * 1_000_000L);
@@ -718,6 +731,9 @@ public final class TransferEngine implements AutoCloseable {
             }
             long millis = Math.min(MAX_BLOCK_MILLIS, (deadline - System.nanoTime() + 999_999) / 1_000_000);
             waitsBlocked++;
+            if (backFromAway) {
+                waitsBlockedBackFromAway++;
+            }
             if (millis <= 0 || waitSet.await(millis) == 0) {
                 return;
             }

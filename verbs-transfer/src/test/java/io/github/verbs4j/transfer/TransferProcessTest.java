@@ -306,8 +306,11 @@ class TransferProcessTest {
      * responses (softrdma leaves a waiter it does not see as blocked its rings), and its first
      * poll back most often finds no signaled completion. Counting the time away as spin, the
      * wait blocked there: 82 and 45 blocks in the 60 pauses of two runs before (the test fails);
-     * now it polls on and takes the completions: 0 blocks. The bound (10) leaves room for blocks
-     * of the stream itself, a peer descheduled longer than a spin under load.
+     * now it polls on and takes the completions. Bounded are the blocks decided on the first
+     * poll back, 1 ms or more after the one before ({@code waitsBlockedBackFromAway}): 13 and 14
+     * of 66 and 63 blocks with the spin's restart taken out on the idle 2-vCPU machine (the test
+     * fails), 0 with it in every run. The stream's own blocks (a spin that ran out between polls,
+     * 2 to 12 per run there, so a bound on all blocks failed one run in four) are printed, not bounded.
      */
     @Test
     void aWaitBackFromAPauseSpinsBeforeItBlocks() throws Exception {
@@ -344,6 +347,7 @@ class TransferProcessTest {
                 }
             }, "pauser");
             long blocked0 = -1;
+            long away0 = 0;
             long rounds = 0;
             long deadline = System.nanoTime() + 60_000_000_000L * TestNet.WAIT;
             pauser.start();
@@ -358,6 +362,7 @@ class TransferProcessTest {
                     if (blocked0 < 0 && paused.get() > 0) {
                         synchronized (engine) {
                             blocked0 = engine.waitsBlocked; // from the first pause on
+                            away0 = engine.waitsBlockedBackFromAway;
                         }
                     }
                     for (int i = 0; i < requests; i++) {
@@ -372,15 +377,17 @@ class TransferProcessTest {
                 pauser.join();
             }
             long blocked;
+            long blockedBack;
             synchronized (engine) {
                 blocked = engine.waitsBlocked - Math.max(0, blocked0);
+                blockedBack = engine.waitsBlockedBackFromAway - away0;
             }
-            System.out.printf("a READ stream of %d batches of %d x 64 KiB, its waiter held out %d times for 1.5 ms: %d blocks%n",
-                    rounds, requests, paused.get(), blocked);
+            System.out.printf("a READ stream of %d batches of %d x 64 KiB, its waiter held out %d times for 1.5 ms: %d blocks,"
+                    + " %d of them on the first poll back%n", rounds, requests, paused.get(), blocked, blockedBack);
             assertEquals(pauses, paused.get(), "the stream ended before the pauses did");
             assertEquals(patternCrc(4, 5L * size, size), crc(local.memory(), 5L * size, size), "checksum of a READ");
-            assertTrue(blocked <= pauses / 6, blocked + " blocks in a stream whose waiter was held out " + pauses
-                    + " times: a wait back from a pause blocked instead of polling on");
+            assertTrue(blockedBack <= pauses / 12, blockedBack + " blocks on the first poll back in a stream whose waiter was"
+                    + " held out " + pauses + " times: a wait back from a pause blocked instead of polling on");
             peer.out().println("EXIT");
             peer.expect("BYE");
         }
