@@ -156,6 +156,50 @@ public class RdmaZeroCopyWriteTest {
     }
 
     /**
+     * One registered buffer, filled once and written again and again as {@code retainedDuplicate()}s
+     * (what the benchmark's {@code stream-65536B-resent} row does, as perftest posts its one
+     * buffer): every write goes in place from the same memory, the bytes arrive exact each time,
+     * and once the sends completed every duplicate's reference is given back, the writer's own
+     * left.
+     */
+    @Test
+    void oneBufferWrittenAgainAsDuplicatesGoesInPlaceEachTime() throws Exception {
+        Channel server = RdmaEchoTest.echoServer(loops.group());
+        int size = 65536, writes = 40;
+        byte[] payload = new byte[size];
+        new Random(13).nextBytes(payload);
+        ByteArrayOutputStream expected = new ByteArrayOutputStream();
+        for (int i = 0; i < writes; i++) {
+            expected.writeBytes(payload);
+        }
+        RdmaEchoTest.Collector collector = new RdmaEchoTest.Collector(expected.size());
+        Channel client = loops.clientBootstrap()
+                .option(ChannelOption.ALLOCATOR, OWN)
+                .handler(collector).connect(server.localAddress()).syncUninterruptibly().channel();
+        ByteBuf once = client.alloc().directBuffer(size).writeBytes(payload);
+        try {
+            long before = onLoop(client, () -> ((RdmaSocketChannel) client).sentWithoutCopy);
+            for (int i = 0; i < writes; i++) {
+                client.write(once.retainedDuplicate());
+                if (i % 4 == 3) {
+                    client.flush();
+                }
+            }
+            client.flush();
+            assertArrayEquals(expected.toByteArray(), collector.done.get(60, TimeUnit.SECONDS));
+            long inPlace = onLoop(client, () -> ((RdmaSocketChannel) client).sentWithoutCopy) - before;
+            assertTrue(inPlace >= writes, "every write went in place: " + inPlace + " sends for " + writes);
+            awaitReleased(client, List.of());
+            assertEquals(1, once.refCnt(), "every duplicate's reference given back once its send completed");
+            assertEquals(size, once.readableBytes(), "the writes moved only their duplicates' indexes");
+        } finally {
+            once.release();
+            client.close().syncUninterruptibly();
+            server.close().syncUninterruptibly();
+        }
+    }
+
+    /**
      * A write posted in place is done for Netty (its promise succeeded) while its buffer is still
      * held: checked inside one task of the loop, so that no completion can be taken in between;
      * the buffer is released once the completion came.

@@ -54,7 +54,9 @@ import java.util.function.Supplier;
 /**
  * One transport's numbers for scripts/netty-benchmark: a Netty echo ping-pong (one message in
  * flight; round-trip p50, p99), a one-way stream (the server answers one byte when all has
- * arrived; MB/s, timed after an untimed warm-up stream on another connection; for "rdma" the
+ * arrived; MB/s, timed after an untimed warm-up stream on another connection; twice: each write a
+ * new buffer filled with the payload ({@code stream-<size>B}), then one buffer filled once and
+ * written again each time ({@code stream-<size>B-resent}, as perftest sends its one buffer); for "rdma" the
  * server reads with {@code RDMA_ZERO_COPY_READ}, as a streaming application would, and prints a
  * {@code READS} line of its channel's counts, the client a {@code WRITES} line of its own), gRPC unary calls (p50, p99) and a gRPC client stream (messages/s).
  * {@code rdma}: this transport over softrdma; {@code epoll}: Netty's epoll transport over TCP
@@ -204,15 +206,29 @@ public final class NettyTransportBenchmark {
     static final boolean STREAM_ZERO_COPY_READ =
             Boolean.parseBoolean(System.getProperty("netty-benchmark.stream-zero-copy-read", "true"));
 
+    /**
+     * The stream's {@code RDMA_RING_SLOTS} on both ends on rdma (system property
+     * {@code netty-benchmark.stream-ring-slots}, for A/B runs), or 0 for the channels' default.
+     */
+    static final int STREAM_RING_SLOTS = Integer.getInteger("netty-benchmark.stream-ring-slots", 0);
+
     /** The stream's server: {@link #server(Supplier)} of {@link Sink}s, reading without a copy on rdma. */
     private Channel streamServer() throws InterruptedException {
-        return server(Sink::new, STREAM_ZERO_COPY_READ && transport.equals("rdma"));
+        return server(Sink::new, STREAM_ZERO_COPY_READ && transport.equals("rdma"), true);
     }
 
     private Channel server(Supplier<ChannelHandler> handlers, boolean zeroCopyRead) throws InterruptedException {
+        return server(handlers, zeroCopyRead, false);
+    }
+
+    private Channel server(Supplier<ChannelHandler> handlers, boolean zeroCopyRead, boolean stream)
+            throws InterruptedException {
         ServerBootstrap bootstrap = new ServerBootstrap();
         if (zeroCopyRead) {
             bootstrap.childOption(RdmaChannelOption.RDMA_ZERO_COPY_READ, true);
+        }
+        if (stream && STREAM_RING_SLOTS > 0 && transport.equals("rdma")) {
+            bootstrap.childOption(RdmaChannelOption.RDMA_RING_SLOTS, STREAM_RING_SLOTS);
         }
         return bootstrap.group(boss, workers).channelFactory(serverChannels)
                 .childHandler(new ChannelInitializer<>() {
@@ -225,7 +241,16 @@ public final class NettyTransportBenchmark {
     }
 
     private Channel client(InetSocketAddress to, ChannelInboundHandlerAdapter handler) throws InterruptedException {
-        return new Bootstrap().group(workers).channelFactory(clientChannels)
+        return client(to, handler, false);
+    }
+
+    private Channel client(InetSocketAddress to, ChannelInboundHandlerAdapter handler, boolean stream)
+            throws InterruptedException {
+        Bootstrap bootstrap = new Bootstrap();
+        if (stream && STREAM_RING_SLOTS > 0 && transport.equals("rdma")) {
+            bootstrap.option(RdmaChannelOption.RDMA_RING_SLOTS, STREAM_RING_SLOTS);
+        }
+        return bootstrap.group(workers).channelFactory(clientChannels)
                 .option(ChannelOption.TCP_NODELAY, true)
                 .handler(handler).connect(to).sync().channel();
     }
@@ -565,15 +590,18 @@ public final class NettyTransportBenchmark {
     static final int STREAM_WARM_UP_WRITES = 8_192;
 
     /**
-     * A warm-up stream of {@link #STREAM_WARM_UP_WRITES} writes on a connection of its own, not
-     * timed (both processes' JIT compiles the stream's path meanwhile: without it a stream of
+     * A warm-up stream of {@link #STREAM_WARM_UP_WRITES} writes on a connection of its own and one
+     * more that resends, not timed (both processes' JIT compiles the stream's path meanwhile: without it a stream of
      * 8,192 writes timed mostly the compilation, 176 MB/s where 65,536 writes gave 1,085 at the
      * same load), then the timed stream of {@code messages} writes on a new connection.
      */
     void stream(InetSocketAddress to, int size, int messages) throws Exception {
-        timedStream(to, size, STREAM_WARM_UP_WRITES);
-        double mbs = timedStream(to, size, messages);
+        timedStream(to, size, STREAM_WARM_UP_WRITES, false);
+        timedStream(to, size, STREAM_WARM_UP_WRITES, true); // both rows' paths compiled before either is timed
+        double mbs = timedStream(to, size, messages, false);
         result("stream-" + size + "B", mbs, "MB/s");
+        double resent = timedStream(to, size, messages, true);
+        result("stream-" + size + "B-resent", resent, "MB/s");
     }
 
     /**
@@ -581,8 +609,13 @@ public final class NettyTransportBenchmark {
      * length, from the first write until the server's one-byte answer that all arrived; MB/s.
      * The writer writes while the channel is writable, flushes, and goes on when Netty reports the
      * channel writable again ({@code channelWritabilityChanged}), as an application streams.
+     * Each write is a new buffer from the channel's allocator filled with the payload, or with
+     * {@code resend} the same buffer, filled once, written again each time (a
+     * {@code retainedDuplicate()}): what perftest's {@code ib_write_bw} does with its one buffer,
+     * and what an application does with a cached or file-backed payload. The server checks the
+     * length either way.
      */
-    private double timedStream(InetSocketAddress to, int size, int messages) throws Exception {
+    private double timedStream(InetSocketAddress to, int size, int messages, boolean resend) throws Exception {
         long total = (long) size * messages;
         CompletableFuture<Void> acked = new CompletableFuture<>();
         CompletableFuture<Void> written = new CompletableFuture<>();
@@ -590,13 +623,25 @@ public final class NettyTransportBenchmark {
         long[] t0 = new long[1];
         Channel c = client(to, new ChannelInboundHandlerAdapter() {
             private int sent = -1; // the length first
+            private ByteBuf once; // with resend: the one buffer every write sends
 
             @Override
             public void channelActive(ChannelHandlerContext ctx) {
                 t0[0] = System.nanoTime();
+                if (resend) {
+                    once = ctx.alloc().directBuffer(size).writeBytes(payload);
+                }
                 ctx.write(ctx.alloc().directBuffer(Long.BYTES).writeLong(total));
                 sent = 0;
                 writeMore(ctx);
+            }
+
+            @Override
+            public void handlerRemoved(ChannelHandlerContext ctx) {
+                if (once != null) {
+                    once.release();
+                    once = null;
+                }
             }
 
             @Override
@@ -612,7 +657,7 @@ public final class NettyTransportBenchmark {
                 }
                 Channel ch = ctx.channel();
                 while (sent < messages && ch.isWritable()) {
-                    ctx.write(ctx.alloc().directBuffer(size).writeBytes(payload));
+                    ctx.write(resend ? once.retainedDuplicate() : ctx.alloc().directBuffer(size).writeBytes(payload));
                     sent++;
                 }
                 ctx.flush();
@@ -633,12 +678,12 @@ public final class NettyTransportBenchmark {
                 acked.completeExceptionally(cause);
                 ctx.close();
             }
-        });
+        }, true);
         written.get(600, TimeUnit.SECONDS);
         acked.get(600, TimeUnit.SECONDS);
         double seconds = (System.nanoTime() - t0[0]) / 1e9;
         if (transport.equals("rdma")) {
-            System.out.println("WRITES " + messages + " " + c.eventLoop().submit(
+            System.out.println("WRITES " + (resend ? "resent " : "") + messages + " " + c.eventLoop().submit(
                     () -> LoopCounters.writeCounts(c) + " " + LoopCounters.passCounts(c)).get());
         }
         c.close().sync();
