@@ -586,22 +586,66 @@ public final class NettyTransportBenchmark {
         }
     }
 
-    /** Writes of the untimed warm-up stream that precedes the timed one. */
+    /** Writes of each untimed warm-up stream ({@link #streamWarmUp}). */
     static final int STREAM_WARM_UP_WRITES = 8_192;
 
     /**
-     * A warm-up stream of {@link #STREAM_WARM_UP_WRITES} writes on a connection of its own and one
-     * more that resends, not timed (both processes' JIT compiles the stream's path meanwhile: without it a stream of
-     * 8,192 writes timed mostly the compilation, 176 MB/s where 65,536 writes gave 1,085 at the
-     * same load), then the timed stream of {@code messages} writes on a new connection.
+     * The untimed warm-up ({@link #streamWarmUp}; both processes' JIT compiles the stream's path
+     * meanwhile: without a warm-up a stream of 8,192 writes timed mostly the compilation, 176 MB/s
+     * where 65,536 writes gave 1,085 at the same load), then the timed streams of {@code messages}
+     * writes, filled and resent, each on a new connection, with a {@code JIT} line each.
      */
     void stream(InetSocketAddress to, int size, int messages) throws Exception {
-        timedStream(to, size, STREAM_WARM_UP_WRITES, false);
-        timedStream(to, size, STREAM_WARM_UP_WRITES, true); // both rows' paths compiled before either is timed
-        double mbs = timedStream(to, size, messages, false);
-        result("stream-" + size + "B", mbs, "MB/s");
-        double resent = timedStream(to, size, messages, true);
-        result("stream-" + size + "B-resent", resent, "MB/s");
+        streamWarmUp(to, size);
+        try (JitClocks jit = new JitClocks()) {
+            for (boolean resend : new boolean[] {false, true}) {
+                String row = "stream-" + size + "B" + (resend ? "-resent" : "");
+                long local = jit.local();
+                long peer = jit.peer();
+                double mbs = timedStream(to, size, messages, resend);
+                result(row, mbs, "MB/s");
+                // whether either JVM's JIT still compiled while the row was timed (it takes a CPU of two)
+                System.out.printf("JIT %s %s compile-ms-during-stream client %d server %s%n", transport, row,
+                        jit.local() - local, PEER_JIT_PORT > 0 ? Long.toString(jit.peer() - peer) : "(not watched)");
+            }
+        }
+    }
+
+    /**
+     * The stream's untimed warm-up: pairs of streams of {@link #STREAM_WARM_UP_WRITES} writes, one
+     * filled and one resent (both rows' paths compiled before either is timed), each on its own
+     * connection, until {@link #QUIET_WINDOWS} pairs in a row saw neither JVM's JIT compile for
+     * more than {@link #QUIET_COMPILE_SHARE} of the pair's time, or {@link #WARM_UP_MAX_NANOS}
+     * passed, as the echo's warm-up: after one warm-up stream the JIT compilers still ran during
+     * the timed streams, 6 to 30 us of CPU per 64 KiB message on a loaded 2-vCPU host, beside 14 to
+     * 35 for all other threads together (docs/netty.md, "The 64 KiB stream's CPU per message").
+     * Prints a {@code WARMUP} line.
+     */
+    private void streamWarmUp(InetSocketAddress to, int size) throws Exception {
+        long start = System.nanoTime();
+        try (JitClocks jit = new JitClocks()) {
+            long local0 = jit.local();
+            long peer0 = jit.peer();
+            long local = local0;
+            long peer = peer0;
+            int pairs = 0;
+            int quiet = 0;
+            do {
+                long pairStart = System.nanoTime();
+                timedStream(to, size, STREAM_WARM_UP_WRITES, false);
+                timedStream(to, size, STREAM_WARM_UP_WRITES, true);
+                pairs++;
+                long quietMillis = (long) (TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - pairStart) * QUIET_COMPILE_SHARE);
+                long l = jit.local();
+                long p = jit.peer();
+                quiet = l - local <= quietMillis && p - peer <= quietMillis ? quiet + 1 : 0;
+                local = l;
+                peer = p;
+            } while (quiet < QUIET_WINDOWS && System.nanoTime() - start < WARM_UP_MAX_NANOS);
+            System.out.printf("WARMUP %s stream-%dB streams %d ms %d jit-settled %s compile-ms client %d server %s%n", transport,
+                    size, 2 * pairs, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start), quiet >= QUIET_WINDOWS ? "yes" : "no",
+                    local - local0, PEER_JIT_PORT > 0 ? Long.toString(peer - peer0) : "(not watched)");
+        }
     }
 
     /**
