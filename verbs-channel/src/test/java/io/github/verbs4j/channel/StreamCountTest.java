@@ -1,7 +1,8 @@
 package io.github.verbs4j.channel;
 
 import io.github.verbs4j.test.SoftRdmaTest;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -18,8 +19,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * Counts, rather than times, what a one-way stream of 64 KiB messages costs per message
  * (docs/channel.md, "The 64 KiB stream: what the server checks, and what a message costs beside
- * ib_write_bw"), in the geometry of {@code scripts/channel-benchmark}: 64 slots of 65,600 bytes,
- * 8 WRITEs in flight. The receiver sends no data, so its credits go back as credit words only,
+ * ib_write_bw"), in the geometry of {@code scripts/channel-benchmark}: slots of 65,600 bytes, 8
+ * WRITEs in flight, and the ring at 16 slots (the benchmark's: twice the WRITEs in flight), at the
+ * window itself (8), and at 32 and 64 (docs/channel.md, "The ring's size by counts": each halving
+ * of the ring multiplies the WRITEs, credit words and sender parks a message by 1.6 to 2.5, within
+ * the bounds below). The receiver sends no data, so its credits go back as credit words only,
  * one per quarter ring at most; the sender parks only for credits, so at most once per credit
  * word it is sent. Load can only coalesce more (fewer WRITEs) and batch more credits (fewer
  * words), never add either.
@@ -28,12 +32,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class StreamCountTest {
 
     private static final int SIZE = 65_536;
-    private static final int SLOTS = 64;
     private static final int MESSAGES = 2_000;
 
-    @Test
-    void aStreamReturnsCreditsOncePerQuarterRingAtMostAndTheSenderParksOnlyForThem() throws Exception {
-        ChannelOptions options = ChannelOptions.defaults().withSlots(SLOTS).withSlotSize(65_600).withWritesInFlight(8);
+    @ParameterizedTest(name = "{0} slots")
+    @ValueSource(ints = {8, 16, 32, 64})
+    void aStreamReturnsCreditsOncePerQuarterRingAtMostAndTheSenderParksOnlyForThem(int slots) throws Exception {
+        ChannelOptions options = ChannelOptions.defaults().withSlots(slots).withSlotSize(65_600).withWritesInFlight(8);
         try (ChannelTest.Pair p = pair(options); ExecutorService ex = Executors.newSingleThreadExecutor();
              Arena arena = Arena.ofConfined()) {
             long[] clientBefore = HandOffCountTest.counts(p.client(), p.clientGroup());
@@ -75,15 +79,18 @@ class StreamCountTest {
             long serverCreditWords = server[4] - serverBefore[4];
             long clientWaits = client[0] - clientBefore[0];
             System.out.printf("a stream of %d messages of %d B, %d slots, 8 in flight: client WRITEs %d (posts %d), "
-                    + "server receive completions %d, credit words %d, client parks %d%n", MESSAGES, SIZE, SLOTS,
-                    clientWrites, clientPosts, serverReceives, serverCreditWords, clientWaits);
+                    + "server receive completions %d, credit words %d, client parks %d; server parks %d, "
+                    + "polling threads blocked: client %d, server %d; stand-downs client %d, server %d%n",
+                    MESSAGES, SIZE, slots, clientWrites, clientPosts, serverReceives, serverCreditWords, clientWaits,
+                    server[0] - serverBefore[0], client[1] - clientBefore[1], server[1] - serverBefore[1],
+                    client[6] - clientBefore[6], server[6] - serverBefore[6]);
             // one receive completion on the receiver per WRITE posted (the sender got no credit to send back)
             assertEquals(clientPosts, serverReceives, "receive completions per WRITE");
             assertTrue(clientPosts >= 1 && clientPosts <= MESSAGES, "WRITEs: " + clientPosts);
-            // a credit word once a quarter ring (16 slots, 16 messages here) was freed, at most:
-            // the sender advances 64 slots on the credits it started with, so the rest needed words
-            assertTrue(serverCreditWords <= MESSAGES / (SLOTS / 4), "credit words: " + serverCreditWords);
-            assertTrue(serverCreditWords >= (MESSAGES - SLOTS) / SLOTS, "credit words: " + serverCreditWords);
+            // a credit word once a quarter ring (a slot a message here) was freed, at most: the
+            // sender advances a ring on the credits it started with, so the rest needed words
+            assertTrue(serverCreditWords <= MESSAGES / (slots / 4), "credit words: " + serverCreditWords);
+            assertTrue(serverCreditWords >= (MESSAGES - slots) / slots, "credit words: " + serverCreditWords);
             // the sender parks only for credits (it receives nothing): each park ends with a credit word
             assertTrue(clientWaits <= serverCreditWords + 1, "sender parks " + clientWaits + " for "
                     + serverCreditWords + " credit words");
