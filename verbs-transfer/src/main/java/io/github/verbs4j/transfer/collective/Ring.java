@@ -657,8 +657,10 @@ public final class Ring implements AutoCloseable {
 
     /**
      * Reduces the elements of {@code data} (any segment: heap, native, mapped) element by element
-     * over all ranks with {@code op}, in place on every rank. The bytes are copied into the ring's
-     * registered buffer and back.
+     * over all ranks with {@code op}, in place on every rank. The chunks this rank reduces are read
+     * from {@code data} by the reduction itself, the one it sends first is copied into the ring's
+     * registered buffer, and the result is copied back piece by piece as it arrives
+     * ({@link #bytesCopied()}: {@code S / size()} in, {@code S} out).
      *
      * <p><b>Errors</b>: {@link IllegalArgumentException} when {@code data} is not a whole number of
      * elements, exceeds {@link #maxBytes()} or is read-only.
