@@ -160,6 +160,92 @@ class RingCollectivesTest {
         }
     }
 
+    /**
+     * What the copying collectives copy ({@link Ring#bytesCopied()}): an allreduce of S bytes
+     * copies in only the chunk it sends first (S / N) and reads every chunk it reduces straight
+     * from the caller's array, then copies S out piece by piece (before: S in and S out, 2 S); a
+     * reduce-scatter S / N in and its block out; an all-gather its block in and N blocks out; the
+     * workspace form nothing. A workspace slice given to the copying allreduce (it overlaps the
+     * buffer the ring writes into) is still copied whole both ways, and every result is exact.
+     */
+    @ParameterizedTest(name = "{0} ranks")
+    @ValueSource(ints = {2, 3})
+    void copyingCollectivesCopyInOnlyTheChunkSentFirst(int ranks) throws Exception {
+        long maxBytes = COUNT * 8L + 256;
+        runRing(ranks, maxBytes, ring -> {
+            int rank = ring.rank();
+            for (ElementType t : TYPES) {
+                long bytes = (long) COUNT * t.bytes();
+                Object a = array(t, COUNT);
+                fill(t, ReduceOp.SUM, rank, view(a), 0);
+                long before = ring.bytesCopied();
+                sumOverload(ring, a);
+                String bad = check("allreduce " + t + " array", t, ReduceOp.SUM, ranks, view(a), COUNT, i -> i);
+                if (bad != null) {
+                    return bad;
+                }
+                if (ring.bytesCopied() - before != bytes / ranks + bytes) {
+                    return "allreduce " + t + " of " + bytes + " bytes copied " + (ring.bytesCopied() - before)
+                            + ", not " + (bytes / ranks + bytes) + " (its first chunk in, all out)";
+                }
+
+                // a workspace slice past the start, given to the copying form: the data area overlaps it
+                MemorySegment inside = ring.workspace().asSlice(64, bytes);
+                fill(t, ReduceOp.MAX, rank, inside, 3);
+                before = ring.bytesCopied();
+                ring.allreduce(inside, t, ReduceOp.MAX);
+                bad = check("allreduce " + t + " of a workspace slice", t, ReduceOp.MAX, ranks, inside, COUNT,
+                        i -> i + 3);
+                if (bad != null) {
+                    return bad;
+                }
+                if (ring.bytesCopied() - before != 2 * bytes) {
+                    return "allreduce " + t + " of a workspace slice copied " + (ring.bytesCopied() - before)
+                            + ", not " + 2 * bytes;
+                }
+
+                MemorySegment head = ring.workspace().asSlice(0, bytes);
+                fill(t, ReduceOp.SUM, rank, head, 0);
+                before = ring.bytesCopied();
+                ring.allreduceInWorkspace(head, t, ReduceOp.SUM);
+                if (ring.bytesCopied() != before) {
+                    return "allreduceInWorkspace " + t + " copied " + (ring.bytesCopied() - before) + " bytes";
+                }
+
+                int block = COUNT / ranks;
+                Object send = array(t, COUNT);
+                Object recv = array(t, block);
+                fill(t, ReduceOp.MIN, rank, view(send), 0);
+                before = ring.bytesCopied();
+                reduceScatterArray(ring, send, recv, ReduceOp.MIN);
+                bad = check("reduce-scatter " + t, t, ReduceOp.MIN, ranks, view(recv), block,
+                        i -> (long) rank * block + i);
+                if (bad != null) {
+                    return bad;
+                }
+                if (ring.bytesCopied() - before != 2 * (bytes / ranks)) {
+                    return "reduce-scatter " + t + " copied " + (ring.bytesCopied() - before) + ", not "
+                            + 2 * (bytes / ranks);
+                }
+
+                Object mine = array(t, block);
+                Object all = array(t, COUNT);
+                fill(t, ReduceOp.SUM, rank, view(mine), (long) rank * block);
+                before = ring.bytesCopied();
+                allGatherArray(ring, mine, all);
+                bad = checkGathered("all-gather " + t, t, ranks, view(all), block);
+                if (bad != null) {
+                    return bad;
+                }
+                if (ring.bytesCopied() - before != bytes / ranks + bytes) {
+                    return "all-gather " + t + " copied " + (ring.bytesCopied() - before) + ", not "
+                            + (bytes / ranks + bytes);
+                }
+            }
+            return "OK";
+        });
+    }
+
     @ParameterizedTest(name = "{0} ranks")
     @ValueSource(ints = {2, 3})
     void reduceScatterGivesRankRItsReducedBlockAndAllGatherEveryBlockInRankOrder(int ranks) throws Exception {

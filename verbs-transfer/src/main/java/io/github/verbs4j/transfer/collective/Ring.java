@@ -221,6 +221,8 @@ public final class Ring implements AutoCloseable {
      * made for every poll would allocate a string per round of the spin.
      */
     private int awaitedChunk;
+    /** Bytes copied between callers' memory and the registered buffer ({@link #bytesCopied()}). */
+    private long bytesCopied;
     private final CloseState state = new CloseState();
 
     private Ring(int rank, int size, RingOptions options, Closer owned, MemoryRegion buffer,
@@ -655,8 +657,10 @@ public final class Ring implements AutoCloseable {
 
     /**
      * Reduces the elements of {@code data} (any segment: heap, native, mapped) element by element
-     * over all ranks with {@code op}, in place on every rank. The bytes are copied into the ring's
-     * registered buffer and back.
+     * over all ranks with {@code op}, in place on every rank. The chunks this rank reduces are read
+     * from {@code data} by the reduction itself, the one it sends first is copied into the ring's
+     * registered buffer, and the result is copied back piece by piece as it arrives
+     * ({@link #bytesCopied()}: {@code S / size()} in, {@code S} out).
      *
      * <p><b>Errors</b>: {@link IllegalArgumentException} when {@code data} is not a whole number of
      * elements, exceeds {@link #maxBytes()} or is read-only.
@@ -672,9 +676,40 @@ public final class Ring implements AutoCloseable {
             return;
         }
         long deadline = start("allreduce");
-        MemorySegment.copy(data, 0, buffer.segment(), 0, bytes);
-        allreduceAt(0, count, type, op, deadline);
-        MemorySegment.copy(buffer.segment(), 0, data, 0, bytes);
+        if (apart(data)) {
+            allreduceAt(0, count, type, op, data, deadline);
+        } else {
+            copy(data, 0, buffer.segment(), 0, bytes);
+            allreduceAt(0, count, type, op, null, deadline);
+            copy(buffer.segment(), 0, data, 0, bytes);
+        }
+    }
+
+    /**
+     * The bytes this ring has copied between the callers' memory and its registered buffer since
+     * it opened, both ways: the cost of the copying collectives that {@link #allreduceInWorkspace}
+     * does not have. An allreduce of {@code S} bytes copies {@code S / size()} in (the chunk it
+     * sends first; the chunks it reduces are read straight from the caller's memory) and {@code S}
+     * out (each piece as it lands, while the next is on its way); a reduce-scatter {@code S /
+     * size()} in and its block out; an all-gather and a broadcast their data in and out.
+     */
+    public long bytesCopied() {
+        return bytesCopied;
+    }
+
+    /**
+     * Whether {@code s} lies outside the registered buffer, so that a collective may read it or
+     * write it piece by piece while the buffer changes; one inside (a {@link #workspace()} slice
+     * given to a copying collective) is copied whole before and after instead.
+     */
+    private boolean apart(MemorySegment s) {
+        return buffer.segment().asOverlappingSlice(s).isEmpty();
+    }
+
+    /** Copies between a caller's segment and the registered buffer, counted in {@link #bytesCopied}. */
+    private void copy(MemorySegment from, long fromOffset, MemorySegment to, long toOffset, long bytes) {
+        MemorySegment.copy(from, fromOffset, to, toOffset, bytes);
+        bytesCopied += bytes;
     }
 
     /**
@@ -717,20 +752,24 @@ public final class Ring implements AutoCloseable {
         if (count == 0) {
             return;
         }
-        allreduceAt(at, count, type, op, start("allreduce"));
+        allreduceAt(at, count, type, op, null, start("allreduce"));
     }
 
-    /** Allreduce of {@code count} elements at byte {@code at} of the data area, in place. */
-    private void allreduceAt(long at, long count, ElementType type, ReduceOp op, long deadline) {
+    /**
+     * Allreduce of {@code count} elements at byte {@code at} of the data area: in place when
+     * {@code data} is {@code null}, else of {@code data}'s elements (at 0), read from it as the
+     * reduce-scatter needs them and written back to it piece by piece as the all-gather brings them.
+     */
+    private void allreduceAt(long at, long count, ElementType type, ReduceOp op, MemorySegment data, long deadline) {
         base = at;
         try {
             int pieces = piecesFor(count * type.bytes() / size);
-            reduceScatterPhase(count, type, op, pieces, deadline);
+            reduceScatterPhase(count, type, op, pieces, data, deadline);
             // this rank's writes of reduce-scatter have been read out: the left neighbour may overwrite
             awaitSends(0, deadline);
             sendReady(deadline);
             awaitReady(deadline);
-            allGatherPhase(count, type.bytes(), pieces, deadline);
+            allGatherPhase(count, type.bytes(), pieces, data, deadline);
         } finally {
             base = 0;
         }
@@ -790,14 +829,18 @@ public final class Ring implements AutoCloseable {
             return;
         }
         long deadline = start("reduceScatter");
-        MemorySegment.copy(send, 0, buffer.segment(), 0, bytes);
-        reduceScatterPhase(count, type, op, piecesFor(block), deadline);
+        MemorySegment source = send;
+        if (!apart(send)) {
+            copy(send, 0, buffer.segment(), 0, bytes);
+            source = null;
+        }
+        reduceScatterPhase(count, type, op, piecesFor(block), source, deadline);
         // the left neighbour may write into this rank's staging again once told (see start()); that
         // word is not awaited: the left may have ended its last collective and closed its ring
         sendReady(deadline);
         stagingReadyOwed = true;
         awaitWrites(deadline);
-        MemorySegment.copy(buffer.segment(), rank * block, recv, 0, block);
+        copy(buffer.segment(), rank * block, recv, 0, block);
     }
 
     /**
@@ -844,12 +887,15 @@ public final class Ring implements AutoCloseable {
             return;
         }
         long deadline = start("allGather");
-        MemorySegment.copy(send, 0, buffer.segment(), rank * block, block);
+        copy(send, 0, buffer.segment(), rank * block, block);
         // the left neighbour writes into this rank's array: once this rank's last collective is done with it
         sendReady(deadline);
         awaitReady(deadline);
-        allGatherPhase(bytes, 1, piecesFor(block), deadline);
-        MemorySegment.copy(buffer.segment(), 0, recv, 0, bytes);
+        boolean piecewise = apart(recv);
+        allGatherPhase(bytes, 1, piecesFor(block), piecewise ? recv : null, deadline);
+        if (!piecewise) {
+            copy(buffer.segment(), 0, recv, 0, bytes);
+        }
     }
 
     /** Replaces {@code data} on every rank by the root's. */
@@ -898,7 +944,7 @@ public final class Ring implements AutoCloseable {
         long deadline = start("broadcast");
         int pieces = piecesFor(bytes);
         if (rank == root) {
-            MemorySegment.copy(data, 0, buffer.segment(), 0, bytes);
+            copy(data, 0, buffer.segment(), 0, bytes);
             awaitReady(deadline);
             for (int j = 0; j < pieces; j++) {
                 writeChunk(bytes * j / pieces, bytes * j / pieces, bytes * (j + 1) / pieces - bytes * j / pieces,
@@ -920,7 +966,7 @@ public final class Ring implements AutoCloseable {
         }
         awaitSends(0, deadline);
         if (rank != root) {
-            MemorySegment.copy(buffer.segment(), 0, data, 0, bytes);
+            copy(buffer.segment(), 0, data, 0, bytes);
         }
     }
 
@@ -1006,22 +1052,34 @@ public final class Ring implements AutoCloseable {
      * chunk {@code rank - s - 2} in its staging from the left (which began it with its own chunk
      * {@code rank - 2} at step 0) and reduces it into its own; each reduced piece goes on to the
      * right at once, while the next piece is still arriving.
+     *
+     * <p>With a {@code source} (the caller's segment, the elements at 0) the data area holds
+     * nothing yet: the chunk sent first is copied in piece by piece just before its WRITEs, and
+     * every other chunk is reduced once, from the left's piece and the source's elements into the
+     * data area, so no chunk is copied in only to be read once by the reduction.
      */
-    private void reduceScatterPhase(long count, ElementType type, ReduceOp op, int pieces, long deadline) {
+    private void reduceScatterPhase(long count, ElementType type, ReduceOp op, int pieces, MemorySegment source,
+            long deadline) {
         int elem = type.bytes();
         MemorySegment m = buffer.segment();
         int first = Math.floorMod(rank - 1, size);
         for (int j = 0; j < pieces; j++) {
+            if (source != null) {
+                long a = pieceStart(count, first, j, pieces) * elem;
+                copy(source, a, m, base + a, pieceStart(count, first, j + 1, pieces) * elem - a);
+            }
             writePiece(count, first, elem, maxBytes, j, pieces, tag(TAG_SCATTER, 0, j), deadline);
         }
         for (int s = 0; s < size - 1; s++) {
             int recv = Math.floorMod(rank - s - 2, size);
             for (int j = 0; j < pieces; j++) {
                 awaitImm(tag(TAG_SCATTER, s, j), deadline);
-                long a = pieceStart(count, recv, j, pieces);
-                long b = pieceStart(count, recv, j + 1, pieces);
+                long a = pieceStart(count, recv, j, pieces) * elem;
+                long len = pieceStart(count, recv, j + 1, pieces) * elem - a;
                 // the piece arriving from the left carries the reduction of the ranks before this one
-                Reduction.apply(m, maxBytes + base + a * elem, base + a * elem, b - a, type, op);
+                MemorySegment out = m.asSlice(base + a, len);
+                Reduction.apply(m.asSlice(maxBytes + base + a, len), source == null ? out : source.asSlice(a, len),
+                        out, type, op);
                 if (s < size - 2) {
                     writePiece(count, recv, elem, maxBytes, j, pieces, tag(TAG_SCATTER, s + 1, j), deadline);
                 }
@@ -1032,11 +1090,14 @@ public final class Ring implements AutoCloseable {
     /**
      * All-gather over {@code count} elements of {@code elem} bytes, this rank holding chunk
      * {@code rank}: at step {@code s} it receives chunk {@code rank - 1 - s} straight into its data
-     * area and forwards each piece as it lands. Ends with every write completed.
+     * area and forwards each piece as it lands. Ends with every write completed. With a
+     * {@code dest} (the caller's segment) each piece is copied out to it once final (this rank's
+     * own once posted, the others once forwarded), while the next one is on its way.
      */
-    private void allGatherPhase(long count, long elem, int pieces, long deadline) {
+    private void allGatherPhase(long count, long elem, int pieces, MemorySegment dest, long deadline) {
         for (int j = 0; j < pieces; j++) {
             writePiece(count, rank, elem, 0, j, pieces, tag(TAG_GATHER, 0, j), deadline);
+            copyOut(count, rank, elem, j, pieces, dest);
         }
         for (int s = 0; s < size - 1; s++) {
             int recv = Math.floorMod(rank - 1 - s, size);
@@ -1045,9 +1106,18 @@ public final class Ring implements AutoCloseable {
                 if (s < size - 2) {
                     writePiece(count, recv, elem, 0, j, pieces, tag(TAG_GATHER, s + 1, j), deadline);
                 }
+                copyOut(count, recv, elem, j, pieces, dest);
             }
         }
         awaitSends(0, deadline);
+    }
+
+    /** Copies piece {@code j} of chunk {@code c} of the data area to the same place of {@code dest}, if any. */
+    private void copyOut(long count, int c, long elem, int j, int pieces, MemorySegment dest) {
+        if (dest != null) {
+            long from = pieceStart(count, c, j, pieces) * elem;
+            copy(buffer.segment(), base + from, dest, from, pieceStart(count, c, j + 1, pieces) * elem - from);
+        }
     }
 
     /**
