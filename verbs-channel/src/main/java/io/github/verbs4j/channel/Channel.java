@@ -130,6 +130,16 @@ public final class Channel implements AutoCloseable {
      */
     private long monitorWaits;
     /**
+     * How long this channel's application threads spent blocked in {@code Object.wait} in all,
+     * and how many of those blocks lasted a millisecond or more (guarded by this): the waits of
+     * application polling's tail (docs/channel.md, "Application polling's wait without the
+     * millisecond"), for the tests that count them.
+     */
+    private long monitorWaitNanos;
+    private long longMonitorWaits;
+    /** With application polling: how often a waiting thread's spin ran out (guarded by this; tests). */
+    private long spinsSpent;
+    /**
      * Threads in {@code Object.wait} on this channel now (guarded by this): a message or a
      * credit wakes them only when there is one ({@link #wakeWaiters}). With application
      * polling nobody waits in the steady state, and {@code notifyAll} is no free call there:
@@ -630,6 +640,10 @@ public final class Channel implements AutoCloseable {
             }
             return;
         }
+        if (r == ChannelGroup.EMPTY && idlePolls == spinPolls) {
+            idlePolls++; // counted once per wait
+            spinsSpent++;
+        }
         block(1_000_000);
     }
 
@@ -691,6 +705,7 @@ public final class Channel implements AutoCloseable {
         monitorWaits++;
         waiters++;
         group.beginBlocking();
+        long start = System.nanoTime(); // a block is off the fast path: two clock reads are nothing beside it
         try {
             if (nanos == Long.MAX_VALUE) {
                 wait();
@@ -698,9 +713,37 @@ public final class Channel implements AutoCloseable {
                 wait(nanos / 1_000_000, (int) (nanos % 1_000_000));
             }
         } finally {
+            long blocked = System.nanoTime() - start;
+            monitorWaitNanos += blocked;
+            if (blocked >= 1_000_000) {
+                longMonitorWaits++;
+            }
             group.endBlocking();
             waiters--;
         }
+    }
+
+    /**
+     * What this channel's waiting threads did once they had to wait, so far (tests): with
+     * application polling, how often a wait's spin ran out ({@code spinsSpent}), the short
+     * parks after it ({@code naps}, {@code nappedNanos}); with either mode the blocks on the
+     * monitor ({@code blocks}, {@code blockedNanos}) and of those the ones of a millisecond or
+     * more ({@code longBlocks}).
+     */
+    record WaitCounts(long spinsSpent, long naps, long nappedNanos, long blocks, long blockedNanos, long longBlocks) {
+        /** This minus {@code before}, per {@code n} (round trips), as one line. */
+        String perRoundTrip(WaitCounts before, long n) {
+            double d = n;
+            long b = blocks - before.blocks;
+            long k = naps - before.naps;
+            return String.format("spins spent %.3f, naps %.3f (%.1f us each), blocks %.3f (%.1f us each), of 1 ms or more %.3f",
+                    (spinsSpent - before.spinsSpent) / d, k / d, k == 0 ? 0.0 : (nappedNanos - before.nappedNanos) / 1e3 / k,
+                    b / d, b == 0 ? 0.0 : (blockedNanos - before.blockedNanos) / 1e3 / b, (longBlocks - before.longBlocks) / d);
+        }
+    }
+
+    synchronized WaitCounts waitCounts() {
+        return new WaitCounts(spinsSpent, 0, 0, monitorWaits, monitorWaitNanos, longMonitorWaits);
     }
 
     /** {@link #monitorWaits}: how often an application thread blocked on this channel so far (tests). */

@@ -1,0 +1,119 @@
+package io.github.verbs4j.channel;
+
+import io.github.verbs4j.test.SoftRdmaTest;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.LockSupport;
+
+import static io.github.verbs4j.channel.ChannelTest.T;
+import static io.github.verbs4j.channel.ChannelTest.pair;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+/**
+ * Application polling's wait once the spin ran out, counted rather than timed (docs/channel.md,
+ * "Application polling's wait without the millisecond"): per round trip of a ping-pong, how
+ * often the waiting threads' spin ran out, how often they parked briefly after it, and how often
+ * they blocked on the channel's monitor, with how many of those blocks lasted 1 ms or more (a
+ * block of {@code Object.wait} rounds any timeout up to a millisecond, and with application
+ * polling no other thread wakes it earlier). A busy thread in this JVM competes for the CPUs,
+ * as another process's work does on a loaded machine.
+ */
+@SoftRdmaTest
+class AppPollingWaitTest {
+
+    private static final int SIZE = 64;
+
+    /**
+     * Runs {@code rounds} round trips of {@code SIZE} bytes after {@code warmup}, every echo
+     * checked, with {@code busyThreads} threads spinning beside them; the server's thread parks
+     * {@code answerDelayNanos} before each answer (0: none). Returns the client's and the
+     * server's counts over the timed round trips.
+     */
+    static String[] roundTrips(ChannelOptions options, int warmup, int rounds, long answerDelayNanos, int busyThreads)
+            throws Exception {
+        AtomicBoolean stop = new AtomicBoolean();
+        Thread[] busy = new Thread[busyThreads];
+        for (int i = 0; i < busyThreads; i++) {
+            busy[i] = Thread.ofPlatform().daemon().name("busy-" + i).start(() -> {
+                long x = 0;
+                while (!stop.get()) {
+                    x = x * 6364136223846793005L + 1442695040888963407L;
+                }
+                if (x == 42) {
+                    System.out.print(""); // keeps the loop's work observable
+                }
+            });
+        }
+        int total = warmup + rounds;
+        try (ChannelTest.Pair p = pair(options); ExecutorService ex = Executors.newSingleThreadExecutor();
+             Arena arena = Arena.ofConfined()) {
+            Channel.WaitCounts[] serverBefore = new Channel.WaitCounts[1];
+            Future<?> echo = ex.submit(() -> {
+                try (Arena serverArena = Arena.ofConfined()) {
+                    MemorySegment reply = serverArena.allocate(SIZE);
+                    for (int i = 0; i < total; i++) {
+                        if (i == warmup) {
+                            serverBefore[0] = p.accepted().waitCounts();
+                        }
+                        try (Message m = p.accepted().receive(T.toNanos(), TimeUnit.NANOSECONDS)) {
+                            assertEquals(SIZE, m.length());
+                            reply.copyFrom(m.segment());
+                        }
+                        if (answerDelayNanos > 0) {
+                            LockSupport.parkNanos(answerDelayNanos);
+                        }
+                        p.accepted().send(reply);
+                    }
+                }
+                return null;
+            });
+            MemorySegment ping = arena.allocate(SIZE);
+            Channel.WaitCounts clientBefore = null;
+            for (int i = 0; i < total; i++) {
+                if (i == warmup) {
+                    clientBefore = p.client().waitCounts();
+                }
+                ping.set(Channel.LE_LONG, 0, i);
+                ping.set(Channel.LE_LONG, SIZE - 8, ~i);
+                p.client().send(ping);
+                try (Message m = p.client().receive(T.toNanos(), TimeUnit.NANOSECONDS)) {
+                    assertEquals(SIZE, m.length());
+                    assertEquals(i, m.getLong(0), "the echo of round trip " + i);
+                    assertEquals(~i, m.getLong(SIZE - 8), "the echo's tail of round trip " + i);
+                }
+            }
+            Channel.WaitCounts clientAfter = p.client().waitCounts();
+            echo.get(T.toSeconds(), TimeUnit.SECONDS);
+            Channel.WaitCounts serverAfter = p.accepted().waitCounts();
+            return new String[] {clientAfter.perRoundTrip(clientBefore, rounds),
+                    serverAfter.perRoundTrip(serverBefore[0], rounds),
+                    Double.toString((clientAfter.longBlocks() - clientBefore.longBlocks()) / (double) rounds)};
+        } finally {
+            stop.set(true);
+            for (Thread t : busy) {
+                t.join();
+            }
+        }
+    }
+
+    /**
+     * The plain ping-pong with the default spin, without and with a competing busy thread: the
+     * counts are printed (docs/channel.md's table); the echoes are checked byte for byte.
+     */
+    @ParameterizedTest(name = "notification={0}, busy threads={1}")
+    @CsvSource({"IMMEDIATE, 0", "IMMEDIATE, 1", "SEND, 0", "SEND, 1"})
+    void roundTripWaitsCounted(ChannelOptions.Notification notification, int busyThreads) throws Exception {
+        ChannelOptions options = ChannelOptions.defaults().withApplicationPolling(true).withSlots(256)
+                .withNotification(notification);
+        String[] c = roundTrips(options, 2_000, 5_000, 0, busyThreads);
+        System.out.printf("application polling, %s, %d busy: client %s; server %s%n", notification, busyThreads, c[0], c[1]);
+    }
+}
