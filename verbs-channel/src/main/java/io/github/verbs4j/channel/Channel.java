@@ -21,6 +21,7 @@ import java.time.Duration;
 import java.util.Arrays;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * A reliable, ordered message channel over one RC queue pair. Messages are written with RDMA
@@ -67,7 +68,8 @@ import java.util.concurrent.TimeUnit;
  * channel moves only while some thread is in one of its group's operations: a peer's messages
  * are acknowledged by the transport regardless, but credits, completed WRITEs and a lost peer
  * are noticed at the next call. A waiting thread holds the channel's lock while it spins
- * ({@link ChannelOptions#spinPolls()} empty polls, then a poll every millisecond), so the use
+ * ({@link ChannelOptions#spinPolls()} empty polls, then polls between short parks of 16 us
+ * growing to 256 us, about 1 ms in all, then a poll every millisecond), so the use
  * it suits is one thread per channel, such as request and response from one thread; other
  * threads of the same channel wait their turn.
  *
@@ -139,6 +141,16 @@ public final class Channel implements AutoCloseable {
     private long longMonitorWaits;
     /** With application polling: how often a waiting thread's spin ran out (guarded by this; tests). */
     private long spinsSpent;
+    /**
+     * With application polling, after the spin ran out: the length of the next short park
+     * ({@link #nap}), {@code 0} while the wait still spins (guarded by this).
+     */
+    private long napNanos;
+    /** The naps this wait took so far (guarded by this). */
+    private int napsThisWait;
+    /** The naps taken and the time they lasted (guarded by this; tests). */
+    private long naps;
+    private long nappedNanos;
     /**
      * Threads in {@code Object.wait} on this channel now (guarded by this): a message or a
      * credit wakes them only when there is one ({@link #wakeWaiters}). With application
@@ -583,6 +595,7 @@ public final class Channel implements AutoCloseable {
         checkNotWritingInPlace();
         if (appPolling && !receiver.hasMessage()) {
             group.drive();
+            restartSpin();
         }
         while (!receiver.hasMessage()) {
             if (state.isClosed()) {
@@ -618,8 +631,9 @@ public final class Channel implements AutoCloseable {
      * once it handed over completions, so that the caller looks again. With a polling thread
      * it polls up to {@link ChannelOptions#spinPolls()} times while the polling thread stands
      * down, then blocks on the monitor ({@link #block}) until a delivery notifies it. With
-     * application polling it polls once: it spins ({@code spinPolls} empty polls), then waits
-     * 1 ms between polls; while another thread polls it waits (giving up this lock, which that
+     * application polling it polls once: it spins ({@code spinPolls} empty polls), then parks
+     * briefly between polls ({@link #nap}, about 1 ms in all), then waits 1 ms between polls;
+     * while another thread polls it waits (giving up this lock, which that
      * thread may need) until that thread hands it something or 1 ms passed.
      */
     private void await(long nanos) throws InterruptedException {
@@ -629,7 +643,7 @@ public final class Channel implements AutoCloseable {
         }
         int r = group.drive();
         if (r == ChannelGroup.DROVE) {
-            idlePolls = 0;
+            restartSpin();
             return;
         }
         if (r == ChannelGroup.EMPTY && idlePolls < spinPolls) {
@@ -640,11 +654,69 @@ public final class Channel implements AutoCloseable {
             }
             return;
         }
-        if (r == ChannelGroup.EMPTY && idlePolls == spinPolls) {
-            idlePolls++; // counted once per wait
-            spinsSpent++;
+        if (r == ChannelGroup.EMPTY && nap(nanos)) {
+            return;
         }
         block(1_000_000);
+    }
+
+    /**
+     * Application polling: the next wait (or the rest of this one, after a poll that found
+     * something) starts with a whole spin and no naps. A receive calls it on entry too, so that
+     * a wait that timed out or whose message the first poll took leaves no spent spin behind.
+     */
+    private void restartSpin() {
+        idlePolls = 0;
+        napNanos = 0;
+        napsThisWait = 0;
+    }
+
+    /**
+     * The first of application polling's naps after the spin ran out, each one twice the one
+     * before up to {@link #LONGEST_NAP_NANOS}, {@link #NAPS} of them (16, 32, 64, 128, 256,
+     * 256, 256 us: about 1 ms in all, plus up to 50 us each, Linux's timer slack for a normal
+     * thread). A peer whose answer came just after the spin (descheduled for a moment on a
+     * loaded machine) is then noticed within about its own delay, at most one nap late, not at
+     * the end of a millisecond's block, which {@code Object.wait} rounds any shorter timeout up to.
+     */
+    static final long FIRST_NAP_NANOS = 16_000;
+    /** The longest nap: how late, at most, a wait notices an answer that came during its naps. */
+    static final long LONGEST_NAP_NANOS = 256_000;
+    /** Naps per wait; after them the wait blocks on the monitor, 1 ms between polls. */
+    static final int NAPS = 7;
+
+    /**
+     * After application polling's spin ran out: parks this thread for the next nap
+     * ({@link #FIRST_NAP_NANOS}, doubling up to {@link #LONGEST_NAP_NANOS}), at most
+     * {@code nanos}, and returns {@code true} so that the caller polls again; {@code false}
+     * once the naps are spent (the caller then blocks
+     * 1 ms between polls, costing an idle channel one wake-up a millisecond). The nap keeps this
+     * channel's lock, as the spin does: another thread that must deliver to this channel (one
+     * polling for another channel of the group) waits for at most one nap, and then this
+     * thread's poll finds the queue busy and it blocks on the monitor, giving the lock up. Kept
+     * out of {@link #await} so that the spin's path stays as short as it was.
+     *
+     * @throws InterruptedException when interrupted during the nap
+     */
+    private boolean nap(long nanos) throws InterruptedException {
+        if (napsThisWait == NAPS) {
+            return false;
+        }
+        long n = napNanos;
+        if (n == 0) {
+            spinsSpent++;
+            n = FIRST_NAP_NANOS;
+        }
+        napNanos = Math.min(n * 2, LONGEST_NAP_NANOS);
+        napsThisWait++;
+        long start = System.nanoTime();
+        LockSupport.parkNanos(this, Math.min(n, nanos));
+        nappedNanos += System.nanoTime() - start;
+        naps++;
+        if (Thread.interrupted()) {
+            throw new InterruptedException();
+        }
+        return true;
     }
 
     /**
@@ -743,7 +815,7 @@ public final class Channel implements AutoCloseable {
     }
 
     synchronized WaitCounts waitCounts() {
-        return new WaitCounts(spinsSpent, 0, 0, monitorWaits, monitorWaitNanos, longMonitorWaits);
+        return new WaitCounts(spinsSpent, naps, nappedNanos, monitorWaits, monitorWaitNanos, longMonitorWaits);
     }
 
     /** {@link #monitorWaits}: how often an application thread blocked on this channel so far (tests). */

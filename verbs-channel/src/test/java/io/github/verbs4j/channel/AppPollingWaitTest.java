@@ -16,6 +16,7 @@ import java.util.concurrent.locks.LockSupport;
 import static io.github.verbs4j.channel.ChannelTest.T;
 import static io.github.verbs4j.channel.ChannelTest.pair;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Application polling's wait once the spin ran out, counted rather than timed (docs/channel.md,
@@ -30,12 +31,18 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 class AppPollingWaitTest {
 
     private static final int SIZE = 64;
+    /** An answer noticed this long after it was sent was slept past (the server's clock is the client's: one JVM). */
+    private static final long OVERSLEPT_NANOS = 500_000;
 
     /**
      * Runs {@code rounds} round trips of {@code SIZE} bytes after {@code warmup}, every echo
      * checked, with {@code busyThreads} threads spinning beside them; the server's thread parks
      * {@code answerDelayNanos} before each answer (0: none). Returns the client's and the
-     * server's counts over the timed round trips.
+     * server's counts over the timed round trips, and the share of those round trips in which
+     * the client blocked for 1 ms or more and noticed its answer {@link #OVERSLEPT_NANOS} or
+     * more after the server sent it: a block that slept past the answer. (A round trip whose
+     * server was stalled for milliseconds, as a loaded machine's threads are now and then,
+     * blocks too, but notices the answer soon after it left: that is the machine, not the wait.)
      */
     static String[] roundTrips(ChannelOptions options, int warmup, int rounds, long answerDelayNanos, int busyThreads)
             throws Exception {
@@ -70,6 +77,7 @@ class AppPollingWaitTest {
                         if (answerDelayNanos > 0) {
                             LockSupport.parkNanos(answerDelayNanos);
                         }
+                        reply.set(Channel.LE_LONG, 8, System.nanoTime()); // when the answer left
                         p.accepted().send(reply);
                     }
                 }
@@ -77,17 +85,30 @@ class AppPollingWaitTest {
             });
             MemorySegment ping = arena.allocate(SIZE);
             Channel.WaitCounts clientBefore = null;
+            long longBlocks = 0;
+            long oversleeping = 0; // timed round trips whose client blocked 1 ms or more past its answer
             for (int i = 0; i < total; i++) {
                 if (i == warmup) {
                     clientBefore = p.client().waitCounts();
+                    longBlocks = clientBefore.longBlocks();
                 }
                 ping.set(Channel.LE_LONG, 0, i);
                 ping.set(Channel.LE_LONG, SIZE - 8, ~i);
                 p.client().send(ping);
+                long answerSent;
                 try (Message m = p.client().receive(T.toNanos(), TimeUnit.NANOSECONDS)) {
+                    long noticed = System.nanoTime();
                     assertEquals(SIZE, m.length());
                     assertEquals(i, m.getLong(0), "the echo of round trip " + i);
                     assertEquals(~i, m.getLong(SIZE - 8), "the echo's tail of round trip " + i);
+                    answerSent = noticed - m.getLong(8);
+                }
+                if (i >= warmup) {
+                    long now = p.client().waitCounts().longBlocks();
+                    if (now > longBlocks && answerSent >= OVERSLEPT_NANOS) {
+                        oversleeping++;
+                    }
+                    longBlocks = now;
                 }
             }
             Channel.WaitCounts clientAfter = p.client().waitCounts();
@@ -95,7 +116,7 @@ class AppPollingWaitTest {
             Channel.WaitCounts serverAfter = p.accepted().waitCounts();
             return new String[] {clientAfter.perRoundTrip(clientBefore, rounds),
                     serverAfter.perRoundTrip(serverBefore[0], rounds),
-                    Double.toString((clientAfter.longBlocks() - clientBefore.longBlocks()) / (double) rounds)};
+                    Double.toString(oversleeping / (double) rounds)};
         } finally {
             stop.set(true);
             for (Thread t : busy) {
@@ -115,5 +136,27 @@ class AppPollingWaitTest {
                 .withNotification(notification);
         String[] c = roundTrips(options, 2_000, 5_000, 0, busyThreads);
         System.out.printf("application polling, %s, %d busy: client %s; server %s%n", notification, busyThreads, c[0], c[1]);
+    }
+
+    /**
+     * An answer that comes after the waiting thread's spin ran out, but well within a
+     * millisecond, while a busy thread competes for the CPUs: the server parks 200 us before
+     * each answer, the client spins only 4 polls, so every round trip's wait outlasts its spin.
+     * Counted, not timed: the round trips in which the client blocked for 1 ms or more and
+     * noticed its answer 500 us or more after it was sent. The code that blocked on the monitor
+     * (1 ms) as soon as the spin ran out did so in most of them.
+     */
+    @ParameterizedTest(name = "notification={0}")
+    @CsvSource({"IMMEDIATE", "SEND"})
+    void anAnswerJustAfterTheSpinCostsNoMillisecondBlock(ChannelOptions.Notification notification) throws Exception {
+        ChannelOptions options = ChannelOptions.defaults().withApplicationPolling(true).withSpinPolls(4)
+                .withNotification(notification);
+        String[] c = roundTrips(options, 100, 500, 200_000, 1);
+        double overslept = Double.parseDouble(c[2]);
+        System.out.printf("application polling, %s, answer after 200 us, 1 busy: client %s; server %s;"
+                + " round trips whose client blocked 1 ms or more past its answer %.3f%n", notification, c[0], c[1], overslept);
+        // the client itself descheduled for long on a loaded machine still adds one now and
+        // then; the code that blocked as soon as its spin ran out did so in most round trips
+        assertTrue(overslept < 0.1, "round trips whose client blocked 1 ms or more past its answer: " + overslept);
     }
 }
