@@ -68,8 +68,9 @@ import java.util.concurrent.locks.LockSupport;
  * channel moves only while some thread is in one of its group's operations: a peer's messages
  * are acknowledged by the transport regardless, but credits, completed WRITEs and a lost peer
  * are noticed at the next call. A waiting thread holds the channel's lock while it spins
- * ({@link ChannelOptions#spinPolls()} empty polls, then polls between short parks of 16 us
- * growing to 256 us, about 1 ms in all, then a poll every millisecond), so the use
+ * ({@link ChannelOptions#spinPolls()} empty polls, then a poll every millisecond; with
+ * {@link ChannelOptions#parkAfterSpin()} first polls between short parks of 16 us growing to
+ * 256 us, about 1 ms in all), so the use
  * it suits is one thread per channel, such as request and response from one thread; other
  * threads of the same channel wait their turn.
  *
@@ -122,6 +123,8 @@ public final class Channel implements AutoCloseable {
     private final boolean ownsGroup;
     private final boolean appPolling;
     private final int spinPolls;
+    /** {@link ChannelOptions#parkAfterSpin()}: whether application polling's wait parks briefly after its spin ({@link #nap}). */
+    private final boolean napsAfterSpin;
     private int idlePolls; // guarded by this
     /**
      * Counts kept for the tests that count a message's hand-offs (docs/channel.md, "Where the
@@ -187,6 +190,7 @@ public final class Channel implements AutoCloseable {
         this.ownsGroup = ownsGroup;
         this.appPolling = options.applicationPolling();
         this.spinPolls = options.spinPolls();
+        this.napsAfterSpin = options.parkAfterSpin();
         this.key = key;
         this.id = id;
         this.closeTimeout = options.closeTimeout();
@@ -595,7 +599,9 @@ public final class Channel implements AutoCloseable {
         checkNotWritingInPlace();
         if (appPolling && !receiver.hasMessage()) {
             group.drive();
-            restartSpin();
+            if (napsAfterSpin) {
+                restartSpin(); // a wait that timed out must not leave the next one's naps spent
+            }
         }
         while (!receiver.hasMessage()) {
             if (state.isClosed()) {
@@ -631,8 +637,9 @@ public final class Channel implements AutoCloseable {
      * once it handed over completions, so that the caller looks again. With a polling thread
      * it polls up to {@link ChannelOptions#spinPolls()} times while the polling thread stands
      * down, then blocks on the monitor ({@link #block}) until a delivery notifies it. With
-     * application polling it polls once: it spins ({@code spinPolls} empty polls), then parks
-     * briefly between polls ({@link #nap}, about 1 ms in all), then waits 1 ms between polls;
+     * application polling it polls once: it spins ({@code spinPolls} empty polls), then (with
+     * {@link ChannelOptions#parkAfterSpin()}) parks briefly between polls ({@link #nap}, about
+     * 1 ms in all), then waits 1 ms between polls;
      * while another thread polls it waits (giving up this lock, which that
      * thread may need) until that thread hands it something or 1 ms passed.
      */
@@ -662,8 +669,9 @@ public final class Channel implements AutoCloseable {
 
     /**
      * Application polling: the next wait (or the rest of this one, after a poll that found
-     * something) starts with a whole spin and no naps. A receive calls it on entry too, so that
-     * a wait that timed out or whose message the first poll took leaves no spent spin behind.
+     * something) starts with a whole spin and no naps. With {@link ChannelOptions#parkAfterSpin()}
+     * a receive calls it on entry too, so that a wait that timed out leaves no spent spin or
+     * naps behind.
      */
     private void restartSpin() {
         idlePolls = 0;
@@ -686,7 +694,7 @@ public final class Channel implements AutoCloseable {
     static final int NAPS = 7;
 
     /**
-     * After application polling's spin ran out: parks this thread for the next nap
+     * After application polling's spin ran out, with {@link ChannelOptions#parkAfterSpin()}: parks this thread for the next nap
      * ({@link #FIRST_NAP_NANOS}, doubling up to {@link #LONGEST_NAP_NANOS}), at most
      * {@code nanos}, and returns {@code true} so that the caller polls again; {@code false}
      * once the naps are spent (the caller then blocks
@@ -699,13 +707,14 @@ public final class Channel implements AutoCloseable {
      * @throws InterruptedException when interrupted during the nap
      */
     private boolean nap(long nanos) throws InterruptedException {
-        if (napsThisWait == NAPS) {
-            return false;
-        }
         long n = napNanos;
         if (n == 0) {
             spinsSpent++;
             n = FIRST_NAP_NANOS;
+        }
+        if (!napsAfterSpin || napsThisWait == NAPS) {
+            napNanos = n; // the spin stays counted spent
+            return false;
         }
         napNanos = Math.min(n * 2, LONGEST_NAP_NANOS);
         napsThisWait++;
