@@ -21,6 +21,7 @@ import java.time.Duration;
 import java.util.Arrays;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * A reliable, ordered message channel over one RC queue pair. Messages are written with RDMA
@@ -67,7 +68,9 @@ import java.util.concurrent.TimeUnit;
  * channel moves only while some thread is in one of its group's operations: a peer's messages
  * are acknowledged by the transport regardless, but credits, completed WRITEs and a lost peer
  * are noticed at the next call. A waiting thread holds the channel's lock while it spins
- * ({@link ChannelOptions#spinPolls()} empty polls, then a poll every millisecond), so the use
+ * ({@link ChannelOptions#spinPolls()} empty polls, then a poll every millisecond; with
+ * {@link ChannelOptions#parkAfterSpin()} first polls between short parks of 16 us growing to
+ * 256 us, about 1 ms in all), so the use
  * it suits is one thread per channel, such as request and response from one thread; other
  * threads of the same channel wait their turn.
  *
@@ -120,6 +123,8 @@ public final class Channel implements AutoCloseable {
     private final boolean ownsGroup;
     private final boolean appPolling;
     private final int spinPolls;
+    /** {@link ChannelOptions#parkAfterSpin()}: whether application polling's wait parks briefly after its spin ({@link #nap}). */
+    private final boolean napsAfterSpin;
     private int idlePolls; // guarded by this
     /**
      * Counts kept for the tests that count a message's hand-offs (docs/channel.md, "Where the
@@ -129,6 +134,26 @@ public final class Channel implements AutoCloseable {
      * {@link #KIND_DATA}, {@link #KIND_CREDIT}, {@link #KIND_FIN}) this channel handled.
      */
     private long monitorWaits;
+    /**
+     * How long this channel's application threads spent blocked in {@code Object.wait} in all,
+     * and how many of those blocks lasted a millisecond or more (guarded by this): the waits of
+     * application polling's tail (docs/channel.md, "Application polling's wait without the
+     * millisecond"), for the tests that count them.
+     */
+    private long monitorWaitNanos;
+    private long longMonitorWaits;
+    /** With application polling: how often a waiting thread's spin ran out (guarded by this; tests). */
+    private long spinsSpent;
+    /**
+     * With application polling, after the spin ran out: the length of the next short park
+     * ({@link #nap}), {@code 0} while the wait still spins (guarded by this).
+     */
+    private long napNanos;
+    /** The naps this wait took so far (guarded by this). */
+    private int napsThisWait;
+    /** The naps taken and the time they lasted (guarded by this; tests). */
+    private long naps;
+    private long nappedNanos;
     /**
      * Threads in {@code Object.wait} on this channel now (guarded by this): a message or a
      * credit wakes them only when there is one ({@link #wakeWaiters}). With application
@@ -165,6 +190,7 @@ public final class Channel implements AutoCloseable {
         this.ownsGroup = ownsGroup;
         this.appPolling = options.applicationPolling();
         this.spinPolls = options.spinPolls();
+        this.napsAfterSpin = options.parkAfterSpin();
         this.key = key;
         this.id = id;
         this.closeTimeout = options.closeTimeout();
@@ -573,6 +599,9 @@ public final class Channel implements AutoCloseable {
         checkNotWritingInPlace();
         if (appPolling && !receiver.hasMessage()) {
             group.drive();
+            if (napsAfterSpin) {
+                restartSpin(); // a wait that timed out must not leave the next one's naps spent
+            }
         }
         while (!receiver.hasMessage()) {
             if (state.isClosed()) {
@@ -608,8 +637,10 @@ public final class Channel implements AutoCloseable {
      * once it handed over completions, so that the caller looks again. With a polling thread
      * it polls up to {@link ChannelOptions#spinPolls()} times while the polling thread stands
      * down, then blocks on the monitor ({@link #block}) until a delivery notifies it. With
-     * application polling it polls once: it spins ({@code spinPolls} empty polls), then waits
-     * 1 ms between polls; while another thread polls it waits (giving up this lock, which that
+     * application polling it polls once: it spins ({@code spinPolls} empty polls), then (with
+     * {@link ChannelOptions#parkAfterSpin()}) parks briefly between polls ({@link #nap}, about
+     * 1 ms in all), then waits 1 ms between polls;
+     * while another thread polls it waits (giving up this lock, which that
      * thread may need) until that thread hands it something or 1 ms passed.
      */
     private void await(long nanos) throws InterruptedException {
@@ -619,7 +650,7 @@ public final class Channel implements AutoCloseable {
         }
         int r = group.drive();
         if (r == ChannelGroup.DROVE) {
-            idlePolls = 0;
+            restartSpin();
             return;
         }
         if (r == ChannelGroup.EMPTY && idlePolls < spinPolls) {
@@ -630,7 +661,71 @@ public final class Channel implements AutoCloseable {
             }
             return;
         }
+        if (r == ChannelGroup.EMPTY && nap(nanos)) {
+            return;
+        }
         block(1_000_000);
+    }
+
+    /**
+     * Application polling: the next wait (or the rest of this one, after a poll that found
+     * something) starts with a whole spin and no naps. With {@link ChannelOptions#parkAfterSpin()}
+     * a receive calls it on entry too, so that a wait that timed out leaves no spent spin or
+     * naps behind.
+     */
+    private void restartSpin() {
+        idlePolls = 0;
+        napNanos = 0;
+        napsThisWait = 0;
+    }
+
+    /**
+     * The first of application polling's naps after the spin ran out, each one twice the one
+     * before up to {@link #LONGEST_NAP_NANOS}, {@link #NAPS} of them (16, 32, 64, 128, 256,
+     * 256, 256 us: about 1 ms in all, plus up to 50 us each, Linux's timer slack for a normal
+     * thread). A peer whose answer came just after the spin (descheduled for a moment on a
+     * loaded machine) is then noticed within about its own delay, at most one nap late, not at
+     * the end of a millisecond's block, which {@code Object.wait} rounds any shorter timeout up to.
+     */
+    static final long FIRST_NAP_NANOS = 16_000;
+    /** The longest nap: how late, at most, a wait notices an answer that came during its naps. */
+    static final long LONGEST_NAP_NANOS = 256_000;
+    /** Naps per wait; after them the wait blocks on the monitor, 1 ms between polls. */
+    static final int NAPS = 7;
+
+    /**
+     * After application polling's spin ran out, with {@link ChannelOptions#parkAfterSpin()}: parks this thread for the next nap
+     * ({@link #FIRST_NAP_NANOS}, doubling up to {@link #LONGEST_NAP_NANOS}), at most
+     * {@code nanos}, and returns {@code true} so that the caller polls again; {@code false}
+     * once the naps are spent (the caller then blocks
+     * 1 ms between polls, costing an idle channel one wake-up a millisecond). The nap keeps this
+     * channel's lock, as the spin does: another thread that must deliver to this channel (one
+     * polling for another channel of the group) waits for at most one nap, and then this
+     * thread's poll finds the queue busy and it blocks on the monitor, giving the lock up. Kept
+     * out of {@link #await} so that the spin's path stays as short as it was.
+     *
+     * @throws InterruptedException when interrupted during the nap
+     */
+    private boolean nap(long nanos) throws InterruptedException {
+        long n = napNanos;
+        if (n == 0) {
+            spinsSpent++;
+            n = FIRST_NAP_NANOS;
+        }
+        if (!napsAfterSpin || napsThisWait == NAPS) {
+            napNanos = n; // the spin stays counted spent
+            return false;
+        }
+        napNanos = Math.min(n * 2, LONGEST_NAP_NANOS);
+        napsThisWait++;
+        long start = System.nanoTime();
+        LockSupport.parkNanos(this, Math.min(n, nanos));
+        nappedNanos += System.nanoTime() - start;
+        naps++;
+        if (Thread.interrupted()) {
+            throw new InterruptedException();
+        }
+        return true;
     }
 
     /**
@@ -691,6 +786,7 @@ public final class Channel implements AutoCloseable {
         monitorWaits++;
         waiters++;
         group.beginBlocking();
+        long start = System.nanoTime(); // a block is off the fast path: two clock reads are nothing beside it
         try {
             if (nanos == Long.MAX_VALUE) {
                 wait();
@@ -698,9 +794,37 @@ public final class Channel implements AutoCloseable {
                 wait(nanos / 1_000_000, (int) (nanos % 1_000_000));
             }
         } finally {
+            long blocked = System.nanoTime() - start;
+            monitorWaitNanos += blocked;
+            if (blocked >= 1_000_000) {
+                longMonitorWaits++;
+            }
             group.endBlocking();
             waiters--;
         }
+    }
+
+    /**
+     * What this channel's waiting threads did once they had to wait, so far (tests): with
+     * application polling, how often a wait's spin ran out ({@code spinsSpent}), the short
+     * parks after it ({@code naps}, {@code nappedNanos}); with either mode the blocks on the
+     * monitor ({@code blocks}, {@code blockedNanos}) and of those the ones of a millisecond or
+     * more ({@code longBlocks}).
+     */
+    record WaitCounts(long spinsSpent, long naps, long nappedNanos, long blocks, long blockedNanos, long longBlocks) {
+        /** This minus {@code before}, per {@code n} (round trips), as one line. */
+        String perRoundTrip(WaitCounts before, long n) {
+            double d = n;
+            long b = blocks - before.blocks;
+            long k = naps - before.naps;
+            return String.format("spins spent %.3f, naps %.3f (%.1f us each), blocks %.3f (%.1f us each), of 1 ms or more %.3f",
+                    (spinsSpent - before.spinsSpent) / d, k / d, k == 0 ? 0.0 : (nappedNanos - before.nappedNanos) / 1e3 / k,
+                    b / d, b == 0 ? 0.0 : (blockedNanos - before.blockedNanos) / 1e3 / b, (longBlocks - before.longBlocks) / d);
+        }
+    }
+
+    synchronized WaitCounts waitCounts() {
+        return new WaitCounts(spinsSpent, naps, nappedNanos, monitorWaits, monitorWaitNanos, longMonitorWaits);
     }
 
     /** {@link #monitorWaits}: how often an application thread blocked on this channel so far (tests). */

@@ -35,9 +35,14 @@ import java.util.Objects;
  *                         (RDMA WRITE with immediate data, or on iWARP, which has none, a SEND
  *                         after each plain RDMA WRITE); the other values force one (docs/channel.md,
  *                         "Notification without immediate data")
+ * @param parkAfterSpin    with application polling: whether a waiting thread whose spin ran out
+ *                         first parks between polls for short, growing intervals (16 to 256 us,
+ *                         about 1 ms in all) before it blocks 1 ms between them (off by default:
+ *                         docs/channel.md, "Application polling's wait without the millisecond");
+ *                         without application polling it changes nothing
  */
 public record ChannelOptions(int slots, int slotSize, int writesInFlight, int completionQueueEntries,
-        int spinPolls, Duration closeTimeout, boolean applicationPolling, Notification notification) {
+        int spinPolls, Duration closeTimeout, boolean applicationPolling, Notification notification, boolean parkAfterSpin) {
 
     /**
      * How a channel's sender tells the receiver that slots of its ring were written, and returns
@@ -83,40 +88,41 @@ public record ChannelOptions(int slots, int slotSize, int writesInFlight, int co
 
     /**
      * 128 slots of 1 KiB, 8 WRITEs in flight, a shared queue of 8192 entries, 2000 spins, 5 s to
-     * close, a polling thread per group, the notification chosen by the transport.
+     * close, a polling thread per group, the notification chosen by the transport, no parks
+     * after the spin.
      */
     public static ChannelOptions defaults() {
-        return new ChannelOptions(128, 1024, 8, 8192, 2000, Duration.ofSeconds(5), false, Notification.AUTO);
+        return new ChannelOptions(128, 1024, 8, 8192, 2000, Duration.ofSeconds(5), false, Notification.AUTO, false);
     }
 
     /** These options with {@code slots}. */
     public ChannelOptions withSlots(int slots) {
-        return new ChannelOptions(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout, applicationPolling, notification);
+        return new ChannelOptions(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout, applicationPolling, notification, parkAfterSpin);
     }
 
     /** These options with {@code slotSize}. */
     public ChannelOptions withSlotSize(int slotSize) {
-        return new ChannelOptions(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout, applicationPolling, notification);
+        return new ChannelOptions(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout, applicationPolling, notification, parkAfterSpin);
     }
 
     /** These options with {@code writesInFlight}. */
     public ChannelOptions withWritesInFlight(int writesInFlight) {
-        return new ChannelOptions(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout, applicationPolling, notification);
+        return new ChannelOptions(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout, applicationPolling, notification, parkAfterSpin);
     }
 
     /** These options with {@code completionQueueEntries}. */
     public ChannelOptions withCompletionQueueEntries(int entries) {
-        return new ChannelOptions(slots, slotSize, writesInFlight, entries, spinPolls, closeTimeout, applicationPolling, notification);
+        return new ChannelOptions(slots, slotSize, writesInFlight, entries, spinPolls, closeTimeout, applicationPolling, notification, parkAfterSpin);
     }
 
     /** These options with {@code spinPolls}. */
     public ChannelOptions withSpinPolls(int spinPolls) {
-        return new ChannelOptions(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout, applicationPolling, notification);
+        return new ChannelOptions(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout, applicationPolling, notification, parkAfterSpin);
     }
 
     /** These options with {@code closeTimeout}. */
     public ChannelOptions withCloseTimeout(Duration closeTimeout) {
-        return new ChannelOptions(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout, applicationPolling, notification);
+        return new ChannelOptions(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout, applicationPolling, notification, parkAfterSpin);
     }
 
     /**
@@ -129,7 +135,7 @@ public record ChannelOptions(int slots, int slotSize, int writesInFlight, int co
      */
     public ChannelOptions withApplicationPolling(boolean applicationPolling) {
         return new ChannelOptions(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout,
-                applicationPolling, notification);
+                applicationPolling, notification, parkAfterSpin);
     }
 
     /**
@@ -142,7 +148,22 @@ public record ChannelOptions(int slots, int slotSize, int writesInFlight, int co
      */
     public ChannelOptions withNotification(Notification notification) {
         return new ChannelOptions(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout,
-                applicationPolling, notification);
+                applicationPolling, notification, parkAfterSpin);
+    }
+
+    /**
+     * These options with {@code parkAfterSpin}: with application polling, a waiting thread whose
+     * spin ran out parks for 16, 32, 64, 128, 256, 256 and 256 us between polls before it blocks
+     * 1 ms between them, so that an answer that came just after the spin is noticed at most one
+     * park late instead of at the end of a millisecond (the mode's tail on a loaded machine).
+     * Off by default until an A/B on a quiet machine shows the round trip's median unharmed.
+     *
+     * @param parkAfterSpin whether to park briefly after the spin
+     * @return the changed options
+     */
+    public ChannelOptions withParkAfterSpin(boolean parkAfterSpin) {
+        return new ChannelOptions(slots, slotSize, writesInFlight, completionQueueEntries, spinPolls, closeTimeout,
+                applicationPolling, notification, parkAfterSpin);
     }
 
     /** The largest message a ring of {@code slots} slots of {@code slotSize} bytes carries: a quarter of the ring, less the header. */

@@ -86,7 +86,9 @@ final class ChannelBench {
         this.checkEveryByte = checkEveryByte;
         int entries = Math.max(8192, Integer.highestOneBit(connections * (slots + window + 40)) << 1);
         this.options = ChannelOptions.defaults().withSlots(slots).withSlotSize(slotSize).withWritesInFlight(window)
-                .withSpinPolls(spin).withCompletionQueueEntries(entries).withApplicationPolling(appPolling).withNotification(notify);
+                .withSpinPolls(spin).withCompletionQueueEntries(entries).withApplicationPolling(appPolling).withNotification(notify)
+                // docs/channel.md, "Application polling's wait without the millisecond": an A/B of the option
+                .withParkAfterSpin(Boolean.getBoolean("verbs4j.bench.parkAfterSpin"));
         // the server echoes the round trips into the client's ring
         long ownLimit = (long) Math.max(1, slots / 4) * slotSize - 8;
         if (pings > 0 && size > ownLimit) {
