@@ -587,22 +587,22 @@ public final class QueuePair implements AutoCloseable {
      * {@link VerbsException}; the Java-side checks still throw.
      */
     public int tryPostSend(SendRequest request) {
-        // one load for the owner's state and the QP state: refused from the moment a close begins
-        // (so that close() never waits on a stream of new calls) and outside RTS; the exceptions
-        // come from the slow path
-        if ((postable & POSTS_SENDS) == 0) {
-            checkSendable();
-        }
-        // a chain checked before and unchanged costs one branch here; the full checks stay out of line
-        boolean binds = !request.checkedFor(this) && request.validate(this);
-        int rc;
-        // every pointer by address: a close waits for the mark (NativeHandle.enter), and the
-        // segments' checks and session handling would cost more than the call (ContextOps)
+        // the mark first, then one load for the owner's state, the QP state and the close (the
+        // postable field, cleared before a close retires the handle: it stands in for the handle's
+        // retired flag, see InFlight); a chain checked before and unchanged costs one branch more.
+        // Anything else (a state that refuses, a chain to check) takes the former path, out of line
         InFlight cached = request.mark;
-        InFlight mark = handle.enter(cached, this, "ibv_post_send");
+        InFlight mark = handle.enterUnchecked(cached);
         if (mark != cached) {
             request.mark = mark; // another thread used it last (or none): keep this thread's record
         }
+        if ((postable & POSTS_SENDS) == 0 || !request.checkedFor(this)) {
+            mark.exit();
+            return tryPostSendChecked(request);
+        }
+        int rc;
+        // every pointer by address: a close waits for the mark, and the segments' checks and
+        // session handling would cost more than the call (ContextOps)
         try {
             rc = (int) ContextOps.POST_ADDRESSES.invokeExact(postSendFn, handle.address(), request.wrAddress,
                     request.badWrAddress);
@@ -611,6 +611,34 @@ public final class QueuePair implements AutoCloseable {
         } finally {
             mark.exit();
             // the request (and the arena of its memory) stays reachable until the provider returned
+            Reference.reachabilityFence(request);
+        }
+        return Math.abs(rc);
+    }
+
+    /**
+     * {@link #tryPostSend} when its quick test failed: the state checks (refused from the moment
+     * a close begins, so that close() never waits on a stream of new calls, and outside RTS), the
+     * chain's full checks, and the mark with the handle's own retired check.
+     */
+    private int tryPostSendChecked(SendRequest request) {
+        if ((postable & POSTS_SENDS) == 0) {
+            checkSendable();
+        }
+        boolean binds = !request.checkedFor(this) && request.validate(this);
+        int rc;
+        InFlight cached = request.mark;
+        InFlight mark = handle.enter(cached, this, "ibv_post_send");
+        if (mark != cached) {
+            request.mark = mark;
+        }
+        try {
+            rc = (int) ContextOps.POST_ADDRESSES.invokeExact(postSendFn, handle.address(), request.wrAddress,
+                    request.badWrAddress);
+        } catch (Throwable t) {
+            throw Downcalls.unexpected("ibv_post_send", t);
+        } finally {
+            mark.exit();
             Reference.reachabilityFence(request);
         }
         if (binds) {
@@ -715,19 +743,42 @@ public final class QueuePair implements AutoCloseable {
 
     /** {@link #postRecv} returning the provider's errno (0 when posted) instead of throwing. */
     public int tryPostRecv(ReceiveRequest request) {
-        // one load for the owner's state, the QP state and the QP's shape (see tryPostSend)
+        // the mark, then one load for the owner's state, the QP state, its shape and the close (see tryPostSend)
+        InFlight cached = request.mark;
+        InFlight mark = handle.enterUnchecked(cached);
+        if (mark != cached) {
+            request.mark = mark; // another thread used it last (or none): keep this thread's record
+        }
+        if ((postable & POSTS_RECEIVES) == 0 || !request.checkedFor(this)) {
+            mark.exit();
+            return tryPostRecvChecked(request);
+        }
+        int rc;
+        try {
+            rc = (int) ContextOps.POST_ADDRESSES.invokeExact(postRecvFn, handle.address(), request.wrAddress,
+                    request.badWrAddress);
+        } catch (Throwable t) {
+            throw Downcalls.unexpected("ibv_post_recv", t);
+        } finally {
+            mark.exit();
+            Reference.reachabilityFence(request);
+        }
+        return Math.abs(rc);
+    }
+
+    /** {@link #tryPostRecv} when its quick test failed: as {@link #tryPostSendChecked}. */
+    private int tryPostRecvChecked(ReceiveRequest request) {
         if ((postable & POSTS_RECEIVES) == 0) {
             checkReceivable();
         }
         if (!request.checkedFor(this)) {
-            // out of line: a chain checked before and unchanged costs one branch here
             request.validate(pd, capabilities.maxRecvSge(), this);
         }
         int rc;
         InFlight cached = request.mark;
         InFlight mark = handle.enter(cached, this, "ibv_post_recv");
         if (mark != cached) {
-            request.mark = mark; // another thread used it last (or none): keep this thread's record
+            request.mark = mark;
         }
         try {
             rc = (int) ContextOps.POST_ADDRESSES.invokeExact(postRecvFn, handle.address(), request.wrAddress,
