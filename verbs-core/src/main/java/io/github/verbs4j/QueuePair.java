@@ -501,9 +501,9 @@ public final class QueuePair implements AutoCloseable {
      * full, EINVAL), naming the first request not posted.
      */
     public void postSend(SendRequest request) {
-        int rc = tryPostSend(request);
+        int rc = postSendReturning(request);
         if (rc != 0) {
-            throw new VerbsException("ibv_post_send", rc, "on " + this + ", first request not posted: "
+            throw new VerbsException("ibv_post_send", Math.abs(rc), "on " + this + ", first request not posted: "
                     + request.describeBad());
         }
     }
@@ -587,6 +587,15 @@ public final class QueuePair implements AutoCloseable {
      * {@link VerbsException}; the Java-side checks still throw.
      */
     public int tryPostSend(SendRequest request) {
+        return Math.abs(postSendReturning(request));
+    }
+
+    /**
+     * The post of {@link #postSend} and {@link #tryPostSend}, returning what the provider returned
+     * (0, or an errno that some providers negate): the callers normalise it only where they use it,
+     * so that {@link #postSend}'s fast path tests the value as it comes.
+     */
+    private int postSendReturning(SendRequest request) {
         // the mark first, then one load for the owner's state, the QP state and the close (the
         // postable field, cleared before a close retires the handle: it stands in for the handle's
         // retired flag, see InFlight); a chain checked before and unchanged costs one branch more.
@@ -598,7 +607,7 @@ public final class QueuePair implements AutoCloseable {
         }
         if ((postable & POSTS_SENDS) == 0 || !request.checkedFor(this)) {
             mark.exit();
-            return tryPostSendChecked(request);
+            return postSendChecked(request);
         }
         int rc;
         // every pointer by address: a close waits for the mark, and the segments' checks and
@@ -613,15 +622,15 @@ public final class QueuePair implements AutoCloseable {
             // the request (and the arena of its memory) stays reachable until the provider returned
             Reference.reachabilityFence(request);
         }
-        return Math.abs(rc);
+        return rc;
     }
 
     /**
-     * {@link #tryPostSend} when its quick test failed: the state checks (refused from the moment
+     * {@link #postSendReturning} when its quick test failed: the state checks (refused from the moment
      * a close begins, so that close() never waits on a stream of new calls, and outside RTS), the
      * chain's full checks, and the mark with the handle's own retired check.
      */
-    private int tryPostSendChecked(SendRequest request) {
+    private int postSendChecked(SendRequest request) {
         if ((postable & POSTS_SENDS) == 0) {
             checkSendable();
         }
@@ -644,7 +653,7 @@ public final class QueuePair implements AutoCloseable {
         if (binds) {
             request.posted(rc == 0);
         }
-        return Math.abs(rc);
+        return rc;
     }
 
     /**
@@ -734,15 +743,20 @@ public final class QueuePair implements AutoCloseable {
      * {@link VerbsException} with the provider's errno (ENOMEM: receive queue full).
      */
     public void postRecv(ReceiveRequest request) {
-        int rc = tryPostRecv(request);
+        int rc = postRecvReturning(request);
         if (rc != 0) {
-            throw new VerbsException("ibv_post_recv", rc, "on " + this + ", first request not posted: "
+            throw new VerbsException("ibv_post_recv", Math.abs(rc), "on " + this + ", first request not posted: "
                     + request.describeBad());
         }
     }
 
     /** {@link #postRecv} returning the provider's errno (0 when posted) instead of throwing. */
     public int tryPostRecv(ReceiveRequest request) {
+        return Math.abs(postRecvReturning(request));
+    }
+
+    /** The post of {@link #postRecv} and {@link #tryPostRecv}, returning what the provider returned (see {@link #postSendReturning}). */
+    private int postRecvReturning(ReceiveRequest request) {
         // the mark, then one load for the owner's state, the QP state, its shape and the close (see tryPostSend)
         InFlight cached = request.mark;
         InFlight mark = handle.enterUnchecked(cached);
@@ -751,7 +765,7 @@ public final class QueuePair implements AutoCloseable {
         }
         if ((postable & POSTS_RECEIVES) == 0 || !request.checkedFor(this)) {
             mark.exit();
-            return tryPostRecvChecked(request);
+            return postRecvChecked(request);
         }
         int rc;
         try {
@@ -763,11 +777,11 @@ public final class QueuePair implements AutoCloseable {
             mark.exit();
             Reference.reachabilityFence(request);
         }
-        return Math.abs(rc);
+        return rc;
     }
 
-    /** {@link #tryPostRecv} when its quick test failed: as {@link #tryPostSendChecked}. */
-    private int tryPostRecvChecked(ReceiveRequest request) {
+    /** {@link #postRecvReturning} when its quick test failed: as {@link #postSendChecked}. */
+    private int postRecvChecked(ReceiveRequest request) {
         if ((postable & POSTS_RECEIVES) == 0) {
             checkReceivable();
         }
@@ -789,7 +803,7 @@ public final class QueuePair implements AutoCloseable {
             mark.exit();
             Reference.reachabilityFence(request);
         }
-        return Math.abs(rc);
+        return rc;
     }
 
     /**
