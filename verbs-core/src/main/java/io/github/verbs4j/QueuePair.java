@@ -58,6 +58,12 @@ public final class QueuePair implements AutoCloseable {
     final ProtectionDomain pd;
     /** The {@code ibv_qp}: every call passes {@code handle.segment()}, so close waits for calls in flight. */
     final NativeHandle handle;
+    /**
+     * {@code handle.id()} and {@code handle.address()}, fixed for the handle's life, kept here so
+     * that a post reads them from the QP it already holds (NativeHandle.enterUnchecked(InFlight, long)).
+     */
+    private final long handleId;
+    private final long address;
     final Lifecycle life = new Lifecycle();
     private final QpType type;
     private final int qpNum;
@@ -105,6 +111,8 @@ public final class QueuePair implements AutoCloseable {
         this.destroyer = destroyer;
         this.pd = b.pd;
         this.handle = new NativeHandle(qp, sendOps == 0 ? QpFields.SIZE : ExtendedOps.QP_EX_SIZE);
+        this.handleId = handle.id();
+        this.address = handle.address();
         this.type = b.type;
         this.qpNum = QpFields.qpNum(handle.pointer());
         this.sendCq = b.sendCq;
@@ -601,7 +609,7 @@ public final class QueuePair implements AutoCloseable {
         // retired flag, see InFlight); a chain checked before and unchanged costs one branch more.
         // Anything else (a state that refuses, a chain to check) takes the former path, out of line
         InFlight cached = request.mark;
-        InFlight mark = handle.enterUnchecked(cached);
+        InFlight mark = NativeHandle.enterUnchecked(cached, handleId);
         if (mark != cached) {
             request.mark = mark; // another thread used it last (or none): keep this thread's record
         }
@@ -613,7 +621,7 @@ public final class QueuePair implements AutoCloseable {
         // every pointer by address: a close waits for the mark, and the segments' checks and
         // session handling would cost more than the call (ContextOps)
         try {
-            rc = (int) ContextOps.POST_ADDRESSES.invokeExact(postSendFn, handle.address(), request.wrAddress,
+            rc = (int) ContextOps.POST_ADDRESSES.invokeExact(postSendFn, address, request.wrAddress,
                     request.badWrAddress);
         } catch (Throwable t) {
             throw Downcalls.unexpected("ibv_post_send", t);
@@ -759,7 +767,7 @@ public final class QueuePair implements AutoCloseable {
     private int postRecvReturning(ReceiveRequest request) {
         // the mark, then one load for the owner's state, the QP state, its shape and the close (see tryPostSend)
         InFlight cached = request.mark;
-        InFlight mark = handle.enterUnchecked(cached);
+        InFlight mark = NativeHandle.enterUnchecked(cached, handleId);
         if (mark != cached) {
             request.mark = mark; // another thread used it last (or none): keep this thread's record
         }
@@ -769,7 +777,7 @@ public final class QueuePair implements AutoCloseable {
         }
         int rc;
         try {
-            rc = (int) ContextOps.POST_ADDRESSES.invokeExact(postRecvFn, handle.address(), request.wrAddress,
+            rc = (int) ContextOps.POST_ADDRESSES.invokeExact(postRecvFn, address, request.wrAddress,
                     request.badWrAddress);
         } catch (Throwable t) {
             throw Downcalls.unexpected("ibv_post_recv", t);
