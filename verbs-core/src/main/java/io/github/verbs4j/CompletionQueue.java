@@ -144,13 +144,21 @@ public final class CompletionQueue implements AutoCloseable {
      * @return how many were taken (0 when the queue is empty); also {@code batch.count()}
      */
     public int poll(Completions batch) {
-        // refused from the moment a close begins, so that close() never waits on a stream of new calls
-        life.ensureOpen(this);
         int n;
         // every pointer by address: a close waits for the mark (NativeHandle.enter), and the
-        // segments' checks and session handling would cost more than the call (ContextOps)
+        // segments' checks and session handling would cost more than the call (ContextOps). The
+        // mark's retired check also stands for the owner's state check: it refuses from the
+        // moment the close retires the handle (an instant after the state reads closing), so that
+        // close() never waits on a stream of new calls; the refusal then says what the owner's
+        // check said ("is closed"), read only on that path
         InFlight cached = batch.mark;
-        InFlight mark = handle.enter(cached, this, "ibv_poll_cq");
+        InFlight mark;
+        try {
+            mark = handle.enter(cached, this, "ibv_poll_cq");
+        } catch (IllegalStateException refused) {
+            life.ensureOpen(this);
+            throw refused;
+        }
         if (mark != cached) {
             batch.mark = mark; // another thread used it last (or none): keep this thread's record
         }

@@ -58,6 +58,12 @@ public final class QueuePair implements AutoCloseable {
     final ProtectionDomain pd;
     /** The {@code ibv_qp}: every call passes {@code handle.segment()}, so close waits for calls in flight. */
     final NativeHandle handle;
+    /**
+     * {@code handle.id()} and {@code handle.address()}, fixed for the handle's life, kept here so
+     * that a post reads them from the QP it already holds (NativeHandle.enterUnchecked(InFlight, long)).
+     */
+    private final long handleId;
+    private final long address;
     final Lifecycle life = new Lifecycle();
     private final QpType type;
     private final int qpNum;
@@ -105,6 +111,8 @@ public final class QueuePair implements AutoCloseable {
         this.destroyer = destroyer;
         this.pd = b.pd;
         this.handle = new NativeHandle(qp, sendOps == 0 ? QpFields.SIZE : ExtendedOps.QP_EX_SIZE);
+        this.handleId = handle.id();
+        this.address = handle.address();
         this.type = b.type;
         this.qpNum = QpFields.qpNum(handle.pointer());
         this.sendCq = b.sendCq;
@@ -501,9 +509,9 @@ public final class QueuePair implements AutoCloseable {
      * full, EINVAL), naming the first request not posted.
      */
     public void postSend(SendRequest request) {
-        int rc = tryPostSend(request);
+        int rc = postSendReturning(request);
         if (rc != 0) {
-            throw new VerbsException("ibv_post_send", rc, "on " + this + ", first request not posted: "
+            throw new VerbsException("ibv_post_send", Math.abs(rc), "on " + this + ", first request not posted: "
                     + request.describeBad());
         }
     }
@@ -587,24 +595,33 @@ public final class QueuePair implements AutoCloseable {
      * {@link VerbsException}; the Java-side checks still throw.
      */
     public int tryPostSend(SendRequest request) {
-        // one load for the owner's state and the QP state: refused from the moment a close begins
-        // (so that close() never waits on a stream of new calls) and outside RTS; the exceptions
-        // come from the slow path
-        if ((postable & POSTS_SENDS) == 0) {
-            checkSendable();
-        }
-        // a chain checked before and unchanged costs one branch here; the full checks stay out of line
-        boolean binds = !request.checkedFor(this) && request.validate(this);
-        int rc;
-        // every pointer by address: a close waits for the mark (NativeHandle.enter), and the
-        // segments' checks and session handling would cost more than the call (ContextOps)
+        return Math.abs(postSendReturning(request));
+    }
+
+    /**
+     * The post of {@link #postSend} and {@link #tryPostSend}, returning what the provider returned
+     * (0, or an errno that some providers negate): the callers normalise it only where they use it,
+     * so that {@link #postSend}'s fast path tests the value as it comes.
+     */
+    private int postSendReturning(SendRequest request) {
+        // the mark first, then one load for the owner's state, the QP state and the close (the
+        // postable field, cleared before a close retires the handle: it stands in for the handle's
+        // retired flag, see InFlight); a chain checked before and unchanged costs one branch more.
+        // Anything else (a state that refuses, a chain to check) takes the former path, out of line
         InFlight cached = request.mark;
-        InFlight mark = handle.enter(cached, this, "ibv_post_send");
+        InFlight mark = NativeHandle.enterUnchecked(cached, handleId);
         if (mark != cached) {
             request.mark = mark; // another thread used it last (or none): keep this thread's record
         }
+        if ((postable & POSTS_SENDS) == 0 || !request.checkedFor(this)) {
+            mark.exit();
+            return postSendChecked(request);
+        }
+        int rc;
+        // every pointer by address: a close waits for the mark, and the segments' checks and
+        // session handling would cost more than the call (ContextOps)
         try {
-            rc = (int) ContextOps.POST_ADDRESSES.invokeExact(postSendFn, handle.address(), request.wrAddress,
+            rc = (int) ContextOps.POST_ADDRESSES.invokeExact(postSendFn, address, request.wrAddress,
                     request.badWrAddress);
         } catch (Throwable t) {
             throw Downcalls.unexpected("ibv_post_send", t);
@@ -613,10 +630,38 @@ public final class QueuePair implements AutoCloseable {
             // the request (and the arena of its memory) stays reachable until the provider returned
             Reference.reachabilityFence(request);
         }
+        return rc;
+    }
+
+    /**
+     * {@link #postSendReturning} when its quick test failed: the state checks (refused from the moment
+     * a close begins, so that close() never waits on a stream of new calls, and outside RTS), the
+     * chain's full checks, and the mark with the handle's own retired check.
+     */
+    private int postSendChecked(SendRequest request) {
+        if ((postable & POSTS_SENDS) == 0) {
+            checkSendable();
+        }
+        boolean binds = !request.checkedFor(this) && request.validate(this);
+        int rc;
+        InFlight cached = request.mark;
+        InFlight mark = handle.enter(cached, this, "ibv_post_send");
+        if (mark != cached) {
+            request.mark = mark;
+        }
+        try {
+            rc = (int) ContextOps.POST_ADDRESSES.invokeExact(postSendFn, handle.address(), request.wrAddress,
+                    request.badWrAddress);
+        } catch (Throwable t) {
+            throw Downcalls.unexpected("ibv_post_send", t);
+        } finally {
+            mark.exit();
+            Reference.reachabilityFence(request);
+        }
         if (binds) {
             request.posted(rc == 0);
         }
-        return Math.abs(rc);
+        return rc;
     }
 
     /**
@@ -706,28 +751,56 @@ public final class QueuePair implements AutoCloseable {
      * {@link VerbsException} with the provider's errno (ENOMEM: receive queue full).
      */
     public void postRecv(ReceiveRequest request) {
-        int rc = tryPostRecv(request);
+        int rc = postRecvReturning(request);
         if (rc != 0) {
-            throw new VerbsException("ibv_post_recv", rc, "on " + this + ", first request not posted: "
+            throw new VerbsException("ibv_post_recv", Math.abs(rc), "on " + this + ", first request not posted: "
                     + request.describeBad());
         }
     }
 
     /** {@link #postRecv} returning the provider's errno (0 when posted) instead of throwing. */
     public int tryPostRecv(ReceiveRequest request) {
-        // one load for the owner's state, the QP state and the QP's shape (see tryPostSend)
+        return Math.abs(postRecvReturning(request));
+    }
+
+    /** The post of {@link #postRecv} and {@link #tryPostRecv}, returning what the provider returned (see {@link #postSendReturning}). */
+    private int postRecvReturning(ReceiveRequest request) {
+        // the mark, then one load for the owner's state, the QP state, its shape and the close (see tryPostSend)
+        InFlight cached = request.mark;
+        InFlight mark = NativeHandle.enterUnchecked(cached, handleId);
+        if (mark != cached) {
+            request.mark = mark; // another thread used it last (or none): keep this thread's record
+        }
+        if ((postable & POSTS_RECEIVES) == 0 || !request.checkedFor(this)) {
+            mark.exit();
+            return postRecvChecked(request);
+        }
+        int rc;
+        try {
+            rc = (int) ContextOps.POST_ADDRESSES.invokeExact(postRecvFn, address, request.wrAddress,
+                    request.badWrAddress);
+        } catch (Throwable t) {
+            throw Downcalls.unexpected("ibv_post_recv", t);
+        } finally {
+            mark.exit();
+            Reference.reachabilityFence(request);
+        }
+        return rc;
+    }
+
+    /** {@link #postRecvReturning} when its quick test failed: as {@link #postSendChecked}. */
+    private int postRecvChecked(ReceiveRequest request) {
         if ((postable & POSTS_RECEIVES) == 0) {
             checkReceivable();
         }
         if (!request.checkedFor(this)) {
-            // out of line: a chain checked before and unchanged costs one branch here
             request.validate(pd, capabilities.maxRecvSge(), this);
         }
         int rc;
         InFlight cached = request.mark;
         InFlight mark = handle.enter(cached, this, "ibv_post_recv");
         if (mark != cached) {
-            request.mark = mark; // another thread used it last (or none): keep this thread's record
+            request.mark = mark;
         }
         try {
             rc = (int) ContextOps.POST_ADDRESSES.invokeExact(postRecvFn, handle.address(), request.wrAddress,
@@ -738,7 +811,7 @@ public final class QueuePair implements AutoCloseable {
             mark.exit();
             Reference.reachabilityFence(request);
         }
-        return Math.abs(rc);
+        return rc;
     }
 
     /**

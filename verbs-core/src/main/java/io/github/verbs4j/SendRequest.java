@@ -136,6 +136,14 @@ public final class SendRequest {
     private QueuePair chainFor;
     private long chainEpoch;
     private boolean chainCheckLive;
+    /**
+     * {@link #chainEpoch} when the chain names no caller-owned memory, else {@link #NOT_QUICK}: the
+     * epoch and the liveness test of {@link #checkedFor} in one comparison (one load and one
+     * branch fewer per post).
+     */
+    private long quickEpoch = NOT_QUICK;
+    /** An epoch {@link Validity#epoch()} never reaches (it counts up from 0). */
+    private static final long NOT_QUICK = Long.MIN_VALUE;
     private SendRequest inChainOf;
 
     private SendRequest(SendOpcode opcode, int maxSge) {
@@ -533,7 +541,7 @@ public final class SendRequest {
      * post inlined into its caller").
      */
     boolean checkedFor(QueuePair qp) {
-        return chainFor == qp && chainEpoch == Validity.epoch() && !chainCheckLive;
+        return chainFor == qp && quickEpoch == Validity.epoch();
     }
 
     /**
@@ -594,6 +602,7 @@ public final class SendRequest {
             // a chain with a BIND_MW is checked in full at every post: the bind takes the window's next rkey
             chainCheckLive = live;
             chainEpoch = epoch;
+            quickEpoch = live ? NOT_QUICK : epoch;
             chainFor = qp;
         }
         return binds;

@@ -29,6 +29,20 @@ import java.util.Locale;
  * switched out). The caller pays a plain store, a plain load and a plain store to a line only
  * its own thread writes: on x86 the same instructions as without a guard, give or take three.
  *
+ * <p><b>Folding the retired check into an owner's field.</b> The caller's load need not be of
+ * {@code retired} itself: the argument holds for any volatile field the close stores to before
+ * its barrier, and refuses the call when it reads "closing". The QP's posts use this
+ * ({@link NativeHandle#enterUnchecked}): they publish the mark and then read
+ * {@code QueuePair.postable}, which the close clears (under the QP's lock, from its state
+ * watcher: {@code Lifecycle.close} sets the owner's state to closing and runs the watcher before
+ * it calls {@link NativeHandle#retire}) before {@code retired = true} and the barrier, and which no
+ * later refresh sets again while the owner is not open. So one load both checks the QP's states
+ * and takes the retired load's place: a caller that reads the bit set had its mark published
+ * before the close's barrier and is waited for; one that reads it clear leaves its mark and takes
+ * the slow path, which checks the owner's state and then enters with the retired check. After a
+ * failed destroy {@link NativeHandle#restore} clears {@code retired} before the owner reads open
+ * again and the watcher sets the bits back.
+ *
  * <p><b>Compiler ordering.</b> The Java memory model lets a compiler move a store after a later
  * load; the barrier between the two is {@link VarHandle#acquireFence()}, which in HotSpot's
  * compilers is a memory barrier node that no memory access crosses (C2's {@code MemBarAcquire}
