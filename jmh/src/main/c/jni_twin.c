@@ -50,3 +50,15 @@ JNIEXPORT jint JNICALL Java_io_github_verbs4j_jmh_JniVerbs_nop(JNIEnv *env, jcla
 	(void)wr;
 	return 0;
 }
+
+/*
+ * A direct ByteBuffer over capacity bytes of native memory at address, as a JNI binding makes
+ * one over memory it did not allocate: the buffer has no memory session, so its accesses check
+ * none (a buffer made through MemorySegment.asByteBuffer checks its segment's session on each).
+ * The caller keeps the memory alive. Null when the JVM cannot make one.
+ */
+JNIEXPORT jobject JNICALL Java_io_github_verbs4j_jmh_JniVerbs_wrap(JNIEnv *env, jclass cls, jlong address, jlong capacity)
+{
+	(void)cls;
+	return (*env)->NewDirectByteBuffer(env, PTR(address), capacity);
+}

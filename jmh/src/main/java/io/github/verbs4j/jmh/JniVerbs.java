@@ -2,6 +2,7 @@ package io.github.verbs4j.jmh;
 
 import io.github.verbs4j.Verbs;
 
+import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 
@@ -42,4 +43,12 @@ final class JniVerbs {
 
     /** A JNI call shaped like {@link #postSend} that does nothing: the JNI floor. */
     static native int nop(long qp, long wr);
+
+    /**
+     * A direct buffer over {@code capacity} bytes at {@code address} ({@code NewDirectByteBuffer}),
+     * in big-endian order as every new buffer: a buffer with no memory session, as a JNI binding
+     * makes over memory it did not allocate. The caller keeps the memory alive; null when the JVM
+     * does not support direct buffers from JNI.
+     */
+    static native ByteBuffer wrap(long address, long capacity);
 }

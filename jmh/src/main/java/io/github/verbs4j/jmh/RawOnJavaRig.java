@@ -34,25 +34,27 @@ final class RawOnJavaRig {
     private final MemorySegment postSendFn;
     private final MemorySegment postRecvFn;
     private final MemorySegment pollCqFn;
-    private final long qpA;
-    private final long qpB;
-    private final long cqA;
-    private final long cqB;
-    private final Request write;
-    private final Request read;
-    private final Request send;
-    private final Request recv;
-    private final Request chainHead;
-    private final Request chainTail;
-    private final MemorySegment wcA;
-    private final MemorySegment wcB;
+    // package-private: JniOnJavaRig drives the same objects through the JNI twin
+    final long qpA;
+    final long qpB;
+    final long cqA;
+    final long cqB;
+    final Request write;
+    final Request read;
+    final Request send;
+    final Request recv;
+    final Request chainHead;
+    final Request chainTail;
+    final MemorySegment wcA;
+    final MemorySegment wcB;
+    final MemorySegment wc16;
     private final long wcAAddress;
     private final long wcBAddress;
     private final long wc16Address;
     private long id;
 
     /** A request's native memory: the {@code ibv_send_wr}/{@code ibv_recv_wr}, its address and the bad-WR slot's. */
-    private record Request(MemorySegment wr, long wrAddress, long badWrAddress) {
+    record Request(MemorySegment wr, long wrAddress, long badWrAddress) {
         static Request of(Object request) throws ReflectiveOperationException {
             return new Request((MemorySegment) field(request, "wr"), (long) field(request, "wrAddress"),
                     (long) field(request, "badWrAddress"));
@@ -81,7 +83,8 @@ final class RawOnJavaRig {
         wcB = (MemorySegment) field(field(v, "oneB"), "array");
         wcAAddress = wcA.address();
         wcBAddress = wcB.address();
-        wc16Address = ((MemorySegment) field(field(v, "batch16"), "array")).address();
+        wc16 = (MemorySegment) field(field(v, "batch16"), "array");
+        wc16Address = wc16.address();
     }
 
     private static Object field(Object o, String name) throws ReflectiveOperationException {

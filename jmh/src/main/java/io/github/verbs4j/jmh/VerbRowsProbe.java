@@ -8,22 +8,23 @@ import java.util.Arrays;
 import javax.management.ObjectName;
 
 /**
- * {@link JavaVsC}'s verb rows measured four ways interleaved in one JVM, for a machine whose CPU
+ * {@link JavaVsC}'s verb rows measured six ways interleaved in one JVM, for a machine whose CPU
  * changes speed under the benchmark: on the 2-vCPU build VMs every memory-bound loop, C included,
  * runs about twice as slow for 0.1 to 5 s at a time (softrdma's {@code inproc_lat --timeline}
  * shows it with a loop that calls no verb), so a JMH fork's median depends on how much of the
  * fork fell into such a stretch, and two benchmarks measured in different forks are compared
  * across modes. Here each round runs every way of every verb for one batch (the order rotating
- * from round to round) and records the thread's CPU time per operation, so the four ways of a verb
+ * from round to round) and records the thread's CPU time per operation, so the six ways of a verb
  * measured within a few milliseconds see the same CPU. A round counts as slow for a verb when
  * that verb's C batch took more than 1.4 times the C batch's best round.
  *
  * <p>Prints per verb and way the minimum and median over the rounds, then per verb the median
  * over rounds of verbs4j minus raw FFM and of verbs4j over the JNI twin, for all rounds, the fast
- * ones and the slow ones, with their counts, and last verbs4j minus a fifth way, raw FFM on
- * verbs4j's own objects ({@link RawOnJavaRig}): the C, raw FFM and JNI rigs each drive provider
+ * ones and the slow ones, with their counts, and last two columns on verbs4j's own objects:
+ * verbs4j minus a fifth way, raw FFM on them ({@link RawOnJavaRig}), and verbs4j over a sixth,
+ * the JNI twin on them ({@link JniOnJavaRig}). The C, raw FFM and JNI rigs each drive provider
  * objects of their own, and in some JVM runs one rig's set costs 6 to 14 ns more per work request
- * than another's (docs/performance.md), so only that last column compares one placement.
+ * than another's (docs/performance.md), so only those last two columns compare one placement.
  *
  * <p>Every rig's verb methods are inlined into the probe's loops, by a compiler directive added
  * before the warm-up ({@link #inlineRigs}): left to C2's heuristics, the raw FFM and JNI rigs'
@@ -43,7 +44,8 @@ import javax.management.ObjectName;
 public final class VerbRowsProbe {
 
     private static final String[] VERBS = {"sendRecv", "write", "read", "pollEmpty", "chain16Write"};
-    private static final String[] WAYS = {"C", "raw FFM", "JNI", "verbs4j", "raw same"};
+    /** "raw same" and "JNI same": raw FFM and the JNI twin on verbs4j's own objects. */
+    private static final String[] WAYS = {"C", "raw FFM", "JNI", "verbs4j", "raw same", "JNI same"};
     private static final double SLOW = 1.4;
 
     private VerbRowsProbe() {
@@ -81,7 +83,8 @@ public final class VerbRowsProbe {
                 try {
                     v.setUp();
                     try {
-                        run(c, raw, jni, v, new RawOnJavaRig(v), rounds, batch);
+                        RawOnJavaRig same = new RawOnJavaRig(v);
+                        run(c, raw, jni, v, same, new JniOnJavaRig(same), rounds, batch);
                     } finally {
                         v.tearDown();
                     }
@@ -96,7 +99,8 @@ public final class VerbRowsProbe {
         }
     }
 
-    private static void run(CRig c, RawRig raw, JniRig jni, JavaRig v, RawOnJavaRig same, int rounds, int batch)
+    private static void run(CRig c, RawRig raw, JniRig jni, JavaRig v, RawOnJavaRig same, JniOnJavaRig jniSame,
+            int rounds, int batch)
             throws Throwable {
         // [verb][way]; one loop per batch, so that each is compiled on its own
         Batch[][] batches = {
@@ -106,6 +110,7 @@ public final class VerbRowsProbe {
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += jni.sendRecv(); } return s; },
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += v.sendRecv(); } return s; },
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += same.sendRecv(); } return s; },
+                n -> { long s = 0; for (int i = 0; i < n; i++) { s += jniSame.sendRecv(); } return s; },
             },
             {
                 n -> c.run("bl_write", Baseline.WRITE, n),
@@ -113,6 +118,7 @@ public final class VerbRowsProbe {
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += jni.write(); } return s; },
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += v.write(); } return s; },
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += same.write(); } return s; },
+                n -> { long s = 0; for (int i = 0; i < n; i++) { s += jniSame.write(); } return s; },
             },
             {
                 n -> c.run("bl_read", Baseline.READ, n),
@@ -120,6 +126,7 @@ public final class VerbRowsProbe {
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += jni.read(); } return s; },
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += v.read(); } return s; },
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += same.read(); } return s; },
+                n -> { long s = 0; for (int i = 0; i < n; i++) { s += jniSame.read(); } return s; },
             },
             {
                 n -> c.run("bl_poll_empty", Baseline.POLL_EMPTY, n),
@@ -127,6 +134,7 @@ public final class VerbRowsProbe {
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += jni.pollEmpty(); } return s; },
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += v.pollEmpty(); } return s; },
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += same.pollEmpty(); } return s; },
+                n -> { long s = 0; for (int i = 0; i < n; i++) { s += jniSame.pollEmpty(); } return s; },
             },
             {
                 n -> c.run("bl_write_chain16", Baseline.WRITE_CHAIN16, n),
@@ -134,6 +142,7 @@ public final class VerbRowsProbe {
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += jni.chain16Write(); } return s; },
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += v.chain16Write(); } return s; },
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += same.chain16Write(); } return s; },
+                n -> { long s = 0; for (int i = 0; i < n; i++) { s += jniSame.chain16Write(); } return s; },
             },
         };
         int[] opsPerSequence = {1, 1, 1, 1, JavaRig.CHAIN};
@@ -167,8 +176,8 @@ public final class VerbRowsProbe {
             }
         }
         System.out.printf("%nmedians over rounds of the same round's pair: all rounds | rounds where C was fast | slow%n");
-        System.out.printf("%-13s %-34s %-34s %-17s %s%n", "verb", "verbs4j - raw FFM, ns", "verbs4j / JNI", "rounds fast/slow",
-                "verbs4j - raw FFM on verbs4j's objects, ns");
+        System.out.printf("%-13s %-34s %-34s %-17s %-44s %s%n", "verb", "verbs4j - raw FFM, ns", "verbs4j / JNI",
+                "rounds fast/slow", "verbs4j - raw FFM on verbs4j's objects, ns", "verbs4j / JNI on verbs4j's objects");
         for (int verb = 0; verb < VERBS.length; verb++) {
             double[] cRow = cpu[verb][0];
             double best = Arrays.stream(cRow).min().orElseThrow();
@@ -178,20 +187,24 @@ public final class VerbRowsProbe {
                 slow[round] = cRow[round] > SLOW * best;
                 nSlow += slow[round] ? 1 : 0;
             }
-            double[] diff = new double[rounds], ratio = new double[rounds], sameDiff = new double[rounds];
+            double[] diff = new double[rounds], ratio = new double[rounds], sameDiff = new double[rounds],
+                    sameRatio = new double[rounds];
             for (int round = 0; round < rounds; round++) {
                 diff[round] = cpu[verb][3][round] - cpu[verb][1][round];
                 ratio[round] = cpu[verb][3][round] / cpu[verb][2][round];
                 sameDiff[round] = cpu[verb][3][round] - cpu[verb][4][round];
+                sameRatio[round] = cpu[verb][3][round] / cpu[verb][5][round];
             }
-            System.out.printf("%-13s %-34s %-34s %-17s %s%n", VERBS[verb],
+            System.out.printf("%-13s %-34s %-34s %-17s %-44s %s%n", VERBS[verb],
                     String.format("%+.1f | %s | %s", median(diff, slow, null), fmt("%+.1f", median(diff, slow, false)),
                             fmt("%+.1f", median(diff, slow, true))),
                     String.format("%.2f | %s | %s", median(ratio, slow, null), fmt("%.2f", median(ratio, slow, false)),
                             fmt("%.2f", median(ratio, slow, true))),
                     (rounds - nSlow) + "/" + nSlow,
                     String.format("%+.1f | %s | %s", median(sameDiff, slow, null), fmt("%+.1f", median(sameDiff, slow, false)),
-                            fmt("%+.1f", median(sameDiff, slow, true))));
+                            fmt("%+.1f", median(sameDiff, slow, true))),
+                    String.format("%.2f | %s | %s", median(sameRatio, slow, null), fmt("%.2f", median(sameRatio, slow, false)),
+                            fmt("%.2f", median(sameRatio, slow, true))));
         }
         System.out.println("(checksum " + sink + ")");
     }
@@ -199,12 +212,13 @@ public final class VerbRowsProbe {
     /**
      * Adds a compiler directive ({@code jcmd Compiler.directives_add}, through the platform's
      * diagnostic command bean) that inlines the rigs' methods into whatever probe method calls
-     * them, so that all three Java rigs have the same shape: one loop per batch with the verb's
+     * them, so that all the Java rigs have the same shape: one loop per batch with the verb's
      * sequence in it, not a call.
      */
     private static void inlineRigs() throws Exception {
         String rigs = "\"+io/github/verbs4j/jmh/RawRig.*\", \"+io/github/verbs4j/jmh/JniRig.*\", "
-                + "\"+io/github/verbs4j/jmh/JavaRig.*\", \"+io/github/verbs4j/jmh/RawOnJavaRig.*\"";
+                + "\"+io/github/verbs4j/jmh/JavaRig.*\", \"+io/github/verbs4j/jmh/RawOnJavaRig.*\", "
+                + "\"+io/github/verbs4j/jmh/JniOnJavaRig.*\"";
         Path file = Files.createTempFile("verb-rows-probe", ".json");
         try {
             Files.writeString(file, "[{ match: \"io/github/verbs4j/jmh/VerbRowsProbe.*\", inline: [" + rigs + "] }]");
