@@ -111,23 +111,15 @@ public final class NativeHandle {
     }
 
     /**
-     * Publishes the calling thread's mark for this handle <b>without</b> reading whether it is
-     * retired: for an owner that reads, right after this and before it passes {@link #address()}
-     * to the provider, a volatile field of its own that its close clears before {@link #retire}
-     * begins ({@code QueuePair.postable}), and that refuses the call (after {@link InFlight#exit()})
-     * when clear. That load then takes the retired load's place in {@link InFlight}'s handshake:
-     * the close's store precedes its barrier as the retired store does (see {@link InFlight},
-     * "Folding the retired check into an owner's field").
-     */
-    public InFlight enterUnchecked(InFlight cached) {
-        return enterUnchecked(cached, id);
-    }
-
-    /**
-     * {@link #enterUnchecked(InFlight)} for an owner that keeps this handle's {@link #id()} in a
-     * field of its own, so that its post reads the id (and {@link #address()}, kept likewise) from
-     * the object it already holds instead of through the handle: two dependent loads and the
-     * handle's null check fewer.
+     * Publishes the calling thread's mark for the handle whose {@link #id()} is {@code handleId}
+     * <b>without</b> reading whether it is retired: for an owner that keeps the id (and
+     * {@link #address()}) in fields of its own, so that its post reads them from the object it
+     * already holds (two dependent loads and the handle's null check fewer), and that reads, right
+     * after this and before it passes the address to the provider, a volatile field of its own that
+     * its close clears before {@link #retire} begins ({@code QueuePair.postable}), refusing the call
+     * (after {@link InFlight#exit()}) when clear. That load then takes the retired load's place in
+     * {@link InFlight}'s handshake: the close's store precedes its barrier as the retired store does
+     * (see {@link InFlight}, "Folding the retired check into an owner's field").
      */
     public static InFlight enterUnchecked(InFlight cached, long handleId) {
         InFlight mark = InFlight.of(cached);
