@@ -415,9 +415,16 @@ public final class NettyTransportBenchmark {
     /** This JVM's JIT time and, where {@link #PEER_JIT_PORT} is set, the peer's: both in ms. */
     private static final class JitClocks implements AutoCloseable {
         private final Socket peer;
+        /** Both JVMs' compilation milliseconds when the clocks opened, and at the last {@link #settle}. */
+        private final long local0;
+        private final long peer0;
+        private long local;
+        private long peerAt;
 
         JitClocks() throws IOException {
             peer = PEER_JIT_PORT > 0 ? new Socket(InetAddress.getLoopbackAddress(), PEER_JIT_PORT) : null;
+            local0 = local = local();
+            peer0 = peerAt = peer();
         }
 
         long local() {
@@ -431,6 +438,29 @@ public final class NettyTransportBenchmark {
             }
             peer.getOutputStream().write(1);
             return new DataInputStream(peer.getInputStream()).readLong();
+        }
+
+        /**
+         * Reads both clocks again: whether neither JVM compiled for more than {@code millis}
+         * since the last reading (a quiet window of the warm-ups).
+         */
+        boolean settle(long millis) throws IOException {
+            long l = local();
+            long p = peer();
+            boolean quiet = l - local <= millis && p - peerAt <= millis;
+            local = l;
+            peerAt = p;
+            return quiet;
+        }
+
+        /** This JVM's compilation milliseconds from the opening to the last {@link #settle}. */
+        long localCompiled() {
+            return local - local0;
+        }
+
+        /** The peer's compilation milliseconds from the opening to the last {@link #settle}. */
+        long peerCompiled() {
+            return peerAt - peer0;
         }
 
         @Override
@@ -451,12 +481,9 @@ public final class NettyTransportBenchmark {
     private void warmUp(EchoDriver driver, int size, boolean serverHere) throws Exception {
         long start = System.nanoTime();
         try (JitClocks jit = new JitClocks()) {
-            long local0 = jit.local();
-            long peer0 = jit.peer();
             long rounds = WARM_UP_ROUNDS;
             driver.phase(WARM_UP_ROUNDS);
-            long local = jit.local();
-            long peer = jit.peer();
+            jit.settle(Long.MAX_VALUE); // the windows' first reading: the fixed rounds are no window
             // rounds per window, from the rate so far; each window is timed, and runs again if short
             long perWindow = Math.max(1_000, rounds * WARM_UP_WINDOW_NANOS / Math.max(1, System.nanoTime() - start));
             int quiet = 0;
@@ -468,15 +495,12 @@ public final class NettyTransportBenchmark {
                     driver.phase((int) Math.min(perWindow, Integer.MAX_VALUE));
                     rounds += perWindow;
                 } while (System.nanoTime() - windowStart < WARM_UP_WINDOW_NANOS);
-                long l = jit.local();
-                long p = jit.peer();
-                quiet = l - local <= quietMillis && p - peer <= quietMillis ? quiet + 1 : 0;
-                local = l;
-                peer = p;
+                quiet = jit.settle(quietMillis) ? quiet + 1 : 0;
             }
             System.out.printf("WARMUP %s echo-%dB rounds %d ms %d jit-settled %s compile-ms client %d server %s%n", transport, size,
                     rounds, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start), quiet >= QUIET_WINDOWS ? "yes" : "no",
-                    local - local0, PEER_JIT_PORT > 0 ? Long.toString(peer - peer0) : serverHere ? "(this JVM)" : "(not watched)");
+                    jit.localCompiled(), PEER_JIT_PORT > 0 ? Long.toString(jit.peerCompiled())
+                            : serverHere ? "(this JVM)" : "(not watched)");
         }
     }
 
@@ -624,10 +648,6 @@ public final class NettyTransportBenchmark {
     private void streamWarmUp(InetSocketAddress to, int size) throws Exception {
         long start = System.nanoTime();
         try (JitClocks jit = new JitClocks()) {
-            long local0 = jit.local();
-            long peer0 = jit.peer();
-            long local = local0;
-            long peer = peer0;
             int pairs = 0;
             int quiet = 0;
             do {
@@ -636,15 +656,11 @@ public final class NettyTransportBenchmark {
                 timedStream(to, size, STREAM_WARM_UP_WRITES, true);
                 pairs++;
                 long quietMillis = (long) (TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - pairStart) * QUIET_COMPILE_SHARE);
-                long l = jit.local();
-                long p = jit.peer();
-                quiet = l - local <= quietMillis && p - peer <= quietMillis ? quiet + 1 : 0;
-                local = l;
-                peer = p;
+                quiet = jit.settle(quietMillis) ? quiet + 1 : 0;
             } while (quiet < QUIET_WINDOWS && System.nanoTime() - start < WARM_UP_MAX_NANOS);
             System.out.printf("WARMUP %s stream-%dB streams %d ms %d jit-settled %s compile-ms client %d server %s%n", transport,
                     size, 2 * pairs, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start), quiet >= QUIET_WINDOWS ? "yes" : "no",
-                    local - local0, PEER_JIT_PORT > 0 ? Long.toString(peer - peer0) : "(not watched)");
+                    jit.localCompiled(), PEER_JIT_PORT > 0 ? Long.toString(jit.peerCompiled()) : "(not watched)");
         }
     }
 
