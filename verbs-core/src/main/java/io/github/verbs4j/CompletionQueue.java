@@ -172,23 +172,28 @@ public final class CompletionQueue implements AutoCloseable {
             // the batch (and the arena of its array) stays reachable until the provider returned
             Reference.reachabilityFence(batch);
         }
+        batch.count = n;
+        if (n > 0) {
+            // tested first, as a caller's batch.get(i) tests i < count: with the count just stored
+            // C2 folds that test of get(0) into this one
+            if (Telemetry.errorCompletionsEnabled()) {
+                for (int i = 0; i < n; i++) {
+                    Completion wc = batch.get(i);
+                    if (!wc.ok()) {
+                        Telemetry.errorCompletion(wc.qpNumber(), wc.wrId(), wc.status().toString(), wc.vendorError());
+                    }
+                }
+            }
+            return n;
+        }
         if (n < 0) {
             batch.count = 0;
             throw new VerbsException("ibv_poll_cq", 0, "the provider returned " + n);
         }
-        batch.count = n;
-        if (n == 0 && (++batch.emptyPolls & SAFEPOINT_EVERY_EMPTY_POLLS_MASK) == 0) {
+        if ((++batch.emptyPolls & SAFEPOINT_EVERY_EMPTY_POLLS_MASK) == 0) {
             letTheJvmStop();
         }
-        if (n > 0 && Telemetry.errorCompletionsEnabled()) {
-            for (int i = 0; i < n; i++) {
-                Completion wc = batch.get(i);
-                if (!wc.ok()) {
-                    Telemetry.errorCompletion(wc.qpNumber(), wc.wrId(), wc.status().toString(), wc.vendorError());
-                }
-            }
-        }
-        return n;
+        return 0;
     }
 
     /**
