@@ -43,9 +43,12 @@ public final class ReceiveRequest {
     /**
      * The close guard's record of the thread that posted this request last
      * ({@code NativeHandle.enter(InFlight, ...)}): reused while the same thread posts it, so a post
-     * does not look the record up in a thread-local each time. Any thread may overwrite it.
+     * does not look the record up in a thread-local each time. Any thread may overwrite it. Starts as the record of the thread that
+     * created the object, which usually is the one that uses it: then the lookup's path is never
+     * taken, so C2 compiles it as an uncommon trap rather than a call, and the values live across
+     * that call (the owner, its handle, the cached record) are not spilled to the frame around it.
      */
-    InFlight mark;
+    InFlight mark = InFlight.of(null);
     private int sgeCount;
     private ReceiveRequest next;
     /** The QP or SRQ this request was last checked for in full, or {@code null}: cleared by the setters the checks read. */
