@@ -68,7 +68,10 @@ import java.util.Locale;
  * {@link Thread#currentThread()}, an intrinsic, and compared: the record names its thread by id,
  * so a cached record keeps no ended thread alive): the record is still the calling thread's own
  * whichever thread uses the object, because the cache is one reference to a record whose owner
- * is final, read once (a torn pair of fields could hand one thread another's record). Records are kept in one list for {@link #awaitClear} to scan; records of
+ * is final, read once (a torn pair of fields could hand one thread another's record). The caches
+ * start as the creating thread's record ({@code of(null)}), so that a thread using its own objects
+ * never runs the lookup and C2 compiles it as an uncommon trap, not a call that makes it spill
+ * the values live across it. Records are kept in one list for {@link #awaitClear} to scan; records of
  * threads that ended are dropped when the list has doubled since it was last pruned. A handle's
  * sessions (the extended QP's and CQ's, several calls under one mark) use a record of the handle's
  * own instead ({@link NativeHandle#enterSession}), listed until the handle is retired.
