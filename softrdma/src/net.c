@@ -39,13 +39,13 @@ static void print_stats(void)
 	fprintf(stderr, "softrdma[%d]: tx %lu rx %lu nak_seq %lu rnr %lu timeouts %lu dup_rx %lu eagain %lu "
 		"invalid %lu read_gap %lu shm_tx %lu shm_rx %lu doorbells %lu unread_waits %lu peer_gone %lu "
 		"agent_takeback %lu agent_hold %lu agent_handed_waits %lu bias_owned %lu bias_revoked %lu "
-		"shm_full %lu shm_full_yields %lu shm_full_wait_us %lu shm_fill_max %lu\n",
+		"shm_full %lu shm_full_yields %lu shm_full_wait_us %lu shm_fill_max %lu shm_fill_drains %lu shm_fill_sum %lu\n",
 		(int)getpid(), v.tx, v.rx, v.nak_seq, v.rnr, v.timeouts, v.dup_rx, v.eagain,
 		v.invalid, v.read_gap, v.shm_tx, v.shm_rx, v.doorbells, v.unread_waits,
 		v.peer_gone, v.agent_takeback, v.agent_hold, v.agent_handed_waits,
 		__atomic_load_n(&srd_lock_bias_owned, __ATOMIC_RELAXED),
 		__atomic_load_n(&srd_lock_bias_revoked, __ATOMIC_RELAXED),
-		shm.full_puts, shm.full_yields, shm.full_wait_ns / 1000, shm.fill_max);
+		shm.full_puts, shm.full_yields, shm.full_wait_ns / 1000, shm.fill_max, shm.fill_drains, shm.fill_sum);
 }
 
 /* ---------------------------------------------------------------- sockets, QPN table, wake-ups */

@@ -422,6 +422,10 @@ int srd_shm_drain(void (*fn)(const uint8_t *buf, size_t n, uint16_t sport, void 
 			uint64_t fill = __atomic_load_n(&o->r->tail, __ATOMIC_RELAXED) - o->head;
 			if (fill <= NSLOTS && fill > __atomic_load_n(&g_st.fill_max, __ATOMIC_RELAXED))
 				__atomic_store_n(&g_st.fill_max, fill, __ATOMIC_RELAXED);
+			if (fill && fill <= NSLOTS) { /* one consumer at a time (g_draining): plain sums */
+				__atomic_store_n(&g_st.fill_drains, g_st.fill_drains + 1, __ATOMIC_RELAXED);
+				__atomic_store_n(&g_st.fill_sum, g_st.fill_sum + fill, __ATOMIC_RELAXED);
+			}
 		}
 		while (got < max && own_pending(o)) {
 			uint64_t head = o->head;
@@ -448,6 +452,8 @@ void srd_shm_stats(struct srd_shm_stats *out)
 	out->full_yields = __atomic_load_n(&g_st.full_yields, __ATOMIC_RELAXED);
 	out->full_wait_ns = __atomic_load_n(&g_st.full_wait_ns, __ATOMIC_RELAXED);
 	out->fill_max = __atomic_load_n(&g_st.fill_max, __ATOMIC_RELAXED);
+	out->fill_drains = __atomic_load_n(&g_st.fill_drains, __ATOMIC_RELAXED);
+	out->fill_sum = __atomic_load_n(&g_st.fill_sum, __ATOMIC_RELAXED);
 }
 
 bool srd_shm_sleep_begin(void)

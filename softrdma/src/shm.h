@@ -31,10 +31,11 @@ bool srd_shm_pending(void); /* a packet waits in one of our rings */
 /* SOFTRDMA_STATS's counters of the rings: packets whose put found the peer's ring full
  * (full_puts), the yields while they waited for room (full_yields) and the time they waited
  * (full_wait_ns), as the sender; the most packets a drain found waiting in one of our rings
- * (fill_max, of NSLOTS), as the receiver. */
-struct srd_shm_stats { unsigned long full_puts, full_yields, full_wait_ns, fill_max; };
+ * (fill_max, of NSLOTS), and the drains that found packets waiting with the sum of what they
+ * found (fill_drains, fill_sum: how far the consumer runs behind), as the receiver. */
+struct srd_shm_stats { unsigned long full_puts, full_yields, full_wait_ns, fill_max, fill_drains, fill_sum; };
 void srd_shm_stats(struct srd_shm_stats *out);
-void srd_shm_count_fill(void); /* from now on drains record fill_max (SOFTRDMA_STATS is set) */
+void srd_shm_count_fill(void); /* from now on drains record fill_max, fill_drains and fill_sum (SOFTRDMA_STATS is set) */
 bool srd_shm_owned(void);   /* this process has a ring */
 /* Around the receiver's sleep: begin marks our rings sleeping (senders then ring the
  * doorbell) and returns false, unmarking them, when a packet already waits. */
