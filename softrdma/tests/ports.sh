@@ -18,9 +18,15 @@ pick_port() {
 	port=$p
 }
 
-# port_taken PORT: something listens on TCP PORT.
+# port_taken PORT: something listens on TCP PORT (IPv4 or IPv6; from /proc/net/tcp[6]
+# where ss is missing, as on a machine with nothing but Linux and python3).
 port_taken() {
-	ss -ltnH "sport = :$1" 2>/dev/null | grep -q .
+	if command -v ss >/dev/null; then
+		ss -ltnH "sport = :$1" 2>/dev/null | grep -q .
+	else
+		awk -v p="$(printf ':%04X' "$1")" 'FNR > 1 && substr($2, length($2) - 4) == p && $4 == "0A" { found = 1 }
+			END { exit !found }' /proc/net/tcp /proc/net/tcp6 2>/dev/null
+	fi
 }
 
 # owned_listener PORT PID: PID, or a process it started (the tool under
@@ -41,9 +47,14 @@ owned_listener() {
 # holds it); 1 when the server failed on its own or never listened.
 await_server() {
 	local port=$1 pid=$2 log=$3
-	if ! command -v ss >/dev/null; then
-		sleep 1
-		return 0
+	if ! command -v ss >/dev/null; then # no owner to see: PORT listening while PID lives
+		for _ in $(seq 400); do
+			kill -0 "$pid" 2>/dev/null || break
+			port_taken "$port" && return 0
+			sleep 0.05
+		done
+		grep -qiE 'address already in use|EADDRINUSE' "$log" && return 2
+		return 1
 	fi
 	for _ in $(seq 400); do
 		owned_listener "$port" "$pid" && return 0

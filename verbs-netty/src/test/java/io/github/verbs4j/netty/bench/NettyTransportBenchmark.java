@@ -36,14 +36,17 @@ import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.util.concurrent.EventExecutor;
 
+import java.io.BufferedReader;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
+import java.io.InputStreamReader;
 import java.lang.management.ManagementFactory;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -614,25 +617,69 @@ public final class NettyTransportBenchmark {
     static final int STREAM_WARM_UP_WRITES = 8_192;
 
     /**
+     * Timed rounds of the stream after its warm-up ({@code -Dnetty-benchmark.stream-rounds}, 1 by
+     * default): each round times both rows once, each on a new connection, and prints a
+     * {@code ROUND} line per row; the {@code RESULT} line of a row is then the median of its rounds.
+     */
+    static final int STREAM_ROUNDS = Integer.getInteger("netty-benchmark.stream-rounds", 1);
+    /**
+     * With {@code -Dnetty-benchmark.stream-pause=true} the client prints {@code PAUSE stream round
+     * <k>} before each round and waits for a line on its standard input: scripts/netty-benchmark
+     * runs {@code ib_write_bw} meanwhile, so that each round's streams and its {@code ib_write_bw}
+     * run in the same seconds (the VM's speed drifts over minutes).
+     */
+    static final boolean STREAM_PAUSE = Boolean.getBoolean("netty-benchmark.stream-pause");
+
+    /**
      * The untimed warm-up ({@link #streamWarmUp}; both processes' JIT compiles the stream's path
      * meanwhile: without a warm-up a stream of 8,192 writes timed mostly the compilation, 176 MB/s
-     * where 65,536 writes gave 1,085 at the same load), then the timed streams of {@code messages}
-     * writes, filled and resent, each on a new connection, with a {@code JIT} line each.
+     * where 65,536 writes gave 1,085 at the same load), then {@link #STREAM_ROUNDS} rounds of the
+     * timed streams of {@code messages} writes, filled and resent, each on a new connection, with a
+     * {@code JIT} line each.
      */
     void stream(InetSocketAddress to, int size, int messages) throws Exception {
         streamWarmUp(to, size);
+        String[] rows = {"stream-" + size + "B", "stream-" + size + "B-resent"};
+        double[][] mbs = new double[rows.length][STREAM_ROUNDS];
+        BufferedReader go = STREAM_PAUSE ? new BufferedReader(new InputStreamReader(System.in, StandardCharsets.US_ASCII)) : null;
         try (JitClocks jit = new JitClocks()) {
-            for (boolean resend : new boolean[] {false, true}) {
-                String row = "stream-" + size + "B" + (resend ? "-resent" : "");
-                long local = jit.local();
-                long peer = jit.peer();
-                double mbs = timedStream(to, size, messages, resend);
-                result(row, mbs, "MB/s");
-                // whether either JVM's JIT still compiled while the row was timed (it takes a CPU of two)
-                System.out.printf("JIT %s %s compile-ms-during-stream client %d server %s%n", transport, row,
-                        jit.local() - local, PEER_JIT_PORT > 0 ? Long.toString(jit.peer() - peer) : "(not watched)");
+            for (int r = 0; r < STREAM_ROUNDS; r++) {
+                if (go != null) {
+                    System.out.printf("PAUSE stream round %d%n", r + 1);
+                    System.out.flush();
+                    if (go.readLine() == null) {
+                        throw new IOException("standard input closed before round " + (r + 1));
+                    }
+                }
+                for (int k = 0; k < rows.length; k++) {
+                    long local = jit.local();
+                    long peer = jit.peer();
+                    mbs[k][r] = timedStream(to, size, messages, k == 1);
+                    if (STREAM_ROUNDS == 1) {
+                        result(rows[k], mbs[k][r], "MB/s");
+                    } else {
+                        System.out.printf("ROUND %d %s %s %.2f MB/s%n", r + 1, transport, rows[k], mbs[k][r]);
+                    }
+                    // whether either JVM's JIT still compiled while the row was timed (it takes a CPU of two)
+                    System.out.printf("JIT %s %s compile-ms-during-stream client %d server %s%s%n", transport, rows[k],
+                            jit.local() - local, PEER_JIT_PORT > 0 ? Long.toString(jit.peer() - peer) : "(not watched)",
+                            STREAM_ROUNDS == 1 ? "" : " round " + (r + 1));
+                }
             }
         }
+        if (STREAM_ROUNDS > 1) {
+            for (int k = 0; k < rows.length; k++) {
+                result(rows[k], median(mbs[k]), "MB/s");
+            }
+        }
+    }
+
+    /** The median of {@code values} (the mean of the middle two of an even count). */
+    static double median(double[] values) {
+        double[] v = values.clone();
+        Arrays.sort(v);
+        int n = v.length;
+        return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
     }
 
     /**
