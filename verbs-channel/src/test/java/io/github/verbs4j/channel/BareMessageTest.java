@@ -89,7 +89,7 @@ class BareMessageTest {
             Future<?> echo = ex.submit(() -> {
                 for (int i = 0; i < rounds; i++) {
                     try (Message m = p.accepted().receive(T)) {
-                        p.accepted().send(m.segment());
+                        assertTrue(p.accepted().offer(m.segment(), T.toMillis(), TimeUnit.MILLISECONDS), "credits for pong " + i);
                     }
                 }
                 return null;
@@ -98,7 +98,7 @@ class BareMessageTest {
             long creditsBefore = p.client().completions(Channel.KIND_CREDIT) + p.accepted().completions(Channel.KIND_CREDIT);
             for (int i = 0; i < rounds; i++) {
                 ping.fill((byte) i).set(ValueLayout.JAVA_INT_UNALIGNED, 0, i);
-                p.client().send(ping);
+                assertTrue(p.client().offer(ping, T.toMillis(), TimeUnit.MILLISECONDS), "credits for ping " + i);
                 try (Message pong = p.client().receive(T)) {
                     assertEquals(-1L, pong.segment().mismatch(ping), "pong " + i);
                 }
