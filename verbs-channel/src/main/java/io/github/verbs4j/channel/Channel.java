@@ -97,6 +97,18 @@ public final class Channel implements AutoCloseable {
     static final int IMM_WRAP = 0x4000_0000;
     /** Low 30 bits: the slot count of data, the freed-slot counter of a control word. */
     static final int COUNT_MASK = 0x3FFF_FFFF;
+    /**
+     * Immediate of data: one message without its header (docs/channel.md, "One message, no
+     * header"): its length is the WRITE's byte count, its first byte at the start of the slot;
+     * the low 29 bits ({@link #BARE_CREDIT_MASK}) are the sender's freed-slot counter that the
+     * header would have carried. Sent only with immediate data, to a peer that tells
+     * {@link #TAKES_BARE} in its private data.
+     */
+    static final int IMM_BARE = 0x2000_0000;
+    /** Low 29 bits: the freed-slot counter of an {@link #IMM_BARE} word. */
+    static final int BARE_CREDIT_MASK = 0x1FFF_FFFF;
+    /** A flag of the handshake's seventh field: this side takes {@link #IMM_BARE} messages. */
+    static final int TAKES_BARE = 1;
 
     /** Low 8 bits of a {@code wr_id}'s low word: what the request was; a receive's index follows them. */
     static final long KIND_RECV = 0;
@@ -257,12 +269,13 @@ public final class Channel implements AutoCloseable {
     /**
      * This side's private data: {@code VCH1}, the ring's address and rkey, its slots and slot
      * size, and the bytes each receive takes ({@link #RECEIVE_BYTES}: how large a SEND the peer
-     * may send; a peer that sends the first 24 bytes only is sent words alone).
+     * may send; a peer that sends the first 24 bytes only is sent words alone), and flags
+     * ({@link #TAKES_BARE}; a peer that sends 28 bytes, or zeros there, is sent headers always).
      */
     byte[] localInfo() {
         MemoryRegion ring = receiver.ring;
-        return ByteBuffer.allocate(28).putInt(MAGIC).putLong(ring.address()).putInt(ring.rkey())
-                .putInt(receiver.slots).putInt(receiver.slotSize).putInt(RECEIVE_BYTES).array();
+        return ByteBuffer.allocate(32).putInt(MAGIC).putLong(ring.address()).putInt(ring.rkey())
+                .putInt(receiver.slots).putInt(receiver.slotSize).putInt(RECEIVE_BYTES).putInt(TAKES_BARE).array();
     }
 
     /** Reads the peer's ring from its private data and makes the staging buffer; call before the channel is used. */
@@ -289,9 +302,11 @@ public final class Channel implements AutoCloseable {
         if (pReceiveBytes < WORD || pReceiveBytes > (1 << 20)) {
             throw new IllegalArgumentException("the peer's receives take " + pReceiveBytes + " bytes; a channel's take at least " + WORD);
         }
+        // a peer that did not tell (28 bytes or fewer, or zeros): every message with its header
+        int flags = b.remaining() >= 4 ? b.getInt() : 0;
         MemoryRegion s = allocator.apply((long) pSlots * pSlotSize);
         synchronized (this) {
-            sender.attach(s, address, rkey, pSlots, pSlotSize, pReceiveBytes);
+            sender.attach(s, address, rkey, pSlots, pSlotSize, pReceiveBytes, (flags & TAKES_BARE) != 0);
             peerReady = true;
             sender.maybeSendCredit();
         }
@@ -844,6 +859,16 @@ public final class Channel implements AutoCloseable {
      */
     synchronized long dataPosts(boolean carried) {
         return carried ? sender.carriedPosts : sender.writePosts;
+    }
+
+    /** Data WRITEs posted so far that carried one message without its header ({@link #IMM_BARE}; counted in {@code dataPosts(false)} too) (tests). */
+    synchronized long barePosts() {
+        return sender.barePosts;
+    }
+
+    /** Messages received so far without a header ({@link #IMM_BARE}) (tests). */
+    synchronized long bareReceives() {
+        return receiver.bareReceives;
     }
 
     /** Data SENDs received so far that carried slots (all, or their head), copied into the ring (tests). */

@@ -9,9 +9,11 @@ import io.github.verbs4j.VerbsException;
 
 import java.lang.foreign.MemorySegment;
 
+import static io.github.verbs4j.channel.Channel.BARE_CREDIT_MASK;
 import static io.github.verbs4j.channel.Channel.COUNT_MASK;
 import static io.github.verbs4j.channel.Channel.EXTRA_RECVS;
 import static io.github.verbs4j.channel.Channel.HEADER;
+import static io.github.verbs4j.channel.Channel.IMM_BARE;
 import static io.github.verbs4j.channel.Channel.IMM_CONTROL;
 import static io.github.verbs4j.channel.Channel.IMM_FIN;
 import static io.github.verbs4j.channel.Channel.IMM_WRAP;
@@ -63,6 +65,8 @@ final class ChannelReceiver {
     long receivedMessages;
     /** Data SENDs that carried slots (all of them, or their head: copied into the ring here), for the tests that count them. */
     long carriedReceives;
+    /** Messages that came without their header ({@link Channel#IMM_BARE}), for the tests that count them. */
+    long bareReceives;
     boolean finReceived;
 
     ChannelReceiver(Channel channel, QueuePair qp, MemoryRegion ring, MemoryRegion words, ChannelOptions options) {
@@ -154,9 +158,11 @@ final class ChannelReceiver {
             return;
         }
         int imm;
+        int bareLength = -1; // a bare message's length: the byte count of the WRITE that carried it
         long buffer = (long) index * RECEIVE_BYTES;
         if (wc.hasImmediate()) {
             imm = wc.immediate();
+            bareLength = wc.byteLength();
         } else if (wc.byteLength() >= WORD) {
             // a SEND of the word (transports without immediate data), maybe with the head of the
             // slots it announces: read before the buffer is posted again
@@ -186,7 +192,11 @@ final class ChannelReceiver {
                 finReceived = true;
                 channel.notifyAll();
             }
-        } else if (!finReceived) {
+        } else if (finReceived) {
+            return;
+        } else if ((imm & IMM_BARE) != 0) {
+            onBare(imm, bareLength);
+        } else {
             onData(imm);
         }
     }
@@ -213,9 +223,8 @@ final class ChannelReceiver {
         return true;
     }
 
-    /** Data landed: parse the headers of {@code n} slots (after a skip to slot 0 when wrapped). */
-    private void onData(int imm) {
-        int n = imm & COUNT_MASK;
+    /** When the word says the ring wrapped: the slots up to its end were skipped, and are free at once. */
+    private void skipIfWrapped(int imm) {
         if ((imm & IMM_WRAP) != 0) {
             int at = (int) (received % slots);
             if (at != 0) {
@@ -225,6 +234,42 @@ final class ChannelReceiver {
                 received += slots - at;
             }
         }
+    }
+
+    /**
+     * One message without its header landed (after a skip to slot 0 when wrapped): {@code length}
+     * bytes from the start of the next slot, the WRITE's byte count (-1: it came by SEND, which
+     * never carries one), and the peer's credit report in the word's low 29 bits.
+     */
+    private void onBare(int imm, int length) {
+        skipIfWrapped(imm);
+        int slot = (int) (received % slots);
+        long k = (length + (long) HEADER + slotSize - 1) / slotSize;
+        if (length < 0 || slot + k > slots) {
+            channel.fail(new PeerLostException("protocol error: a message without a header of " + length
+                    + " bytes at slot " + slot + " of a ring of " + slots + " slots of " + slotSize, null));
+            return;
+        }
+        channel.sender.applyCredit(imm & BARE_CREDIT_MASK, BARE_CREDIT_MASK); // the wake-up below covers the credits too
+        Message m = messages[slot];
+        m.offset = (long) slot * slotSize;
+        m.length = length;
+        m.slotCount = (int) k;
+        m.open = false;
+        m.sequence = receivedMessages++;
+        long tail = deliveryTail;
+        delivery[(int) (tail % slots)] = slot;
+        received += k;
+        bareReceives++;
+        deliveryTail = tail + 1; // publishes the message (and its delivery entry) to a spinning receiver
+        advanceFreed();
+        channel.wakeWaiters();
+    }
+
+    /** Data landed: parse the headers of {@code n} slots (after a skip to slot 0 when wrapped). */
+    private void onData(int imm) {
+        int n = imm & COUNT_MASK;
+        skipIfWrapped(imm);
         long end = received + n;
         long tail = deliveryTail;
         if (n == 0 || n > slots || (received % slots) + n > slots) {

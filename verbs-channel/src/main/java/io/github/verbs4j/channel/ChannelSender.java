@@ -8,8 +8,10 @@ import io.github.verbs4j.VerbsException;
 
 import java.lang.foreign.MemorySegment;
 
+import static io.github.verbs4j.channel.Channel.BARE_CREDIT_MASK;
 import static io.github.verbs4j.channel.Channel.COUNT_MASK;
 import static io.github.verbs4j.channel.Channel.HEADER;
+import static io.github.verbs4j.channel.Channel.IMM_BARE;
 import static io.github.verbs4j.channel.Channel.IMM_CONTROL;
 import static io.github.verbs4j.channel.Channel.IMM_WRAP;
 import static io.github.verbs4j.channel.Channel.KIND_CREDIT;
@@ -66,6 +68,15 @@ final class ChannelSender {
      */
     long carriedPosts;
     long writePosts;
+    /** Of {@code writePosts}: WRITEs of one message without its header ({@link Channel#IMM_BARE}), for the tests. */
+    long barePosts;
+    /**
+     * Whether a WRITE_WITH_IMM that carries one message goes without its header: immediate data,
+     * and a peer that takes it (docs/channel.md, "One message, no header").
+     */
+    private boolean bare;
+    /** Messages staged since the last post: with one, and {@link #bare}, it goes without its header. */
+    private int pendingMessages;
     /** The channel's word region: receive buffers, then (with {@link #sendNotify}) a ring of send words; {@code LOCAL_WRITE}. */
     private final MemoryRegion words;
     private final MemorySegment wordsSegment;
@@ -110,7 +121,7 @@ final class ChannelSender {
     }
 
     /** The peer's ring from its private data, and the staging buffer that mirrors it. */
-    void attach(MemoryRegion s, long address, int rkey, int pSlots, int pSlotSize, int pReceiveBytes) {
+    void attach(MemoryRegion s, long address, int rkey, int pSlots, int pSlotSize, int pReceiveBytes, boolean peerTakesBare) {
         this.stage = s;
         this.stageSegment = s.segment();
         this.peerAddress = address;
@@ -119,6 +130,7 @@ final class ChannelSender {
         this.peerSlotSize = pSlotSize;
         this.maxMessageSlots = Math.max(1, pSlots / 4);
         this.carryBytes = pReceiveBytes - WORD;
+        this.bare = !sendNotify && peerTakesBare;
         if (!sendNotify) {
             control.remote(address, rkey);
         }
@@ -184,6 +196,7 @@ final class ChannelSender {
         filled += k;
         postedEnd = offset + HEADER + length;
         sentMessages++;
+        pendingMessages++;
         if (writesInFlight < writesInFlightLimit) {
             postPending();
         }
@@ -223,6 +236,15 @@ final class ChannelSender {
                         .remote(peerAddress + startByte + carried, peerRkey);
                 writePosts++;
             }
+        } else if (bare && pendingMessages == 1 && bytes > HEADER) {
+            // one message: its bytes alone, to the start of its slot; the length is the WRITE's
+            // byte count at the receiver and the credit report rides in the immediate, so a
+            // message of the path MTU is one packet, not a packet and the header's 8 bytes in a second
+            int credit = stageSegment.get(LE_INT, startByte + 4) & BARE_CREDIT_MASK;
+            request = write.local(stage, startByte + HEADER, bytes - HEADER).remote(peerAddress + startByte, peerRkey)
+                    .immediate((wrapNext ? IMM_WRAP : 0) | IMM_BARE | credit).id(channel.wrId(KIND_DATA));
+            writePosts++;
+            barePosts++;
         } else {
             request = write.local(stage, startByte, bytes).remote(peerAddress + startByte, peerRkey)
                     .immediate(word).id(channel.wrId(KIND_DATA));
@@ -238,6 +260,7 @@ final class ChannelSender {
         writesInFlight++;
         posted = filled;
         wrapNext = false;
+        pendingMessages = 0;
     }
 
     /** A data WRITE completed: post what was staged meanwhile as one WRITE. */
@@ -288,7 +311,12 @@ final class ChannelSender {
      * ({@link Channel#wakeWaiters}), once for all that one completion carried.
      */
     boolean applyCredit(int value) {
-        long delta = (value - (int) (peerFreed & COUNT_MASK)) & COUNT_MASK;
+        return applyCredit(value, COUNT_MASK);
+    }
+
+    /** {@link #applyCredit(int)} of a counter's low bits under {@code mask} (30 bits; 29 in an {@link Channel#IMM_BARE} word). */
+    boolean applyCredit(int value, int mask) {
+        long delta = (value - (int) (peerFreed & mask)) & mask;
         if (delta > 0 && delta <= peerSlots) {
             peerFreed += delta;
             return true;
