@@ -7,6 +7,7 @@ import io.netty.buffer.UnpooledDirectByteBuf;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.channels.GatheringByteChannel;
@@ -26,6 +27,8 @@ import java.nio.channels.ScatteringByteChannel;
  */
 abstract class BlockByteBuf extends UnpooledDirectByteBuf {
     private final int blockSize;
+    /** The block's first byte, index 0 of the buffer while it is in its block. */
+    private final long blockAddress;
     /** Whether its memory is still its block (false while the constructor runs, and once grown past it). */
     private boolean inBlock;
     /** The capacity of this use, at most the block's size; while in its block. */
@@ -35,7 +38,29 @@ abstract class BlockByteBuf extends UnpooledDirectByteBuf {
     BlockByteBuf(ByteBufAllocator alloc, ByteBuffer block) {
         super(alloc, block, Integer.MAX_VALUE); // a view: the block is never freed by the buffer
         this.blockSize = block.remaining();
+        this.blockAddress = MemorySegment.ofBuffer(block).address(); // from its position, as the buffer's index 0
         this.inBlock = true;
+    }
+
+    @Override
+    public boolean hasMemoryAddress() {
+        return inBlock || super.hasMemoryAddress();
+    }
+
+    /**
+     * The block's address, while in it (Netty's direct buffer has none without
+     * {@code sun.misc.Unsafe}, the JDK 25 default): the transport copies to and from it and finds
+     * a registered chunk by it. Without it the transport reached the memory through a segment of
+     * the buffer's NIO view, an object per write (40 B) that escape analysis removed in most JVMs
+     * but not in every one: a receive slot's buffer echoed back allocated it per message.
+     */
+    @Override
+    public long memoryAddress() {
+        if (!inBlock) {
+            return super.memoryAddress();
+        }
+        ensureAccessible();
+        return blockAddress;
     }
 
     /**

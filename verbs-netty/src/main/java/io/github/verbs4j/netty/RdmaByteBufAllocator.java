@@ -288,24 +288,6 @@ public final class RdmaByteBufAllocator extends AbstractByteBufAllocator {
         }
 
         @Override
-        public boolean hasMemoryAddress() {
-            return inBlock() || super.hasMemoryAddress();
-        }
-
-        /**
-         * The block's address (Netty's direct buffer has none without {@code sun.misc.Unsafe}, the
-         * JDK 25 default): the transport copies to and from it and finds its chunk by it.
-         */
-        @Override
-        public long memoryAddress() {
-            if (!inBlock()) {
-                return super.memoryAddress();
-            }
-            ensureAccessible();
-            return chunk.address() + offset;
-        }
-
-        @Override
         protected void deallocate() {
             if (sizeClass < 0) {
                 super.deallocate(); // frees grown memory; the chunk is the allocator's

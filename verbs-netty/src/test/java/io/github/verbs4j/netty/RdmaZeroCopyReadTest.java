@@ -343,6 +343,34 @@ public class RdmaZeroCopyReadTest {
     }
 
     /**
+     * A slot's buffer has a memory address (as the registered allocator's buffers do), the first
+     * byte of its message in the ring: the transport echoes or copies it by that address, not
+     * through an object made per write; after release the address is refused like every access.
+     */
+    @Test
+    void aSlotsBufferHasTheAddressOfItsMessageInTheRing() throws Exception {
+        Keeper keeper = new Keeper();
+        Channel server = server(keeper, 4, true);
+        Channel client = client(server, new ChannelInboundHandlerAdapter());
+        try {
+            for (int i = 0; i < 6; i++) {
+                int length = 700 + 97 * i;
+                client.writeAndFlush(Unpooled.wrappedBuffer(message(i, length))).syncUninterruptibly();
+                ReceiveSlotBuf buf = assertInstanceOf(ReceiveSlotBuf.class, next(keeper));
+                assertTrue(buf.hasMemoryAddress(), "message " + i);
+                byte[] atAddress = java.lang.foreign.MemorySegment.ofAddress(buf.memoryAddress()).reinterpret(length)
+                        .toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
+                assertArrayEquals(message(i, length), atAddress, "message " + i + " read at the buffer's address");
+                assertTrue(buf.release());
+                assertThrows(IllegalReferenceCountException.class, buf::memoryAddress, "released: no address");
+            }
+        } finally {
+            client.close().syncUninterruptibly();
+            server.close().syncUninterruptibly();
+        }
+    }
+
+    /**
      * Buffers released inside the read loop (in {@code channelRead}, as a decoder or a sink
      * does) return their credits once, when the loop ends, as a copying read does: 16 messages
      * read in one loop of a 32-slot ring (a credit-only message once 8 are owed) are one
