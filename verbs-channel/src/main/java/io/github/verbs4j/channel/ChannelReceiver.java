@@ -251,19 +251,28 @@ final class ChannelReceiver {
             return;
         }
         channel.sender.applyCredit(imm & BARE_CREDIT_MASK, BARE_CREDIT_MASK); // the wake-up below covers the credits too
-        Message m = messages[slot];
-        m.offset = (long) slot * slotSize;
-        m.length = length;
-        m.slotCount = (int) k;
-        m.open = false;
-        m.sequence = receivedMessages++;
         long tail = deliveryTail;
-        delivery[(int) (tail % slots)] = slot;
+        land(slot, (long) slot * slotSize, length, (int) k, tail);
         received += k;
         bareReceives++;
         deliveryTail = tail + 1; // publishes the message (and its delivery entry) to a spinning receiver
         advanceFreed();
         channel.wakeWaiters();
+    }
+
+    /**
+     * The message of {@code length} bytes at {@code offset} in the ring, in {@code slotCount} slots
+     * from {@code slot}: its view set and its delivery entry at {@code tail}, published when the
+     * caller advances {@code deliveryTail} past it.
+     */
+    private void land(int slot, long offset, int length, int slotCount, long tail) {
+        Message m = messages[slot];
+        m.offset = offset;
+        m.length = length;
+        m.slotCount = slotCount;
+        m.open = false;
+        m.sequence = receivedMessages++;
+        delivery[(int) (tail % slots)] = slot;
     }
 
     /** Data landed: parse the headers of {@code n} slots (after a skip to slot 0 when wrapped). */
@@ -290,13 +299,7 @@ final class ChannelReceiver {
                 return;
             }
             channel.sender.applyCredit(credit); // the wake-up below covers the credits too
-            Message m = messages[slot];
-            m.offset = offset + HEADER;
-            m.length = length;
-            m.slotCount = (int) k;
-            m.open = false;
-            m.sequence = receivedMessages++;
-            delivery[(int) (tail % slots)] = slot;
+            land(slot, offset + HEADER, length, (int) k, tail);
             tail++;
             received += k;
         }
