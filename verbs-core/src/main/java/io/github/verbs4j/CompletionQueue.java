@@ -52,7 +52,7 @@ public final class CompletionQueue implements AutoCloseable {
     private final MemorySegment pollFn;
     private final MemorySegment notifyFn;
     /** The close guard's record of the thread that armed this queue last (requestNotify). */
-    private InFlight notifyMark = InFlight.of(null); // the creating thread's record (see Completions.mark)
+    private InFlight notifyMark = InFlight.of(null); // the creating thread's record (why: InFlight's class comment)
     private final AtomicInteger unackedEvents = new AtomicInteger();
 
     /** The extended polling interface ({@code ibv_create_cq_ex}), or null for a classic queue. */

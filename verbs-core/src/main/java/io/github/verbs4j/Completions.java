@@ -22,10 +22,8 @@ public final class Completions {
     /**
      * The close guard's record of the thread that polled into this batch last
      * ({@code NativeHandle.enter(InFlight, ...)}): reused while the same thread polls into it, so a poll
-     * does not look the record up in a thread-local each time. Any thread may overwrite it. Starts as the record of the thread that
-     * created the object, which usually is the one that uses it: then the lookup's path is never
-     * taken, so C2 compiles it as an uncommon trap rather than a call, and the values live across
-     * that call (the owner, its handle, the cached record) are not spilled to the frame around it.
+     * does not look the record up in a thread-local each time. Any thread may overwrite it. Starts as the creating thread's record
+     * (why: {@code InFlight}'s class comment).
      */
     InFlight mark = InFlight.of(null);
     final int capacity;
