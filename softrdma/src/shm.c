@@ -131,9 +131,13 @@ static void sweep(void)
 			continue;
 		struct stat st;
 		int32_t owner = 0;
+		struct stat now;
 		if (!fstat(fd, &st) && st.st_uid == geteuid() &&
 		    pread(fd, &owner, sizeof(owner), offsetof(struct ring, owner)) == sizeof(owner) &&
-		    !pid_alive(owner))
+		    !pid_alive(owner) &&
+		    /* still the file read: a new owner of the port unlinks a dead one's and creates its own */
+		    !fstatat(dirfd(d), e->d_name, &now, AT_SYMLINK_NOFOLLOW) && now.st_ino == st.st_ino &&
+		    now.st_dev == st.st_dev)
 			unlinkat(dirfd(d), e->d_name, 0);
 		close(fd);
 	}
@@ -167,8 +171,15 @@ bool srd_shm_create(uint16_t port)
 	unlink(path);
 	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	struct ring *r = MAP_FAILED;
+	/* the owner first, while the file is shorter than a ring: another process's sweep reads a
+	 * file too short for an owner (skipped) or this process as its owner (alive), never the
+	 * zero owner of a sized file, which it took for a dead process's and removed, leaving this
+	 * process a ring nobody could find: its peers sent datagrams for its whole life */
+	int32_t me = (int32_t)getpid();
 	if (fd >= 0) {
-		if (!fchmod(fd, 0600) && !posix_fallocate(fd, 0, sizeof(struct ring)))
+		if (!fchmod(fd, 0600) &&
+		    pwrite(fd, &me, sizeof(me), offsetof(struct ring, owner)) == (ssize_t)sizeof(me) &&
+		    !posix_fallocate(fd, 0, sizeof(struct ring)))
 			r = mmap(NULL, sizeof(struct ring), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 		close(fd);
 	}
@@ -181,7 +192,7 @@ bool srd_shm_create(uint16_t port)
 	r->version = RING_VERSION;
 	r->nslots = NSLOTS;
 	r->slot_size = sizeof(struct slot);
-	r->owner = (int32_t)getpid();
+	r->owner = me;
 	for (uint32_t i = 0; i < NSLOTS; i++)
 		r->slots[i].seq = i;
 	__atomic_store_n(&r->magic, RING_MAGIC, __ATOMIC_RELEASE);
