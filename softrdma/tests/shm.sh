@@ -132,6 +132,39 @@ write_bw() {
 	start_server "$log.server" 60 "" "env SOFTRDMA_STATS=1 ib_write_bw -d softrdma0 -x 1 -p @P@ $*" || return 1
 }
 
+# owned_ring PID: the ring file of this user whose owner is PID (empty when there is none)
+owned_ring() {
+	local g
+	for g in /dev/shm/softrdma-"$uid"-*; do
+		[ -e "$g" ] || continue
+		[ "$(od -An -t d4 -j 16 -N 4 "$g" 2>/dev/null | tr -d ' ')" = "$1" ] && { echo "$g"; return; }
+	done
+}
+
+# ring_wait FILE flowing|full TRIES: polls the ring (src/shm.c's layout: nslots and slot_size at
+# 8 and 12, the producers' tail at 64, the slots from 192, a slot's first 8 bytes its sequence)
+# every 10 ms, up to TRIES times, until more than a ring of packets went through it (flowing),
+# or until the slot of the next position still holds the unread packet of a lap ago (full:
+# its sequence is tail - nslots + 1); 0 once seen
+ring_wait() {
+	local f=$1 what=$2 n ns sz tail seq
+	ns=$(od -An -t u4 -j 8 -N 4 "$f" 2>/dev/null | tr -d ' ')
+	sz=$(od -An -t u4 -j 12 -N 4 "$f" 2>/dev/null | tr -d ' ')
+	[ -n "$ns" ] && [ -n "$sz" ] && [ "$ns" -gt 0 ] || return 1
+	for ((n = 0; n < $3; n++)); do
+		tail=$(od -An -t u8 -j 64 -N 8 "$f" 2>/dev/null | tr -d ' ')
+		[ -n "$tail" ] || return 1
+		if [ "$what" = flowing ]; then
+			[ "$tail" -gt "$ns" ] && return 0
+		else
+			seq=$(od -An -t u8 -j $((192 + (tail % ns) * sz)) -N 8 "$f" 2>/dev/null | tr -d ' ')
+			[ -n "$seq" ] && [ "$tail" -ge "$ns" ] && [ "$seq" = $((tail - ns + 1)) ] && return 0
+		fi
+		sleep 0.01
+	done
+	return 1
+}
+
 # 6. one QP never fills a ring: its RC window (256 packets) is half the ring (512 slots).
 # 64 KiB WRITEs are 16 packets each, so 64 of them in flight would be 1024 packets: the
 # window holds the rest at the sender, and no put waits for room.
@@ -153,19 +186,33 @@ if command -v ib_write_bw >/dev/null; then
 
 	# 7. a receiver that stops draining (SIGSTOP) while 4 QPs stream to it: 4 windows are
 	# twice the ring, so it fills, the senders count puts that waited for room (and lose
-	# those that waited 5 ms, recovered by retransmission once it runs again)
+	# those that waited 5 ms, recovered by retransmission once it runs again). The steps wait
+	# for events read from the receiver's ring file, not for fixed times (a loaded machine had
+	# the stop land before the stream began, or end before the ring was full): packets flow,
+	# the receiver stops, its ring fills, then it stays stopped 0.3 s more (the senders run
+	# meanwhile: they find it full and wait) and runs again.
 	write_bw stop -s 65536 -q 4 -t 16 -D 3
 	rc=$?
+	stopped=no filled=no
 	if [ $rc = 0 ]; then
 		env SOFTRDMA_STATS=1 timeout 60 ib_write_bw -d softrdma0 -x 1 -p "$port" -s 65536 -q 4 -t 16 -D 3 \
 			127.0.0.1 >"$logdir/stop.client" 2>&1 &
 		cpid=$!
-		sleep 1.5
 		victim=$(pgrep -P "$spid" 2>/dev/null | head -1)
 		victim=${victim:-$spid}
-		kill -STOP "$victim"
-		sleep 0.3
-		kill -CONT "$victim"
+		f=
+		for ((n = 0; n < 3000; n++)); do # its ring comes with its QPs, once connected
+			f=$(owned_ring "$victim")
+			[ -n "$f" ] && break
+			sleep 0.01
+		done
+		if [ -n "$f" ] && ring_wait "$f" flowing 600; then
+			kill -STOP "$victim"
+			stopped=yes
+			ring_wait "$f" full 2000 && filled=yes
+			sleep 0.3
+			kill -CONT "$victim"
+		fi
 		wait "$cpid" || rc=1
 		wait "$spid" || rc=1
 	fi
@@ -173,9 +220,10 @@ if command -v ib_write_bw >/dev/null; then
 	yields=$(stat_sum shm_full_yields "$logdir/stop.client")
 	waited=$(stat_sum shm_full_wait_us "$logdir/stop.client")
 	fill=$(stat_sum shm_fill_max "$logdir/stop.server")
-	[ $rc = 0 ] && [ "$full" -ge 1 ] && [ "$yields" -ge "$full" ] && [ "$waited" -ge 1000 ] && [ "$fill" = 512 ]
+	[ $rc = 0 ] && [ $filled = yes ] && [ "$full" -ge 1 ] && [ "$yields" -ge "$full" ] && [ "$waited" -ge 1000 ] &&
+		[ "$fill" = 512 ]
 	check "stopped receiver: its ring fills (512), the senders wait for room and count it" $? \
-		"rc $rc, full puts $full, yields $yields, waited $waited us, fill max $fill; $logdir/stop.*"
+		"rc $rc, stopped $stopped, ring seen full $filled, full puts $full, yields $yields, waited $waited us, fill max $fill; $logdir/stop.*"
 else
 	check "ring counters: needs ib_write_bw" 1 "ib_write_bw not found"
 fi
