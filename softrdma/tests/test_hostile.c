@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <infiniband/verbs.h>
 #include <poll.h>
+#include <time.h>
 #include <sched.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -28,6 +29,11 @@
 #define SQ_PSN 0x200
 #define RQ_PSN 0x300
 #define BUFSZ (1 << 20)
+/* How long a step waits for what must come (a packet, an ACK, a completion): it returns as soon as
+ * that comes, so only a failure waits this long. A loaded machine can hold the agent or this
+ * thread off a CPU for much of a second; a short deadline there fails a QP that is working.
+ * The windows in which nothing may come stay short (20-30 ms): they cannot fail by waiting. */
+#define WAIT_MS 10000
 
 static struct ibv_context *ctx;
 static struct ibv_pd *pd;
@@ -164,16 +170,27 @@ static int post_recv(struct ibv_qp *q, uint32_t off, uint32_t len, uint64_t id)
 	return ibv_post_recv(q, &w, &bad);
 }
 
-/* Polls for up to ms; the number of completions read into wc. */
+static int64_t now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* Polls for up to ms of the clock (not a count of sleeps: on a loaded machine each 100 us sleep
+ * can last milliseconds, and a 30 ms window that became seconds held the SEND the test's peer had
+ * not acknowledged past the QP's retry budget, ~0.5 s, so the QP failed); the number of
+ * completions read into wc. */
 static int poll_for(struct ibv_wc *wc, int max, int ms)
 {
 	int n = 0;
-	for (int i = 0; i < ms * 10 && n < max; i++) {
+	int64_t end = now_ms() + ms;
+	for (;;) {
 		n += ibv_poll_cq(cq, max - n, wc + n);
-		if (n < max)
-			usleep(100);
+		if (n >= max || now_ms() >= end)
+			return n;
+		usleep(100);
 	}
-	return n;
 }
 
 static void drain_cq(void)
@@ -200,7 +217,7 @@ static void peer_acks(struct sock peer, struct ibv_qp *q, uint32_t psn, uint64_t
 	struct pkt_hdr h = ack(SYN_ACK, q->qp_num, qpn_of(peer), psn, 0);
 	tx(peer, q->qp_num, &h, NULL, 0);
 	struct ibv_wc wc = { 0 };
-	CHECK(poll_for(&wc, 1, 1000) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == wr_id,
+	CHECK(poll_for(&wc, 1, WAIT_MS) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == wr_id,
 	      "%s (status %d, wr_id %llu)", what, wc.status, (unsigned long long)wc.wr_id);
 }
 
@@ -218,7 +235,7 @@ static void t_nak_wrong_source(void)
 	CHECK_EQ(qp_state(q), IBV_QPS_RTS, "idle QP after a NAK from a stranger");
 	CHECK_EQ(post(q, IBV_WR_SEND, 0, 64, 1), 0, "post send");
 	struct pkt_hdr r;
-	CHECK(rx_req(peer, &r, NULL, 1000) == 64 && r.op == OP_SEND && r.psn == SQ_PSN, "peer gets the SEND");
+	CHECK(rx_req(peer, &r, NULL, WAIT_MS) == 64 && r.op == OP_SEND && r.psn == SQ_PSN, "peer gets the SEND");
 	tx(evil, q->qp_num, &h, NULL, 0);
 	struct ibv_wc wc;
 	CHECK_EQ(poll_for(&wc, 1, 30), 0, "no completion from a stranger's NAK");
@@ -262,7 +279,7 @@ static void t_ack_beyond_sent(void)
 	struct ibv_qp *q = rc_qp(qpn_of(peer), IBV_QPS_RTS, 7);
 	CHECK_EQ(post(q, IBV_WR_SEND, 0, 64, 7), 0, "post send");
 	struct pkt_hdr r, h;
-	CHECK(rx_req(peer, &r, NULL, 1000) == 64 && r.psn == SQ_PSN, "first transmission");
+	CHECK(rx_req(peer, &r, NULL, WAIT_MS) == 64 && r.psn == SQ_PSN, "first transmission");
 	h = ack(SYN_ACK, q->qp_num, qpn_of(peer), SQ_PSN + 5, 0);
 	tx(peer, q->qp_num, &h, NULL, 0);
 	h = ack(SYN_NAK_SEQ, q->qp_num, qpn_of(peer), SQ_PSN + 3, 0);
@@ -273,12 +290,12 @@ static void t_ack_beyond_sent(void)
 	CHECK_EQ(poll_for(&wc, 1, 30), 0, "no completion from ACK/NAKs beyond the sent PSNs");
 	CHECK_EQ(qp_state(q), IBV_QPS_RTS, "QP after NAKs beyond the sent PSNs");
 	/* the "lost" SEND comes again at its own PSN after the timeout */
-	CHECK(rx_req(peer, &r, NULL, 1000) == 64 && r.psn == SQ_PSN, "retransmission at psn %#x", r.psn);
+	CHECK(rx_req(peer, &r, NULL, WAIT_MS) == 64 && r.psn == SQ_PSN, "retransmission at psn %#x", r.psn);
 	peer_acks(peer, q, SQ_PSN, 7, "SEND completes on the real ACK");
 	/* the next SEND gets the next PSN and is acknowledged normally */
 	drain(peer); /* retransmissions of the first that were on their way */
 	CHECK_EQ(post(q, IBV_WR_SEND, 0, 16, 8), 0, "post second send");
-	CHECK(rx_req(peer, &r, NULL, 1000) == 16 && r.psn == SQ_PSN + 1, "second SEND at psn %#x", r.psn);
+	CHECK(rx_req(peer, &r, NULL, WAIT_MS) == 16 && r.psn == SQ_PSN + 1, "second SEND at psn %#x", r.psn);
 	peer_acks(peer, q, SQ_PSN + 1, 8, "second SEND done");
 	ibv_destroy_qp(q);
 	close(peer.fd);
@@ -291,7 +308,7 @@ static struct ibv_qp *sending_qp(struct sock peer, uint8_t rnr_retry, uint64_t i
 	struct ibv_qp *q = rc_qp(qpn_of(peer), IBV_QPS_RTS, rnr_retry);
 	struct pkt_hdr r;
 	CHECK_EQ(post(q, IBV_WR_SEND, 0, 64, id), 0, "post send");
-	CHECK(rx_req(peer, &r, NULL, 1000) == 64, "peer gets the SEND");
+	CHECK(rx_req(peer, &r, NULL, WAIT_MS) == 64, "peer gets the SEND");
 	return q;
 }
 
@@ -324,7 +341,7 @@ static void t_rnr(void)
 	h = ack(SYN_ACK, q->qp_num, qpn_of(peer), SQ_PSN, 0);
 	tx(peer, q->qp_num, &h, NULL, 0);
 	struct ibv_wc wc;
-	CHECK(poll_for(&wc, 1, 1000) == 1 && wc.status == IBV_WC_SUCCESS,
+	CHECK(poll_for(&wc, 1, WAIT_MS) == 1 && wc.status == IBV_WC_SUCCESS,
 	      "a stranger's RNR NAK is ignored (status %d)", wc.status);
 	ibv_destroy_qp(q);
 
@@ -333,7 +350,7 @@ static void t_rnr(void)
 	h = ack(SYN_RNR, q->qp_num, qpn_of(peer), SQ_PSN, 20); /* ~10 ms */
 	tx(peer, q->qp_num, &h, NULL, 0);
 	tx(peer, q->qp_num, &h, NULL, 0);
-	CHECK(rx_req(peer, &r, NULL, 1000) == 64 && r.psn == SQ_PSN, "resent after the RNR wait");
+	CHECK(rx_req(peer, &r, NULL, WAIT_MS) == 64 && r.psn == SQ_PSN, "resent after the RNR wait");
 	peer_acks(peer, q, SQ_PSN, 5, "a repeated RNR NAK for the PSN waited on counts once");
 	ibv_destroy_qp(q);
 	close(peer.fd);
@@ -381,7 +398,7 @@ static void t_read_resp(void)
 	memset(buf, 0, 64);
 	CHECK_EQ(post(q, IBV_WR_RDMA_READ, 0, 64, 9), 0, "post read");
 	struct pkt_hdr r;
-	CHECK(rx_req(peer, &r, NULL, 1000) == 0 && r.op == OP_READ_REQ && r.len == 64, "peer gets the READ");
+	CHECK(rx_req(peer, &r, NULL, WAIT_MS) == 0 && r.op == OP_READ_REQ && r.len == 64, "peer gets the READ");
 	unsigned char bad[64], good[64];
 	memset(bad, 0xee, sizeof(bad));
 	memset(good, 0x5a, sizeof(good));
@@ -397,7 +414,7 @@ static void t_read_resp(void)
 	struct ibv_wc wc;
 	CHECK_EQ(poll_for(&wc, 1, 30), 0, "no completion from forged READ responses");
 	tx(peer, q->qp_num, &h, good, 64);
-	CHECK(poll_for(&wc, 1, 1000) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 9, "READ completes");
+	CHECK(poll_for(&wc, 1, WAIT_MS) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 9, "READ completes");
 	CHECK(!memcmp(buf, good, 64), "READ data is the peer's");
 	ibv_destroy_qp(q);
 	close(peer.fd);
@@ -421,7 +438,7 @@ static void t_read_gap(void)
 	memset(buf, 0, 4096);
 	CHECK_EQ(post(q, IBV_WR_RDMA_READ, 0, 4096, 11), 0, "post read");
 	struct pkt_hdr r;
-	CHECK(rx_req(peer, &r, NULL, 1000) == 0 && r.op == OP_READ_REQ && r.psn == SQ_PSN && r.len == 4096,
+	CHECK(rx_req(peer, &r, NULL, WAIT_MS) == 0 && r.op == OP_READ_REQ && r.psn == SQ_PSN && r.len == 4096,
 	      "peer gets the READ");
 	for (uint32_t k = 0; k < 4; k++) {
 		if (k == 1)
@@ -432,7 +449,7 @@ static void t_read_gap(void)
 		tx(peer, q->qp_num, &h, data + k * 1024, 1024);
 	}
 	/* the first request after the gap names the missing response, whatever the timing */
-	CHECK(rx_req(peer, &r, NULL, 1000) == 0 && r.op == OP_READ_REQ && r.psn == SQ_PSN + 1 &&
+	CHECK(rx_req(peer, &r, NULL, WAIT_MS) == 0 && r.op == OP_READ_REQ && r.psn == SQ_PSN + 1 &&
 	      r.va == 0x10000 + 1024 && r.len == 3072,
 	      "re-request from the missing response (psn %#x, va %#llx, len %u)", r.psn,
 	      (unsigned long long)r.va, r.len);
@@ -447,7 +464,7 @@ static void t_read_gap(void)
 		tx(peer, q->qp_num, &h, data + k * 1024, 1024);
 	}
 	struct ibv_wc wc;
-	CHECK(poll_for(&wc, 1, 1000) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 11,
+	CHECK(poll_for(&wc, 1, WAIT_MS) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 11,
 	      "READ with a gap completes (status %d)", wc.status);
 	CHECK(!memcmp(buf, data, 4096), "READ data after the re-request");
 	/* what else the requester sent: retransmissions on its timeout (from the chunk's
@@ -475,17 +492,17 @@ static void t_ack_after_go_back(void)
 	struct pkt_hdr r;
 	int got = 0;
 	for (int k = 0; k < 4; k++)
-		got += rx_req(peer, &r, NULL, 1000) == 1024 && r.op == OP_WRITE && r.psn == SQ_PSN + (uint32_t)k;
+		got += rx_req(peer, &r, NULL, WAIT_MS) == 1024 && r.op == OP_WRITE && r.psn == SQ_PSN + (uint32_t)k;
 	CHECK_EQ(got, 4, "four WRITE packets");
 	struct pkt_hdr h = ack(SYN_NAK_SEQ, q->qp_num, qpn_of(peer), SQ_PSN + 2, 0);
 	tx(peer, q->qp_num, &h, NULL, 0);
-	CHECK(rx_req(peer, &r, NULL, 1000) == 1024 && r.op == OP_WRITE && r.psn == SQ_PSN + 2,
+	CHECK(rx_req(peer, &r, NULL, WAIT_MS) == 1024 && r.op == OP_WRITE && r.psn == SQ_PSN + 2,
 	      "resent from the NAK's PSN (psn %#x)", r.psn);
 	/* the ACK the peer had already queued for the first transmission's last packet */
 	h = ack(SYN_ACK, q->qp_num, qpn_of(peer), SQ_PSN + 3, 0);
 	tx(peer, q->qp_num, &h, NULL, 0);
 	struct ibv_wc wc;
-	CHECK(poll_for(&wc, 1, 1000) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 12,
+	CHECK(poll_for(&wc, 1, WAIT_MS) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 12,
 	      "an ACK past the rewind point completes the WRITE (status %d)", wc.status);
 	CHECK_EQ(qp_state(q), IBV_QPS_RTS, "QP after go-back and ACK");
 	ibv_destroy_qp(q);
@@ -537,12 +554,12 @@ static void send_req(struct sock from, struct ibv_qp *q, struct sock peer, int o
 static void expect_invalid_request(struct sock peer, struct ibv_qp *q, uint32_t psn, const char *what)
 {
 	uint32_t got = 0;
-	int syn = rx_ack(peer, &got, 1000);
+	int syn = rx_ack(peer, &got, WAIT_MS);
 	CHECK(syn == SYN_NAK_INV && got == psn, "%s: NAK invalid request for %#x (syndrome %d psn %#x)",
 	      what, psn, syn, got);
 	CHECK_EQ(qp_state(q), IBV_QPS_ERR, what);
 	struct ibv_wc wc[4];
-	int n = poll_for(wc, 2, 1000);
+	int n = poll_for(wc, 2, WAIT_MS);
 	CHECK(n == 2 && wc[0].wr_id == 1 && wc[1].wr_id == 2 && wc[0].status != IBV_WC_SUCCESS &&
 	      wc[1].status != IBV_WC_SUCCESS, "%s: both receive WQEs complete in error (%d)", what, n);
 }
@@ -587,11 +604,11 @@ static void t_flush_after_ack_keeps_order(void)
 		pin_threads(&one);
 		send_req(peer, q, peer, OP_SEND, F_FIRST | F_LAST, RQ_PSN, msg, sizeof(msg));
 		uint32_t psn = 0;
-		int syn = rx_ack(peer, &psn, 1000);
+		int syn = rx_ack(peer, &psn, WAIT_MS);
 		struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
 		int mrc = ibv_modify_qp(q, &a, IBV_QP_STATE);
 		struct ibv_wc wc[2];
-		int n = poll_for(wc, 2, 1000);
+		int n = poll_for(wc, 2, WAIT_MS);
 		if (syn != SYN_ACK || mrc || n != 2) {
 			CHECK(0, "try %d: ACK (syndrome %d), modify to ERR (%d), two completions (%d)", i, syn, mrc, n);
 			ibv_destroy_qp(q);
@@ -625,7 +642,7 @@ static void t_err_flushes_send_in_progress(void)
 		struct ibv_qp *q = responder(peer);
 		send_req(peer, q, peer, OP_SEND, F_FIRST | F_ACKREQ, RQ_PSN, msg, sizeof(msg));
 		uint32_t psn = 0;
-		int syn = rx_ack(peer, &psn, 1000);
+		int syn = rx_ack(peer, &psn, WAIT_MS);
 		CHECK(syn == SYN_ACK && psn == RQ_PSN, "%s: first packet of the SEND placed (syndrome %d psn %#x)",
 		      what, syn, psn);
 		int want = 2;
@@ -635,14 +652,14 @@ static void t_err_flushes_send_in_progress(void)
 		} else {
 			CHECK_EQ(post(q, IBV_WR_SEND, 0, 64, 7), 0, "post SEND");
 			struct pkt_hdr h;
-			CHECK(rx_req(peer, &h, NULL, 1000) >= 0 && h.op == OP_SEND && h.psn == SQ_PSN,
+			CHECK(rx_req(peer, &h, NULL, WAIT_MS) >= 0 && h.op == OP_SEND && h.psn == SQ_PSN,
 			      "%s: the QP's SEND arrives", what);
 			struct pkt_hdr nak = ack(SYN_NAK_ACCESS, q->qp_num, qpn_of(peer), SQ_PSN, 0);
 			tx(peer, q->qp_num, &nak, NULL, 0);
 			want = 3;
 		}
 		struct ibv_wc wc[4];
-		int n = poll_for(wc, want, 1000);
+		int n = poll_for(wc, want, WAIT_MS);
 		n += poll_for(wc + n, 4 - n, 50); /* nothing more */
 		int r = 0;
 		uint64_t rid[4];
@@ -677,10 +694,10 @@ static void t_unknown_opcode(void)
 	send_req(peer, q, peer, 0, F_FIRST | F_LAST, RQ_PSN, NULL, 0);
 	send_req(peer, q, peer, OP_SEND, F_FIRST | F_LAST, RQ_PSN, msg, sizeof(msg));
 	uint32_t psn = 0;
-	int syn = rx_ack(peer, &psn, 1000);
+	int syn = rx_ack(peer, &psn, WAIT_MS);
 	CHECK(syn == SYN_ACK && psn == RQ_PSN, "SEND after unknown opcodes ACKed (syndrome %d psn %#x)", syn, psn);
 	struct ibv_wc wc;
-	CHECK(poll_for(&wc, 1, 1000) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 1 &&
+	CHECK(poll_for(&wc, 1, WAIT_MS) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 1 &&
 	      wc.byte_len == sizeof(msg), "SEND after unknown opcodes delivered (status %d)", wc.status);
 	CHECK(!memcmp(buf + 65536, msg, sizeof(msg)), "SEND data");
 	CHECK_EQ(qp_state(q), IBV_QPS_RTS, "QP after unknown opcodes");
@@ -739,9 +756,9 @@ static void t_sequence(void)
 	send_req(peer, q, peer, OP_SEND, 0, RQ_PSN + 1, msg, sizeof(msg));
 	send_req(peer, q, peer, OP_SEND, F_LAST, RQ_PSN + 2, msg, 100);
 	uint32_t psn = 0;
-	CHECK(rx_ack(peer, &psn, 1000) == SYN_ACK && psn == RQ_PSN + 2, "3-packet SEND ACKed (psn %#x)", psn);
+	CHECK(rx_ack(peer, &psn, WAIT_MS) == SYN_ACK && psn == RQ_PSN + 2, "3-packet SEND ACKed (psn %#x)", psn);
 	struct ibv_wc wc;
-	CHECK(poll_for(&wc, 1, 1000) == 1 && wc.status == IBV_WC_SUCCESS && wc.byte_len == 2148,
+	CHECK(poll_for(&wc, 1, WAIT_MS) == 1 && wc.status == IBV_WC_SUCCESS && wc.byte_len == 2148,
 	      "3-packet SEND delivered (status %d, %u bytes)", wc.status, wc.byte_len);
 	ibv_destroy_qp(q);
 	close(peer.fd);
@@ -769,10 +786,10 @@ static void t_malformed(void)
 	memcpy(big, &h, sizeof(h));
 	tx_raw(peer, q->qp_num, big, sizeof(big));
 	send_req(peer, q, peer, OP_SEND, F_FIRST | F_LAST, RQ_PSN, msg, sizeof(msg));
-	CHECK(poll_for(&wc, 1, 1000) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 1 &&
+	CHECK(poll_for(&wc, 1, WAIT_MS) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 1 &&
 	      wc.byte_len == sizeof(msg), "a truncated datagram is dropped (delivered %u bytes)", wc.byte_len);
 	CHECK(!memcmp(buf + 65536, msg, sizeof(msg)), "the real SEND's data");
-	CHECK(rx_ack(peer, &psn, 1000) == SYN_ACK && psn == RQ_PSN, "and ACKed (psn %#x)", psn);
+	CHECK(rx_ack(peer, &psn, WAIT_MS) == SYN_ACK && psn == RQ_PSN, "and ACKed (psn %#x)", psn);
 
 	/* reserved top bytes of the QPNs and the PSN, a length the payload does not have */
 	unsigned char junk[32];
@@ -791,10 +808,10 @@ static void t_malformed(void)
 	tx(peer, q->qp_num, &r, junk, sizeof(junk));
 	t_fill(msg, sizeof(msg), 14);
 	send_req(peer, q, peer, OP_SEND, F_FIRST | F_LAST, RQ_PSN + 1, msg, sizeof(msg));
-	CHECK(poll_for(&wc, 1, 1000) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 2 &&
+	CHECK(poll_for(&wc, 1, WAIT_MS) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 2 &&
 	      wc.byte_len == sizeof(msg), "reserved bytes set: dropped (delivered %u bytes)", wc.byte_len);
 	CHECK(!memcmp(buf + 65536 + 4096, msg, sizeof(msg)), "the second real SEND's data");
-	CHECK(rx_ack(peer, &psn, 1000) == SYN_ACK && psn == RQ_PSN + 1, "and ACKed (psn %#x)", psn);
+	CHECK(rx_ack(peer, &psn, WAIT_MS) == SYN_ACK && psn == RQ_PSN + 1, "and ACKed (psn %#x)", psn);
 	CHECK_EQ(qp_state(q), IBV_QPS_RTS, "QP after malformed datagrams");
 	ibv_destroy_qp(q);
 	close(peer.fd);
@@ -907,7 +924,7 @@ static void t_fuzz(void)
 	unsigned char msg[100];
 	t_fill(msg, sizeof(msg), 15);
 	send_req(peer, q, peer, OP_SEND, F_FIRST | F_LAST, RQ_PSN, msg, sizeof(msg));
-	CHECK(poll_for(&wc, 1, 1000) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 1 &&
+	CHECK(poll_for(&wc, 1, WAIT_MS) == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 1 &&
 	      wc.byte_len == sizeof(msg), "a real SEND after random datagrams (status %d)", wc.status);
 	CHECK(!memcmp(buf + 65536, msg, sizeof(msg)), "its data");
 	ibv_destroy_qp(q);
@@ -917,7 +934,7 @@ static void t_fuzz(void)
 	drain(peer);
 	CHECK_EQ(post(q, IBV_WR_SEND, 0, 64, 6), 0, "post send");
 	struct pkt_hdr r;
-	CHECK(rx_req(peer, &r, NULL, 1000) == 64, "peer gets the SEND");
+	CHECK(rx_req(peer, &r, NULL, WAIT_MS) == 64, "peer gets the SEND");
 	for (int i = 0; i < 500; i++) {
 		if (i % 2)
 			forge(evil, q->qp_num, qpn_of(peer), (SQ_PSN + rnd() % 9 - 4) & SRD_HDR_PSN_MASK);
