@@ -81,7 +81,8 @@ public final class ChannelBenchCommand implements Callable<Integer> {
 
     @Option(names = "--in-place", description = "send with Channel.send(length, MessageWriter), writing each message straight "
             + "into the channel's staging memory: only its sequence numbers per message, the body where the staging memory "
-            + "lacks it (perftest never refills its buffer); without it, Channel.send(MemorySegment) copies each message")
+            + "lacks it (perftest never refills its buffer), the stream's messages and the client's pings alike (the server's echo "
+            + "copies either way); without it, Channel.send(MemorySegment) copies each message")
     boolean inPlace;
 
     @Option(names = "--check-every-byte", description = "server, channel mode: compare every byte of every message "
