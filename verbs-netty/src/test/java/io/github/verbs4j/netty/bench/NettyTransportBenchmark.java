@@ -906,7 +906,12 @@ public final class NettyTransportBenchmark {
         };
         double scale = rest.length > scaleArg ? Double.parseDouble(rest[scaleArg]) : 1;
         int rounds = (int) (20_000 * scale);
-        int streamed = (int) (8_192 * scale);
+        // the timed stream's writes per row: -Dnetty-benchmark.stream-writes when given (scripts/netty-benchmark
+        // passes its own count, the same as ib_write_bw's -n), else 8,192 x scale
+        int streamed = Integer.getInteger("netty-benchmark.stream-writes", (int) (8_192 * scale));
+        if (streamed < 1) {
+            throw new IllegalArgumentException("netty-benchmark.stream-writes must be positive, not " + streamed);
+        }
         try {
             switch (mode) {
                 case "serve" -> {
