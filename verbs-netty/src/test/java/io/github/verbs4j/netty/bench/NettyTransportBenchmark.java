@@ -547,21 +547,66 @@ public final class NettyTransportBenchmark {
         pingPong(to, size, rounds, false);
     }
 
+    /**
+     * Timed rounds of each echo after its warm-up ({@code -Dnetty-benchmark.echo-rounds}, 1 by
+     * default), on the same connection: each round prints a {@code ROUND} line of its p50 and p99,
+     * and the echo's {@code RESULT} lines are then the medians of the rounds' values (the mean, the
+     * p50, the p99); the {@code SHAPE}, allocation, {@code JIT} and count lines are the last round's.
+     */
+    static final int ECHO_ROUNDS = Integer.getInteger("netty-benchmark.echo-rounds", 1);
+    /**
+     * With {@code -Dnetty-benchmark.echo-pause=true} the client prints {@code PAUSE echo-<size>B
+     * round <k>} before each round of the echo and waits for a line on its standard input, as
+     * {@link #STREAM_PAUSE} does for the stream: scripts/netty-benchmark runs the raw verbs loop of
+     * that size meanwhile, so that each round's echo and its raw loop run in the same seconds.
+     */
+    static final boolean ECHO_PAUSE = Boolean.getBoolean("netty-benchmark.echo-pause");
+
+    /** Standard input, read by the pauses ({@link #ECHO_PAUSE}, {@link #STREAM_PAUSE}): one reader, so that none reads ahead of another. */
+    private static BufferedReader pauseInput;
+
+    /** Prints {@code PAUSE <what> round <round>} and waits for a line on standard input. */
+    private static void pause(String what, int round) throws IOException {
+        if (pauseInput == null) {
+            pauseInput = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.US_ASCII));
+        }
+        System.out.printf("PAUSE %s round %d%n", what, round);
+        System.out.flush();
+        if (pauseInput.readLine() == null) {
+            throw new IOException("standard input closed before " + what + " round " + round);
+        }
+    }
+
     private void pingPong(InetSocketAddress to, int size, int rounds, boolean serverHere) throws Exception {
         EchoDriver driver = new EchoDriver(size, rounds, loopThreads());
         Channel c = client(to, driver);
         warmUp(driver, size, serverHere);
-        driver.phase(rounds);
-        c.close().sync();
+        double[] means = new double[ECHO_ROUNDS];
+        double[] p50s = new double[ECHO_ROUNDS];
+        double[] p99s = new double[ECHO_ROUNDS];
         long[] rtt = driver.rtt;
+        for (int r = 0; r < ECHO_ROUNDS; r++) {
+            if (ECHO_PAUSE) {
+                pause("echo-" + size + "B", r + 1);
+            }
+            driver.phase(rounds);
+            means[r] = Arrays.stream(rtt).average().orElse(0) / 1e3;
+            Arrays.sort(rtt);
+            p50s[r] = rtt[rounds / 2] / 1e3;
+            p99s[r] = rtt[(int) (rounds * 0.99)] / 1e3;
+            if (ECHO_ROUNDS > 1) {
+                System.out.printf("ROUND %d %s echo-%dB-rtt-p50 %.2f us%n", r + 1, transport, size, p50s[r]);
+                System.out.printf("ROUND %d %s echo-%dB-rtt-p99 %.2f us%n", r + 1, transport, size, p99s[r]);
+            }
+        }
+        c.close().sync();
         long[][] alloc = driver.alloc;
         long[][] counts = driver.counts;
         long[][] passes = driver.passes;
         long[] jitMillis = driver.jitMillis;
-        result("echo-" + size + "B-rtt-mean", Arrays.stream(rtt).average().orElse(0) / 1e3, "us");
-        Arrays.sort(rtt);
-        result("echo-" + size + "B-rtt-p50", rtt[rounds / 2] / 1e3, "us");
-        result("echo-" + size + "B-rtt-p99", rtt[(int) (rounds * 0.99)] / 1e3, "us");
+        result("echo-" + size + "B-rtt-mean", median(means), "us");
+        result("echo-" + size + "B-rtt-p50", median(p50s), "us");
+        result("echo-" + size + "B-rtt-p99", median(p99s), "us");
         // the shape below the p99 (not a RESULT row): whether the round trips are one mode or two
         System.out.printf("SHAPE %s echo-%dB-rtt-us p1 %.2f p10 %.2f p25 %.2f p50 %.2f p75 %.2f p90 %.2f%n", transport, size,
                 rtt[rounds / 100] / 1e3, rtt[rounds / 10] / 1e3, rtt[rounds / 4] / 1e3, rtt[rounds / 2] / 1e3,
@@ -641,15 +686,10 @@ public final class NettyTransportBenchmark {
         streamWarmUp(to, size);
         String[] rows = {"stream-" + size + "B", "stream-" + size + "B-resent"};
         double[][] mbs = new double[rows.length][STREAM_ROUNDS];
-        BufferedReader go = STREAM_PAUSE ? new BufferedReader(new InputStreamReader(System.in, StandardCharsets.US_ASCII)) : null;
         try (JitClocks jit = new JitClocks()) {
             for (int r = 0; r < STREAM_ROUNDS; r++) {
-                if (go != null) {
-                    System.out.printf("PAUSE stream round %d%n", r + 1);
-                    System.out.flush();
-                    if (go.readLine() == null) {
-                        throw new IOException("standard input closed before round " + (r + 1));
-                    }
+                if (STREAM_PAUSE) {
+                    pause("stream", r + 1);
                 }
                 for (int k = 0; k < rows.length; k++) {
                     long local = jit.local();
