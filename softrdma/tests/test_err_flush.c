@@ -51,13 +51,6 @@ struct round {
 	int bad_status;                   /* A's failing SEND completed with another status */
 };
 
-static long long now_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1000LL + t.tv_nsec / 1000000;
-}
-
 static struct ibv_qp *mk_qp(struct ibv_cq *scq, struct ibv_cq *rcq)
 {
 	struct ibv_qp_init_attr ia = { .send_cq = scq, .recv_cq = rcq, .qp_type = IBV_QPT_RC,

@@ -10,7 +10,6 @@
 #define _GNU_SOURCE
 #include <infiniband/verbs.h>
 #include <poll.h>
-#include <time.h>
 #include <sched.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -168,13 +167,6 @@ static int post_recv(struct ibv_qp *q, uint32_t off, uint32_t len, uint64_t id)
 	struct ibv_sge s = { (uintptr_t)buf + off, len, mr->lkey };
 	struct ibv_recv_wr w = { .wr_id = id, .sg_list = &s, .num_sge = 1 }, *bad;
 	return ibv_post_recv(q, &w, &bad);
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
 /* Polls for up to ms of the clock (not a count of sleeps: on a loaded machine each 100 us sleep

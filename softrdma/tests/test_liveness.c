@@ -19,13 +19,6 @@
 
 struct info { uint32_t qpn, psn, rkey; uint64_t addr; union ibv_gid gid; };
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 struct side {
 	struct ibv_context *ctx;
 	struct ibv_comp_channel *ch;
@@ -69,13 +62,11 @@ static int side_connect(struct side *s, const struct info *me, const struct info
 	return t_qp_init(s->qp, &c) || t_qp_rtr(s->qp, peer->qpn, &peer->gid, &c) || t_qp_rts(s->qp, &c);
 }
 
-static uint64_t now_ms(void);
-
 /* Polls the empty CQ for ms milliseconds (so the agent hands the rings to this thread). */
 static void poll_empty(struct side *s, unsigned ms)
 {
 	struct ibv_wc wc;
-	for (uint64_t end = now_ms() + ms; now_ms() < end;)
+	for (int64_t end = now_ms() + ms; now_ms() < end;)
 		if (ibv_poll_cq(s->cq, 1, &wc) != 0) {
 			fprintf(stderr, "peer: an unexpected completion\n");
 			_exit(1);
@@ -88,7 +79,7 @@ static unsigned char stop_and_spin(struct side *s, int wr, const unsigned char *
 {
 	poll_empty(s, 300);
 	xwrite(wr, "S", 1);
-	for (uint64_t end = now_ms() + 3000; now_ms() < end;) {
+	for (int64_t end = now_ms() + 3000; now_ms() < end;) {
 		__atomic_signal_fence(__ATOMIC_SEQ_CST); /* read the buffer afresh: the agent writes it */
 		if (!memcmp(s->buf, want, n))
 			return 1;
@@ -188,7 +179,7 @@ static int post_write(struct side *s, const struct info *peer)
 }
 
 /* Polls for one completion until deadline_ms (now_ms clock): 1 with *wc, or 0. */
-static int wait_wc_until(struct ibv_cq *cq, struct ibv_wc *wc, uint64_t deadline_ms)
+static int wait_wc_until(struct ibv_cq *cq, struct ibv_wc *wc, int64_t deadline_ms)
 {
 	while (now_ms() < deadline_ms) {
 		int n = ibv_poll_cq(cq, 1, wc);
@@ -262,7 +253,7 @@ static void gone_peer_fails_at_once(void)
 	int st;
 	waitpid(pid, &st, 0);
 	usleep(200000);
-	uint64_t t0 = now_ms();
+	int64_t t0 = now_ms();
 	CHECK_EQ(post_write(&s, &peer), 0, "post the WRITE to the gone peer");
 	int n = wait_wc_until(s.cq, &wc, t0 + 4000);
 	CHECK_EQ(n, 1, "a completion within 4 s (one timeout), not after the 8.6 s of retries");

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <unistd.h>
+#include <time.h>
 
 static int t_pass, t_fail;
 
@@ -18,6 +19,15 @@ static int t_pass, t_fail;
 
 #define CHECK_EQ(a, b, what) do { long long _a = (long long)(a), _b = (long long)(b); \
 	CHECK(_a == _b, "%s: got %lld, want %lld", what, _a, _b); } while (0)
+
+/* Milliseconds of the monotonic clock: what the tests' deadlines are measured in (a count of
+ * sleeps is not time on a loaded machine, where each sleep can last milliseconds). */
+__attribute__((unused)) static int64_t now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
 
 static int t_report(void)
 {
