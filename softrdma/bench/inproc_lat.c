@@ -16,7 +16,7 @@
  * and the CPU it ran on; the summary counts the slices where the SEND pair took more than 1.4
  * times its best slice, and how many of those had each reference loop slow (1.4 times its
  * best) too. On the 2-vCPU build VMs the SEND pair doubles for 0.1 to 5 s at a time and the l1
- * loop doubles with it while the alu loop does not (docs/performance.md, "Why JMH forks settle
+ * loop doubles with it while the alu loop does not (docs/measurements/performance.md, "Why JMH forks settle
  * in one of two modes").
  */
 #define _GNU_SOURCE

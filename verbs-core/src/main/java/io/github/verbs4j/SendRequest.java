@@ -538,7 +538,7 @@ public final class SendRequest {
      * changed since, and no member names caller-owned memory: {@link #validate} would return
      * false at once. The post's inlined fast path ({@link QueuePair#tryPostSend}); everything
      * else goes through {@link #validate}, called out of line, so that the compiled post stays
-     * small enough for the JIT to inline it into the caller's loop (docs/performance.md, "The
+     * small enough for the JIT to inline it into the caller's loop (docs/measurements/performance.md, "The
      * post inlined into its caller").
      */
     boolean checkedFor(QueuePair qp) {

@@ -12,7 +12,7 @@ import java.util.concurrent.TimeUnit;
  * {@link GapRig}'s variants of one WRITE or READ + poll as JMH benchmarks: what separates the raw
  * FFM twin from the JNI twin, one change at a time. Each benchmark runs in its own fork, so its
  * number also carries that fork's luck (code and memory placement); {@link GapProbe} runs the same
- * variants interleaved in one JVM, which a loaded machine needs. docs/performance.md ("Why raw FFM
+ * variants interleaved in one JVM, which a loaded machine needs. docs/measurements/performance.md ("Why raw FFM
  * trailed the JNI twin") has the runs.
  */
 @BenchmarkMode(Mode.AverageTime)

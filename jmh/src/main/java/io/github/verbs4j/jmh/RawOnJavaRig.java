@@ -16,7 +16,7 @@ import java.lang.reflect.Field;
  * driven with nothing of verbs4j in between (every pointer a {@code long}, the provider's
  * {@code ops} functions verbs4j read at creation). {@link RawRig} drives a C rig of its own, whose
  * provider objects land elsewhere in the process: in some JVM runs one rig's set is 6 to 14 ns per
- * work request slower than another's (docs/performance.md, "A second mode"), so verbs4j minus
+ * work request slower than another's (docs/measurements/performance.md, "A second mode"), so verbs4j minus
  * {@link RawRig} in one run compares two placements; verbs4j minus this compares one.
  *
  * <p>For {@link VerbRowsProbe} only: it shares the verbs4j rig's queues, so the two must not run

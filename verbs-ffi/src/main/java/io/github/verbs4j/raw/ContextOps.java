@@ -35,7 +35,7 @@ public final class ContextOps {
      * address ({@code long}), the owner's ({@code struct ibv_qp *} or {@code struct ibv_srq *})
      * included: the linker then does no session handling at all (a segment argument costs the
      * linker's checks and its session's acquire and release around the call, measured at about
-     * 10 ns per verb: docs/performance.md, "Why raw FFM trailed the JNI twin"). The caller
+     * 10 ns per verb: docs/measurements/performance.md, "Why raw FFM trailed the JNI twin"). The caller
      * guarantees that the owner outlives the call (verbs-core's {@code NativeHandle.enter}/{@code
      * exit}, which a close waits for) and keeps the request's memory reachable.
      */

@@ -30,7 +30,7 @@ import java.lang.invoke.MethodHandle;
  * function's ({@code struct ibv_qp_ex *}, {@code struct ibv_cq_ex *}, lists, buffers, the
  * address handle) as a {@code long} ({@code JAVA_LONG}): each segment argument costs the
  * linker's checks and, for a segment of a shared arena, its session's acquire and release
- * around every call (docs/performance.md, "Why raw FFM trailed the JNI twin"), and a post
+ * around every call (docs/measurements/performance.md, "Why raw FFM trailed the JNI twin"), and a post
  * through {@code ibv_qp_ex} makes three or more calls. The caller must keep every object behind
  * those addresses alive until the calls return: verbs-core's sessions pin the QP or CQ for the
  * sequence of calls, and keep their own buffers reachable.

@@ -52,7 +52,7 @@ public final class RdmaIoHandler implements IoHandler {
      * Time between two non-blocking looks (one {@code poll(2)} each) at the CM event channels
      * while the loop is busy, so that a disconnect is seen under load too. By time, not by
      * passes: every 64 passes was 0.13 to 0.16 {@code poll(2)} calls per round trip of a 64 B
-     * ping-pong on each side (docs/netty.md, "The two-process echo"), for events that come once
+     * ping-pong on each side (docs/measurements/netty.md, "The two-process echo"), for events that come once
      * per connection.
      */
     private static final long CM_CHECK_NANOS = TimeUnit.MICROSECONDS.toNanos(500);
@@ -114,7 +114,7 @@ public final class RdmaIoHandler implements IoHandler {
     /**
      * Busy passes per clock read (a power of two). Reading the clock on every pass was 11 to 15 %
      * of a busy loop's CPU time in the two-process 64 B echo, a pass being one empty
-     * {@code ibv_poll_cq} of a few hundred nanoseconds (docs/netty.md, "Where a round trip's
+     * {@code ibv_poll_cq} of a few hundred nanoseconds (docs/measurements/netty.md, "Where a round trip's
      * passes go"); 32 passes are microseconds, against a busy-poll budget of tens of them and a
      * CM look every 500.
      */
@@ -124,7 +124,7 @@ public final class RdmaIoHandler implements IoHandler {
      * Netty's loop (which then looks at its task queues). A busy loop's pass that finds nothing
      * was also a round of Netty's loop (its scheduled-task, task and tail-task queues, its
      * shutdown checks) around one empty {@code ibv_poll_cq}, and the two-process 64 B echo makes
-     * eight such passes per hop (docs/netty.md, "Where a round trip's passes go"); the spin polls
+     * eight such passes per hop (docs/measurements/netty.md, "Where a round trip's passes go"); the spin polls
      * again at once instead. It ends at the first pass with work and at the clock's pass, so the
      * budget and the CM look keep their schedule; a task from another thread or a timer that
      * falls due waits for at most this many empty passes (a few microseconds) more.

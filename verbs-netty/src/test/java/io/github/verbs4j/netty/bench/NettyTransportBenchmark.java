@@ -304,7 +304,7 @@ public final class NettyTransportBenchmark {
      * echo's path, such as this check's own, is a millisecond or less). By time, not rounds:
      * the compilation MXBean counts a compilation when it ends, and one C2 compilation on a
      * loaded 2-vCPU host takes tens of milliseconds, so a window of a few thousand rounds (10 ms)
-     * without one said nothing (docs/netty.md, "The JIT during the recorded rounds").
+     * without one said nothing (docs/measurements/netty.md, "The JIT during the recorded rounds").
      */
     static final long WARM_UP_WINDOW_NANOS = TimeUnit.MILLISECONDS.toNanos(Long.getLong("verbs4j.bench.warmUpWindowMs", 200));
     static final int QUIET_WINDOWS = 2;
@@ -729,7 +729,7 @@ public final class NettyTransportBenchmark {
      * more than {@link #QUIET_COMPILE_SHARE} of the pair's time, or {@link #WARM_UP_MAX_NANOS}
      * passed, as the echo's warm-up: after one warm-up stream the JIT compilers still ran during
      * the timed streams, 6 to 30 us of CPU per 64 KiB message on a loaded 2-vCPU host, beside 14 to
-     * 35 for all other threads together (docs/netty.md, "The 64 KiB stream's CPU per message").
+     * 35 for all other threads together (docs/measurements/netty.md, "The 64 KiB stream's CPU per message").
      * Prints a {@code WARMUP} line.
      */
     private void streamWarmUp(InetSocketAddress to, int size) throws Exception {
