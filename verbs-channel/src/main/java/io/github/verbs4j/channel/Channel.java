@@ -139,8 +139,8 @@ public final class Channel implements AutoCloseable {
     private final boolean napsAfterSpin;
     private int idlePolls; // guarded by this
     /**
-     * Counts kept for the tests that count a message's hand-offs (docs/channel.md, "Where the
-     * half round trip goes"), all guarded by this: how often an application thread blocked in
+     * Counts kept for the tests that count a message's hand-offs (docs/measurements/channel.md, "Where the
+     * polling thread's round trip goes"), all guarded by this: how often an application thread blocked in
      * {@code Object.wait} on this channel (each one a park, and its end a wake-up by another
      * thread or a timeout), and the completions of each kind ({@link #KIND_RECV},
      * {@link #KIND_DATA}, {@link #KIND_CREDIT}, {@link #KIND_FIN}) this channel handled.

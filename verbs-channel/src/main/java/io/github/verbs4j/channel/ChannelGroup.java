@@ -74,7 +74,7 @@ public final class ChannelGroup implements AutoCloseable {
      * How long the polling thread parks while application threads poll, before it looks again:
      * the longest that completions wait for it after the last of them stopped polling with no
      * thread blocked (with one blocked, it is woken at once). 1 ms; a longer park was timed and
-     * not kept (docs/channel.md, "Not kept"): {@code -Dverbs4j.channel.standDownMicros=N} sets
+     * not kept (docs/measurements/channel.md, "Not kept"): {@code -Dverbs4j.channel.standDownMicros=N} sets
      * another for such A/B runs.
      */
     private static final long STAND_DOWN_NANOS = standDownFromProperty();

@@ -18,7 +18,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Counts, rather than times, what a request/response round trip costs in steady state
- * (docs/channel.md, "Where the half round trip goes"): per round trip, how often the
+ * (docs/measurements/channel.md, "Where the polling thread's round trip goes"): per round trip, how often the
  * application's threads blocked on their channel's monitor (each block a park, and its end a
  * wake-up by the polling thread: a hand-off), how often the polling threads blocked on their
  * completion channels, and the completions each side handled by kind. Counts do not depend on

@@ -18,7 +18,7 @@ import static io.github.verbs4j.channel.ChannelTest.pair;
  * channel code and softrdma's, copies included) runs on that thread, and its CPU time per round
  * trip (from /proc/thread-self/schedstat) counts the work without the scheduling that times the
  * two-process benchmark on a shared machine. Configurations NOTIFY:SLOTSIZE:copy|inplace, each
- * run after as many untimed round trips (docs/channel.md, "The 64 B round trip's work, on one
+ * run after as many untimed round trips (docs/measurements/channel.md, "The 64 B round trip's work, counted and on one
  * thread"):
  * <pre>
  * ./mvnw -B -o -pl verbs-channel -am test -Dsurefire.failIfNoSpecifiedTests=false -Dtest=OneThreadRoundTripProbe \

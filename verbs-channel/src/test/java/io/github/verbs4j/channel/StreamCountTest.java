@@ -18,7 +18,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Counts, rather than times, what a one-way stream of 64 KiB messages costs per message
- * (docs/channel.md, "The 64 KiB stream: what the server checks, and what a message costs beside
+ * (docs/measurements/channel.md, "The 64 KiB stream: what the server checks, and what a message costs beside
  * ib_write_bw"), in the geometry of {@code scripts/channel-benchmark}: slots of 65,600 bytes, 8
  * WRITEs in flight, and the ring at 16 slots (the benchmark's: twice the WRITEs in flight), at the
  * window itself (8), and at 32 and 64 (docs/channel.md, "The ring's size by counts": each halving

@@ -62,7 +62,7 @@ final class ChannelBench {
      * The server's CPU time per timed message on connection 0's receiving thread and on the
      * group's polling thread (-1: not measured), set by the measuring {@link #sink}: on
      * softrdma the thread that polls also drains the same-host rings, so these say which
-     * thread copied the stream out (docs/channel.md, "The 64 KiB stream: which thread copies").
+     * thread copied the stream out (docs/measurements/channel.md, "The 64 KiB stream: which thread copies").
      */
     private volatile double serverReceivingCpu = -1;
     private volatile double serverPollingCpu = -1;

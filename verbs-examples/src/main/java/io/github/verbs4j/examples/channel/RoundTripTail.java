@@ -4,7 +4,7 @@ import java.io.PrintWriter;
 import java.util.Arrays;
 
 /**
- * Where the slow round trips of a run fall (issue 26, p99 ≤ 3 × p50; docs/channel.md, "The
+ * Where the slow round trips of a run fall (issue 26, p99 ≤ 3 × p50; docs/measurements/channel.md, "The
  * stood-down polling thread's wake-ups"): with {@code -Dverbs4j.bench.tail=true} (in
  * {@code VERBS4J_JAVA_OPTS}), the client prints how many round trips took more than 3 × and
  * 10 × the median, and how far apart in time the slow ones came. A cause that ticks (a thread

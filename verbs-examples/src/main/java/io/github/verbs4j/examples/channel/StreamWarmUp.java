@@ -8,7 +8,7 @@ import java.util.Locale;
  * The untimed stream before channel-bench times its stream (the channel's and {@code --raw}'s
  * alike): messages until the JIT has compiled nothing for {@link #QUIET_NANOS}, at least
  * {@link #MIN_NANOS} and {@link #MIN_MESSAGES} messages, and at most {@code maxNanos}. Timed from the first message, a stream of the
- * default length measured mostly the JIT (docs/channel.md, "The stream next to
+ * default length measured mostly the JIT (docs/measurements/channel.md, "The stream next to
  * {@code ib_write_bw}": a fixed 0.6 to 0.9 s of warm-up in runs of 0.3 to 1 s); perftest has
  * nothing to compile, so the benchmark times both in their steady state. Where the JVM does not
  * report compilation time the warm-up lasts {@link #MIN_NANOS}.
