@@ -17,6 +17,11 @@ import java.util.stream.Stream;
  * GitHub makes anchors from headings (lower case, punctuation dropped, spaces to hyphens, a repeated
  * heading numbered -1, -2, ...). External links (http, https, mailto) are not followed.
  *
+ * <p>It also checks the section names that code, scripts and other pages quote beside a page's path,
+ * as in {@code (docs/channel.md, "The ring")}: the quoted name (it may wrap onto the next line of a
+ * comment) must begin a heading or a bold paragraph title of that page, so a section moved to
+ * another page (docs/measurements/ holds the dated records) is not left named where it no longer is.
+ *
  * <p>Run from the repository root: {@code java scripts/CheckDocLinks.java [file-or-folder ...]}
  * (default: README.md, docs/ and every other tracked-looking *.md outside target/ and .git/).
  * Exit status 0 when every link resolves, 1 with one line per broken link otherwise.
@@ -67,9 +72,77 @@ public class CheckDocLinks {
                 }
             }
         }
+        int quoted = 0;
+        for (Path file : trackedTextFiles(root)) {
+            String text;
+            try {
+                text = Files.readString(file);
+            } catch (java.nio.charset.MalformedInputException binary) {
+                continue;
+            }
+            Matcher q = QUOTED_SECTION.matcher(text);
+            while (q.find()) {
+                Path page = root.resolve("docs").resolve(q.group(1) == null ? "" : "measurements").resolve(q.group(2) + ".md");
+                String name = q.group(3).replaceAll("\\s*\\n\\s*(?:\\*|//|#)?\\s*", " ").replace("`", "").strip();
+                quoted++;
+                if (!Files.exists(page)) {
+                    continue; // a page of another project, or one that names itself differently
+                }
+                boolean found = titles(page).stream().anyMatch(t -> t.startsWith(name) || name.startsWith(t));
+                if (!found) {
+                    int line = (int) text.substring(0, q.start()).chars().filter(c -> c == '\n').count() + 1;
+                    broken.add(root.relativize(file) + ":" + line + ": \"" + name + "\": no such heading or bold title in "
+                            + root.relativize(page));
+                }
+            }
+        }
         broken.forEach(System.out::println);
-        System.out.println(files.size() + " files, " + links + " relative links, " + broken.size() + " broken");
+        System.out.println(files.size() + " files, " + links + " relative links, " + quoted + " quoted section names, "
+                + broken.size() + " broken");
         System.exit(broken.isEmpty() ? 0 : 1);
+    }
+
+    // docs/X.md, "Name" or docs/measurements/X.md ("Name": the name up to its closing quote
+    private static final Pattern QUOTED_SECTION = Pattern.compile(
+            "docs/(measurements/)?([a-z0-9-]+)\\.md,? *\\(?[\"\u201c]([^\"\u201d]{3,200})[\"\u201d]");
+
+    private static List<Path> trackedTextFiles(Path root) throws IOException {
+        List<Path> out = new ArrayList<>();
+        try {
+            Process git = new ProcessBuilder("git", "ls-files", "-z").directory(root.toFile())
+                    .redirectError(ProcessBuilder.Redirect.DISCARD).start();
+            String all = new String(git.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+            if (git.waitFor() != 0) {
+                return out; // not a git checkout: the links are still checked
+            }
+            for (String name : all.split("\0")) {
+                Path p = root.resolve(name);
+                if (!name.isEmpty() && !name.startsWith("docs/measurements/") && Files.isRegularFile(p)
+                        && Files.size(p) < 2_000_000) {
+                    out.add(p);
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        return out;
+    }
+
+    /** A page's headings and bold paragraph titles, without backquotes. */
+    private static List<String> titles(Path page) throws IOException {
+        List<String> out = new ArrayList<>();
+        Pattern bold = Pattern.compile("\\*\\*([^*]+?)\\.?\\*\\*");
+        for (String line : Files.readAllLines(page)) {
+            Matcher h = HEADING.matcher(line);
+            if (h.matches()) {
+                out.add(h.group(2).replace("`", "").strip());
+            }
+            Matcher b = bold.matcher(line);
+            while (b.find()) {
+                out.add(b.group(1).replace("`", "").strip());
+            }
+        }
+        return out;
     }
 
     private static void collect(Path start, List<Path> files) throws IOException {
