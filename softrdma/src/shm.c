@@ -1,8 +1,9 @@
 /*
  * The same-host carrier. Every UDP port softrdma opens also gets a ring in shared
- * memory, a file /dev/shm/softrdma-<uid>-<port> of mode 0600, so a process of the same
- * user that sends to that port on a loopback address finds the ring by the port and
- * writes the packet into it instead of a datagram. The packets, and so the RC
+ * memory, a file <dir>/softrdma-<uid>-<port> of mode 0600 (<dir>: SOFTRDMA_SHM_DIR, default
+ * /dev/shm), so a process of the same user and the same directory that sends to that port
+ * on a loopback address finds the ring by the port and writes the packet into it instead
+ * of a datagram. The packets, and so the RC
  * protocol on top (PSNs, ACKs, go-back-N, RNR), are the same as over UDP: only the
  * carrier changes.
  *
@@ -15,8 +16,8 @@
  * the mark and rings the doorbell, a small datagram to the receiver's loopback socket.
  *
  * Life cycle: the owner unlinks its files at exit; files left by a process that died
- * are removed by the next process that sweeps (at its first ring) or by a sender that
- * finds the owner gone. A sender checks the owner (closed mark, then kill(pid, 0))
+ * are removed by the next process that sweeps the directory (at its first ring) or by a
+ * sender that finds the owner gone. A sender checks the owner (closed mark, then kill(pid, 0))
  * every RECHECK_NS and when the ring stays full, and forgets a ring whose owner is gone,
  * so a new process on the same port is found afresh.
  * Owns: the rings this process receives on, the mappings of its peers' rings.
@@ -28,6 +29,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -86,6 +88,14 @@ static int g_nown;
 static pthread_mutex_t g_own_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct peer *g_peers[65536];
 static int g_enabled = -1;
+static pthread_once_t g_conf_once = PTHREAD_ONCE_INIT;
+/* The directory of the ring files (SOFTRDMA_SHM_DIR), read with SOFTRDMA_SHM. Its longest
+ * file name: "/softrdma-<uid>-<port>". */
+#define RING_NAME_MAX sizeof("/softrdma-4294967295-65535")
+static char g_dir[PATH_MAX];
+/* a ring's path: at most PATH_MAX (the directory's length is checked), the buffer as the
+ * compiler counts it */
+#define RING_PATH_MAX (PATH_MAX + RING_NAME_MAX)
 static pthread_once_t g_sweep_once = PTHREAD_ONCE_INIT;
 /* SOFTRDMA_STATS's ring counters (srd_shm_stats): relaxed, as net.c's. The fill is read
  * only when asked for (srd_shm_count_fill): it reads the producers' tail, a line they write
@@ -93,20 +103,55 @@ static pthread_once_t g_sweep_once = PTHREAD_ONCE_INIT;
 static struct srd_shm_stats g_st;
 static bool g_count_fill;
 
+/* SOFTRDMA_SHM and SOFTRDMA_SHM_DIR, once per process. A directory that cannot hold the
+ * rings (not an absolute path, too long, missing, not a directory, not writable) is said
+ * once on stderr and turns the carrier off for this process: its peers reach it over UDP,
+ * as they reach a process of another directory. Never /dev/shm in its place. */
+static void conf_read(void)
+{
+	const char *v = getenv("SOFTRDMA_SHM");
+	int e = !(v && !strcmp(v, "0"));
+	const char *d = getenv("SOFTRDMA_SHM_DIR");
+	if (e && !d) {
+		snprintf(g_dir, sizeof(g_dir), "/dev/shm");
+	} else if (e) {
+		char why[96] = "";
+		struct stat st;
+		if (d[0] != '/')
+			snprintf(why, sizeof(why), " is not an absolute path");
+		else if (strlen(d) + RING_NAME_MAX > sizeof(g_dir))
+			snprintf(why, sizeof(why), " is longer than %zu bytes", sizeof(g_dir) - RING_NAME_MAX);
+		else if (stat(d, &st))
+			snprintf(why, sizeof(why), ": %s", strerror(errno));
+		else if (!S_ISDIR(st.st_mode))
+			snprintf(why, sizeof(why), " is not a directory");
+		else if (access(d, W_OK | X_OK))
+			snprintf(why, sizeof(why), " is not writable: %s", strerror(errno));
+		if (why[0]) {
+			fprintf(stderr, "softrdma: SOFTRDMA_SHM_DIR=%s%s; no same-host rings, packets between "
+				"processes go as UDP datagrams\n", d, why);
+			e = 0;
+		} else {
+			snprintf(g_dir, sizeof(g_dir), "%s", d);
+		}
+	}
+	__atomic_store_n(&g_enabled, e, __ATOMIC_RELEASE);
+}
+
 bool srd_shm_enabled(void)
 {
-	int e = __atomic_load_n(&g_enabled, __ATOMIC_RELAXED);
+	int e = __atomic_load_n(&g_enabled, __ATOMIC_ACQUIRE);
 	if (e < 0) {
-		const char *v = getenv("SOFTRDMA_SHM");
-		e = !(v && !strcmp(v, "0"));
-		__atomic_store_n(&g_enabled, e, __ATOMIC_RELAXED);
+		pthread_once(&g_conf_once, conf_read);
+		e = __atomic_load_n(&g_enabled, __ATOMIC_ACQUIRE);
 	}
 	return e;
 }
 
+/* (g_dir is set: callers have found the carrier on) */
 static void ring_path(char *buf, size_t n, uint16_t port)
 {
-	snprintf(buf, n, "/dev/shm/softrdma-%u-%u", (unsigned)geteuid(), (unsigned)port);
+	snprintf(buf, n, "%s/softrdma-%u-%u", g_dir, (unsigned)geteuid(), (unsigned)port);
 }
 
 static bool pid_alive(pid_t pid)
@@ -114,25 +159,28 @@ static bool pid_alive(pid_t pid)
 	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
 }
 
-/* Removes the rings of this user whose owner died without removing them. */
+/* Removes the rings of this user in the directory whose owner died without removing them
+ * (only names softrdma-<uid>-*, regular files of this user). */
 static void sweep(void)
 {
 	char prefix[32];
 	int pl = snprintf(prefix, sizeof(prefix), "softrdma-%u-", (unsigned)geteuid());
-	DIR *d = opendir("/dev/shm");
+	DIR *d = opendir(g_dir);
 	if (!d)
 		return;
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		if (strncmp(e->d_name, prefix, (size_t)pl))
 			continue;
-		int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		/* O_NONBLOCK: a FIFO of that name (anyone may make one in /dev/shm) does not hold
+		 * the open; it is skipped as not a regular file */
+		int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 		if (fd < 0)
 			continue;
 		struct stat st;
 		int32_t owner = 0;
 		struct stat now;
-		if (!fstat(fd, &st) && st.st_uid == geteuid() &&
+		if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
 		    pread(fd, &owner, sizeof(owner), offsetof(struct ring, owner)) == sizeof(owner) &&
 		    !pid_alive(owner) &&
 		    /* still the file read: a new owner of the port unlinks a dead one's and creates its own */
@@ -148,7 +196,7 @@ static void at_exit(void)
 {
 	int n = __atomic_load_n(&g_nown, __ATOMIC_ACQUIRE);
 	for (int i = 0; i < n; i++) {
-		char path[64];
+		char path[RING_PATH_MAX];
 		ring_path(path, sizeof(path), g_own[i].port);
 		__atomic_store_n(&g_own[i].r->closed, 1, __ATOMIC_RELEASE);
 		unlink(path);
@@ -160,7 +208,7 @@ bool srd_shm_create(uint16_t port)
 	if (!srd_shm_enabled())
 		return false;
 	pthread_once(&g_sweep_once, sweep);
-	char path[64];
+	char path[RING_PATH_MAX];
 	ring_path(path, sizeof(path), port);
 	pthread_mutex_lock(&g_own_lock);
 	if (g_nown == 256) {
@@ -235,7 +283,7 @@ static struct peer *peer_get(uint16_t port)
  * (a file left by a dead owner is removed). */
 static struct ring *open_ring(uint16_t port, dev_t *dev, ino_t *ino)
 {
-	char path[64];
+	char path[RING_PATH_MAX];
 	ring_path(path, sizeof(path), port);
 	int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)

@@ -4,10 +4,11 @@
 #define SRD_SHM_H
 #include "srd.h"
 
-/* Whether the carrier is on (SOFTRDMA_SHM unset or not "0"); read once. */
+/* Whether the carrier is on (SOFTRDMA_SHM unset or not "0", and SOFTRDMA_SHM_DIR unset or a
+ * directory that can hold the rings; a bad one is said once on stderr); read once. */
 bool srd_shm_enabled(void);
 /* Creates the ring that receives for our port (a file of this user, mode 0600, in
- * /dev/shm); false when it cannot (the port is then reached over UDP only). */
+ * SOFTRDMA_SHM_DIR, default /dev/shm); false when it cannot (the port is then reached over UDP only). */
 bool srd_shm_create(uint16_t port);
 /* Carries one packet to the ring of dport. Returns 1 when carried (*doorbell: the
  * receiver sleeps and must be woken; *stamp: where it went, for srd_shm_peer_state),

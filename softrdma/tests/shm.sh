@@ -3,7 +3,10 @@
 # which carrier the packets took (SOFTRDMA_STATS counters), the ring files (mode 0600,
 # removed at exit; a killed process's file removed by the next process), the UDP
 # path kept with SOFTRDMA_SHM=0 and with fault injection, and the ring counters (one QP
-# never fills a ring; a stopped receiver's ring fills and its senders wait for room).
+# never fills a ring; a stopped receiver's ring fills and its senders wait for room),
+# SOFTRDMA_SHM_DIR (a bad one: said once, UDP, no ring file; two directories: UDP).
+# The checks run with a ring directory of their own (SOFTRDMA_SHM_DIR, removed at exit), so
+# no other softrdma process of this user sweeps their files and they sweep no one else's.
 # SOFTRDMA_LIB: directory holding libibverbs.so.1 (default: target/lib next to this script).
 # Prints one line per check and "N passed, N failed"; exits non-zero on any failure.
 set -u
@@ -13,6 +16,12 @@ export LD_LIBRARY_PATH=$lib
 . "$here/ports.sh"
 RANDOM=$$
 logdir=$(mktemp -d /tmp/softrdma-shm.XXXXXX)
+if [ ! -d /dev/shm ] || ! shmdir=$(mktemp -d /dev/shm/softrdma-check.XXXXXX); then
+	echo "FAIL shm: needs a directory of its own in /dev/shm"
+	exit 1
+fi
+trap 'rm -rf "$shmdir"' EXIT
+export SOFTRDMA_SHM_DIR=$shmdir
 pass=0
 fail=0
 uid=$(id -u)
@@ -27,8 +36,8 @@ check() { # name status detail
 	fi
 }
 
-if ! command -v ibv_rc_pingpong >/dev/null || [ ! -d /dev/shm ]; then
-	echo "FAIL shm: needs ibv_rc_pingpong and /dev/shm"
+if ! command -v ibv_rc_pingpong >/dev/null; then
+	echo "FAIL shm: needs ibv_rc_pingpong"
 	exit 1
 fi
 
@@ -88,16 +97,22 @@ start_server "$logdir/file.server" 60 "" "ibv_rc_pingpong -g 1 -n 1 -p @P@"
 sleep 0.3
 pids=$(pgrep -P "$spid" 2>/dev/null; echo "$spid")
 f=
-for g in /dev/shm/softrdma-"$uid"-*; do
+for g in "$shmdir"/softrdma-"$uid"-*; do
 	[ -e "$g" ] || continue
 	o=$(od -An -t d4 -j 16 -N 4 "$g" | tr -d ' ')
 	for p in $pids; do [ "$o" = "$p" ] && f=$g; done
 done
 mode=$([ -n "$f" ] && stat -c '%a %u' "$f")
+elsewhere=$(for g in /dev/shm/softrdma-"$uid"-*; do
+	[ -e "$g" ] || continue
+	o=$(od -An -t d4 -j 16 -N 4 "$g" 2>/dev/null | tr -d ' ')
+	for p in $pids; do [ "$o" = "$p" ] && echo "$g"; done
+done)
 timeout 30 ibv_rc_pingpong -g 1 -n 1 -p "$port" 127.0.0.1 >"$logdir/file.client" 2>&1
 wait "$spid"
-[ -n "$f" ] && [ "$mode" = "600 $uid" ] && [ ! -e "$f" ]
-check "ring file: mode 0600 while alive, removed at exit" $? "file '$f', mode '$mode'"
+[ -n "$f" ] && [ "$mode" = "600 $uid" ] && [ ! -e "$f" ] && [ -z "$elsewhere" ]
+check "ring file: in SOFTRDMA_SHM_DIR, mode 0600 while alive, removed at exit" $? \
+	"file '$f', mode '$mode', in /dev/shm '$elsewhere'"
 
 # 5. a process killed with SIGKILL leaves its file; the next process removes it
 start_server "$logdir/kill.server" 60 "" "ibv_rc_pingpong -g 1 -n 1 -p @P@"
@@ -105,7 +120,7 @@ sleep 0.3
 victim=$(pgrep -P "$spid" 2>/dev/null | head -1)
 victim=${victim:-$spid}
 f=
-for g in /dev/shm/softrdma-"$uid"-*; do
+for g in "$shmdir"/softrdma-"$uid"-*; do
 	[ -e "$g" ] || continue
 	o=$(od -An -t d4 -j 16 -N 4 "$g" | tr -d ' ')
 	[ "$o" = "$victim" ] && f=$g
@@ -135,7 +150,7 @@ write_bw() {
 # owned_ring PID: the ring file of this user whose owner is PID (empty when there is none)
 owned_ring() {
 	local g
-	for g in /dev/shm/softrdma-"$uid"-*; do
+	for g in "$shmdir"/softrdma-"$uid"-*; do
 		[ -e "$g" ] || continue
 		[ "$(od -An -t d4 -j 16 -N 4 "$g" 2>/dev/null | tr -d ' ')" = "$1" ] && { echo "$g"; return; }
 	done
@@ -227,6 +242,89 @@ if command -v ib_write_bw >/dev/null; then
 else
 	check "ring counters: needs ib_write_bw" 1 "ib_write_bw not found"
 fi
+
+# rings_of PID...: the ring files under /dev/shm (this run's directory included) and $logdir
+# that name one of PIDs as their owner
+rings_of() {
+	local g o p
+	for g in $(find /dev/shm "$logdir" -maxdepth 3 -name "softrdma-$uid-*" 2>/dev/null); do
+		o=$(od -An -t d4 -j 16 -N 4 "$g" 2>/dev/null | tr -d ' ')
+		for p in "$@"; do [ "$o" = "$p" ] && echo "$g"; done
+	done
+}
+
+# pingpong_apart NAME SERVER-ENV CLIENT-ENV: as pingpong, each end with its own environment
+# (words without spaces), both started in $logdir; sets $during to the ring files that name the
+# server as their owner while it waits for the client
+pingpong_apart() {
+	local log=$logdir/$1 rc pids
+	cd "$logdir" || return 1
+	start_server "$log.server" 60 "" "env SOFTRDMA_STATS=1 $2 ibv_rc_pingpong -g 1 -n 200 -p @P@"
+	rc=$?
+	if [ $rc != 0 ]; then
+		kill "$spid" 2>/dev/null
+		wait "$spid" 2>/dev/null
+		cd - >/dev/null
+		return 1
+	fi
+	pids=$(pgrep -P "$spid" 2>/dev/null; echo "$spid")
+	during=$(rings_of $pids)
+	env SOFTRDMA_STATS=1 $3 timeout 60 ibv_rc_pingpong -g 1 -n 200 -p "$port" 127.0.0.1 >"$log.client" 2>&1
+	rc=$?
+	wait "$spid" || rc=1
+	cd - >/dev/null
+	return $rc
+}
+
+# said LOG TEXT: how many of LOG's lines are softrdma's SOFTRDMA_SHM_DIR message with TEXT
+said() {
+	grep -cF "softrdma: SOFTRDMA_SHM_DIR=$2; no same-host rings, packets between processes go as UDP datagrams" "$1"
+}
+
+# 8. a bad SOFTRDMA_SHM_DIR: one line on stderr per process, no ring (none in /dev/shm in its
+# place), and the pair talks over UDP. The server's is relative (a directory "rel" in its
+# working directory), the client's a directory that does not exist.
+mkdir "$logdir/rel"
+pingpong_apart baddir SOFTRDMA_SHM_DIR=rel SOFTRDMA_SHM_DIR=$shmdir/missing
+rc=$?
+cat "$logdir/baddir.server" "$logdir/baddir.client" >"$logdir/baddir.all"
+tx=$(stat_sum tx "$logdir/baddir.all")
+shm_tx=$(stat_sum shm_tx "$logdir/baddir.all")
+s_said=$(said "$logdir/baddir.server" "rel is not an absolute path")
+c_said=$(said "$logdir/baddir.client" "$shmdir/missing: No such file or directory")
+made=$(ls -A "$logdir/rel"; [ -e "$shmdir/missing" ] && echo "$shmdir/missing")
+[ $rc = 0 ] && [ "$tx" -ge 400 ] && [ "$shm_tx" = 0 ] && [ "$s_said" = 1 ] && [ "$c_said" = 1 ] &&
+	[ -z "$during" ] && [ -z "$made" ]
+check "bad SOFTRDMA_SHM_DIR (relative, missing): said once, no ring, UDP" $? \
+	"rc $rc, udp tx $tx, shm tx $shm_tx, said $s_said/$c_said, server's rings '$during', made '$made'; $logdir/baddir.*"
+
+# 9. the same with a regular file and a path too long for a ring's name under it
+touch "$logdir/plain"
+long=/$(printf 'd%.0s' $(seq 4100))
+pingpong_apart baddir2 SOFTRDMA_SHM_DIR=$logdir/plain SOFTRDMA_SHM_DIR=$long
+rc=$?
+cat "$logdir/baddir2.server" "$logdir/baddir2.client" >"$logdir/baddir2.all"
+tx=$(stat_sum tx "$logdir/baddir2.all")
+shm_tx=$(stat_sum shm_tx "$logdir/baddir2.all")
+s_said=$(said "$logdir/baddir2.server" "$logdir/plain is not a directory")
+c_said=$(grep -c "^softrdma: SOFTRDMA_SHM_DIR=$long is longer than [0-9]* bytes; no same-host rings" "$logdir/baddir2.client")
+[ $rc = 0 ] && [ "$tx" -ge 400 ] && [ "$shm_tx" = 0 ] && [ "$s_said" = 1 ] && [ "$c_said" = 1 ] && [ -z "$during" ]
+check "bad SOFTRDMA_SHM_DIR (a file, too long): said once, no ring, UDP" $? \
+	"rc $rc, udp tx $tx, shm tx $shm_tx, said $s_said/$c_said, server's rings '$during'; $logdir/baddir2.*"
+
+# 10. two processes with different directories: each has its ring, neither finds the other's,
+# so the packets go as datagrams
+mkdir "$shmdir/a" "$shmdir/b"
+pingpong_apart apart SOFTRDMA_SHM_DIR=$shmdir/a SOFTRDMA_SHM_DIR=$shmdir/b
+rc=$?
+cat "$logdir/apart.server" "$logdir/apart.client" >"$logdir/apart.all"
+tx=$(stat_sum tx "$logdir/apart.all")
+shm_tx=$(stat_sum shm_tx "$logdir/apart.all")
+said_any=$(grep -c "SOFTRDMA_SHM_DIR" "$logdir/apart.all")
+[ $rc = 0 ] && [ "$tx" -ge 400 ] && [ "$shm_tx" = 0 ] && [ "$said_any" = 0 ] &&
+	[ "$(dirname "$during" 2>/dev/null)" = "$shmdir/a" ]
+check "different SOFTRDMA_SHM_DIRs: rings of their own, packets as datagrams" $? \
+	"rc $rc, udp tx $tx, shm tx $shm_tx, messages $said_any, server's rings '$during'; $logdir/apart.*"
 
 echo "$pass passed, $fail failed"
 if [ $fail = 0 ]; then rm -rf "$logdir"; fi

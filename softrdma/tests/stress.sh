@@ -10,6 +10,7 @@
 # STRESS_PAIRS (default 2) pairs in a row for each of the two forms, STRESS_SECS (default 15)
 # seconds each, STRESS_BURNERS (default 2) busy loops beside them. The full form of issue 28:
 #   STRESS_PAIRS=10 STRESS_SECS=60 make -C softrdma stress
+# The pairs' same-host rings live in a SOFTRDMA_SHM_DIR of the run's own (removed at exit).
 # Prints one line per pair and "N passed, N failed"; exits non-zero on any failure.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,6 +26,11 @@ command -v ibv_rc_pingpong >/dev/null || { echo "FAIL stress: needs ibv_rc_pingp
 export LD_LIBRARY_PATH=$lib
 . "$here/ports.sh"
 logdir=$(mktemp -d /tmp/softrdma-stress.XXXXXX)
+# the pairs' rings (and forge -r's way into them) in a directory of their own, removed at exit:
+# no other softrdma process of this user sweeps or reaches them
+shmdir=$(mktemp -d /dev/shm/softrdma-check.XXXXXX) || { echo "FAIL stress: needs a directory of its own in /dev/shm"; exit 1; }
+trap 'rm -rf "$shmdir"' EXIT
+export SOFTRDMA_SHM_DIR=$shmdir
 pass=0
 fail=0
 RANDOM=$$

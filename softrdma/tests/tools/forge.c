@@ -7,7 +7,8 @@
  *   forge [-r] [-k ack|nak|nak-inv|nak-acc|rnr|read] [-p PSN] [-n COUNT] [-i MS] DQPN SQPN
  *
  * DQPN: the QP that receives the packet; SQPN: its connected peer, whose port the packet
- * claims to come from. -r: through the ring instead of a datagram. -p: the PSN (default 0);
+ * claims to come from. -r: through the ring instead of a datagram (the ring files' directory:
+ * SOFTRDMA_SHM_DIR, default /dev/shm, as softrdma's). -p: the PSN (default 0);
  * -p sweep: every PSN of the 24-bit space near the default in turn (one per packet, COUNT
  * packets). -n: packets (default 1), -i: milliseconds between them (default 0).
  * Exits 0 when every packet left.
@@ -44,8 +45,10 @@ struct ring {
 
 static int ring_send(uint16_t dport, uint16_t sport, const void *pkt, size_t n)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/dev/shm/softrdma-%u-%u", (unsigned)geteuid(), (unsigned)dport);
+	const char *dir = getenv("SOFTRDMA_SHM_DIR");
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/softrdma-%u-%u", dir ? dir : "/dev/shm", (unsigned)geteuid(),
+		 (unsigned)dport);
 	int fd = open(path, O_RDWR);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) || st.st_size != (off_t)sizeof(struct ring)) {
