@@ -1,13 +1,9 @@
 package io.github.verbs4j;
 
+import io.github.verbs4j.testsupport.CloseRaces;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
-import java.lang.foreign.SymbolLookup;
-import java.lang.foreign.ValueLayout;
-import java.lang.invoke.MethodHandle;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -31,12 +27,16 @@ import static org.junit.jupiter.api.Assertions.fail;
  * <p>On softrdma the classic race runs under softrdma's close-race check
  * ({@code softrdma_close_race_check}): every post, poll and notify (and every extended posting
  * or polling session, from its start to its end) lingers
- * {@value #LINGER_NANOS} ns inside the provider, and a destroy that runs while one of them is
+ * {@value CloseRaces#LINGER_NANOS} ns inside the provider, and a destroy that runs while one of them is
  * inside (or a call on an object already destroyed) is counted and refused. The count must stay
  * 0: the close guard makes every destroy wait for the calls in flight. With the guard disabled
  * ({@code -Dverbs4j.closeGuard=off}, for this demonstration only) the test fails: a close meets
  * EBUSY or a post meets EINVAL, and the count rises (docs/architecture.md, "Showing that the
  * guard holds").
+ *
+ * <p>The classic race's round is {@link CloseRaces#postPollAndClose}, shared with verbs-cm's
+ * {@code CmCloseRaceTest}, which connects its queue pairs through rdma_cm and so runs on iWARP
+ * (siw0) too, where this class's races skip (they connect by hand).
  *
  * <p>Sized for CI; {@code -Dverbs4j.stress.rounds=N} runs longer.
  */
@@ -44,61 +44,11 @@ class CloseRaceTest {
 
     private static final int ROUNDS = Integer.getInteger("verbs4j.stress.rounds", Rig.onSoftrdma() ? 12 : 3);
     private static final int QPS = 3;
-    /** How long a checked call stays inside softrdma: wide enough that a destroy not waiting for it meets it. */
-    private static final int LINGER_NANOS = 2_000;
-
-    /**
-     * softrdma's close-race check, or nothing on another provider: the C side is softrdma's own
-     * ({@code softrdma/src/closerace.h}), exported for tests only.
-     */
-    private static final class RaceCheck implements AutoCloseable {
-        private final MethodHandle check;
-        private final MethodHandle races;
-        private final long before;
-
-        private RaceCheck(MethodHandle check, MethodHandle races) throws Throwable {
-            this.check = check;
-            this.races = races;
-            this.before = races == null ? 0 : (long) races.invokeExact();
-            if (check != null) {
-                check.invokeExact(1, LINGER_NANOS);
-            }
-        }
-
-        static RaceCheck start() throws Throwable {
-            if (!Rig.onSoftrdma()) {
-                return new RaceCheck(null, null);
-            }
-            SymbolLookup lib = io.github.verbs4j.raw.NativeLibraries.verbs();
-            Linker linker = Linker.nativeLinker();
-            MethodHandle check = linker.downcallHandle(lib.find("softrdma_close_race_check").orElseThrow(),
-                    FunctionDescriptor.ofVoid(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
-            MethodHandle races = linker.downcallHandle(lib.find("softrdma_close_races").orElseThrow(),
-                    FunctionDescriptor.of(ValueLayout.JAVA_LONG));
-            return new RaceCheck(check, races);
-        }
-
-        /** Races softrdma counted since {@link #start}; 0 on another provider. */
-        long counted() throws Throwable {
-            return races == null ? 0 : (long) races.invokeExact() - before;
-        }
-
-        @Override
-        public void close() {
-            if (check != null) {
-                try {
-                    check.invokeExact(0, 0);
-                } catch (Throwable t) {
-                    throw new AssertionError("softrdma_close_race_check(0, 0)", t);
-                }
-            }
-        }
-    }
 
     @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void closingQueuePairsAndQueuesUnderPostingAndPollingThreads() throws Throwable {
-        try (RaceCheck check = RaceCheck.start()) {
+        try (CloseRaces.Check check = CloseRaces.Check.start()) {
             closingUnderPostingAndPollingThreads();
             assertEquals(0, check.counted(), "softrdma counted destroys that ran while a call on the object"
                     + " was inside it (or calls on destroyed objects): the close guard did not hold (stderr names them)");
@@ -126,56 +76,7 @@ class CloseRaceTest {
                     qps.add(a);
                     peers.add(b);
                 }
-                ConcurrentLinkedQueue<Throwable> unexpected = new ConcurrentLinkedQueue<>();
-                CountDownLatch running = new CountDownLatch(QPS + 1);
-                List<Thread> threads = new ArrayList<>();
-                for (int i = 0; i < QPS; i++) {
-                    QueuePair qp = qps.get(i);
-                    int slot = i;
-                    threads.add(Thread.ofPlatform().start(() -> {
-                        SendRequest wr = SendRequest.rdmaWrite().local(mr, slot * 64L, 64).remote(mr.remote(), 32768 + slot * 64L);
-                        running.countDown();
-                        try {
-                            for (long n = 0; ; n++) {
-                                // every 32nd signaled, so the send queue drains through the CQ
-                                wr.id(n).signaled((n & 31) == 31);
-                                int rc = qp.tryPostSend(wr);
-                                if (rc == 0) {
-                                    posted.incrementAndGet();
-                                } else if (rc != Errno.ENOMEM.code()) {
-                                    unexpected.add(new AssertionError("tryPostSend returned " + Errno.describe(rc)));
-                                    return;
-                                }
-                            }
-                        } catch (IllegalStateException closed) {
-                            expectClosed(closed, qp, unexpected);
-                        } catch (Throwable t) {
-                            unexpected.add(t);
-                        }
-                    }));
-                }
-                threads.add(Thread.ofPlatform().start(() -> {
-                    Completions wcs = cq.completions(32);
-                    running.countDown();
-                    try {
-                        while (true) {
-                            polled.addAndGet(cq.poll(wcs));
-                        }
-                    } catch (IllegalStateException closed) {
-                        expectClosed(closed, cq, unexpected);
-                    } catch (Throwable t) {
-                        unexpected.add(t);
-                    }
-                }));
-                assertTrue(running.await(10, TimeUnit.SECONDS));
-                Thread.sleep(random.nextInt(4));
-                // the QPs first (a CQ refuses to close under them), then the CQ under its poller
-                for (QueuePair qp : qps) {
-                    qp.close();
-                    assertTrue(qp.isClosed());
-                }
-                cq.close();
-                awaitRacers(threads, unexpected, "round " + round + ": a racing call");
+                CloseRaces.postPollAndClose(qps, cq, mr, random, posted, polled, "round " + round);
                 for (QueuePair b : peers) {
                     b.close();
                 }
@@ -197,7 +98,7 @@ class CloseRaceTest {
     void closingExtendedQueuePairsAndQueuesUnderPostingAndPollingSessions() throws Throwable {
         // softrdma's check counts a session (wr_start..wr_complete, start_poll..end_poll) inside
         // its QP or CQ for its whole length, as the close guard's session mark does
-        try (RaceCheck check = RaceCheck.start()) {
+        try (CloseRaces.Check check = CloseRaces.Check.start()) {
             closingUnderPostingAndPollingSessions();
             assertEquals(0, check.counted(), "softrdma counted destroys that ran while a posting or polling session"
                     + " on the object was open (or sessions on destroyed objects): the close guard did not hold"
@@ -252,7 +153,7 @@ class CloseRaceTest {
                                 }
                             }
                         } catch (IllegalStateException closed) {
-                            expectClosed(closed, qp, unexpected);
+                            CloseRaces.expectClosed(closed, qp, unexpected);
                         } catch (Throwable t) {
                             unexpected.add(t);
                         }
@@ -281,7 +182,7 @@ class CloseRaceTest {
                             }
                         }
                     } catch (IllegalStateException closed) {
-                        expectClosed(closed, cq, unexpected);
+                        CloseRaces.expectClosed(closed, cq, unexpected);
                     } catch (Throwable t) {
                         unexpected.add(t);
                     }
@@ -312,7 +213,7 @@ class CloseRaceTest {
                         Thread.yield();
                     }
                 }
-                awaitRacers(threads, unexpected, "round " + round + ": a racing session");
+                CloseRaces.awaitRacers(threads, unexpected, "round " + round + ": a racing session");
                 for (QueuePair b : peers) {
                     b.close();
                 }
@@ -399,30 +300,9 @@ class CloseRaceTest {
         return org.junit.jupiter.api.Assertions.assertThrows(type, call);
     }
 
-    private static void expectClosed(IllegalStateException e, Object owner, ConcurrentLinkedQueue<Throwable> unexpected) {
-        String m = String.valueOf(e.getMessage());
-        if (!m.startsWith(owner + " is closed") && !m.startsWith(owner + " is being closed")) {
-            unexpected.add(e);
-        }
-    }
-
     static {
         if (ROUNDS < 1) {
             fail("verbs4j.stress.rounds must be at least 1");
-        }
-    }
-
-    /** Joins the racing threads after the close and fails with what any of them met otherwise than 'closed'. */
-    private static void awaitRacers(List<Thread> threads, ConcurrentLinkedQueue<Throwable> unexpected, String racer)
-            throws InterruptedException {
-        for (Thread t : threads) {
-            t.join(10_000);
-            assertFalse(t.isAlive(), t + " still runs 10 s after the close");
-        }
-        if (!unexpected.isEmpty()) {
-            AssertionError e = new AssertionError(racer + " ended otherwise than with a result or 'closed'");
-            unexpected.forEach(e::addSuppressed);
-            throw e;
         }
     }
 }

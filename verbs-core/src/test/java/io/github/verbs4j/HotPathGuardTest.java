@@ -86,18 +86,19 @@ class HotPathGuardTest {
      * requestNotify keeps the arming thread's record in the queue (as posts and polls keep it
      * in their request objects): armed by another thread and then by this one, each arm works,
      * and once the handle is retired the arm with the cached record is refused by the guard.
+     * (A queue alone, no connected pair: this one runs on iWARP too.)
      */
     @Test
     void aQueueArmedBeforeIsRefusedWithTheRecordItCached() throws Exception {
-        try (Rig rig = Rig.rc()) {
-            Thread other = Thread.ofPlatform().start(() -> rig.cqA.requestNotify(false));
+        try (Context ctx = Rig.open(); CompletionQueue cq = ctx.createCq(64)) {
+            Thread other = Thread.ofPlatform().start(() -> cq.requestNotify(false));
             other.join();
-            rig.cqA.requestNotify(false); // another thread's record is not taken: this thread's is cached
-            rig.cqA.requestNotify(true);
-            rig.cqA.handle.retire(rig.cqA);
-            assertRefusedByGuard(rig.cqA, "ibv_req_notify_cq", () -> rig.cqA.requestNotify(false));
-            rig.cqA.handle.restore();
-            rig.cqA.requestNotify(false);
+            cq.requestNotify(false); // another thread's record is not taken: this thread's is cached
+            cq.requestNotify(true);
+            cq.handle.retire(cq);
+            assertRefusedByGuard(cq, "ibv_req_notify_cq", () -> cq.requestNotify(false));
+            cq.handle.restore();
+            cq.requestNotify(false);
         }
     }
 }
