@@ -11,7 +11,13 @@ import io.github.verbs4j.raw.VerbsFunctions;
 import io.github.verbs4j.raw.WorkCompletionLayout;
 
 import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
 import java.lang.ref.Reference;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -107,11 +113,76 @@ public final class CompletionQueue implements AutoCloseable {
     }
 
     /**
-     * One empty poll in this many (a power of two) gives the JVM a safepoint ({@link #letTheJvmStop}).
+     * One empty poll in this many (a power of two) gives the JVM a safepoint ({@link #afterEmptyPolls}).
      * 1,024 polls of an empty queue take tens of microseconds, so a GC waits at most that long
      * for a spinning poller, and the cost is one short native call per 1,024 empty polls.
      */
     static final int SAFEPOINT_EVERY_EMPTY_POLLS_MASK = 1023;
+
+    /**
+     * One empty poll in this many (a power of two, a multiple of 1,024; default 4,096) also hands
+     * the CPU away ({@link Thread#yield}); {@code -Dverbs4j.emptyPollYieldEvery=0} never does
+     * (a poller with a core of its own). Read once.
+     */
+    static final int YIELD_EVERY_EMPTY_POLLS_MASK = yieldMask(Integer.getInteger("verbs4j.emptyPollYieldEvery", 4096));
+
+    private static int yieldMask(int every) {
+        if (every == 0) {
+            return -1; // (count & -1) == 0 only for a count of 0, which the wrapping counter reaches once per 2^32
+        }
+        if (Integer.bitCount(every) != 1 || every < SAFEPOINT_EVERY_EMPTY_POLLS_MASK + 1) {
+            throw new IllegalArgumentException("verbs4j.emptyPollYieldEvery: 0 or a power of two >= "
+                    + (SAFEPOINT_EVERY_EMPTY_POLLS_MASK + 1) + ", not " + every);
+        }
+        return every - 1;
+    }
+
+    /**
+     * The empty-poll counter's rare path, every 1,024th empty poll ({@code count}: the counter, a
+     * multiple of 1,024): the safepoint call ({@link #letTheJvmStop}, about 8 ns), and on every
+     * 4th of them ({@link #YIELD_EVERY_EMPTY_POLLS_MASK}) a {@link Thread#yield} instead (a native
+     * call with the transition too, so also a safepoint), which hands the CPU to a peer thread
+     * sharing it: on a provider that never yields itself (a NIC's; softrdma yields every 8th
+     * empty poll), two threads of an in-process ping-pong pinned to one CPU took 26-32 us per
+     * round trip with a yield per 1,024 empty polls, 89-97 us with one per 4,096, and 4.1 ms (a
+     * scheduler time slice per hop) with none; the yield costs about 1.4 us here, so 0.35 ns per
+     * empty poll at 4,096 where it was 1.4 at 1,024 (docs/_pending-issue25-safepoint.md).
+     */
+    static void afterEmptyPolls(int count) {
+        if ((count & YIELD_EVERY_EMPTY_POLLS_MASK) == 0) {
+            Thread.yield(); // to give the CPU away (and a safepoint check on return)
+        } else {
+            letTheJvmStop();
+        }
+    }
+
+    /**
+     * libc's {@code long labs(long)} through a <em>non-critical</em> downcall: a call into C with
+     * the thread-state transition, and so a safepoint check on its way back, but no system call
+     * ({@link #letTheJvmStop}). A libc without {@code labs} (none known) gets {@link Thread#yield}.
+     */
+    private static final MethodHandle SAFEPOINT_CALL = safepointCall();
+
+    private static MethodHandle safepointCall() {
+        Linker linker = Linker.nativeLinker();
+        return linker.defaultLookup().find("labs")
+                .map(labs -> linker.downcallHandle(labs,
+                        FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG)))
+                .orElseGet(() -> {
+                    try {
+                        return MethodHandles.lookup().findStatic(CompletionQueue.class, "yieldInstead",
+                                MethodType.methodType(long.class, long.class));
+                    } catch (ReflectiveOperationException e) {
+                        throw new ExceptionInInitializerError(e);
+                    }
+                });
+    }
+
+    @SuppressWarnings("unused") // found by name in safepointCall
+    private static long yieldInstead(long x) {
+        Thread.yield();
+        return x;
+    }
 
     /**
      * Gives the JVM a safepoint. The provider's poll is a critical downcall (no thread-state
@@ -122,11 +193,23 @@ public final class CompletionQueue implements AutoCloseable {
      * waits for must come from another thread of the same JVM (an in-process peer that needs to
      * allocate), nothing ever moves again. Seen in a two-thread ping-pong in one JVM: one thread
      * spinning in poll, the other waiting for a GC that waited for the first (2026-11-28).
-     * {@link Thread#yield} is a native call with the transition (so a safepoint check on its
-     * way back), and on a machine short of CPUs it also lets the peer run.
+     *
+     * <p>The call is libc's {@code labs} through a plain (non-critical) downcall: the thread goes
+     * to native and back, and on the way back it stops if a safepoint or handshake is pending
+     * (while it is in native the JVM counts it as stopped), with no system call. Until 2026-11-30
+     * this was {@link Thread#yield} on every 1,024th empty poll, whose {@code sched_yield} costs
+     * about 1.4 us on the 2-vCPU VM (1.4 ns per empty poll); the yield now comes every 4,096th
+     * only, for its other purpose ({@link #afterEmptyPolls}). The spin-then-yield waits elsewhere
+     * ({@code NativeHandle}, {@code InFlight.awaitClear}, the channel's drive loop) yield to give
+     * the CPU away, not for a safepoint, and keep {@code Thread.yield}. Covered by
+     * {@code EmptyPollSafepointTest}.
      */
     static void letTheJvmStop() {
-        Thread.yield();
+        try {
+            long unused = (long) SAFEPOINT_CALL.invokeExact(1L);
+        } catch (Throwable t) {
+            throw Downcalls.unexpected("labs", t);
+        }
     }
 
     /** A new reusable batch of {@code capacity} completions for {@link #poll}. */
@@ -190,8 +273,9 @@ public final class CompletionQueue implements AutoCloseable {
             batch.count = 0;
             throw new VerbsException("ibv_poll_cq", 0, "the provider returned " + n);
         }
-        if ((++batch.emptyPolls & SAFEPOINT_EVERY_EMPTY_POLLS_MASK) == 0) {
-            letTheJvmStop();
+        int empty = ++batch.emptyPolls;
+        if ((empty & SAFEPOINT_EVERY_EMPTY_POLLS_MASK) == 0) {
+            afterEmptyPolls(empty);
         }
         return 0;
     }

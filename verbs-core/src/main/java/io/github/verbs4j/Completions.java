@@ -34,7 +34,7 @@ public final class Completions {
      */
     private final Completion first;
     int count;
-    /** Empty polls through this batch, for {@link CompletionQueue#poll}'s safepoint; wraps. */
+    /** Empty polls through this batch, for {@link CompletionQueue#poll}'s safepoint and yield; wraps. */
     int emptyPolls;
 
     /** A batch of {@code capacity} completions (1..65536). */

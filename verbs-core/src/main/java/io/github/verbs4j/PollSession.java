@@ -68,7 +68,7 @@ public final class PollSession implements AutoCloseable {
     private static final int DRAINED = 3; // next_poll answered ENOENT; end_poll still due
     private static final int EMPTY = 4;   // start_poll answered ENOENT; no end_poll
 
-    /** Empty passes, for the safepoint of {@link CompletionQueue#letTheJvmStop}; wraps. */
+    /** Empty passes, for the safepoint and yield of {@link CompletionQueue#afterEmptyPolls}; wraps. */
     private int emptyPolls;
 
     private final CompletionQueue cq;
@@ -141,8 +141,9 @@ public final class PollSession implements AutoCloseable {
             mark.exit(); // no end_poll is due: nothing more to call
             if (Math.abs(rc) == ENOENT) {
                 state = EMPTY;
-                if ((++emptyPolls & CompletionQueue.SAFEPOINT_EVERY_EMPTY_POLLS_MASK) == 0) {
-                    CompletionQueue.letTheJvmStop(); // as CompletionQueue.poll's empty path, and why
+                int empty = ++emptyPolls;
+                if ((empty & CompletionQueue.SAFEPOINT_EVERY_EMPTY_POLLS_MASK) == 0) {
+                    CompletionQueue.afterEmptyPolls(empty); // as CompletionQueue.poll's empty path, and why
                 }
             } else {
                 throw VerbsException.of("ibv_start_poll", Math.abs(rc));
