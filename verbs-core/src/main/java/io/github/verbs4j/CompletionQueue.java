@@ -146,7 +146,8 @@ public final class CompletionQueue implements AutoCloseable {
      * empty poll), two threads of an in-process ping-pong pinned to one CPU took 26-32 us per
      * round trip with a yield per 1,024 empty polls, 89-97 us with one per 4,096, and 4.1 ms (a
      * scheduler time slice per hop) with none; the yield costs about 1.4 us here, so 0.35 ns per
-     * empty poll at 4,096 where it was 1.4 at 1,024 (docs/_pending-issue25-safepoint.md).
+     * empty poll at 4,096 where it was 1.4 at 1,024 (docs/measurements/performance.md, "The empty
+     * poll's safepoint without `sched_yield`").
      */
     static void afterEmptyPolls(int count) {
         if ((count & YIELD_EVERY_EMPTY_POLLS_MASK) == 0) {
