@@ -25,6 +25,17 @@ export SOFTRDMA_SHM_DIR=$shmdir
 pass=0
 fail=0
 uid=$(id -u)
+# rings_owned DIR PID...: the ring files of this user in DIR whose owner (the header's pid at
+# offset 16) is one of PIDs, one a line
+rings_owned() {
+	local dir=$1 g o p
+	shift
+	for g in "$dir"/softrdma-"$uid"-*; do
+		[ -e "$g" ] || continue
+		o=$(od -An -t d4 -j 16 -N 4 "$g" 2>/dev/null | tr -d ' ')
+		for p in "$@"; do [ "$o" = "$p" ] && echo "$g"; done
+	done
+}
 
 check() { # name status detail
 	if [ "$2" = 0 ]; then
@@ -96,18 +107,9 @@ check "SOFTRDMA_FAULTS: packets as datagrams" $? "rc $rc, udp rx $rx, shm tx $sh
 start_server "$logdir/file.server" 60 "" "ibv_rc_pingpong -g 1 -n 1 -p @P@"
 sleep 0.3
 pids=$(pgrep -P "$spid" 2>/dev/null; echo "$spid")
-f=
-for g in "$shmdir"/softrdma-"$uid"-*; do
-	[ -e "$g" ] || continue
-	o=$(od -An -t d4 -j 16 -N 4 "$g" | tr -d ' ')
-	for p in $pids; do [ "$o" = "$p" ] && f=$g; done
-done
+f=$(rings_owned "$shmdir" $pids | tail -n 1)
 mode=$([ -n "$f" ] && stat -c '%a %u' "$f")
-elsewhere=$(for g in /dev/shm/softrdma-"$uid"-*; do
-	[ -e "$g" ] || continue
-	o=$(od -An -t d4 -j 16 -N 4 "$g" 2>/dev/null | tr -d ' ')
-	for p in $pids; do [ "$o" = "$p" ] && echo "$g"; done
-done)
+elsewhere=$(rings_owned /dev/shm $pids)
 timeout 30 ibv_rc_pingpong -g 1 -n 1 -p "$port" 127.0.0.1 >"$logdir/file.client" 2>&1
 wait "$spid"
 [ -n "$f" ] && [ "$mode" = "600 $uid" ] && [ ! -e "$f" ] && [ -z "$elsewhere" ]
@@ -119,12 +121,7 @@ start_server "$logdir/kill.server" 60 "" "ibv_rc_pingpong -g 1 -n 1 -p @P@"
 sleep 0.3
 victim=$(pgrep -P "$spid" 2>/dev/null | head -1)
 victim=${victim:-$spid}
-f=
-for g in "$shmdir"/softrdma-"$uid"-*; do
-	[ -e "$g" ] || continue
-	o=$(od -An -t d4 -j 16 -N 4 "$g" | tr -d ' ')
-	[ "$o" = "$victim" ] && f=$g
-done
+f=$(rings_owned "$shmdir" "$victim" | tail -n 1)
 kill -9 "$victim" 2>/dev/null
 { wait "$spid"; } 2>/dev/null # (the shell's own "Killed" notice)
 left=no
@@ -145,15 +142,6 @@ write_bw() {
 	local name=$1 log=$logdir/$1
 	shift
 	start_server "$log.server" 60 "" "env SOFTRDMA_STATS=1 ib_write_bw -d softrdma0 -x 1 -p @P@ $*" || return 1
-}
-
-# owned_ring PID: the ring file of this user whose owner is PID (empty when there is none)
-owned_ring() {
-	local g
-	for g in "$shmdir"/softrdma-"$uid"-*; do
-		[ -e "$g" ] || continue
-		[ "$(od -An -t d4 -j 16 -N 4 "$g" 2>/dev/null | tr -d ' ')" = "$1" ] && { echo "$g"; return; }
-	done
 }
 
 # ring_wait FILE flowing|full TRIES: polls the ring (src/shm.c's layout: nslots and slot_size at
@@ -217,7 +205,7 @@ if command -v ib_write_bw >/dev/null; then
 		victim=${victim:-$spid}
 		f=
 		for ((n = 0; n < 3000; n++)); do # its ring comes with its QPs, once connected
-			f=$(owned_ring "$victim")
+			f=$(rings_owned "$shmdir" "$victim" | head -n 1)
 			[ -n "$f" ] && break
 			sleep 0.01
 		done
@@ -243,14 +231,11 @@ else
 	check "ring counters: needs ib_write_bw" 1 "ib_write_bw not found"
 fi
 
-# rings_of PID...: the ring files under /dev/shm (this run's directory included) and $logdir
-# that name one of PIDs as their owner
+# rings_of PID...: the ring files under /dev/shm (this run's directory included) and $logdir,
+# two directories deep, that name one of PIDs as their owner
 rings_of() {
-	local g o p
-	for g in $(find /dev/shm "$logdir" -maxdepth 3 -name "softrdma-$uid-*" 2>/dev/null); do
-		o=$(od -An -t d4 -j 16 -N 4 "$g" 2>/dev/null | tr -d ' ')
-		for p in "$@"; do [ "$o" = "$p" ] && echo "$g"; done
-	done
+	local d
+	for d in $(find /dev/shm "$logdir" -maxdepth 2 -type d 2>/dev/null); do rings_owned "$d" "$@"; done
 }
 
 # pingpong_apart NAME SERVER-ENV CLIENT-ENV: as pingpong, each end with its own environment

@@ -76,11 +76,6 @@ public final class CloseRaces {
             return new Check(check, races);
         }
 
-        /** Whether softrdma's check is on (false on another provider, where nothing is counted). */
-        public boolean active() {
-            return check != null;
-        }
-
         /** Races softrdma counted since {@link #start}; 0 on another provider. */
         public long counted() throws Throwable {
             return races == null ? 0 : (long) races.invokeExact() - before;
