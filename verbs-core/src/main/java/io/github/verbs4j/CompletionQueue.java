@@ -68,11 +68,15 @@ public final class CompletionQueue implements AutoCloseable {
      */
     private volatile Thread confinedTo;
     /**
-     * Whether the queue is open, kept by its lifecycle's watcher (cleared when a close begins):
-     * what the owner's poll on a confined queue checks in place of the mark's retired check, in
-     * the same object as {@link #confinedTo}.
+     * {@link #confinedTo} while the queue is open, else null (cleared by the lifecycle's watcher
+     * when a close begins): what {@link #poll} and {@link #requestNotify} read first. Null sends
+     * the call down the shared path (a shared queue, or a confined one being closed or closed,
+     * whose shared path then says "is closed"); the owner thread finds itself and calls with no
+     * mark; any other thread is refused.
      */
-    private volatile boolean pollable = true;
+    private volatile Thread pollOwner;
+    /** {@code handle.address()}, for the confined path (one load fewer). */
+    private final long address;
 
     /** The extended polling interface ({@code ibv_create_cq_ex}), or null for a classic queue. */
     private final PollSession pollSession;
@@ -89,7 +93,8 @@ public final class CompletionQueue implements AutoCloseable {
         this.pollFn = ContextOps.function(context.ctx, ContextOps.POLL_CQ_OFFSET, "ibv_poll_cq");
         this.notifyFn = ContextOps.function(context.ctx, ContextOps.REQ_NOTIFY_CQ_OFFSET, "ibv_req_notify_cq");
         this.pollSession = wcFields < 0 ? null : new PollSession(this, handle.pointer(), wcFields);
-        life.watch(() -> pollable = life.isOpen());
+        this.address = handle.address();
+        life.watch(this::refreshOwner);
     }
 
     /** Whether the queue was created by {@link Context#createExtendedCq} ({@code ibv_create_cq_ex}). */
@@ -246,7 +251,7 @@ public final class CompletionQueue implements AutoCloseable {
      * @return how many were taken (0 when the queue is empty); also {@code batch.count()}
      */
     public int poll(Completions batch) {
-        Thread owner = confinedTo;
+        Thread owner = pollOwner;
         if (owner != null) {
             return pollConfined(owner, batch); // confine(): the owner's poll publishes no mark
         }
@@ -282,16 +287,16 @@ public final class CompletionQueue implements AutoCloseable {
     }
 
     /**
-     * {@link #poll} on a confined queue: on the owner thread, the open check and the provider,
-     * with no mark (only this thread can close the queue, and it is here: see {@link #confine()}).
+     * {@link #poll} on a confined, open queue ({@link #pollOwner}): on the owner thread, the
+     * provider, with no mark (only this thread can close the queue, and it is here: see {@link #confine()}).
      */
     private int pollConfined(Thread owner, Completions batch) {
-        if (owner != Thread.currentThread() || !pollable) {
-            refuseConfined(owner, "ibv_poll_cq");
+        if (owner != Thread.currentThread()) {
+            throw Lifecycle.wrongThread(this, owner, "ibv_poll_cq");
         }
         int n;
         try {
-            n = (int) ContextOps.POLL_CQ_ADDRESSES.invokeExact(pollFn, handle.address(), batch.capacity,
+            n = (int) ContextOps.POLL_CQ_ADDRESSES.invokeExact(pollFn, address, batch.capacity,
                     batch.arrayAddress);
         } catch (Throwable t) {
             throw Downcalls.unexpected("ibv_poll_cq", t);
@@ -301,16 +306,9 @@ public final class CompletionQueue implements AutoCloseable {
         return polled(batch, n);
     }
 
-    /**
-     * The confined path's checks when its quick test failed: {@link WrongThreadException} on a
-     * thread other than {@code owner}, {@link IllegalStateException} when the queue is closed or
-     * being closed; returns when both pass (the open flag was read during a close that failed).
-     */
-    private void refuseConfined(Thread owner, String verb) {
-        if (owner != Thread.currentThread()) {
-            throw Lifecycle.wrongThread(this, owner, verb);
-        }
-        life.ensureOpen(this);
+    /** Derives {@link #pollOwner} from the confinement and the lifecycle's state. */
+    private synchronized void refreshOwner() {
+        pollOwner = life.isOpen() ? confinedTo : null;
     }
 
     /** What {@link #poll} does with the provider's return {@code n}. */
@@ -348,7 +346,7 @@ public final class CompletionQueue implements AutoCloseable {
      * {@link IllegalStateException} after close.
      */
     public void requestNotify(boolean solicitedOnly) {
-        Thread owner = confinedTo;
+        Thread owner = pollOwner;
         if (owner != null) {
             requestNotifyConfined(owner, solicitedOnly);
             return;
@@ -378,12 +376,12 @@ public final class CompletionQueue implements AutoCloseable {
 
     /** {@link #requestNotify} on a confined queue: as {@link #pollConfined}. */
     private void requestNotifyConfined(Thread owner, boolean solicitedOnly) {
-        if (owner != Thread.currentThread() || !pollable) {
-            refuseConfined(owner, "ibv_req_notify_cq");
+        if (owner != Thread.currentThread()) {
+            throw Lifecycle.wrongThread(this, owner, "ibv_req_notify_cq");
         }
         int rc;
         try {
-            rc = (int) ContextOps.REQ_NOTIFY_CQ_ADDRESS.invokeExact(notifyFn, handle.address(), solicitedOnly ? 1 : 0);
+            rc = (int) ContextOps.REQ_NOTIFY_CQ_ADDRESS.invokeExact(notifyFn, address, solicitedOnly ? 1 : 0);
         } catch (Throwable t) {
             throw Downcalls.unexpected("ibv_req_notify_cq", t);
         }
@@ -395,8 +393,8 @@ public final class CompletionQueue implements AutoCloseable {
     /**
      * Confines this queue to the calling thread, as {@link Arena#ofConfined()} confines a
      * segment: from now on that thread's {@link #poll} and {@link #requestNotify} call the
-     * provider without the close guard's mark (a load of the owner compared with
-     * {@link Thread#currentThread()}, the open flag, the downcall), and only that thread may close
+     * provider without the close guard's mark (a load of the owner, which the queue keeps only
+     * while it is open, compared with {@link Thread#currentThread()}, the downcall), and only that thread may close
      * the queue. With {@link QueuePair#confine()}, the fast form for a thread that owns its queue
      * pair and its queues. {@link #resize}, {@link #capacity()} and the channel's events stay open to every
      * thread. Calling it again on the owner thread does nothing. Irreversible.
@@ -418,6 +416,7 @@ public final class CompletionQueue implements AutoCloseable {
     public CompletionQueue confine() {
         if (life.confine(this)) {
             confinedTo = Thread.currentThread();
+            refreshOwner();
         }
         return this;
     }

@@ -101,6 +101,15 @@ public final class QueuePair implements AutoCloseable {
      * waits for.
      */
     private volatile Thread confinedTo;
+    /**
+     * {@link #confinedTo} while the QP takes sends ({@link #postable}'s send bit), else null; the
+     * same for receives: what a post reads first. Null sends the post down the shared path (a QP
+     * that is shared, or confined but not in a state that takes the post, or closing: the shared
+     * path's checks then throw what they always threw); the owner thread finds itself and posts
+     * with no further state check; any other thread is refused. Derived by {@link #refreshPostable}.
+     */
+    private volatile Thread sendOwner;
+    private volatile Thread recvOwner;
     private volatile int advertisedGidIndex = -1;
     /** UD: the longest message the port carries (its active MTU in bytes), learnt at the first check; 0 until then. */
     private volatile int udMaxMessage;
@@ -614,7 +623,7 @@ public final class QueuePair implements AutoCloseable {
      * so that {@link #postSend}'s fast path tests the value as it comes.
      */
     private int postSendReturning(SendRequest request) {
-        Thread owner = confinedTo;
+        Thread owner = sendOwner;
         if (owner != null) {
             return postSendConfined(owner, request); // confine(): the owner's post publishes no mark
         }
@@ -648,12 +657,12 @@ public final class QueuePair implements AutoCloseable {
     }
 
     /**
-     * {@link #postSendReturning} on a confined QP: on the owner thread, the QP's one load of
-     * {@link #postable} and the request's check, then the provider, with no mark (only this thread
-     * can close the QP, and it is here: see {@link #confine()}).
+     * {@link #postSendReturning} on a confined QP that takes sends ({@link #sendOwner}): on the
+     * owner thread, the request's check, then the provider, with no mark (only this thread can
+     * close the QP, and it is here: see {@link #confine()}).
      */
     private int postSendConfined(Thread owner, SendRequest request) {
-        if (owner != Thread.currentThread() || (postable & POSTS_SENDS) == 0 || !request.checkedFor(this)) {
+        if (owner != Thread.currentThread() || !request.checkedFor(this)) {
             return postSendConfinedChecked(owner, request);
         }
         int rc;
@@ -774,6 +783,9 @@ public final class QueuePair implements AutoCloseable {
                 bits |= POSTS_RECEIVES;
             }
         }
+        Thread owner = confinedTo;
+        sendOwner = (bits & POSTS_SENDS) != 0 ? owner : null;
+        recvOwner = (bits & POSTS_RECEIVES) != 0 ? owner : null;
         postable = bits;
     }
 
@@ -828,7 +840,7 @@ public final class QueuePair implements AutoCloseable {
 
     /** The post of {@link #postRecv} and {@link #tryPostRecv}, returning what the provider returned (see {@link #postSendReturning}). */
     private int postRecvReturning(ReceiveRequest request) {
-        Thread owner = confinedTo;
+        Thread owner = recvOwner;
         if (owner != null) {
             return postRecvConfined(owner, request); // confine(): the owner's post publishes no mark
         }
@@ -857,7 +869,7 @@ public final class QueuePair implements AutoCloseable {
 
     /** {@link #postRecvReturning} on a confined QP: as {@link #postSendConfined}. */
     private int postRecvConfined(Thread owner, ReceiveRequest request) {
-        if (owner != Thread.currentThread() || (postable & POSTS_RECEIVES) == 0 || !request.checkedFor(this)) {
+        if (owner != Thread.currentThread() || !request.checkedFor(this)) {
             return postRecvConfinedChecked(owner, request);
         }
         int rc;
@@ -925,8 +937,9 @@ public final class QueuePair implements AutoCloseable {
      * Confines this QP to the calling thread, as {@link Arena#ofConfined()} confines a segment:
      * from now on that thread's posts ({@link #postSend}, {@link #tryPostSend}, {@link #postRecv},
      * {@link #tryPostRecv}, chains included) call the provider without the close guard's mark (a
-     * load of the owner compared with {@link Thread#currentThread()}, the QP's state bits, the
-     * downcall), and only that thread may close the QP. The fast form for a thread that owns its
+     * load of the owner, which the QP keeps only while its state takes the post, compared with
+     * {@link Thread#currentThread()}, the request's check, the downcall), and only that thread may
+     * close the QP. The fast form for a thread that owns its
      * QP and its completion queues ({@link CompletionQueue#confine()}): a poller-poster loop.
      * The control path (the transitions, {@link #query()}, {@link #connect}) stays open to every
      * thread. Calling it again on the owner thread does nothing. Irreversible.
@@ -939,7 +952,8 @@ public final class QueuePair implements AutoCloseable {
      *
      * <p><b>Errors</b>: {@link WrongThreadException} when the QP is confined to another thread;
      * {@link IllegalStateException} when it is closed or being closed. After the confinement:
-     * {@link WrongThreadException} naming this QP and the owner thread from a post, a
+     * {@link WrongThreadException} naming this QP and the owner thread from a post (while the
+     * QP's state takes it; in another state the post throws what it always did), a
      * {@link #startPosting()} or a {@link #close()} on any other thread (the QP stays open and
      * nothing is posted), and from the close of its protection domain, completion queues or SRQ
      * on another thread while the QP is open (nothing is closed). When the owner thread has
@@ -950,6 +964,7 @@ public final class QueuePair implements AutoCloseable {
     public QueuePair confine() {
         if (life.confine(this)) {
             confinedTo = Thread.currentThread();
+            refreshPostable();
         }
         return this;
     }
