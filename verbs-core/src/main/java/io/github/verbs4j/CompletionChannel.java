@@ -64,7 +64,7 @@ public final class CompletionChannel implements AutoCloseable {
     }
 
     void attach(CompletionQueue cq) {
-        life.addDependent(this, cq);
+        life.addDependent(this, cq, cq.life);
         synchronized (this) {
             CompletionQueue[] q = Arrays.copyOf(queues, queues.length + 1);
             q[q.length - 1] = cq;

@@ -43,7 +43,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * {@link #poll} after close throws {@link IllegalStateException}.
  *
  * <p><b>Thread-safety</b>: {@code poll} from one thread at a time per batch; rdma-core providers
- * lock the queue, so several threads may poll into their own batches. Close must not race with use.
+ * lock the queue, so several threads may poll into their own batches. A close waits for the
+ * polls in flight on other threads (the close guard). A queue polled by one thread only can be
+ * {@linkplain #confine() confined} to it: its polls then skip the guard's mark.
  */
 public final class CompletionQueue implements AutoCloseable {
 
@@ -60,6 +62,21 @@ public final class CompletionQueue implements AutoCloseable {
     /** The close guard's record of the thread that armed this queue last (requestNotify). */
     private InFlight notifyMark = InFlight.of(null); // the creating thread's record (why: InFlight's class comment)
     private final AtomicInteger unackedEvents = new AtomicInteger();
+    /**
+     * The thread this queue is confined to ({@link #confine()}), or null: shared. Read first by
+     * {@link #poll} and {@link #requestNotify}, as {@code QueuePair}'s.
+     */
+    private volatile Thread confinedTo;
+    /**
+     * {@link #confinedTo} while the queue is open, else null (cleared by the lifecycle's watcher
+     * when a close begins): what {@link #poll} and {@link #requestNotify} read first. Null sends
+     * the call down the shared path (a shared queue, or a confined one being closed or closed,
+     * whose shared path then says "is closed"); the owner thread finds itself and calls with no
+     * mark; any other thread is refused.
+     */
+    private volatile Thread pollOwner;
+    /** {@code handle.address()}, for the confined path (one load fewer). */
+    private final long address;
 
     /** The extended polling interface ({@code ibv_create_cq_ex}), or null for a classic queue. */
     private final PollSession pollSession;
@@ -76,6 +93,8 @@ public final class CompletionQueue implements AutoCloseable {
         this.pollFn = ContextOps.function(context.ctx, ContextOps.POLL_CQ_OFFSET, "ibv_poll_cq");
         this.notifyFn = ContextOps.function(context.ctx, ContextOps.REQ_NOTIFY_CQ_OFFSET, "ibv_req_notify_cq");
         this.pollSession = wcFields < 0 ? null : new PollSession(this, handle.pointer(), wcFields);
+        this.address = handle.address();
+        life.watch(this::refreshOwner);
     }
 
     /** Whether the queue was created by {@link Context#createExtendedCq} ({@code ibv_create_cq_ex}). */
@@ -93,6 +112,10 @@ public final class CompletionQueue implements AutoCloseable {
      * other than ENOENT (which means empty: {@link PollSession#next()} then returns false).
      */
     public PollSession startPoll() {
+        Thread owner = confinedTo;
+        if (owner != null && owner != Thread.currentThread()) {
+            throw Lifecycle.wrongThread(this, owner, "startPoll");
+        }
         life.ensureOpen(this);
         if (pollSession == null) {
             throw new IllegalStateException(this + " is a classic completion queue: create it with"
@@ -228,6 +251,10 @@ public final class CompletionQueue implements AutoCloseable {
      * @return how many were taken (0 when the queue is empty); also {@code batch.count()}
      */
     public int poll(Completions batch) {
+        Thread owner = pollOwner;
+        if (owner != null) {
+            return pollConfined(owner, batch); // confine(): the owner's poll publishes no mark
+        }
         int n;
         // every pointer by address: a close waits for the mark (NativeHandle.enter), and the
         // segments' checks and session handling would cost more than the call (ContextOps). The
@@ -256,6 +283,36 @@ public final class CompletionQueue implements AutoCloseable {
             // the batch (and the arena of its array) stays reachable until the provider returned
             Reference.reachabilityFence(batch);
         }
+        return polled(batch, n);
+    }
+
+    /**
+     * {@link #poll} on a confined, open queue ({@link #pollOwner}): on the owner thread, the
+     * provider, with no mark (only this thread can close the queue, and it is here: see {@link #confine()}).
+     */
+    private int pollConfined(Thread owner, Completions batch) {
+        if (owner != Thread.currentThread()) {
+            throw Lifecycle.wrongThread(this, owner, "ibv_poll_cq");
+        }
+        int n;
+        try {
+            n = (int) ContextOps.POLL_CQ_ADDRESSES.invokeExact(pollFn, address, batch.capacity,
+                    batch.arrayAddress);
+        } catch (Throwable t) {
+            throw Downcalls.unexpected("ibv_poll_cq", t);
+        } finally {
+            Reference.reachabilityFence(batch);
+        }
+        return polled(batch, n);
+    }
+
+    /** Derives {@link #pollOwner} from the confinement and the lifecycle's state. */
+    private synchronized void refreshOwner() {
+        pollOwner = life.isOpen() ? confinedTo : null;
+    }
+
+    /** What {@link #poll} does with the provider's return {@code n}. */
+    private int polled(Completions batch, int n) {
         batch.count = n;
         if (n > 0) {
             // tested first, as a caller's batch.get(i) tests i < count: with the count just stored
@@ -289,6 +346,11 @@ public final class CompletionQueue implements AutoCloseable {
      * {@link IllegalStateException} after close.
      */
     public void requestNotify(boolean solicitedOnly) {
+        Thread owner = pollOwner;
+        if (owner != null) {
+            requestNotifyConfined(owner, solicitedOnly);
+            return;
+        }
         // refused from the moment a close begins, so that close() never waits on a stream of new calls
         life.ensureOpen(this);
         int rc;
@@ -310,6 +372,58 @@ public final class CompletionQueue implements AutoCloseable {
         if (rc != 0) {
             throw VerbsException.of("ibv_req_notify_cq", Math.abs(rc));
         }
+    }
+
+    /** {@link #requestNotify} on a confined queue: as {@link #pollConfined}. */
+    private void requestNotifyConfined(Thread owner, boolean solicitedOnly) {
+        if (owner != Thread.currentThread()) {
+            throw Lifecycle.wrongThread(this, owner, "ibv_req_notify_cq");
+        }
+        int rc;
+        try {
+            rc = (int) ContextOps.REQ_NOTIFY_CQ_ADDRESS.invokeExact(notifyFn, address, solicitedOnly ? 1 : 0);
+        } catch (Throwable t) {
+            throw Downcalls.unexpected("ibv_req_notify_cq", t);
+        }
+        if (rc != 0) {
+            throw VerbsException.of("ibv_req_notify_cq", Math.abs(rc));
+        }
+    }
+
+    /**
+     * Confines this queue to the calling thread, as {@link Arena#ofConfined()} confines a
+     * segment: from now on that thread's {@link #poll} and {@link #requestNotify} call the
+     * provider without the close guard's mark (a load of the owner, which the queue keeps only
+     * while it is open, compared with {@link Thread#currentThread()}, the downcall), and only that thread may close
+     * the queue. With {@link QueuePair#confine()}, the fast form for a thread that owns its queue
+     * pair and its queues. {@link #resize}, {@link #capacity()} and the channel's events stay open to every
+     * thread. Calling it again on the owner thread does nothing. Irreversible.
+     *
+     * <p>Not for a queue that a layer or another thread closes (the queues of
+     * {@code RdmaConnection}, of the channel, transfer and netty layers, and a queue whose
+     * channel's events another thread takes and re-arms): they must stay shared.
+     *
+     * <p><b>Errors</b>: {@link WrongThreadException} when the queue is confined to another
+     * thread; {@link IllegalStateException} when it is closed or being closed. After the
+     * confinement: {@link WrongThreadException} naming this queue and the owner thread from a
+     * poll, a notify request, a {@link #startPoll()} or a {@link #close()} on any other thread
+     * (nothing is polled or armed, the queue stays open), and from the close of its context or
+     * channel on another thread while the queue is open (nothing is closed). When the owner
+     * thread has ended, any thread may close the queue.
+     *
+     * @return this queue
+     */
+    public CompletionQueue confine() {
+        if (life.confine(this)) {
+            confinedTo = Thread.currentThread();
+            refreshOwner();
+        }
+        return this;
+    }
+
+    /** The thread this queue is {@linkplain #confine() confined} to, or empty when it is shared (the default). */
+    public java.util.Optional<Thread> confinedTo() {
+        return java.util.Optional.ofNullable(confinedTo);
     }
 
     /**
@@ -368,7 +482,9 @@ public final class CompletionQueue implements AutoCloseable {
      * Idempotent.
      *
      * <p><b>Errors</b>: {@link IllegalStateException} naming queue pairs or SRQs still using the
-     * queue; {@link VerbsException} (EBUSY).
+     * queue; {@link WrongThreadException} on a thread other than the one a
+     * {@linkplain #confine() confined} queue (or a confined QP using it) belongs to, while that
+     * thread lives (nothing is closed); {@link VerbsException} (EBUSY).
      */
     @Override
     public void close() {

@@ -564,7 +564,7 @@ public final class Context implements AutoCloseable {
                         + Long.toHexString(flags));
             }
             CompletionQueue result = new CompletionQueue(this, cq, channel, flags);
-            register(result);
+            life.addDependent(this, result, result.life);
             addChild(result.handle.pointer(), result);
             if (channel != null) {
                 channel.attach(result);
@@ -616,7 +616,7 @@ public final class Context implements AutoCloseable {
                 throw new VerbsException("ibv_create_cq", Downcalls.errno(errno), entries + " entries");
             }
             CompletionQueue result = new CompletionQueue(this, cq, channel);
-            register(result);
+            life.addDependent(this, result, result.life);
             addChild(result.handle.pointer(), result);
             if (channel != null) {
                 channel.attach(result);

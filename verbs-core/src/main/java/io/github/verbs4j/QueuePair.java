@@ -51,7 +51,9 @@ import java.util.concurrent.ThreadLocalRandom;
  *
  * <p><b>Thread-safety</b>: posts may come from several threads, each with its own requests (the
  * providers lock their queues); state transitions must not run concurrently with each other;
- * close must not race with any other use.
+ * a close waits for the posts in flight on other threads (the close guard). A QP used by one
+ * thread only can be {@linkplain #confine() confined} to it: its posts then skip the guard's
+ * mark, and other threads' posts and closes are refused.
  */
 public final class QueuePair implements AutoCloseable {
 
@@ -91,6 +93,23 @@ public final class QueuePair implements AutoCloseable {
     private static final int POSTS_SENDS = 1;
     /** {@link #postable}: open, not in RESET, with a receive queue of its own. */
     private static final int POSTS_RECEIVES = 2;
+    /**
+     * The thread this QP is confined to ({@link #confine()}), or null: shared. A post reads it
+     * first: null takes the shared path with the close guard's mark; the owner thread posts with
+     * no mark; any other thread is refused. Volatile: a plain load on x86, and a thread that
+     * reads it null a moment after the confinement posts with its mark, which the owner's close
+     * waits for.
+     */
+    private volatile Thread confinedTo;
+    /**
+     * {@link #confinedTo} while the QP takes sends ({@link #postable}'s send bit), else null; the
+     * same for receives: what a post reads first. Null sends the post down the shared path (a QP
+     * that is shared, or confined but not in a state that takes the post, or closing: the shared
+     * path's checks then throw what they always threw); the owner thread finds itself and posts
+     * with no further state check; any other thread is refused. Derived by {@link #refreshPostable}.
+     */
+    private volatile Thread sendOwner;
+    private volatile Thread recvOwner;
     private volatile int advertisedGidIndex = -1;
     /** UD: the longest message the port carries (its active MTU in bytes), learnt at the first check; 0 until then. */
     private volatile int udMaxMessage;
@@ -604,6 +623,10 @@ public final class QueuePair implements AutoCloseable {
      * so that {@link #postSend}'s fast path tests the value as it comes.
      */
     private int postSendReturning(SendRequest request) {
+        Thread owner = sendOwner;
+        if (owner != null) {
+            return postSendConfined(owner, request); // confine(): the owner's post publishes no mark
+        }
         // the mark first, then one load for the owner's state, the QP state and the close (the
         // postable field, cleared before a close retires the handle: it stands in for the handle's
         // retired flag, see InFlight); a chain checked before and unchanged costs one branch more.
@@ -629,6 +652,51 @@ public final class QueuePair implements AutoCloseable {
             mark.exit();
             // the request (and the arena of its memory) stays reachable until the provider returned
             Reference.reachabilityFence(request);
+        }
+        return rc;
+    }
+
+    /**
+     * {@link #postSendReturning} on a confined QP that takes sends ({@link #sendOwner}): on the
+     * owner thread, the request's check, then the provider, with no mark (only this thread can
+     * close the QP, and it is here: see {@link #confine()}).
+     */
+    private int postSendConfined(Thread owner, SendRequest request) {
+        if (owner != Thread.currentThread() || !request.checkedFor(this)) {
+            return postSendConfinedChecked(owner, request);
+        }
+        int rc;
+        try {
+            rc = (int) ContextOps.POST_ADDRESSES.invokeExact(postSendFn, address, request.wrAddress,
+                    request.badWrAddress);
+        } catch (Throwable t) {
+            throw Downcalls.unexpected("ibv_post_send", t);
+        } finally {
+            Reference.reachabilityFence(request);
+        }
+        return rc;
+    }
+
+    /** {@link #postSendConfined} when its quick test failed: the thread, then as {@link #postSendChecked} without the mark. */
+    private int postSendConfinedChecked(Thread owner, SendRequest request) {
+        if (owner != Thread.currentThread()) {
+            throw Lifecycle.wrongThread(this, owner, "ibv_post_send");
+        }
+        if ((postable & POSTS_SENDS) == 0) {
+            checkSendable();
+        }
+        boolean binds = !request.checkedFor(this) && request.validate(this);
+        int rc;
+        try {
+            rc = (int) ContextOps.POST_ADDRESSES.invokeExact(postSendFn, address, request.wrAddress,
+                    request.badWrAddress);
+        } catch (Throwable t) {
+            throw Downcalls.unexpected("ibv_post_send", t);
+        } finally {
+            Reference.reachabilityFence(request);
+        }
+        if (binds) {
+            request.posted(rc == 0);
         }
         return rc;
     }
@@ -715,6 +783,9 @@ public final class QueuePair implements AutoCloseable {
                 bits |= POSTS_RECEIVES;
             }
         }
+        Thread owner = confinedTo;
+        sendOwner = (bits & POSTS_SENDS) != 0 ? owner : null;
+        recvOwner = (bits & POSTS_RECEIVES) != 0 ? owner : null;
         postable = bits;
     }
 
@@ -733,6 +804,10 @@ public final class QueuePair implements AutoCloseable {
      * open already.
      */
     public PostSession startPosting() {
+        Thread owner = confinedTo;
+        if (owner != null && owner != Thread.currentThread()) {
+            throw Lifecycle.wrongThread(this, owner, "startPosting");
+        }
         life.ensureOpen(this);
         if (postSession == null) {
             throw new IllegalStateException(this + " is a classic QP: create it with QueuePairBuilder.sendOps(...)"
@@ -765,6 +840,10 @@ public final class QueuePair implements AutoCloseable {
 
     /** The post of {@link #postRecv} and {@link #tryPostRecv}, returning what the provider returned (see {@link #postSendReturning}). */
     private int postRecvReturning(ReceiveRequest request) {
+        Thread owner = recvOwner;
+        if (owner != null) {
+            return postRecvConfined(owner, request); // confine(): the owner's post publishes no mark
+        }
         // the mark, then one load for the owner's state, the QP state, its shape and the close (see tryPostSend)
         InFlight cached = request.mark;
         InFlight mark = NativeHandle.enterUnchecked(cached, handleId);
@@ -783,6 +862,46 @@ public final class QueuePair implements AutoCloseable {
             throw Downcalls.unexpected("ibv_post_recv", t);
         } finally {
             mark.exit();
+            Reference.reachabilityFence(request);
+        }
+        return rc;
+    }
+
+    /** {@link #postRecvReturning} on a confined QP: as {@link #postSendConfined}. */
+    private int postRecvConfined(Thread owner, ReceiveRequest request) {
+        if (owner != Thread.currentThread() || !request.checkedFor(this)) {
+            return postRecvConfinedChecked(owner, request);
+        }
+        int rc;
+        try {
+            rc = (int) ContextOps.POST_ADDRESSES.invokeExact(postRecvFn, address, request.wrAddress,
+                    request.badWrAddress);
+        } catch (Throwable t) {
+            throw Downcalls.unexpected("ibv_post_recv", t);
+        } finally {
+            Reference.reachabilityFence(request);
+        }
+        return rc;
+    }
+
+    /** {@link #postRecvConfined} when its quick test failed: as {@link #postSendConfinedChecked}. */
+    private int postRecvConfinedChecked(Thread owner, ReceiveRequest request) {
+        if (owner != Thread.currentThread()) {
+            throw Lifecycle.wrongThread(this, owner, "ibv_post_recv");
+        }
+        if ((postable & POSTS_RECEIVES) == 0) {
+            checkReceivable();
+        }
+        if (!request.checkedFor(this)) {
+            request.validate(pd, capabilities.maxRecvSge(), this);
+        }
+        int rc;
+        try {
+            rc = (int) ContextOps.POST_ADDRESSES.invokeExact(postRecvFn, address, request.wrAddress,
+                    request.badWrAddress);
+        } catch (Throwable t) {
+            throw Downcalls.unexpected("ibv_post_recv", t);
+        } finally {
             Reference.reachabilityFence(request);
         }
         return rc;
@@ -815,10 +934,53 @@ public final class QueuePair implements AutoCloseable {
     }
 
     /**
+     * Confines this QP to the calling thread, as {@link Arena#ofConfined()} confines a segment:
+     * from now on that thread's posts ({@link #postSend}, {@link #tryPostSend}, {@link #postRecv},
+     * {@link #tryPostRecv}, chains included) call the provider without the close guard's mark (a
+     * load of the owner, which the QP keeps only while its state takes the post, compared with
+     * {@link Thread#currentThread()}, the request's check, the downcall), and only that thread may
+     * close the QP. The fast form for a thread that owns its
+     * QP and its completion queues ({@link CompletionQueue#confine()}): a poller-poster loop.
+     * The control path (the transitions, {@link #query()}, {@link #connect}) stays open to every
+     * thread. Calling it again on the owner thread does nothing. Irreversible.
+     *
+     * <p>Not for a QP that a layer or another thread closes: {@code RdmaConnection}'s and the
+     * channel, transfer and netty layers' QPs, which their own close (on whichever thread closes
+     * the layer) destroys, must stay shared. A QP of an rdma_cm id ({@code CmId.createQueuePair})
+     * may be confined if the owner thread also closes the id: {@code CmId.close()} on another
+     * thread then throws {@link WrongThreadException} and leaves the id and the QP open.
+     *
+     * <p><b>Errors</b>: {@link WrongThreadException} when the QP is confined to another thread;
+     * {@link IllegalStateException} when it is closed or being closed. After the confinement:
+     * {@link WrongThreadException} naming this QP and the owner thread from a post (while the
+     * QP's state takes it; in another state the post throws what it always did), a
+     * {@link #startPosting()} or a {@link #close()} on any other thread (the QP stays open and
+     * nothing is posted), and from the close of its protection domain, completion queues or SRQ
+     * on another thread while the QP is open (nothing is closed). When the owner thread has
+     * ended, any thread may close the QP.
+     *
+     * @return this QP
+     */
+    public QueuePair confine() {
+        if (life.confine(this)) {
+            confinedTo = Thread.currentThread();
+            refreshPostable();
+        }
+        return this;
+    }
+
+    /** The thread this QP is {@linkplain #confine() confined} to, or empty when it is shared (the default). */
+    public java.util.Optional<Thread> confinedTo() {
+        return java.util.Optional.ofNullable(confinedTo);
+    }
+
+    /**
      * Destroys the QP ({@code ibv_destroy_qp}). Idempotent. A {@link PostSession} open on
      * another thread is waited for (up to 10 s) before the QP is destroyed.
      *
      * <p><b>Errors</b>: {@link VerbsException} with the provider's errno (the QP stays open);
+     * {@link WrongThreadException} on a thread other than the one a {@linkplain #confine() confined}
+     * QP belongs to, while that thread lives (the QP stays open);
      * {@link IllegalStateException} on the thread that has a {@link PostSession} open on this
      * QP (commit or abort it first), or when another thread's session has not ended in 10 s.
      */
@@ -858,13 +1020,13 @@ public final class QueuePair implements AutoCloseable {
      */
     static QueuePair register(QueuePair qp, Lifecycle.Destroy undo) {
         try {
-            qp.pd.life.addDependent(qp.pd, qp);
-            qp.sendCq.life.addDependent(qp.sendCq, qp);
+            qp.pd.life.addDependent(qp.pd, qp, qp.life);
+            qp.sendCq.life.addDependent(qp.sendCq, qp, qp.life);
             if (qp.recvCq != null) {
-                qp.recvCq.life.addDependent(qp.recvCq, qp);
+                qp.recvCq.life.addDependent(qp.recvCq, qp, qp.life);
             }
             if (qp.srq != null) {
-                qp.srq.life.addDependent(qp.srq, qp);
+                qp.srq.life.addDependent(qp.srq, qp, qp.life);
             }
             qp.pd.context.addChild(qp.handle.pointer(), qp);
             return qp;

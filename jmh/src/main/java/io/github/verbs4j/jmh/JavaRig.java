@@ -97,6 +97,18 @@ public class JavaRig {
         batch16 = cqA.completions(16);
     }
 
+    /**
+     * Confines both QPs and both CQs to the calling thread ({@code QueuePair.confine()},
+     * {@code CompletionQueue.confine()}): their posts and polls then skip the close guard's mark
+     * ({@link ConfinedJavaRig}, {@link VerbRowsProbe}'s confined ways).
+     */
+    void confine() {
+        a.confine();
+        b.confine();
+        cqA.confine();
+        cqB.confine();
+    }
+
     @TearDown(Level.Trial)
     public void tearDown() {
         IllegalStateException failure = null;

@@ -150,6 +150,39 @@ public class JavaVsC {
         return rig.run("bl_fetch_add", Baseline.FETCH_ADD, C_ITERATIONS);
     }
 
+    // ---- the verbs4j rows on confined QPs and CQs (QueuePair.confine(), CompletionQueue.confine())
+
+    /** {@link #sendRecvJava} with the QPs and CQs confined to the benchmark thread: no close-guard mark. */
+    @Benchmark
+    public long sendRecvJavaConfined(ConfinedJavaRig rig) {
+        return rig.sendRecv();
+    }
+
+    /** {@link #writeJava}, confined. */
+    @Benchmark
+    public long writeJavaConfined(ConfinedJavaRig rig) {
+        return rig.write();
+    }
+
+    /** {@link #readJava}, confined. */
+    @Benchmark
+    public long readJavaConfined(ConfinedJavaRig rig) {
+        return rig.read();
+    }
+
+    /** {@link #chain16WriteJava}, confined. */
+    @Benchmark
+    @OperationsPerInvocation(JavaRig.CHAIN)
+    public long chain16WriteJavaConfined(ConfinedJavaRig rig) {
+        return rig.chain16Write();
+    }
+
+    /** {@link #pollEmptyJava}, confined. */
+    @Benchmark
+    public int pollEmptyJavaConfined(ConfinedJavaRig rig) {
+        return rig.pollEmpty();
+    }
+
     // ---- poll_cq (up to 16) on an empty CQ
 
     @Benchmark

@@ -8,13 +8,13 @@ import java.util.Arrays;
 import javax.management.ObjectName;
 
 /**
- * {@link JavaVsC}'s verb rows measured six ways interleaved in one JVM, for a machine whose CPU
+ * {@link JavaVsC}'s verb rows measured nine ways interleaved in one JVM, for a machine whose CPU
  * changes speed under the benchmark: on the 2-vCPU build VMs every memory-bound loop, C included,
  * runs about twice as slow for 0.1 to 5 s at a time (softrdma's {@code inproc_lat --timeline}
  * shows it with a loop that calls no verb), so a JMH fork's median depends on how much of the
  * fork fell into such a stretch, and two benchmarks measured in different forks are compared
  * across modes. Here each round runs every way of every verb for one batch (the order rotating
- * from round to round) and records the thread's CPU time per operation, so the six ways of a verb
+ * from round to round) and records the thread's CPU time per operation, so the nine ways of a verb
  * measured within a few milliseconds see the same CPU. A round counts as slow for a verb when
  * that verb's C batch took more than 1.4 times the C batch's best round.
  *
@@ -25,6 +25,13 @@ import javax.management.ObjectName;
  * the JNI twin on them ({@link JniOnJavaRig}). The C, raw FFM and JNI rigs each drive provider
  * objects of their own, and in some JVM runs one rig's set costs 6 to 14 ns more per work request
  * than another's (docs/performance.md), so only those last two columns compare one placement.
+ * The summary's rows named {@code <verb> conf} do the same for a second verbs4j rig whose queue
+ * pairs and completion queues are confined to the probe's thread ({@code QueuePair.confine()}:
+ * no close-guard mark), against raw FFM and the JNI twin on that rig's objects.
+ * {@code -Dverbs4j.probe.confined=no} leaves that rig out (the six ways of main's probe), and
+ * {@code =only} leaves it out and confines the verbs4j rig instead: with both rigs in one JVM
+ * the two kinds share the post's and poll's profiles, so C2 compiles the shared and the confined
+ * path into both loops, which a program using one kind never sees.
  *
  * <p>Every rig's verb methods are inlined into the probe's loops, by a compiler directive added
  * before the warm-up ({@link #inlineRigs}): left to C2's heuristics, the raw FFM and JNI rigs'
@@ -44,8 +51,13 @@ import javax.management.ObjectName;
 public final class VerbRowsProbe {
 
     private static final String[] VERBS = {"sendRecv", "write", "read", "pollEmpty", "chain16Write"};
-    /** "raw same" and "JNI same": raw FFM and the JNI twin on verbs4j's own objects. */
-    private static final String[] WAYS = {"C", "raw FFM", "JNI", "verbs4j", "raw same", "JNI same"};
+    /**
+     * "raw same" and "JNI same": raw FFM and the JNI twin on verbs4j's own objects; "confined",
+     * "raw conf" and "JNI conf": verbs4j on a second rig whose QPs and CQs are confined to the
+     * probe's thread ({@code QueuePair.confine()}), and raw FFM and the JNI twin on that rig's objects.
+     */
+    private static final String[] WAYS = {"C", "raw FFM", "JNI", "verbs4j", "raw same", "JNI same", "confined",
+        "raw conf", "JNI conf"};
     private static final double SLOW = 1.4;
 
     private VerbRowsProbe() {
@@ -83,8 +95,30 @@ public final class VerbRowsProbe {
                 try {
                     v.setUp();
                     try {
-                        RawOnJavaRig same = new RawOnJavaRig(v);
-                        run(c, raw, jni, v, same, new JniOnJavaRig(same), rounds, batch);
+                        String mode = System.getProperty("verbs4j.probe.confined", "also");
+                        JavaRig k = mode.equals("also") ? new JavaRig() : null;
+                        if (mode.equals("only")) {
+                            v.confine(); // the "verbs4j" ways on confined objects, no shared rig in the JVM
+                        } else if (!mode.equals("also") && !mode.equals("no")) {
+                            throw new IllegalArgumentException("verbs4j.probe.confined: also, no or only, not " + mode);
+                        }
+                        System.out.println("verbs4j.probe.confined=" + mode);
+                        if (k != null) {
+                            k.setUp();
+                        }
+                        try {
+                            if (k != null) {
+                                k.confine();
+                            }
+                            RawOnJavaRig same = new RawOnJavaRig(v);
+                            RawOnJavaRig kSame = k == null ? null : new RawOnJavaRig(k);
+                            run(c, raw, jni, v, same, new JniOnJavaRig(same), k, kSame,
+                                    k == null ? null : new JniOnJavaRig(kSame), rounds, batch);
+                        } finally {
+                            if (k != null) {
+                                k.tearDown();
+                            }
+                        }
                     } finally {
                         v.tearDown();
                     }
@@ -100,7 +134,7 @@ public final class VerbRowsProbe {
     }
 
     private static void run(CRig c, RawRig raw, JniRig jni, JavaRig v, RawOnJavaRig same, JniOnJavaRig jniSame,
-            int rounds, int batch)
+            JavaRig conf, RawOnJavaRig kSame, JniOnJavaRig kJni, int rounds, int batch)
             throws Throwable {
         // [verb][way]; one loop per batch, so that each is compiled on its own
         Batch[][] batches = {
@@ -111,6 +145,9 @@ public final class VerbRowsProbe {
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += v.sendRecv(); } return s; },
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += same.sendRecv(); } return s; },
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += jniSame.sendRecv(); } return s; },
+                n -> { long s = 0; for (int i = 0; i < n; i++) { s += conf.sendRecv(); } return s; },
+                n -> { long s = 0; for (int i = 0; i < n; i++) { s += kSame.sendRecv(); } return s; },
+                n -> { long s = 0; for (int i = 0; i < n; i++) { s += kJni.sendRecv(); } return s; },
             },
             {
                 n -> c.run("bl_write", Baseline.WRITE, n),
@@ -119,6 +156,9 @@ public final class VerbRowsProbe {
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += v.write(); } return s; },
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += same.write(); } return s; },
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += jniSame.write(); } return s; },
+                n -> { long s = 0; for (int i = 0; i < n; i++) { s += conf.write(); } return s; },
+                n -> { long s = 0; for (int i = 0; i < n; i++) { s += kSame.write(); } return s; },
+                n -> { long s = 0; for (int i = 0; i < n; i++) { s += kJni.write(); } return s; },
             },
             {
                 n -> c.run("bl_read", Baseline.READ, n),
@@ -127,6 +167,9 @@ public final class VerbRowsProbe {
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += v.read(); } return s; },
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += same.read(); } return s; },
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += jniSame.read(); } return s; },
+                n -> { long s = 0; for (int i = 0; i < n; i++) { s += conf.read(); } return s; },
+                n -> { long s = 0; for (int i = 0; i < n; i++) { s += kSame.read(); } return s; },
+                n -> { long s = 0; for (int i = 0; i < n; i++) { s += kJni.read(); } return s; },
             },
             {
                 n -> c.run("bl_poll_empty", Baseline.POLL_EMPTY, n),
@@ -135,6 +178,9 @@ public final class VerbRowsProbe {
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += v.pollEmpty(); } return s; },
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += same.pollEmpty(); } return s; },
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += jniSame.pollEmpty(); } return s; },
+                n -> { long s = 0; for (int i = 0; i < n; i++) { s += conf.pollEmpty(); } return s; },
+                n -> { long s = 0; for (int i = 0; i < n; i++) { s += kSame.pollEmpty(); } return s; },
+                n -> { long s = 0; for (int i = 0; i < n; i++) { s += kJni.pollEmpty(); } return s; },
             },
             {
                 n -> c.run("bl_write_chain16", Baseline.WRITE_CHAIN16, n),
@@ -143,10 +189,19 @@ public final class VerbRowsProbe {
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += v.chain16Write(); } return s; },
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += same.chain16Write(); } return s; },
                 n -> { long s = 0; for (int i = 0; i < n; i++) { s += jniSame.chain16Write(); } return s; },
+                n -> { long s = 0; for (int i = 0; i < n; i++) { s += conf.chain16Write(); } return s; },
+                n -> { long s = 0; for (int i = 0; i < n; i++) { s += kSame.chain16Write(); } return s; },
+                n -> { long s = 0; for (int i = 0; i < n; i++) { s += kJni.chain16Write(); } return s; },
             },
         };
         int[] opsPerSequence = {1, 1, 1, 1, JavaRig.CHAIN};
-        int cells = VERBS.length * WAYS.length;
+        int ways = conf == null ? 6 : WAYS.length; // the confined rig's three ways only with it
+        if (conf == null) {
+            for (int verb = 0; verb < batches.length; verb++) {
+                batches[verb] = Arrays.copyOf(batches[verb], ways);
+            }
+        }
+        int cells = VERBS.length * ways;
         ThreadMXBean mx = ManagementFactory.getThreadMXBean();
         long sink = 0;
         for (int w = 0; w < 30; w++) { // warm-up: every Java loop compiled before the first measured round
@@ -156,11 +211,11 @@ public final class VerbRowsProbe {
                 }
             }
         }
-        double[][][] cpu = new double[VERBS.length][WAYS.length][rounds];
+        double[][][] cpu = new double[VERBS.length][ways][rounds];
         for (int round = 0; round < rounds; round++) {
             for (int k = 0; k < cells; k++) {
                 int cell = (k + round) % cells;
-                int verb = cell / WAYS.length, way = cell % WAYS.length;
+                int verb = cell / ways, way = cell % ways;
                 long c0 = mx.getCurrentThreadCpuTime();
                 sink += batches[verb][way].run(batch);
                 cpu[verb][way][round] = (double) (mx.getCurrentThreadCpuTime() - c0) / ((long) batch * opsPerSequence[verb]);
@@ -169,7 +224,7 @@ public final class VerbRowsProbe {
         System.out.printf("%d rounds of %d sequences per way; thread CPU time per operation, ns%n", rounds, batch);
         System.out.printf("%-13s %-8s %8s %8s%n", "verb", "way", "min", "median");
         for (int verb = 0; verb < VERBS.length; verb++) {
-            for (int way = 0; way < WAYS.length; way++) {
+            for (int way = 0; way < ways; way++) {
                 double[] s = cpu[verb][way].clone();
                 Arrays.sort(s);
                 System.out.printf("%-13s %-8s %8.1f %8.1f%n", VERBS[verb], WAYS[way], s[0], s[rounds / 2]);
@@ -178,7 +233,9 @@ public final class VerbRowsProbe {
         System.out.printf("%nmedians over rounds of the same round's pair: all rounds | rounds where C was fast | slow%n");
         System.out.printf("%-13s %-34s %-34s %-17s %-44s %s%n", "verb", "verbs4j - raw FFM, ns", "verbs4j / JNI",
                 "rounds fast/slow", "verbs4j - raw FFM on verbs4j's objects, ns", "verbs4j / JNI on verbs4j's objects");
-        for (int verb = 0; verb < VERBS.length; verb++) {
+        for (int row = 0; row < (conf == null ? 1 : 2) * VERBS.length; row++) {
+            int verb = row % VERBS.length;
+            int base = row < VERBS.length ? 3 : 6; // verbs4j shared, then confined, with their same-objects twins
             double[] cRow = cpu[verb][0];
             double best = Arrays.stream(cRow).min().orElseThrow();
             boolean[] slow = new boolean[rounds];
@@ -190,12 +247,12 @@ public final class VerbRowsProbe {
             double[] diff = new double[rounds], ratio = new double[rounds], sameDiff = new double[rounds],
                     sameRatio = new double[rounds];
             for (int round = 0; round < rounds; round++) {
-                diff[round] = cpu[verb][3][round] - cpu[verb][1][round];
-                ratio[round] = cpu[verb][3][round] / cpu[verb][2][round];
-                sameDiff[round] = cpu[verb][3][round] - cpu[verb][4][round];
-                sameRatio[round] = cpu[verb][3][round] / cpu[verb][5][round];
+                diff[round] = cpu[verb][base][round] - cpu[verb][1][round];
+                ratio[round] = cpu[verb][base][round] / cpu[verb][2][round];
+                sameDiff[round] = cpu[verb][base][round] - cpu[verb][base + 1][round];
+                sameRatio[round] = cpu[verb][base][round] / cpu[verb][base + 2][round];
             }
-            System.out.printf("%-13s %-34s %-34s %-17s %-44s %s%n", VERBS[verb],
+            System.out.printf("%-13s %-34s %-34s %-17s %-44s %s%n", VERBS[verb] + (base == 6 ? " conf" : ""),
                     String.format("%+.1f | %s | %s", median(diff, slow, null), fmt("%+.1f", median(diff, slow, false)),
                             fmt("%+.1f", median(diff, slow, true))),
                     String.format("%.2f | %s | %s", median(ratio, slow, null), fmt("%.2f", median(ratio, slow, false)),

@@ -43,6 +43,20 @@ import java.util.Locale;
  * failed destroy {@link NativeHandle#restore} clears {@code retired} before the owner reads open
  * again and the watcher sets the bits back.
  *
+ * <p><b>Confined owners: no mark.</b> A queue pair or completion queue confined to a thread
+ * ({@code QueuePair.confine()}, {@code CompletionQueue.confine()}, kept in {@link Lifecycle#confine})
+ * takes its owner thread's posts, polls and notify requests past this protocol: they publish no
+ * mark. Sound because the destroy is the only thing the mark protects against, and only the
+ * owner thread can run it while it lives: {@link Lifecycle#close} on another thread (the owner's
+ * own, or a parent's with the owner still open as its dependent) throws
+ * {@link WrongThreadException} under the lifecycle's lock before the state changes, and the
+ * owner thread is not inside one of its calls when it closes. A call of the owner after its
+ * close is refused by the owner's own state check, in program order. {@link Lifecycle#confine}
+ * takes the same lock, so a close either began first (the confinement is refused) or sees it.
+ * Another thread that read the owner field as null just before the confinement takes the
+ * marked path; the owner's close still runs {@link NativeHandle#retire}, which waits for that
+ * mark. A thread that ended is inside no call, so then any thread may close.
+ *
  * <p><b>Compiler ordering.</b> The Java memory model lets a compiler move a store after a later
  * load; the barrier between the two is {@link VarHandle#acquireFence()}, which in HotSpot's
  * compilers is a memory barrier node that no memory access crosses (C2's {@code MemBarAcquire}

@@ -9,7 +9,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Set;
+import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
@@ -28,6 +28,11 @@ import java.util.concurrent.ConcurrentHashMap;
  * {@link RuntimeException} or {@link Error} included — puts it back to open, still registered
  * with its parents, so that the caller can retry and the parents can never be stranded.
  *
+ * <p><b>Confined owners.</b> An owner {@linkplain #confine confined} to a thread (a queue pair or
+ * completion queue whose hot path then runs without the close guard's mark) can be closed only
+ * by that thread while it lives: {@link #close} on another thread, and the close of an owner it
+ * depends on, throw {@link WrongThreadException} before anything is closed.
+ *
  * <p>Thread-safe. Two threads closing one owner: one runs the destroy step, the other returns at
  * once.
  */
@@ -37,8 +42,15 @@ public final class Lifecycle {
     private static final int CLOSING = 1;
     private static final int CLOSED = 2;
 
-    private final Set<Object> dependents = ConcurrentHashMap.newKeySet();
+    /** The dependents, each with its own lifecycle when it has one that can be confined, else {@link #NONE}. */
+    private final Map<Object, Lifecycle> dependents = new ConcurrentHashMap<>();
+    private static final Lifecycle NONE = new Lifecycle();
     private volatile int state = OPEN;
+    /**
+     * The thread the owner is confined to ({@link #confine}), or null: a shared owner. Set once,
+     * under this object's lock, only while open; never cleared.
+     */
+    private volatile Thread confinedTo;
     /** Told of every change of {@link #state} made by {@link #close} (see {@link #watch}); null when none. */
     private volatile Runnable watcher;
 
@@ -93,9 +105,81 @@ public final class Lifecycle {
     }
 
     /** Registers {@code dependent}; throws {@link IllegalStateException} unless this owner is open. */
-    public synchronized void addDependent(Object owner, Object dependent) {
+    public void addDependent(Object owner, Object dependent) {
+        addDependent(owner, dependent, NONE);
+    }
+
+    /**
+     * Registers {@code dependent}, whose own lifecycle is {@code dependentLife}: a close of this
+     * owner refuses with {@link WrongThreadException} naming the dependent while that is
+     * {@linkplain #confine confined} to another live thread. Throws {@link IllegalStateException}
+     * unless this owner is open.
+     */
+    public synchronized void addDependent(Object owner, Object dependent, Lifecycle dependentLife) {
         ensureOpen(owner);
-        dependents.add(dependent);
+        dependents.put(dependent, dependentLife);
+    }
+
+    /**
+     * Confines the owner to the calling thread: from now on {@link #close} on any other live
+     * thread throws {@link WrongThreadException} and leaves the owner open, and so does the close
+     * of an owner this one depends on ({@link #addDependent(Object, Object, Lifecycle)}). The
+     * owner's hot path may then call the provider without the close guard's mark: only its own
+     * thread can destroy the object, and not while it is inside a call (see {@link InFlight},
+     * "Confined owners"). Under this object's lock, so a close that began first makes this throw,
+     * and a close that begins later sees the confinement.
+     *
+     * @return true when this call confined the owner, false when it was confined to this thread already
+     * @throws WrongThreadException when the owner is confined to another thread
+     * @throws IllegalStateException when the owner is closed or being closed
+     */
+    public synchronized boolean confine(Object owner) {
+        Thread current = Thread.currentThread();
+        Thread o = confinedTo;
+        if (o == current) {
+            return false;
+        }
+        if (o != null) {
+            throw new WrongThreadException(owner + " is confined to " + o + ": it cannot be confined to " + current);
+        }
+        ensureOpen(owner);
+        confinedTo = current;
+        return true;
+    }
+
+    /** The thread the owner is confined to, or null when it is shared. */
+    public Thread confinedTo() {
+        return confinedTo;
+    }
+
+    /**
+     * The refusal of a call of {@code what} on {@code owner} from a thread other than the one it
+     * is confined to ({@code confinedTo}), named as FFM names a confined segment's.
+     */
+    public static WrongThreadException wrongThread(Object owner, Thread confinedTo, String what) {
+        return new WrongThreadException(what + " on " + owner + " refused: it is confined to " + confinedTo
+                + ", and this is " + Thread.currentThread());
+    }
+
+    /**
+     * Throws {@link WrongThreadException} when the owner, or one of its dependents, is confined to
+     * a thread other than the calling one that is still alive (a thread that ended is inside no
+     * call, so its objects may be closed by any thread). Under this object's lock, before a close
+     * changes anything.
+     */
+    private void refuseForeignClose(Object owner) {
+        Thread o = confinedTo;
+        if (o != null && o != Thread.currentThread() && o.isAlive()) {
+            throw wrongThread(owner, o, "close");
+        }
+        for (Map.Entry<Object, Lifecycle> d : dependents.entrySet()) {
+            Thread t = d.getValue().confinedTo;
+            if (t != null && t != Thread.currentThread() && t.isAlive() && !d.getValue().isClosed()) {
+                throw new WrongThreadException("cannot close " + owner + ": " + d.getKey() + " depends on it and is"
+                        + " confined to " + t + " (this is " + Thread.currentThread() + "); its owner thread must"
+                        + " close it first. Nothing was closed");
+            }
+        }
     }
 
     /**
@@ -118,7 +202,7 @@ public final class Lifecycle {
 
     /** The dependents registered now (a snapshot): what a leak check reports. */
     public List<Object> dependents() {
-        return List.copyOf(dependents);
+        return List.copyOf(dependents.keySet());
     }
 
     /** Unregisters {@code dependent} (after its own close completed). */
@@ -144,9 +228,10 @@ public final class Lifecycle {
             if (state != OPEN) {
                 return false;
             }
+            refuseForeignClose(owner);
             if (!dependents.isEmpty()) {
                 List<String> names = new ArrayList<>();
-                for (Object d : dependents) {
+                for (Object d : dependents.keySet()) {
                     names.add(String.valueOf(d));
                 }
                 names.sort(null);

@@ -28,6 +28,12 @@ import java.lang.foreign.MemorySegment;
  * so {@link #retire} waits only for the calls already past that check, never for a thread that
  * keeps posting or polling in a loop.
  *
+ * <p><b>Confined owners</b> ({@code QueuePair.confine()}, {@code CompletionQueue.confine()}): the
+ * owner thread's hot-path calls pass {@link #address()} without {@link #enter}, since no other
+ * thread can run {@link #retire} on them while that thread lives ({@link InFlight}, "Confined
+ * owners: no mark"); the owner's own close still calls {@link #retire}, which waits for the marks
+ * of calls that other threads began before the confinement.
+ *
  * <p><b>Sessions.</b> A sequence of calls that passes the object's address as a {@code long}
  * (the extended QP's and CQ's sessions: several calls per request) is marked once, from its
  * first call to its last, with {@link #enterSession}: the same protocol with a record of the

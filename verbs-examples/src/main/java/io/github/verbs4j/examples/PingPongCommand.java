@@ -206,6 +206,10 @@ abstract class PingPongCommand implements Callable<Integer> {
         buf.fill(FILL);
         CompletionQueue cq = own(createCq(ctx, channel));
         QueuePair qp = own(createQp(pd, cq));
+        // this thread posts, polls and closes them: confined, their hot path skips the close
+        // guard's mark (the warm-up's pairs, driven from two threads, stay shared)
+        cq.confine();
+        qp.confine();
         qp.init(connectOptions());
 
         ReceiveRequest recv = ReceiveRequest.create().id(RECV_WRID).local(mr, base, bufferBytes());
