@@ -76,8 +76,10 @@ public final class Quickstart {
              DataOutputStream out = new DataOutputStream(s.getOutputStream());
              Context ctx = Verbs.openFirst();
              ProtectionDomain pd = ctx.allocatePd();
-             CompletionQueue cq = ctx.createCq(16);
-             QueuePair qp = pd.queuePair(QpType.RC).cq(cq).build();
+             // confined: this thread alone posts, polls and closes them (verbs4j's guide, "8.1
+             // Confining a queue pair and its queues")
+             CompletionQueue cq = ctx.createCq(16).confine();
+             QueuePair qp = pd.queuePair(QpType.RC).cq(cq).build().confine();
              MemoryRegion source = pd.allocate(4096, Access.LOCAL_WRITE)) {
             Endpoint target = Endpoint.fromBytes(in.readNBytes(Endpoint.BYTES));
             RemoteBuffer remote = RemoteBuffer.fromBytes(in.readNBytes(RemoteBuffer.BYTES));

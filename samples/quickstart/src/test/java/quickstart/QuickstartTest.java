@@ -25,10 +25,10 @@ class QuickstartTest {
     void rdmaWriteBetweenTwoContexts(Context ctx, @Peer Context peer) {
         try (ProtectionDomain pdA = ctx.allocatePd();
              ProtectionDomain pdB = peer.allocatePd();
-             CompletionQueue cqA = ctx.createCq(16);
-             CompletionQueue cqB = peer.createCq(16);
-             QueuePair a = pdA.queuePair(QpType.RC).cq(cqA).build();
-             QueuePair b = pdB.queuePair(QpType.RC).cq(cqB).build();
+             CompletionQueue cqA = ctx.createCq(16).confine(); // the test's thread alone polls, posts, closes
+             CompletionQueue cqB = peer.createCq(16).confine();
+             QueuePair a = pdA.queuePair(QpType.RC).cq(cqA).build().confine();
+             QueuePair b = pdB.queuePair(QpType.RC).cq(cqB).build().confine();
              MemoryRegion src = pdA.allocate(64, Access.LOCAL_WRITE);
              MemoryRegion dst = pdB.allocate(64, Access.LOCAL_WRITE, Access.REMOTE_WRITE)) {
             a.connect(b.endpoint());

@@ -400,8 +400,9 @@ public final class CompletionQueue implements AutoCloseable {
      * thread. Calling it again on the owner thread does nothing. Irreversible.
      *
      * <p>Not for a queue that a layer or another thread closes (the queues of
-     * {@code RdmaConnection}, of the channel, transfer and netty layers, and a queue whose
-     * channel's events another thread takes and re-arms): they must stay shared.
+     * {@code RdmaConnection}, of the channel and transfer layers, and a queue whose channel's
+     * events another thread takes and re-arms): they must stay shared. (The netty transport's
+     * event loop creates, polls, arms and destroys its connections' queues alone, and confines them.)
      *
      * <p><b>Errors</b>: {@link WrongThreadException} when the queue is confined to another
      * thread; {@link IllegalStateException} when it is closed or being closed. After the

@@ -945,8 +945,9 @@ public final class QueuePair implements AutoCloseable {
      * thread. Calling it again on the owner thread does nothing. Irreversible.
      *
      * <p>Not for a QP that a layer or another thread closes: {@code RdmaConnection}'s and the
-     * channel, transfer and netty layers' QPs, which their own close (on whichever thread closes
-     * the layer) destroys, must stay shared. A QP of an rdma_cm id ({@code CmId.createQueuePair})
+     * channel and transfer layers' QPs, which their own close (on whichever thread closes
+     * the layer) destroys, must stay shared (the netty transport's event loop creates, posts,
+     * polls and destroys its connections' QPs alone, and confines them). A QP of an rdma_cm id ({@code CmId.createQueuePair})
      * may be confined if the owner thread also closes the id: {@code CmId.close()} on another
      * thread then throws {@link WrongThreadException} and leaves the id and the QP open.
      *

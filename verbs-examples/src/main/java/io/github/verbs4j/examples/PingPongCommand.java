@@ -34,6 +34,7 @@ import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.Locale;
 import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicReference;
 
 /**
@@ -204,12 +205,10 @@ abstract class PingPongCommand implements Callable<Integer> {
         // the buffer's offset in the region: 0, or its address in an implicit on-demand region
         base = buf.address() - mr.address();
         buf.fill(FILL);
-        CompletionQueue cq = own(createCq(ctx, channel));
-        QueuePair qp = own(createQp(pd, cq));
-        // this thread posts, polls and closes them: confined, their hot path skips the close
-        // guard's mark (the warm-up's pairs, driven from two threads, stay shared)
-        cq.confine();
-        qp.confine();
+        // Confined: this thread posts, polls, arms and (closeAll) closes them, so its posts and
+        // polls skip the close guard's mark (docs/guide.md, "8.1 Confining a queue pair and its queues")
+        CompletionQueue cq = own(createCq(ctx, channel)).confine();
+        QueuePair qp = own(createQp(pd, cq)).confine();
         qp.init(connectOptions());
 
         ReceiveRequest recv = ReceiveRequest.create().id(RECV_WRID).local(mr, base, bufferBytes());
@@ -407,19 +406,29 @@ abstract class PingPongCommand implements Callable<Integer> {
              WarmUpSide second = new WarmUpSide(ctx, pd, regions[1], events)) {
             connect(first.qp, new Endpoint(lid, second.qp.qpNumber(), second.qp.initialPsn(), gid), pd, first.send);
             connect(second.qp, new Endpoint(lid, first.qp.qpNumber(), first.qp.initialPsn(), gid), pd, second.send);
-            // both sides' receives posted before either sends: a UD message without one is dropped
-            int firstRouts = first.armReceives();
-            int secondRouts = second.armReceives();
-            // Both sides on threads of their own: when one fails (a completion in error), the
-            // other would wait for its peer for ever; this thread sees the failure, and closing
-            // the pair (try-with-resources) makes the survivor's next poll fail, which ends it.
+            // Both sides on threads of their own, each confining its QP and CQ (as the timed run
+            // does, so the JIT compiles the confined posts and polls) and posting its receives;
+            // neither sends before both have posted: a UD message without one is dropped. When
+            // one side fails (a completion in error), the other would wait for its peer for ever:
+            // this thread sees the failure and moves both QPs to the error state (a control-path
+            // call, open to every thread), which flushes the survivor's receives, so its next
+            // poll sees a failed completion and it ends; an ended owner releases its objects, so
+            // this thread's close (try-with-resources) then lands.
             AtomicReference<Throwable> failure = new AtomicReference<>();
-            Thread[] sides = {warmUpThread(first, n, true, firstRouts, failure),
-                    warmUpThread(second, n, false, secondRouts, failure)};
+            CountDownLatch armed = new CountDownLatch(2);
+            Thread[] sides = {warmUpThread(first, n, true, armed, failure),
+                    warmUpThread(second, n, false, armed, failure)};
             try {
                 for (Thread side : sides) {
                     while (side.isAlive() && failure.get() == null) {
                         side.join(20);
+                    }
+                }
+                if (failure.get() != null) {
+                    first.stop();
+                    second.stop();
+                    for (Thread side : sides) {
+                        side.join(WARMUP_STOP_MILLIS);
                     }
                 }
             } catch (InterruptedException e) {
@@ -437,11 +446,26 @@ abstract class PingPongCommand implements Callable<Integer> {
         }
     }
 
-    private Thread warmUpThread(WarmUpSide side, int n, boolean sendFirst, int routs, AtomicReference<Throwable> failure) {
+    /** How long a failed warm-up waits for each side's thread to end after {@link WarmUpSide#stop}. */
+    static final long WARMUP_STOP_MILLIS = 10_000;
+
+    private Thread warmUpThread(WarmUpSide side, int n, boolean sendFirst, CountDownLatch armed,
+                                AtomicReference<Throwable> failure) {
         return Thread.ofPlatform().name(sendFirst ? "verbs4j warm-up client" : "verbs4j warm-up server").daemon()
                 .start(() -> {
                     try {
-                        side.run(n, sendFirst, routs);
+                        int routs;
+                        try {
+                            side.qp.confine();
+                            side.cq.confine();
+                            routs = side.armReceives();
+                        } finally {
+                            armed.countDown();
+                        }
+                        armed.await();
+                        if (failure.get() == null) {
+                            side.run(n, sendFirst, routs);
+                        }
                     } catch (Throwable t) {
                         failure.compareAndSet(null, t);
                     }
@@ -486,6 +510,15 @@ abstract class PingPongCommand implements Callable<Integer> {
 
         void run(int n, boolean sendFirst, int routs) {
             exchange(qp, cq, channel, recv, routs, send, mr, sendOffset(), n, sendFirst, meter, "warm-up: ");
+        }
+
+        /** Ends a side whose peer failed: its QP to the error state, which flushes its receives. */
+        void stop() {
+            try {
+                qp.toError();
+            } catch (RuntimeException e) {
+                // closed, or already in error: nothing to stop
+            }
         }
 
         @Override

@@ -403,6 +403,40 @@ class RdmaChannelSemanticsTest {
     }
 
     @Test
+    void aConnectionsQueuesAreConfinedToItsLoopAndOtherThreadsWritesStillArrive() throws Exception {
+        Recorder serverSide = new Recorder();
+        Channel server = server(serverSide, false, true, 64, 4096);
+        Channel client = client(server, new Recorder());
+        RdmaSocketChannel ch = (RdmaSocketChannel) client;
+        try {
+            Thread loop = client.eventLoop().submit(Thread::currentThread).get(10, TimeUnit.SECONDS);
+            io.github.verbs4j.QueuePair qp = client.eventLoop().submit(ch::queuePair).get(10, TimeUnit.SECONDS);
+            io.github.verbs4j.CompletionQueue cq = client.eventLoop().submit(ch::completionQueue).get(10, TimeUnit.SECONDS);
+            assertEquals(java.util.Optional.of(loop), qp.confinedTo());
+            assertEquals(java.util.Optional.of(loop), cq.confinedTo());
+            // the test's thread may not poll the loop's queue nor close it: refused, nothing changed
+            io.github.verbs4j.Completions wcs = cq.completions(4);
+            assertInstanceOf(WrongThreadException.class, catchThrowable(() -> cq.poll(wcs)));
+            assertInstanceOf(WrongThreadException.class, catchThrowable(() -> qp.close()));
+            // a write from this thread is a task on the loop: it arrives
+            assertTrue(client.writeAndFlush(text("written off the loop")).awaitUninterruptibly(10, TimeUnit.SECONDS));
+            assertEquals("written off the loop", receive(serverSide, "written off the loop".length()));
+        } finally {
+            client.close().syncUninterruptibly();
+            server.close().syncUninterruptibly();
+        }
+    }
+
+    private static Throwable catchThrowable(Runnable action) {
+        try {
+            action.run();
+            return null;
+        } catch (Throwable t) {
+            return t;
+        }
+    }
+
+    @Test
     void closeReturnsAtOnceAndReleasesTheConnectionOnceTheSendsBeforeItWereAcknowledged() throws Exception {
         Recorder serverSide = new Recorder();
         Channel server = server(serverSide, false, true, 64, 4096);

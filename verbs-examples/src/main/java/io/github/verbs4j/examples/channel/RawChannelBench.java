@@ -199,13 +199,15 @@ final class RawChannelBench {
             throw noImmediateData(ctx);
         }
         try (ProtectionDomain pd = ctx.allocatePd();
-             CompletionQueue sendCq = ctx.createCq(SERVER_SEND_DEPTH * 2);
-             CompletionQueue recvCq = ctx.createCq(slots + EXTRA_SERVER_RECVS);
+             // confined, as the QP: this thread posts, polls and closes them (docs/guide.md,
+             // "8.1 Confining a queue pair and its queues"), and closes the id after them
+             CompletionQueue sendCq = ctx.createCq(SERVER_SEND_DEPTH * 2).confine();
+             CompletionQueue recvCq = ctx.createCq(slots + EXTRA_SERVER_RECVS).confine();
              MemoryRegion ring = pd.allocate((long) slots * stride, Access.LOCAL_WRITE, Access.REMOTE_WRITE);
              MemoryRegion summary = pd.allocate(64, Access.LOCAL_WRITE)) {
             try (QueuePair qp = id.createQueuePair(pd, sendCq, recvCq,
                     QpInit.defaults().withMaxSendWr(SERVER_SEND_DEPTH)
-                            .withMaxRecvWr(slots + EXTRA_SERVER_RECVS))) {
+                            .withMaxRecvWr(slots + EXTRA_SERVER_RECVS)).confine()) {
                 return serve(id, qp, sendCq, recvCq, ring, summary, msgSize, count, rounds, peerRing, peerRkey, peerStride);
             }
         }
@@ -404,12 +406,14 @@ final class RawChannelBench {
                 throw noImmediateData(ctx);
             }
             try (ProtectionDomain pd = ctx.allocatePd();
-                 CompletionQueue sendCq = ctx.createCq(window + 1);
-                 CompletionQueue recvCq = ctx.createCq(CLIENT_RECVS);
+                 // confined, as the QP: this thread posts, polls and closes them (docs/guide.md,
+                 // "8.1 Confining a queue pair and its queues"), and closes the id after them
+                 CompletionQueue sendCq = ctx.createCq(window + 1).confine();
+                 CompletionQueue recvCq = ctx.createCq(CLIENT_RECVS).confine();
                  MemoryRegion source = pd.allocate((long) window * stride, Access.LOCAL_WRITE);
                  MemoryRegion ring = pd.allocate(2L * stride, Access.LOCAL_WRITE, Access.REMOTE_WRITE)) {
                 try (QueuePair qp = id.createQueuePair(pd, sendCq, recvCq,
-                        QpInit.defaults().withMaxSendWr(window).withMaxRecvWr(CLIENT_RECVS))) {
+                        QpInit.defaults().withMaxSendWr(window).withMaxRecvWr(CLIENT_RECVS)).confine()) {
                     int rc = connectAndRun(id, qp, sendCq, recvCq, source, ring, stride);
                     id.disconnect();
                     return rc;
