@@ -741,7 +741,10 @@ public final class CmId implements AutoCloseable {
      * Destroys the queue pair if it is still open ({@code rdma_destroy_qp}), then the id
      * ({@code rdma_destroy_id}); a connected id disconnects its peer. Idempotent.
      *
-     * <p><b>Errors</b>: {@link VerbsException} from {@code rdma_destroy_id} (the id stays open).
+     * <p><b>Errors</b>: {@link VerbsException} from {@code rdma_destroy_id} (the id stays open);
+     * {@link WrongThreadException} on any thread but the owner when the id's queue pair is
+     * confined ({@link QueuePair#confine()}): nothing is destroyed, the id and its queue pair stay
+     * open and connected, and the owner thread's close destroys both.
      */
     @Override
     public synchronized void close() {

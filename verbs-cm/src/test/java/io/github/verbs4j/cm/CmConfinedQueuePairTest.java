@@ -1,0 +1,155 @@
+package io.github.verbs4j.cm;
+
+import io.github.verbs4j.Access;
+import io.github.verbs4j.Completion;
+import io.github.verbs4j.CompletionQueue;
+import io.github.verbs4j.Completions;
+import io.github.verbs4j.Context;
+import io.github.verbs4j.MemoryRegion;
+import io.github.verbs4j.ProtectionDomain;
+import io.github.verbs4j.QueuePair;
+import io.github.verbs4j.SendRequest;
+import io.github.verbs4j.WcStatus;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * A queue pair made by an rdma_cm id ({@code rdma_create_qp}) and confined to the thread that
+ * posts and polls it ({@link QueuePair#confine()}): {@link CmId#close()} closes that QP first, so
+ * on any other thread the id's close is refused with {@link WrongThreadException} and leaves the
+ * id, its QP and the connection as they were (the id reads open again, the owner's WRITEs still
+ * arrive byte-exact); the owner thread's close of the id then destroys both.
+ */
+class CmConfinedQueuePairTest {
+
+    private static final Duration T = CmInProcessTest.T;
+
+    @BeforeAll
+    static void softrdmaCm() {
+        SoftrdmaCm.require();
+    }
+
+    @Test
+    void anIdWhoseQueuePairIsConfinedIsClosedOnlyByTheOwnerThread() {
+        assertTimeoutPreemptively(CmTestNet.scaled(Duration.ofSeconds(120)), this::run);
+    }
+
+    private void run() throws Exception {
+        List<AutoCloseable> opened = new ArrayList<>(); // closed last first
+        AtomicReference<CmId> accepted = new AtomicReference<>();
+        try {
+            EventChannel serverEvents = EventChannel.create();
+            opened.add(serverEvents);
+            CmId listener = serverEvents.createId(PortSpace.TCP);
+            opened.add(listener);
+            listener.bind(new InetSocketAddress(CmTestNet.INET_ADDRESS, 0));
+            listener.listen(1);
+            EventChannel events = EventChannel.create();
+            opened.add(events);
+            CmId client = events.createId(PortSpace.TCP);
+            opened.add(client);
+            client.resolveAddress(null, listener.localAddress(), T);
+            client.resolveRoute(T);
+            Context ctx = client.context();
+            ProtectionDomain pd = ctx.allocatePd();
+            opened.addFirst(pd);
+            MemoryRegion mr = pd.allocate(64 * 1024, Access.LOCAL_WRITE, Access.REMOTE_WRITE);
+            opened.add(1, mr);
+            CompletionQueue cq = ctx.createCq(64);
+            opened.add(1, cq);
+            CompletionQueue peerCq = ctx.createCq(64);
+            opened.add(1, peerCq);
+            QueuePair qp = client.createQueuePair(pd, cq, cq, QpInit.defaults());
+            CompletableFuture<CmId> server = CompletableFuture.supplyAsync(() -> {
+                CmId child = listener.getRequest(T).id();
+                accepted.set(child);
+                child.createQueuePair(pd, peerCq, peerCq, QpInit.defaults());
+                assertEquals(CmEventType.ESTABLISHED, child.accept(ConnectParameters.defaults(), T).type());
+                return child;
+            });
+            assertEquals(CmEventType.ESTABLISHED, client.connect(ConnectParameters.defaults(), T).type());
+            server.get(CmInProcessTest.FUTURE_SECONDS, TimeUnit.SECONDS);
+
+            qp.confine();
+            cq.confine();
+            Completions wcs = new Completions(4);
+            write(qp, cq, wcs, mr, 1);
+
+            Throwable refused = onOtherThread(client::close);
+            if (!(refused instanceof WrongThreadException)) {
+                throw new AssertionError("CmId.close() on another thread with its QP confined: expected"
+                        + " WrongThreadException, got " + refused, refused);
+            }
+            assertTrue(refused.getMessage().contains(Thread.currentThread().getName()),
+                    () -> "the owner thread named: " + refused.getMessage());
+            assertFalse(client.isClosed(), "the id stays open");
+            assertFalse(qp.isClosed(), "its queue pair stays open");
+            assertEquals(qp, client.queuePair());
+            write(qp, cq, wcs, mr, 2); // the connection still carries the owner's WRITEs
+
+            client.close(); // on the owner thread: the QP, then the id
+            assertTrue(client.isClosed());
+            assertTrue(qp.isClosed());
+        } finally {
+            List<AutoCloseable> order = new ArrayList<>();
+            if (accepted.get() != null) {
+                order.add(accepted.get());
+            }
+            order.addAll(opened.reversed());
+            for (AutoCloseable c : order) {
+                c.close(); // every one on the owner thread (this one), idempotent
+            }
+        }
+    }
+
+    /** An RDMA WRITE of 4 KiB from the region's first half into its second, byte-exact. */
+    private static void write(QueuePair qp, CompletionQueue cq, Completions wcs, MemoryRegion mr, int seed) {
+        byte[] data = new byte[4096];
+        for (int i = 0; i < data.length; i++) {
+            data[i] = (byte) (i * 7 + seed);
+        }
+        MemorySegment.copy(data, 0, mr.segment(), ValueLayout.JAVA_BYTE, 0, data.length);
+        qp.postSend(SendRequest.rdmaWrite().local(mr, 0, data.length).remote(mr.remote(), 32 * 1024).signaled().id(seed));
+        long deadline = System.nanoTime() + T.toNanos();
+        while (cq.poll(wcs) == 0) {
+            if (System.nanoTime() - deadline > 0) {
+                throw new AssertionError("no completion for WRITE " + seed + " within " + T);
+            }
+            Thread.onSpinWait();
+        }
+        Completion wc = wcs.get(0);
+        assertEquals(WcStatus.SUCCESS, wc.status(), () -> "WRITE " + seed + ": " + wc);
+        assertEquals(seed, wc.wrId());
+        assertArrayEquals(data, mr.segment().asSlice(32 * 1024, data.length).toArray(ValueLayout.JAVA_BYTE));
+    }
+
+    private static Throwable onOtherThread(Runnable action) throws InterruptedException {
+        AtomicReference<Throwable> thrown = new AtomicReference<>();
+        Thread t = new Thread(() -> {
+            try {
+                action.run();
+            } catch (Throwable e) {
+                thrown.set(e);
+            }
+        }, "not-the-owner");
+        t.start();
+        t.join();
+        return thrown.get();
+    }
+}
