@@ -665,16 +665,7 @@ public final class QueuePair implements AutoCloseable {
         if (owner != Thread.currentThread() || !request.checkedFor(this)) {
             return postSendConfinedChecked(owner, request);
         }
-        int rc;
-        try {
-            rc = (int) ContextOps.POST_ADDRESSES.invokeExact(postSendFn, address, request.wrAddress,
-                    request.badWrAddress);
-        } catch (Throwable t) {
-            throw Downcalls.unexpected("ibv_post_send", t);
-        } finally {
-            Reference.reachabilityFence(request);
-        }
-        return rc;
+        return postUnmarked(postSendFn, "ibv_post_send", request.wrAddress, request.badWrAddress, request);
     }
 
     /** {@link #postSendConfined} when its quick test failed: the thread, then as {@link #postSendChecked} without the mark. */
@@ -686,15 +677,7 @@ public final class QueuePair implements AutoCloseable {
             checkSendable();
         }
         boolean binds = !request.checkedFor(this) && request.validate(this);
-        int rc;
-        try {
-            rc = (int) ContextOps.POST_ADDRESSES.invokeExact(postSendFn, address, request.wrAddress,
-                    request.badWrAddress);
-        } catch (Throwable t) {
-            throw Downcalls.unexpected("ibv_post_send", t);
-        } finally {
-            Reference.reachabilityFence(request);
-        }
+        int rc = postUnmarked(postSendFn, "ibv_post_send", request.wrAddress, request.badWrAddress, request);
         if (binds) {
             request.posted(rc == 0);
         }
@@ -872,16 +855,7 @@ public final class QueuePair implements AutoCloseable {
         if (owner != Thread.currentThread() || !request.checkedFor(this)) {
             return postRecvConfinedChecked(owner, request);
         }
-        int rc;
-        try {
-            rc = (int) ContextOps.POST_ADDRESSES.invokeExact(postRecvFn, address, request.wrAddress,
-                    request.badWrAddress);
-        } catch (Throwable t) {
-            throw Downcalls.unexpected("ibv_post_recv", t);
-        } finally {
-            Reference.reachabilityFence(request);
-        }
-        return rc;
+        return postUnmarked(postRecvFn, "ibv_post_recv", request.wrAddress, request.badWrAddress, request);
     }
 
     /** {@link #postRecvConfined} when its quick test failed: as {@link #postSendConfinedChecked}. */
@@ -895,16 +869,23 @@ public final class QueuePair implements AutoCloseable {
         if (!request.checkedFor(this)) {
             request.validate(pd, capabilities.maxRecvSge(), this);
         }
-        int rc;
+        return postUnmarked(postRecvFn, "ibv_post_recv", request.wrAddress, request.badWrAddress, request);
+    }
+
+    /**
+     * The provider's post with no mark, for the confined paths once they checked the thread (only
+     * the owner thread can close the QP, and it is here: see {@link #confine()}); every pointer by
+     * address. Returns what the provider returned.
+     */
+    private int postUnmarked(MemorySegment fn, String verb, long wrAddress, long badWrAddress, Object request) {
         try {
-            rc = (int) ContextOps.POST_ADDRESSES.invokeExact(postRecvFn, address, request.wrAddress,
-                    request.badWrAddress);
+            return (int) ContextOps.POST_ADDRESSES.invokeExact(fn, address, wrAddress, badWrAddress);
         } catch (Throwable t) {
-            throw Downcalls.unexpected("ibv_post_recv", t);
+            throw Downcalls.unexpected(verb, t);
         } finally {
+            // the request (and the arena of its memory) stays reachable until the provider returned
             Reference.reachabilityFence(request);
         }
-        return rc;
     }
 
     /** {@link #postRecvReturning} when its quick test failed: as {@link #postSendChecked}. */
