@@ -1,6 +1,7 @@
 package io.github.verbs4j;
 
 import io.github.verbs4j.testsupport.CloseRaces;
+import io.github.verbs4j.testsupport.OtherThread;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -13,7 +14,6 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.AtomicReference;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -49,30 +49,6 @@ class ConfinementTest {
         rig.b.confine();
         rig.cqA.confine();
         rig.cqB.confine();
-    }
-
-    /** Runs {@code action} on a new thread and returns what it threw (null when nothing). */
-    private static Throwable onOtherThread(Runnable action) throws InterruptedException {
-        AtomicReference<Throwable> thrown = new AtomicReference<>();
-        Thread t = new Thread(() -> {
-            try {
-                action.run();
-            } catch (Throwable e) {
-                thrown.set(e);
-            }
-        }, "not-the-owner");
-        t.start();
-        t.join();
-        return thrown.get();
-    }
-
-    private static void assertWrongThread(Throwable thrown, Object owner) {
-        if (!(thrown instanceof WrongThreadException)) {
-            throw new AssertionError("expected WrongThreadException naming " + owner + ", got " + thrown, thrown);
-        }
-        assertTrue(thrown.getMessage().contains(owner.toString()), thrown::getMessage);
-        assertTrue(thrown.getMessage().contains(Thread.currentThread().getName()),
-                () -> "the owner thread named: " + thrown.getMessage());
     }
 
     @Test
@@ -128,18 +104,18 @@ class ConfinementTest {
             SendRequest write = SendRequest.rdmaWrite().local(rig.mrA, 0, 64).remote(remote, 0).signaled().id(1);
             ReceiveRequest recv = ReceiveRequest.create().local(rig.mrB, 0, 64).id(2);
             Completions wcs = rig.cqA.completions(4);
-            assertWrongThread(onOtherThread(() -> rig.a.postSend(write)), rig.a);
-            assertWrongThread(onOtherThread(() -> rig.a.tryPostSend(write)), rig.a);
-            assertWrongThread(onOtherThread(() -> rig.b.postRecv(recv)), rig.b);
-            assertWrongThread(onOtherThread(() -> rig.b.tryPostRecv(recv)), rig.b);
-            assertWrongThread(onOtherThread(() -> rig.cqA.poll(wcs)), rig.cqA);
-            assertWrongThread(onOtherThread(() -> rig.cqA.requestNotify(false)), rig.cqA);
+            OtherThread.assertWrongThread(OtherThread.thrownBy(() -> rig.a.postSend(write)), rig.a);
+            OtherThread.assertWrongThread(OtherThread.thrownBy(() -> rig.a.tryPostSend(write)), rig.a);
+            OtherThread.assertWrongThread(OtherThread.thrownBy(() -> rig.b.postRecv(recv)), rig.b);
+            OtherThread.assertWrongThread(OtherThread.thrownBy(() -> rig.b.tryPostRecv(recv)), rig.b);
+            OtherThread.assertWrongThread(OtherThread.thrownBy(() -> rig.cqA.poll(wcs)), rig.cqA);
+            OtherThread.assertWrongThread(OtherThread.thrownBy(() -> rig.cqA.requestNotify(false)), rig.cqA);
             // nothing was posted: no completion, and a SEND finds no receive (the refused one) posted
             Thread.sleep(20);
             assertEquals(0, rig.cqA.poll(wcs));
             assertEquals(0, rig.cqB.poll(wcs));
             // the control path stays open to every thread
-            assertEquals(null, onOtherThread(() -> rig.a.query()));
+            assertEquals(null, OtherThread.thrownBy(() -> rig.a.query()));
             // and the owner goes on
             rig.a.postSend(write);
             assertEquals(1, rig.ok(rig.cqA).wrId());
@@ -150,8 +126,8 @@ class ConfinementTest {
     void aCloseOnAnotherThreadIsRefusedAndTheOwnerClosesLater() throws Exception {
         try (Rig rig = Rig.rc()) {
             confineAll(rig);
-            assertWrongThread(onOtherThread(rig.a::close), rig.a);
-            assertWrongThread(onOtherThread(rig.cqB::close), rig.cqB); // b is confined, and uses cqB
+            OtherThread.assertWrongThread(OtherThread.thrownBy(rig.a::close), rig.a);
+            OtherThread.assertWrongThread(OtherThread.thrownBy(rig.cqB::close), rig.cqB); // b is confined, and uses cqB
             assertFalse(rig.a.isClosed());
             assertFalse(rig.cqB.isClosed());
             RemoteBuffer remote = rig.mrB.remote();
@@ -159,7 +135,7 @@ class ConfinementTest {
             assertEquals(7, rig.ok(rig.cqA).wrId());
             rig.a.close();
             assertTrue(rig.a.isClosed());
-            assertEquals(null, onOtherThread(rig.a::close), "a close of a closed QP does nothing on any thread");
+            assertEquals(null, OtherThread.thrownBy(rig.a::close), "a close of a closed QP does nothing on any thread");
         }
     }
 
@@ -173,9 +149,9 @@ class ConfinementTest {
         QueuePair qp = pd.queuePair(QpType.RC).cq(shared).build();
         qp.confine();
         cq.confine();
-        assertWrongThread(onOtherThread(pd::close), qp);
-        assertWrongThread(onOtherThread(shared::close), qp);
-        assertWrongThread(onOtherThread(ctx::close), cq);
+        OtherThread.assertWrongThread(OtherThread.thrownBy(pd::close), qp);
+        OtherThread.assertWrongThread(OtherThread.thrownBy(shared::close), qp);
+        OtherThread.assertWrongThread(OtherThread.thrownBy(ctx::close), cq);
         assertFalse(pd.isClosed());
         assertFalse(shared.isClosed());
         assertFalse(cq.isClosed());
@@ -183,7 +159,7 @@ class ConfinementTest {
         assertFalse(ctx.isClosed());
         qp.close();
         cq.close();
-        assertEquals(null, onOtherThread(() -> {
+        assertEquals(null, OtherThread.thrownBy(() -> {
             shared.close();
             pd.close();
             ctx.close();
@@ -225,8 +201,8 @@ class ConfinementTest {
             rig.a.confine();
             rig.cqA.confine();
             rig.cqA.confine();
-            assertWrongThread(onOtherThread(rig.a::confine), rig.a);
-            assertWrongThread(onOtherThread(rig.cqA::confine), rig.cqA);
+            OtherThread.assertWrongThread(OtherThread.thrownBy(rig.a::confine), rig.a);
+            OtherThread.assertWrongThread(OtherThread.thrownBy(rig.cqA::confine), rig.cqA);
             assertTrue(rig.b.confinedTo().isEmpty(), "confinement is per object");
             assertEquals(Thread.currentThread(), rig.a.confinedTo().orElseThrow());
         }

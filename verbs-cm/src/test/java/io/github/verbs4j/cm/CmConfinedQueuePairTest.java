@@ -10,6 +10,7 @@ import io.github.verbs4j.ProtectionDomain;
 import io.github.verbs4j.QueuePair;
 import io.github.verbs4j.SendRequest;
 import io.github.verbs4j.WcStatus;
+import io.github.verbs4j.testsupport.OtherThread;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -91,13 +92,8 @@ class CmConfinedQueuePairTest {
             Completions wcs = new Completions(4);
             write(qp, cq, wcs, mr, 1);
 
-            Throwable refused = onOtherThread(client::close);
-            if (!(refused instanceof WrongThreadException)) {
-                throw new AssertionError("CmId.close() on another thread with its QP confined: expected"
-                        + " WrongThreadException, got " + refused, refused);
-            }
-            assertTrue(refused.getMessage().contains(Thread.currentThread().getName()),
-                    () -> "the owner thread named: " + refused.getMessage());
+            // CmId.close() on another thread: its QP's close refuses, naming the QP and this thread
+            OtherThread.assertWrongThread(OtherThread.thrownBy(client::close), qp);
             assertFalse(client.isClosed(), "the id stays open");
             assertFalse(qp.isClosed(), "its queue pair stays open");
             assertEquals(qp, client.queuePair());
@@ -137,19 +133,5 @@ class CmConfinedQueuePairTest {
         assertEquals(WcStatus.SUCCESS, wc.status(), () -> "WRITE " + seed + ": " + wc);
         assertEquals(seed, wc.wrId());
         assertArrayEquals(data, mr.segment().asSlice(32 * 1024, data.length).toArray(ValueLayout.JAVA_BYTE));
-    }
-
-    private static Throwable onOtherThread(Runnable action) throws InterruptedException {
-        AtomicReference<Throwable> thrown = new AtomicReference<>();
-        Thread t = new Thread(() -> {
-            try {
-                action.run();
-            } catch (Throwable e) {
-                thrown.set(e);
-            }
-        }, "not-the-owner");
-        t.start();
-        t.join();
-        return thrown.get();
     }
 }
