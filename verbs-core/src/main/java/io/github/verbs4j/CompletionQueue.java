@@ -68,11 +68,12 @@ public final class CompletionQueue implements AutoCloseable {
      */
     private volatile Thread confinedTo;
     /**
-     * {@link #confinedTo} while the queue is open, else null (cleared by the lifecycle's watcher
-     * when a close begins): what {@link #poll} and {@link #requestNotify} read first. Null sends
-     * the call down the shared path (a shared queue, or a confined one being closed or closed,
-     * whose shared path then says "is closed"); the owner thread finds itself and calls with no
-     * mark; any other thread is refused.
+     * What {@link #poll} and {@link #requestNotify} read first: null for a shared queue, whose
+     * calls take the shared path; {@link #confinedTo} while a confined queue is open, where the
+     * owner thread finds itself and calls with no mark; {@link Lifecycle#NOT_TAKING_CALLS} once
+     * a close of a confined queue began (set by the lifecycle's watcher), where no thread finds
+     * itself. A thread that does not find itself takes the confined slow path: a thread other
+     * than the owner gets {@link WrongThreadException} in every state, the owner "is closed".
      */
     private volatile Thread pollOwner;
     /** {@code handle.address()}, for the confined path (one load fewer). */
@@ -292,7 +293,7 @@ public final class CompletionQueue implements AutoCloseable {
      */
     private int pollConfined(Thread owner, Completions batch) {
         if (owner != Thread.currentThread()) {
-            throw Lifecycle.wrongThread(this, owner, "ibv_poll_cq");
+            refuseConfined("ibv_poll_cq");
         }
         int n;
         try {
@@ -306,9 +307,24 @@ public final class CompletionQueue implements AutoCloseable {
         return polled(batch, n);
     }
 
+    /**
+     * The confined paths' check when the owner field was not the current thread: throws
+     * {@link WrongThreadException} on a thread other than the owner {@link #confine()} recorded
+     * (in every state, first), and what the state refuses on the owner thread (a close begun or
+     * done); returns when the queue is open again (a close that failed), for the owner's call.
+     */
+    private void refuseConfined(String what) {
+        Thread owner = confinedTo;
+        if (owner != Thread.currentThread()) {
+            throw Lifecycle.wrongThread(this, owner, what);
+        }
+        life.ensureOpen(this);
+    }
+
     /** Derives {@link #pollOwner} from the confinement and the lifecycle's state. */
     private synchronized void refreshOwner() {
-        pollOwner = life.isOpen() ? confinedTo : null;
+        Thread owner = confinedTo;
+        pollOwner = owner == null ? null : life.isOpen() ? owner : Lifecycle.NOT_TAKING_CALLS;
     }
 
     /** What {@link #poll} does with the provider's return {@code n}. */
@@ -377,7 +393,7 @@ public final class CompletionQueue implements AutoCloseable {
     /** {@link #requestNotify} on a confined queue: as {@link #pollConfined}. */
     private void requestNotifyConfined(Thread owner, boolean solicitedOnly) {
         if (owner != Thread.currentThread()) {
-            throw Lifecycle.wrongThread(this, owner, "ibv_req_notify_cq");
+            refuseConfined("ibv_req_notify_cq");
         }
         int rc;
         try {
@@ -407,7 +423,7 @@ public final class CompletionQueue implements AutoCloseable {
      * <p><b>Errors</b>: {@link WrongThreadException} when the queue is confined to another
      * thread; {@link IllegalStateException} when it is closed or being closed. After the
      * confinement: {@link WrongThreadException} naming this queue and the owner thread from a
-     * poll, a notify request, a {@link #startPoll()} or a {@link #close()} on any other thread
+     * poll, a notify request (in any state: before "is closed"), a {@link #startPoll()} or a {@link #close()} on any other thread
      * (nothing is polled or armed, the queue stays open), and from the close of its context or
      * channel on another thread while the queue is open (nothing is closed). When the owner
      * thread has ended, any thread may close the queue.

@@ -102,11 +102,14 @@ public final class QueuePair implements AutoCloseable {
      */
     private volatile Thread confinedTo;
     /**
-     * {@link #confinedTo} while the QP takes sends ({@link #postable}'s send bit), else null; the
-     * same for receives: what a post reads first. Null sends the post down the shared path (a QP
-     * that is shared, or confined but not in a state that takes the post, or closing: the shared
-     * path's checks then throw what they always threw); the owner thread finds itself and posts
-     * with no further state check; any other thread is refused. Derived by {@link #refreshPostable}.
+     * What a post reads first, for sends ({@link #postable}'s send bit) and receives: null for a
+     * shared QP, which posts down the shared path; {@link #confinedTo} while a confined QP takes
+     * the post, where the owner thread finds itself and posts with no further state check; and
+     * {@link Lifecycle#NOT_TAKING_CALLS} while a confined QP does not (a state that refuses the
+     * post, a close begun or done), where no thread finds itself. A thread that does not find
+     * itself takes the confined slow path: a thread other than the owner gets
+     * {@link WrongThreadException} in every state, the owner what the state refuses. Derived by
+     * {@link #refreshPostable}.
      */
     private volatile Thread sendOwner;
     private volatile Thread recvOwner;
@@ -663,13 +666,17 @@ public final class QueuePair implements AutoCloseable {
      */
     private int postSendConfined(Thread owner, SendRequest request) {
         if (owner != Thread.currentThread() || !request.checkedFor(this)) {
-            return postSendConfinedChecked(owner, request);
+            return postSendConfinedChecked(request);
         }
         return postUnmarked(postSendFn, "ibv_post_send", request.wrAddress, request.badWrAddress, request);
     }
 
-    /** {@link #postSendConfined} when its quick test failed: the thread, then as {@link #postSendChecked} without the mark. */
-    private int postSendConfinedChecked(Thread owner, SendRequest request) {
+    /**
+     * {@link #postSendConfined} when its quick test failed: the thread first (the owner recorded
+     * by {@link #confine()}, in every state), then as {@link #postSendChecked} without the mark.
+     */
+    private int postSendConfinedChecked(SendRequest request) {
+        Thread owner = confinedTo;
         if (owner != Thread.currentThread()) {
             throw Lifecycle.wrongThread(this, owner, "ibv_post_send");
         }
@@ -767,8 +774,9 @@ public final class QueuePair implements AutoCloseable {
             }
         }
         Thread owner = confinedTo;
-        sendOwner = (bits & POSTS_SENDS) != 0 ? owner : null;
-        recvOwner = (bits & POSTS_RECEIVES) != 0 ? owner : null;
+        Thread refusing = owner == null ? null : Lifecycle.NOT_TAKING_CALLS;
+        sendOwner = (bits & POSTS_SENDS) != 0 ? owner : refusing;
+        recvOwner = (bits & POSTS_RECEIVES) != 0 ? owner : refusing;
         postable = bits;
     }
 
@@ -853,13 +861,14 @@ public final class QueuePair implements AutoCloseable {
     /** {@link #postRecvReturning} on a confined QP: as {@link #postSendConfined}. */
     private int postRecvConfined(Thread owner, ReceiveRequest request) {
         if (owner != Thread.currentThread() || !request.checkedFor(this)) {
-            return postRecvConfinedChecked(owner, request);
+            return postRecvConfinedChecked(request);
         }
         return postUnmarked(postRecvFn, "ibv_post_recv", request.wrAddress, request.badWrAddress, request);
     }
 
     /** {@link #postRecvConfined} when its quick test failed: as {@link #postSendConfinedChecked}. */
-    private int postRecvConfinedChecked(Thread owner, ReceiveRequest request) {
+    private int postRecvConfinedChecked(ReceiveRequest request) {
+        Thread owner = confinedTo;
         if (owner != Thread.currentThread()) {
             throw Lifecycle.wrongThread(this, owner, "ibv_post_recv");
         }
@@ -934,8 +943,8 @@ public final class QueuePair implements AutoCloseable {
      *
      * <p><b>Errors</b>: {@link WrongThreadException} when the QP is confined to another thread;
      * {@link IllegalStateException} when it is closed or being closed. After the confinement:
-     * {@link WrongThreadException} naming this QP and the owner thread from a post (while the
-     * QP's state takes it; in another state the post throws what it always did), a
+     * {@link WrongThreadException} naming this QP and the owner thread from a post in any state
+     * (before the state's own refusal: outside RTS, after a close), a
      * {@link #startPosting()} or a {@link #close()} on any other thread (the QP stays open and
      * nothing is posted), and from the close of its protection domain, completion queues or SRQ
      * on another thread while the QP is open (nothing is closed). When the owner thread has

@@ -122,6 +122,67 @@ class ConfinementTest {
         }
     }
 
+    /**
+     * A thread other than the owner is told it is the wrong thread in every state, before what
+     * the state refuses (RESET and INIT for sends, RESET for receives, ERR, after the close): as
+     * a confined {@link java.lang.foreign.Arena}'s segment checks the thread before the arena's
+     * liveness. The owner thread gets the state's own refusal.
+     */
+    @Test
+    void anotherThreadIsToldItIsTheWrongThreadInEveryState() throws Exception {
+        try (Context ctx = Rig.open(); ProtectionDomain pd = ctx.allocatePd();
+             MemoryRegion mr = pd.allocate(4096, Access.LOCAL_WRITE)) {
+            CompletionQueue cq = ctx.createCq(16);
+            QueuePair qp = pd.queuePair(QpType.RC).cq(cq).build();
+            qp.confine();
+            cq.confine();
+            SendRequest send = SendRequest.send().local(mr, 0, 64).id(1);
+            ReceiveRequest recv = ReceiveRequest.create().local(mr, 64, 64).id(2);
+            Completions wcs = cq.completions(4);
+
+            // RESET: sends and receives both refused by the state
+            assertRefusedByState(() -> qp.postSend(send), "in state RESET");
+            assertRefusedByState(() -> qp.postRecv(recv), "in state RESET");
+            assertWrongThreadOnly(qp, () -> qp.postSend(send), () -> qp.tryPostSend(send), () -> qp.postRecv(recv),
+                    () -> qp.tryPostRecv(recv));
+
+            // INIT: receives taken (and refused to the other thread as before), sends refused by the state
+            qp.toInit(new QpAttr().port(1).pkeyIndex(0).access(Access.REMOTE_WRITE));
+            assertRefusedByState(() -> qp.postSend(send), "in state INIT");
+            assertWrongThreadOnly(qp, () -> qp.postSend(send), () -> qp.tryPostSend(send), () -> qp.postRecv(recv));
+
+            // ERR: taken (flushed) by the owner; the other thread refused
+            qp.toError();
+            assertWrongThreadOnly(qp, () -> qp.postSend(send), () -> qp.postRecv(recv));
+
+            // closed: the owner is told "is closed", the other thread that it is the wrong thread
+            qp.close();
+            assertRefusedByState(() -> qp.postSend(send), "is closed");
+            assertRefusedByState(() -> qp.postRecv(recv), "is closed");
+            assertWrongThreadOnly(qp, () -> qp.postSend(send), () -> qp.tryPostSend(send), () -> qp.postRecv(recv),
+                    () -> qp.tryPostRecv(recv));
+
+            assertEquals(0, cq.poll(wcs), "nothing posted on the other thread's behalf");
+            cq.close();
+            assertRefusedByState(() -> cq.poll(wcs), "is closed");
+            assertRefusedByState(() -> cq.requestNotify(false), "is closed");
+            assertWrongThreadOnly(cq, () -> cq.poll(wcs), () -> cq.requestNotify(false), () -> cq.requestNotify(true));
+        }
+    }
+
+    /** On the owner thread (this one): an {@link IllegalStateException} whose message contains {@code says}. */
+    private static void assertRefusedByState(Runnable call, String says) {
+        IllegalStateException e = assertThrows(IllegalStateException.class, call::run);
+        assertTrue(e.getMessage().contains(says), e::getMessage);
+    }
+
+    /** Each call, on another thread, throws {@link WrongThreadException} naming {@code owner} and this thread. */
+    private static void assertWrongThreadOnly(Object owner, Runnable... calls) throws InterruptedException {
+        for (Runnable call : calls) {
+            OtherThread.assertWrongThread(OtherThread.thrownBy(call), owner);
+        }
+    }
+
     @Test
     void aCloseOnAnotherThreadIsRefusedAndTheOwnerClosesLater() throws Exception {
         try (Rig rig = Rig.rc()) {
@@ -289,13 +350,9 @@ class ConfinementTest {
                                                 + k % 5 + ")"));
                                     }
                                 } catch (WrongThreadException e) {
+                                    // in every state, closing and closed included (a close of what
+                                    // the owner closed returns at once)
                                     refused.incrementAndGet();
-                                } catch (IllegalStateException e) {
-                                    // a QP the owner closed: "is closed" (WrongThread is checked first
-                                    // only while it is open; a closed one's close returns, its post says closed)
-                                    if (!e.getMessage().contains("closed")) {
-                                        unexpected.add(e);
-                                    }
                                 } catch (Throwable e) {
                                     unexpected.add(e);
                                 }

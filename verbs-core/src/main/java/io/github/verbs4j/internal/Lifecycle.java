@@ -147,6 +147,17 @@ public final class Lifecycle {
         return true;
     }
 
+    /**
+     * What a confined owner's hot-path owner field holds while the owner does not take the call
+     * (a queue pair's {@code sendOwner} outside RTS, or once a close began; a completion queue's
+     * {@code pollOwner} once a close began), in place of the owner thread: a thread that never
+     * runs, so that no thread finds itself there and every call takes the confined slow path,
+     * which tells a thread other than the owner that it is the wrong thread first and the owner
+     * what the state refuses. (Null there means a shared owner.)
+     */
+    public static final Thread NOT_TAKING_CALLS = Thread.ofPlatform().name("verbs4j: a confined object not taking calls")
+            .inheritInheritableThreadLocals(false).unstarted(() -> { });
+
     /** The thread the owner is confined to, or null when it is shared. */
     public Thread confinedTo() {
         return confinedTo;
