@@ -744,15 +744,21 @@ public final class CmId implements AutoCloseable {
      * <p><b>Errors</b>: {@link VerbsException} from {@code rdma_destroy_id} (the id stays open);
      * {@link WrongThreadException} on any thread but the owner when the id's queue pair is
      * confined ({@link QueuePair#confine()}): nothing is destroyed, the id and its queue pair stay
-     * open and connected, and the owner thread's close destroys both.
+     * open and connected (the id never reads as closing), and the owner thread's close destroys both.
      */
     @Override
     public synchronized void close() {
+        if (!life.isOpen()) {
+            return; // closed (only this method, synchronized, changes the id's state)
+        }
+        // the queue pair first, before the id's state changes: its close refuses a thread other than
+        // a confined QP's owner (under the QP's lifecycle lock, which its confine() takes too) or
+        // another failure before anything changed, so no thread sees the id closing and then open again
+        QueuePair q = qp;
+        if (q != null) {
+            q.close();
+        }
         life.close(this, () -> {
-            QueuePair q = qp;
-            if (q != null) {
-                q.close();
-            }
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment errno = Downcalls.errnoSegment(arena);
                 int rc = (int) CmFunctions.DESTROY_ID.invokeExact(errno, id);

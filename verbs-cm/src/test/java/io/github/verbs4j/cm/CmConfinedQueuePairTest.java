@@ -32,10 +32,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * A queue pair made by an rdma_cm id ({@code rdma_create_qp}) and confined to the thread that
- * posts and polls it ({@link QueuePair#confine()}): {@link CmId#close()} closes that QP first, so
- * on any other thread the id's close is refused with {@link WrongThreadException} and leaves the
- * id, its QP and the connection as they were (the id reads open again, the owner's WRITEs still
- * arrive byte-exact); the owner thread's close of the id then destroys both.
+ * posts and polls it ({@link QueuePair#confine()}): {@link CmId#close()} closes that QP first,
+ * before the id's state changes, so on any other thread the id's close is refused with
+ * {@link WrongThreadException} and leaves the id, its QP and the connection as they were (the id
+ * reads open even at the instant of the refusal, the owner's WRITEs still arrive byte-exact); the
+ * owner thread's close of the id then destroys both.
  */
 class CmConfinedQueuePairTest {
 
@@ -48,7 +49,41 @@ class CmConfinedQueuePairTest {
 
     @Test
     void anIdWhoseQueuePairIsConfinedIsClosedOnlyByTheOwnerThread() {
-        assertTimeoutPreemptively(CmTestNet.scaled(Duration.ofSeconds(120)), this::run);
+        assertTimeoutPreemptively(CmTestNet.scaled(Duration.ofSeconds(120)), () -> {
+            AtomicReference<Throwable> failed = new AtomicReference<>();
+            Owner owner = new Owner(() -> {
+                try {
+                    run();
+                } catch (Throwable t) {
+                    failed.set(t);
+                }
+            });
+            owner.start();
+            owner.join();
+            if (failed.get() != null) {
+                throw failed.get();
+            }
+        });
+    }
+
+    /**
+     * The owner thread, whose {@code toString()} a refusal reads to name it: on any other thread
+     * it runs {@link #probe} first, which sees the id's state at the instant of the refusal.
+     */
+    private static final class Owner extends Thread {
+        volatile Runnable probe = () -> { };
+
+        Owner(Runnable body) {
+            super(body, "cm-owner");
+        }
+
+        @Override
+        public String toString() {
+            if (Thread.currentThread() != this) {
+                probe.run();
+            }
+            return super.toString();
+        }
     }
 
     private void run() throws Exception {
@@ -92,9 +127,25 @@ class CmConfinedQueuePairTest {
             Completions wcs = new Completions(4);
             write(qp, cq, wcs, mr, 1);
 
-            // CmId.close() on another thread: its QP's close refuses, naming the QP and this thread
+            // CmId.close() on another thread: its QP's close refuses, naming the QP and this thread.
+            // The refusal reads this thread's name: the probe, run then on the refused thread, sees
+            // the id open (a method that any other state refuses answers), never closing
+            List<String> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
+            InetSocketAddress local = client.localAddress();
+            ((Owner) Thread.currentThread()).probe = () -> {
+                try {
+                    seen.add(local.equals(client.localAddress()) && !client.isClosed() ? "open" : "changed");
+                } catch (IllegalStateException e) {
+                    seen.add(e.getMessage());
+                }
+            };
             OtherThread.assertWrongThread(OtherThread.thrownBy(client::close), qp);
+            ((Owner) Thread.currentThread()).probe = () -> { };
+            assertFalse(seen.isEmpty(), "the refusal named the owner thread");
+            assertEquals(List.of("open"), List.copyOf(new java.util.LinkedHashSet<>(seen)),
+                    "the id as the refused thread saw it while refused");
             assertFalse(client.isClosed(), "the id stays open");
+            assertEquals(local, client.localAddress(), "and usable");
             assertFalse(qp.isClosed(), "its queue pair stays open");
             assertEquals(qp, client.queuePair());
             write(qp, cq, wcs, mr, 2); // the connection still carries the owner's WRITEs
