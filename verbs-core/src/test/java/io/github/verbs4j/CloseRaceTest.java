@@ -1,6 +1,7 @@
 package io.github.verbs4j;
 
 import io.github.verbs4j.testsupport.CloseRaces;
+import io.github.verbs4j.testsupport.ConnectedPairs;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -64,23 +65,9 @@ class CloseRaceTest {
                  MemoryRegion mr = pd.allocate(64 * 1024, Access.LOCAL_WRITE, Access.REMOTE_WRITE)) {
                 Rig.assumeHandConnect(ctx);
                 CompletionQueue cq = ctx.createCq(4096);
-                CompletionQueue peerCq = ctx.createCq(64);
-                List<QueuePair> qps = new ArrayList<>();
-                List<QueuePair> peers = new ArrayList<>();
-                for (int i = 0; i < QPS; i++) {
-                    QueuePair a = pd.queuePair(QpType.RC).cq(cq).maxSendWr(256).build();
-                    QueuePair b = pd.queuePair(QpType.RC).cq(peerCq).build();
-                    Endpoint ea = a.endpoint();
-                    a.connect(b.endpoint());
-                    b.connect(ea);
-                    qps.add(a);
-                    peers.add(b);
-                }
-                CloseRaces.postPollAndClose(qps, cq, mr, random, posted, polled, "round " + round);
-                for (QueuePair b : peers) {
-                    b.close();
-                }
-                peerCq.close();
+                ConnectedPairs pairs = ConnectedPairs.rc(pd, cq, QPS);
+                CloseRaces.postPollAndClose(pairs.qps(), cq, mr, random, posted, polled, "round " + round);
+                pairs.closePeers();
             }
         }
         assertTrue(posted.get() > 0 && polled.get() > 0, "the threads did post and poll: " + posted + " / " + polled);
@@ -115,18 +102,8 @@ class CloseRaceTest {
                  MemoryRegion mr = pd.allocate(64 * 1024, Access.LOCAL_WRITE, Access.REMOTE_WRITE)) {
                 Rig.assumeHandConnect(ctx);
                 CompletionQueue cq = ctx.createExtendedCq(4096, null, 0, WcField.BYTE_LEN);
-                CompletionQueue peerCq = ctx.createCq(64);
-                List<QueuePair> qps = new ArrayList<>();
-                List<QueuePair> peers = new ArrayList<>();
-                for (int i = 0; i < QPS; i++) {
-                    QueuePair a = pd.queuePair(QpType.RC).cq(cq).maxSendWr(256).sendOps(SendOp.RDMA_WRITE).build();
-                    QueuePair b = pd.queuePair(QpType.RC).cq(peerCq).build();
-                    Endpoint ea = a.endpoint();
-                    a.connect(b.endpoint());
-                    b.connect(ea);
-                    qps.add(a);
-                    peers.add(b);
-                }
+                ConnectedPairs pairs = ConnectedPairs.rc(pd, cq, QPS, b -> b.sendOps(SendOp.RDMA_WRITE));
+                List<QueuePair> qps = pairs.qps();
                 ConcurrentLinkedQueue<Throwable> unexpected = new ConcurrentLinkedQueue<>();
                 long polledBefore = polled.get();
                 CountDownLatch running = new CountDownLatch(QPS + 1);
@@ -214,10 +191,7 @@ class CloseRaceTest {
                     }
                 }
                 CloseRaces.awaitRacers(threads, unexpected, "round " + round + ": a racing session");
-                for (QueuePair b : peers) {
-                    b.close();
-                }
-                peerCq.close();
+                pairs.closePeers();
             }
         }
         assertTrue(posted.get() > 0 && polled.get() > 0, "the threads did post and poll: " + posted + " / " + polled);

@@ -1,6 +1,7 @@
 package io.github.verbs4j;
 
 import io.github.verbs4j.testsupport.CloseRaces;
+import io.github.verbs4j.testsupport.ConnectedPairs;
 import io.github.verbs4j.testsupport.OtherThread;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -310,18 +311,9 @@ class ConfinementTest {
                      MemoryRegion mr = pd.allocate(64 * 1024, Access.LOCAL_WRITE, Access.REMOTE_WRITE)) {
                     Rig.assumeHandConnect(ctx);
                     CompletionQueue cq = ctx.createCq(4096);
-                    CompletionQueue peerCq = ctx.createCq(64);
-                    List<QueuePair> qps = new ArrayList<>();
-                    List<QueuePair> peers = new ArrayList<>();
-                    for (int i = 0; i < 3; i++) {
-                        QueuePair a = pd.queuePair(QpType.RC).cq(cq).maxSendWr(256).build();
-                        QueuePair b = pd.queuePair(QpType.RC).cq(peerCq).build();
-                        Endpoint ea = a.endpoint();
-                        a.connect(b.endpoint());
-                        b.connect(ea);
-                        qps.add(a.confine());
-                        peers.add(b);
-                    }
+                    ConnectedPairs pairs = ConnectedPairs.rc(pd, cq, 3);
+                    List<QueuePair> qps = pairs.qps();
+                    qps.forEach(QueuePair::confine);
                     cq.confine();
                     ConcurrentLinkedQueue<Throwable> unexpected = new ConcurrentLinkedQueue<>();
                     AtomicBoolean stop = new AtomicBoolean();
@@ -384,10 +376,7 @@ class ConfinementTest {
                         unexpected.forEach(e::addSuppressed);
                         throw e;
                     }
-                    for (QueuePair b : peers) {
-                        b.close();
-                    }
-                    peerCq.close();
+                    pairs.closePeers();
                 }
             }
             assertEquals(0, check.counted(), "softrdma counted a destroy under a call (stderr names it)");

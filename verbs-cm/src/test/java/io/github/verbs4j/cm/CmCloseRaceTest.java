@@ -1,22 +1,14 @@
 package io.github.verbs4j.cm;
 
-import io.github.verbs4j.Access;
-import io.github.verbs4j.CompletionQueue;
-import io.github.verbs4j.Context;
-import io.github.verbs4j.MemoryRegion;
-import io.github.verbs4j.ProtectionDomain;
 import io.github.verbs4j.QueuePair;
 import io.github.verbs4j.testsupport.CloseRaces;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
-import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -86,78 +78,15 @@ class CmCloseRaceTest {
     }
 
     private static void round(Random random, AtomicLong posted, AtomicLong polled, String name) throws Exception {
-        List<AutoCloseable> opened = new ArrayList<>(); // closed last first
-        List<CmId> children = new ArrayList<>();
-        Throwable failure = null;
-        try {
-            EventChannel serverEvents = EventChannel.create();
-            opened.add(serverEvents);
-            CmId listener = serverEvents.createId(PortSpace.TCP);
-            opened.add(listener);
-            listener.bind(new InetSocketAddress(CmTestNet.INET_ADDRESS, 0));
-            listener.listen(QPS);
-            ProtectionDomain pd = null;
-            MemoryRegion mr = null;
-            CompletionQueue cq = null;
-            CompletionQueue peerCq = null;
+        // closed last (after the race closed the clients' QPs and their queue): the accepted ids
+        // (each destroys its QP, the peer), every id before its event channel, the queues, the
+        // region and the domain; a failure here comes with the closes' failures suppressed
+        try (CmConnections net = CmConnections.listen(QPS, 4096)) {
             List<QueuePair> qps = new ArrayList<>();
             for (int i = 0; i < QPS; i++) {
-                EventChannel events = EventChannel.create();
-                opened.add(events);
-                CmId client = events.createId(PortSpace.TCP);
-                opened.add(client);
-                client.resolveAddress(null, listener.localAddress(), T);
-                client.resolveRoute(T);
-                if (pd == null) {
-                    // both ends on the one device, in one domain: each side's QP may write the region
-                    Context ctx = client.context();
-                    pd = ctx.allocatePd();
-                    opened.addFirst(pd);
-                    mr = pd.allocate(64 * 1024, Access.LOCAL_WRITE, Access.REMOTE_WRITE);
-                    opened.add(1, mr);
-                    cq = ctx.createCq(4096);
-                    opened.add(1, cq);
-                    peerCq = ctx.createCq(64);
-                    opened.add(1, peerCq);
-                }
-                qps.add(client.createQueuePair(pd, cq, cq, QpInit.defaults().withMaxSendWr(256)));
-                ProtectionDomain serverPd = pd;
-                CompletionQueue serverCq = peerCq;
-                CompletableFuture<CmId> server = CompletableFuture.supplyAsync(() -> {
-                    CmId child = listener.getRequest(T).id();
-                    synchronized (children) {
-                        children.add(child);
-                    }
-                    child.createQueuePair(serverPd, serverCq, serverCq, QpInit.defaults());
-                    assertEquals(CmEventType.ESTABLISHED, child.accept(ConnectParameters.defaults(), T).type());
-                    return child;
-                });
-                assertEquals(CmEventType.ESTABLISHED, client.connect(ConnectParameters.defaults(), T).type());
-                server.get(CmInProcessTest.FUTURE_SECONDS, TimeUnit.SECONDS);
+                qps.add(net.connect(QpInit.defaults().withMaxSendWr(256)).queuePair());
             }
-            CloseRaces.postPollAndClose(qps, cq, mr, random, posted, polled, name);
-        } catch (Throwable t) {
-            failure = t;
-            throw t;
-        } finally {
-            // the accepted ids first (each destroys its QP, the peer), then every id before its
-            // event channel, the racing QPs' ids (their QPs closed by the race), the queues, the
-            // region and the domain
-            List<AutoCloseable> order = new ArrayList<>();
-            synchronized (children) {
-                order.addAll(children);
-            }
-            order.addAll(opened.reversed());
-            for (AutoCloseable c : order) {
-                try {
-                    c.close();
-                } catch (Exception e) {
-                    if (failure == null) {
-                        throw e;
-                    }
-                    failure.addSuppressed(e);
-                }
-            }
+            CloseRaces.postPollAndClose(qps, net.cq(), net.mr(), random, posted, polled, name);
         }
     }
 }

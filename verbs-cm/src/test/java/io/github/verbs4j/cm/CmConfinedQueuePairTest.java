@@ -4,9 +4,7 @@ import io.github.verbs4j.Access;
 import io.github.verbs4j.Completion;
 import io.github.verbs4j.CompletionQueue;
 import io.github.verbs4j.Completions;
-import io.github.verbs4j.Context;
 import io.github.verbs4j.MemoryRegion;
-import io.github.verbs4j.ProtectionDomain;
 import io.github.verbs4j.QueuePair;
 import io.github.verbs4j.SendRequest;
 import io.github.verbs4j.WcStatus;
@@ -18,10 +16,9 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
 import java.time.Duration;
-import java.util.ArrayList;
+import java.util.LinkedHashSet;
 import java.util.List;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.TimeUnit;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicReference;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -87,40 +84,11 @@ class CmConfinedQueuePairTest {
     }
 
     private void run() throws Exception {
-        List<AutoCloseable> opened = new ArrayList<>(); // closed last first
-        AtomicReference<CmId> accepted = new AtomicReference<>();
-        try {
-            EventChannel serverEvents = EventChannel.create();
-            opened.add(serverEvents);
-            CmId listener = serverEvents.createId(PortSpace.TCP);
-            opened.add(listener);
-            listener.bind(new InetSocketAddress(CmTestNet.INET_ADDRESS, 0));
-            listener.listen(1);
-            EventChannel events = EventChannel.create();
-            opened.add(events);
-            CmId client = events.createId(PortSpace.TCP);
-            opened.add(client);
-            client.resolveAddress(null, listener.localAddress(), T);
-            client.resolveRoute(T);
-            Context ctx = client.context();
-            ProtectionDomain pd = ctx.allocatePd();
-            opened.addFirst(pd);
-            MemoryRegion mr = pd.allocate(64 * 1024, Access.LOCAL_WRITE, Access.REMOTE_WRITE);
-            opened.add(1, mr);
-            CompletionQueue cq = ctx.createCq(64);
-            opened.add(1, cq);
-            CompletionQueue peerCq = ctx.createCq(64);
-            opened.add(1, peerCq);
-            QueuePair qp = client.createQueuePair(pd, cq, cq, QpInit.defaults());
-            CompletableFuture<CmId> server = CompletableFuture.supplyAsync(() -> {
-                CmId child = listener.getRequest(T).id();
-                accepted.set(child);
-                child.createQueuePair(pd, peerCq, peerCq, QpInit.defaults());
-                assertEquals(CmEventType.ESTABLISHED, child.accept(ConnectParameters.defaults(), T).type());
-                return child;
-            });
-            assertEquals(CmEventType.ESTABLISHED, client.connect(ConnectParameters.defaults(), T).type());
-            server.get(CmInProcessTest.FUTURE_SECONDS, TimeUnit.SECONDS);
+        try (CmConnections net = CmConnections.listen(1, 64)) { // every close on the owner thread (this one)
+            CmId client = net.connect(QpInit.defaults());
+            QueuePair qp = client.queuePair();
+            CompletionQueue cq = net.cq();
+            MemoryRegion mr = net.mr();
 
             qp.confine();
             cq.confine();
@@ -130,7 +98,7 @@ class CmConfinedQueuePairTest {
             // CmId.close() on another thread: its QP's close refuses, naming the QP and this thread.
             // The refusal reads this thread's name: the probe, run then on the refused thread, sees
             // the id open (a method that any other state refuses answers), never closing
-            List<String> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
+            List<String> seen = new CopyOnWriteArrayList<>();
             InetSocketAddress local = client.localAddress();
             ((Owner) Thread.currentThread()).probe = () -> {
                 try {
@@ -142,7 +110,7 @@ class CmConfinedQueuePairTest {
             OtherThread.assertWrongThread(OtherThread.thrownBy(client::close), qp);
             ((Owner) Thread.currentThread()).probe = () -> { };
             assertFalse(seen.isEmpty(), "the refusal named the owner thread");
-            assertEquals(List.of("open"), List.copyOf(new java.util.LinkedHashSet<>(seen)),
+            assertEquals(List.of("open"), List.copyOf(new LinkedHashSet<>(seen)),
                     "the id as the refused thread saw it while refused");
             assertFalse(client.isClosed(), "the id stays open");
             assertEquals(local, client.localAddress(), "and usable");
@@ -153,15 +121,6 @@ class CmConfinedQueuePairTest {
             client.close(); // on the owner thread: the QP, then the id
             assertTrue(client.isClosed());
             assertTrue(qp.isClosed());
-        } finally {
-            List<AutoCloseable> order = new ArrayList<>();
-            if (accepted.get() != null) {
-                order.add(accepted.get());
-            }
-            order.addAll(opened.reversed());
-            for (AutoCloseable c : order) {
-                c.close(); // every one on the owner thread (this one), idempotent
-            }
         }
     }
 
