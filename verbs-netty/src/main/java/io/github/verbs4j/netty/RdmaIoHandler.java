@@ -564,6 +564,11 @@ public final class RdmaIoHandler implements IoHandler {
         // connections whose queues are still open: channels deregistered from this loop (and not
         // registered again nor closed); their queues are this thread's and go with it
         for (RdmaSocketChannel c : new ArrayList<>(connections)) {
+            if (c.isRegistered() || !c.isOpen()) {
+                // registered ones were closed by prepareToDestroy and closed ones released: a
+                // connection still open here is one no designed path left, reported
+                logger.warn("{}: its queues were still open as its event loop ended; released now", c);
+            }
             c.releaseAtLoopEnd();
         }
         for (Device d : devices.values()) {

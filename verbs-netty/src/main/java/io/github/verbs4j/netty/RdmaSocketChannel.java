@@ -1892,7 +1892,6 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
      * no loop's any more, reads as closed.
      */
     void releaseAtLoopEnd() {
-        logger.debug("{}: released with its event loop, from which it was deregistered", this);
         open = false;
         ready = false;
         setup = SetupStep.NONE;
