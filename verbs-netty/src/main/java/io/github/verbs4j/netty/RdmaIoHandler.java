@@ -12,6 +12,7 @@ import io.netty.channel.IoHandlerContext;
 import io.netty.channel.IoHandlerFactory;
 import io.netty.channel.IoOps;
 import io.netty.channel.IoRegistration;
+import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.ThreadAwareExecutor;
 import io.netty.util.internal.logging.InternalLogger;
 import io.netty.util.internal.logging.InternalLoggerFactory;
@@ -26,6 +27,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -90,6 +92,12 @@ public final class RdmaIoHandler implements IoHandler {
      * before their CLOSE are acknowledged: polled on every pass, armed before the loop blocks.
      */
     private final List<RdmaSocketChannel> lingering = new ArrayList<>();
+    /**
+     * Connections whose queues this loop made and that have not released them: registered or
+     * not (a channel deregistered from this loop keeps its queues, which belong to this loop's
+     * thread); {@link #destroy()} releases what is left.
+     */
+    private final Set<RdmaSocketChannel> connections = ConcurrentHashMap.newKeySet();
     /** Per device, made on first use by a channel's setup (on this loop since setup moved there; {@link #device} stays thread-safe). */
     private final Map<Context, Device> devices = new ConcurrentHashMap<>();
     private volatile boolean pollSetStale = true;
@@ -159,11 +167,18 @@ public final class RdmaIoHandler implements IoHandler {
     /** Non-blocking looks at the CM event channels while busy ({@link #CM_CHECK_NANOS}): for tests and benchmarks. */
     private static final LongAdder CM_CHECKS = new LongAdder();
 
-    /** A device's resources on this loop. */
+    /**
+     * A device's resources on this loop. The protection domain is held by the loop until it ends
+     * and by each connection's receive ring until the ring's memory is freed (with the channel's
+     * release, or with the release of the last zero-copy buffer read from it, which may come after
+     * the loop ended): the last holder closes it.
+     */
     static final class Device {
         final Context context;
         final ProtectionDomain pd;
         final CompletionChannel completions;
+        /** The loop's hold (until {@link #destroy()}) and one per receive ring whose region lies in {@link #pd}. */
+        private final AtomicInteger holds = new AtomicInteger(1);
 
         Device(Context context) {
             this.context = context;
@@ -173,6 +188,27 @@ public final class RdmaIoHandler implements IoHandler {
             } catch (RuntimeException e) {
                 pd.close();
                 throw e;
+            }
+        }
+
+        /** A receive ring's region was made in {@link #pd}. On the loop, which holds the domain still. */
+        void hold() {
+            holds.incrementAndGet();
+        }
+
+        /**
+         * A holder let go (the loop as it ended, a ring whose region was closed); the last one
+         * closes the domain. Any thread: a zero-copy buffer is released where the application
+         * releases it.
+         */
+        void release() {
+            if (holds.decrementAndGet() == 0) {
+                try {
+                    pd.close();
+                } catch (RuntimeException e) {
+                    // something else in the domain was not closed: a leak to report
+                    logger.warn("closing the protection domain of an ended RDMA event loop", e);
+                }
             }
         }
     }
@@ -248,6 +284,16 @@ public final class RdmaIoHandler implements IoHandler {
         pollSetStale = true;
         wakeup();
         return d;
+    }
+
+    /** {@code channel}'s queues were made on this loop ({@link #destroy()} releases them if the channel did not). */
+    void connectionOpened(RdmaSocketChannel channel) {
+        connections.add(channel);
+    }
+
+    /** {@code channel} released its queues. */
+    void connectionReleased(RdmaSocketChannel channel) {
+        connections.remove(channel);
     }
 
     /** A handle's CM fd changed (set up, closed): the poll set is rebuilt before the next wait. */
@@ -450,6 +496,13 @@ public final class RdmaIoHandler implements IoHandler {
         if (!(handle instanceof RdmaIoHandle h)) {
             throw new IllegalArgumentException("an RDMA event loop takes RDMA channels only, not " + handle);
         }
+        if (executor instanceof EventExecutor loop && loop.isShuttingDown()) {
+            // its last prepareToDestroy may have run already (a shutdown without a quiet period
+            // runs the last tasks and ends): what registered now would outlive the loop open,
+            // with queues made on it. Refused, Netty closes the channel (register0).
+            throw new IllegalStateException("the RDMA event loop " + loop + " is shutting down: "
+                    + handle + " cannot be registered with it");
+        }
         Registration r = new Registration(h);
         registrations.add(r);
         pollSetStale = true;
@@ -508,15 +561,26 @@ public final class RdmaIoHandler implements IoHandler {
         while (!lingering.isEmpty()) {
             lingering.get(lingering.size() - 1).finishClose();
         }
+        // connections whose queues are still open: channels deregistered from this loop (and not
+        // registered again nor closed); their queues are this thread's and go with it
+        for (RdmaSocketChannel c : new ArrayList<>(connections)) {
+            if (c.isRegistered() || !c.isOpen()) {
+                // registered ones were closed by prepareToDestroy and closed ones released: a
+                // connection still open here is one no designed path left, reported
+                logger.warn("{}: its queues were still open as its event loop ended; released now", c);
+            }
+            c.releaseAtLoopEnd();
+        }
         for (Device d : devices.values()) {
             try {
                 d.completions.close();
-                RdmaByteBufAllocator.forget(d.pd);
-                d.pd.close();
             } catch (RuntimeException e) {
-                // a connection whose resources are still open (its close is in progress elsewhere)
+                // a completion queue still open: something above was not released, a leak to report
                 logger.warn("releasing the RDMA resources of an ended event loop", e);
             }
+            RdmaByteBufAllocator.forget(d.pd);
+            // the domain closes now, or with the last zero-copy buffer still held (its ring's region)
+            d.release();
         }
         devices.clear();
         wakeups.addAndGet(Integer.MIN_VALUE); // no new write from here on

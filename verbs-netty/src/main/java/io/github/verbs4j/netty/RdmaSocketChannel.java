@@ -329,6 +329,19 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
 
     @Override
     protected void doRegister(ChannelPromise promise) {
+        RdmaIoHandler first = handler;
+        if (first != null && id != null && !first.executor().isExecutorThread(Thread.currentThread())) {
+            // Registered again after a deregister, with another loop: a connection (or its setup)
+            // has its queue pair and completion queue on the first loop's protection domain and
+            // completion channel, confined to that loop's thread, and RC cannot move a live
+            // connection to new queues. Netty closes the channel on this failure (register0);
+            // doClose hands the connection's close to the first loop.
+            promise.setFailure(new IllegalStateException("cannot register " + this + " with " + eventLoop()
+                    + ": a connected RDMA channel's queue pair and completion queue belong to the event loop"
+                    + " that created them (" + first.executor() + "); only a channel that has not begun to"
+                    + " connect can move to another loop (register it with its first loop again instead)"));
+            return;
+        }
         ((IoEventLoop) eventLoop()).register((RdmaUnsafe) unsafe()).addListener(f -> {
             if (f.isSuccess()) {
                 registration = (IoRegistration) f.getNow();
@@ -430,6 +443,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         // released elsewhere is reposted by a task on the loop): its calls skip the close guard's
         // mark (docs/netty.md, "Confined queues")
         cq = id.context().createCq(sendWrs + ringSlots + 1, device.completions, 0).confine();
+        handler.connectionOpened(this);
         qp = id.createQueuePair(device.pd, cq, cq, QpInit.defaults().withMaxSendWr(sendWrs)
                 .withMaxRecvWr(ringSlots).withMaxSendSge(2).withMaxInlineData(config.inlineSize())).confine();
         maxInline = qp.capabilities().maxInlineData();
@@ -437,7 +451,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         recvRegion = writeWithImm
                 ? device.pd.allocate((long) ringSlots * slotSize, Access.LOCAL_WRITE, Access.REMOTE_WRITE)
                 : device.pd.allocate((long) ringSlots * slotSize, Access.LOCAL_WRITE);
-        ring = new ReceiveRing(recvRegion, ringSlots);
+        ring = new ReceiveRing(recvRegion, ringSlots, device);
         zeroCopyRead = config.zeroCopyRead();
         receives = new ReceiveRequest[ringSlots];
         recvViews = new ByteBuffer[ringSlots];
@@ -955,7 +969,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
      * for the slot's next message; the ring is let go in any case, and freed with its last holder.
      */
     void slotReleased(ReceiveSlotBuf buf) {
-        EventLoop loop = eventLoop();
+        EventLoop loop = connectionLoop();
         if (loop.inEventLoop()) {
             slotReturned(buf);
             return;
@@ -1005,6 +1019,8 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
      */
     static final class ReceiveRing {
         final MemoryRegion region;
+        /** The loop's resources whose protection domain {@link #region} lies in: held until the region is closed. */
+        private final RdmaIoHandler.Device device;
         final AtomicInteger holders = new AtomicInteger(1);
         /**
          * Per slot, its zero-copy buffer while the slot is posted (made on the slot's first
@@ -1014,14 +1030,18 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
          */
         final ReceiveSlotBuf[] idle;
 
-        ReceiveRing(MemoryRegion region, int slots) {
+        ReceiveRing(MemoryRegion region, int slots, RdmaIoHandler.Device device) {
             this.region = region;
             this.idle = new ReceiveSlotBuf[slots];
+            this.device = device;
+            device.hold();
         }
 
         void release() {
             if (holders.decrementAndGet() == 0) {
                 RdmaSocketChannel.close(region);
+                // the domain closes here if its loop ended before this last holder let go
+                device.release();
             }
         }
     }
@@ -1688,6 +1708,28 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             connectPromise.tryFailure(new java.nio.channels.ClosedChannelException());
             connectPromise = null;
         }
+        RdmaIoHandler first = handler;
+        if (first != null && id != null && !first.executor().isExecutorThread(Thread.currentThread())) {
+            // a registration with another loop was refused (doRegister) and Netty closes the
+            // channel there: the connection's queues are the first loop's, which closes it
+            try {
+                first.executor().execute(this::closeConnection);
+            } catch (RejectedExecutionException e) {
+                // that loop ended, and released the connection as it did (releaseAtLoopEnd)
+            }
+            return;
+        }
+        closeConnection();
+    }
+
+    /** The loop this channel's connection is on: the loop whose handler made it, or the channel's. */
+    private EventLoop connectionLoop() {
+        RdmaIoHandler h = handler;
+        return h != null && h.executor() instanceof EventLoop loop ? loop : eventLoop();
+    }
+
+    /** {@link #doClose}'s work, on the connection's loop: tells the peer, lingers or releases. */
+    private void closeConnection() {
         if (setup != SetupStep.NONE) {
             // destroying the id cancels what rdma_cm still has pending (a resolution, a connect's
             // REQ, an accept); rdma_destroy_id may wait for the CM's own thread (softrdma's: tens
@@ -1695,7 +1737,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             // loop's next task, as a cancelled connect closes at once on Netty's transports
             setup = SetupStep.NONE;
             cancelSetupTimer();
-            EventLoop loop = eventLoop();
+            EventLoop loop = connectionLoop();
             if (loop.isShuttingDown()) {
                 releaseResources(); // a task now might never run
             } else {
@@ -1746,7 +1788,7 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         lingering = true;
         handler.linger(this);
         try {
-            lingerTimer = eventLoop().schedule(this::finishClose, CLOSE_LINGER_NANOS, TimeUnit.NANOSECONDS);
+            lingerTimer = connectionLoop().schedule(this::finishClose, CLOSE_LINGER_NANOS, TimeUnit.NANOSECONDS);
         } catch (java.util.concurrent.RejectedExecutionException e) {
             // the loop is ending: its handler releases what still lingers as it is destroyed
         }
@@ -1843,8 +1885,29 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
         handler.pollSetChanged();
     }
 
+    /**
+     * On the ending loop whose handler made this channel's queues, when the channel still holds
+     * them (it was deregistered from the loop and neither registered again nor closed): the
+     * connection is released with its loop (its queues are the loop thread's), and the channel,
+     * no loop's any more, reads as closed.
+     */
+    void releaseAtLoopEnd() {
+        open = false;
+        ready = false;
+        setup = SetupStep.NONE;
+        cancelSetupTimer();
+        if (lingering) {
+            finishClose();
+        } else {
+            releaseResources();
+        }
+    }
+
     /** Disconnects and destroys whatever of the connection exists. Any thread that owns them. */
     private void releaseResources() {
+        if (handler != null && cq != null) {
+            handler.connectionReleased(this);
+        }
         CmId i = id;
         if (i != null) {
             try {

@@ -497,10 +497,15 @@ public class RdmaZeroCopyReadTest {
         byte[] sent = message(3, 500);
         client.writeAndFlush(Unpooled.wrappedBuffer(sent)).syncUninterruptibly();
         ReceiveSlotBuf held = assertInstanceOf(ReceiveSlotBuf.class, next(keeper));
+        io.github.verbs4j.ProtectionDomain pd = held.ring().region.protectionDomain();
         client.close().syncUninterruptibly();
         RdmaLoops.shutdown(own);
+        // the ended loop's protection domain waits for the ring's region, which the buffer holds
+        assertFalse(pd.isClosed());
         assertArrayEquals(sent, bytes(held));
         assertTrue(held.release());
         assertTrue(held.ringFreed());
+        // and closes with it: nothing of the ended loop is left open
+        assertTrue(pd.isClosed());
     }
 }
