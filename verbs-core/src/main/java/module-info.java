@@ -9,6 +9,8 @@ module io.github.verbs4j.core {
     requires jdk.jfr; // the JFR events of internal.Telemetry
     exports io.github.verbs4j;
     // for verbs-cm (and the test harness's leak check): the owners' shared lifecycle and the
-    // bridge to package-private parts
-    exports io.github.verbs4j.internal to io.github.verbs4j.cm, io.github.verbs4j.test, jdk.jfr;
+    // bridge to package-private parts; for verbs-channel: internal.Tuning, the one reader of the
+    // tuning properties
+    exports io.github.verbs4j.internal to io.github.verbs4j.cm, io.github.verbs4j.channel, io.github.verbs4j.test,
+            jdk.jfr;
 }

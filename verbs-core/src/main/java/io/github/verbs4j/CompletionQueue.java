@@ -4,6 +4,7 @@ import io.github.verbs4j.internal.InFlight;
 import io.github.verbs4j.internal.Lifecycle;
 import io.github.verbs4j.internal.NativeHandle;
 import io.github.verbs4j.internal.Telemetry;
+import io.github.verbs4j.internal.Tuning;
 import io.github.verbs4j.raw.ContextOps;
 import io.github.verbs4j.raw.Downcalls;
 import io.github.verbs4j.raw.ExtendedOps;
@@ -146,19 +147,16 @@ public final class CompletionQueue implements AutoCloseable {
     /**
      * One empty poll in this many (a power of two, a multiple of 1,024; default 4,096) also hands
      * the CPU away ({@link Thread#yield}); {@code -Dverbs4j.emptyPollYieldEvery=0} never does
-     * (a poller with a core of its own). Read once.
+     * (a poller with a core of its own). Read once, through {@link Tuning} (a bad value: one
+     * warning, and the default).
      */
-    static final int YIELD_EVERY_EMPTY_POLLS_MASK = yieldMask(Integer.getInteger("verbs4j.emptyPollYieldEvery", 4096));
+    static final int YIELD_EVERY_EMPTY_POLLS_MASK = yieldMask(Tuning.intProperty("verbs4j.emptyPollYieldEvery", 4096,
+            every -> every == 0 || (Long.bitCount(every) == 1 && every >= SAFEPOINT_EVERY_EMPTY_POLLS_MASK + 1),
+            "0 or a power of two >= " + (SAFEPOINT_EVERY_EMPTY_POLLS_MASK + 1)));
 
     private static int yieldMask(int every) {
-        if (every == 0) {
-            return -1; // (count & -1) == 0 only for a count of 0, which the wrapping counter reaches once per 2^32
-        }
-        if (Integer.bitCount(every) != 1 || every < SAFEPOINT_EVERY_EMPTY_POLLS_MASK + 1) {
-            throw new IllegalArgumentException("verbs4j.emptyPollYieldEvery: 0 or a power of two >= "
-                    + (SAFEPOINT_EVERY_EMPTY_POLLS_MASK + 1) + ", not " + every);
-        }
-        return every - 1;
+        // (count & -1) == 0 only for a count of 0, which the wrapping counter reaches once per 2^32
+        return every == 0 ? -1 : every - 1;
     }
 
     /**

@@ -19,6 +19,7 @@ import io.github.verbs4j.cm.ConnectParameters;
 import io.github.verbs4j.cm.EventChannel;
 import io.github.verbs4j.cm.PortSpace;
 import io.github.verbs4j.cm.QpInit;
+import io.github.verbs4j.internal.Tuning;
 
 import java.net.InetSocketAddress;
 import java.time.Duration;
@@ -75,9 +76,10 @@ public final class ChannelGroup implements AutoCloseable {
      * the longest that completions wait for it after the last of them stopped polling with no
      * thread blocked (with one blocked, it is woken at once). 1 ms; a longer park was timed and
      * not kept (docs/measurements/channel.md, "Not kept"): {@code -Dverbs4j.channel.standDownMicros=N} sets
-     * another for such A/B runs.
+     * another for such A/B runs (read once; a bad value: one warning and the default, docs/guide.md,
+     * "8.2 Tuning properties"). Package-private for {@code TuningPropertyTest}.
      */
-    private static final long STAND_DOWN_NANOS = standDownFromProperty();
+    static final long STAND_DOWN_NANOS = standDownFromProperty();
     /**
      * The park of a stand-down: {@link #STAND_DOWN_NANOS}, or what a test holds it to
      * ({@link #holdStandDown}) to show what waits for the polling thread's own look.
@@ -129,24 +131,13 @@ public final class ChannelGroup implements AutoCloseable {
     private final AtomicInteger applicationPollers = new AtomicInteger();
     private final AtomicInteger blockedWaiters = new AtomicInteger();
 
-    /** {@link #STAND_DOWN_NANOS}: 1 ms, or {@code verbs4j.channel.standDownMicros} (1 µs to 10 s; else the default, with a warning). */
+    /**
+     * {@link #STAND_DOWN_NANOS}: 1 ms, or {@code verbs4j.channel.standDownMicros} (1 µs to 10 s),
+     * read through verbs-core's {@code internal.Tuning} (a bad value: one warning, and the default).
+     */
     private static long standDownFromProperty() {
-        long defaultNanos = 1_000_000;
-        String value = System.getProperty("verbs4j.channel.standDownMicros");
-        if (value == null) {
-            return defaultNanos;
-        }
-        try {
-            long micros = Long.parseLong(value.trim());
-            if (micros >= 1 && micros <= 10_000_000) {
-                return micros * 1_000;
-            }
-        } catch (NumberFormatException e) {
-            // reported below
-        }
-        System.getLogger(ChannelGroup.class.getName()).log(System.Logger.Level.WARNING,
-                "verbs4j.channel.standDownMicros=" + value + " is not 1..10000000 microseconds: the stand-down park stays 1 ms");
-        return defaultNanos;
+        return Tuning.longProperty("verbs4j.channel.standDownMicros", 1_000,
+                micros -> micros >= 1 && micros <= 10_000_000, "1 to 10000000 microseconds") * 1_000;
     }
 
     private ChannelGroup(ChannelOptions options) {

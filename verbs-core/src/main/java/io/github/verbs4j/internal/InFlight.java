@@ -6,7 +6,6 @@ import java.lang.invoke.MethodHandles;
 import java.lang.ref.WeakReference;
 import java.lang.invoke.VarHandle;
 import java.util.Arrays;
-import java.util.Locale;
 
 /**
  * One thread's mark "a hot-path call of mine may be inside the provider with this object's
@@ -97,12 +96,20 @@ public final class InFlight {
      * waits for no call in flight (the owners' own check and the retired check stay), so a
      * destroy can run under a post or poll. It exists to show that {@code CloseRaceTest} fails
      * without the guard (docs/architecture.md, "Showing that the guard holds"); never use it
-     * otherwise. Read once; a constant to the compilers, so the guard's code is unchanged when on.
+     * otherwise. A constant to the compilers, so the guard's code is unchanged when on. The
+     * property's other modes are {@code membarrier} (the default) and {@code fence}; it is read
+     * once, through {@link Tuning} (an unknown mode: one warning, and the default).
      */
-    static final boolean OFF = "off".equalsIgnoreCase(System.getProperty("verbs4j.closeGuard"));
+    static final boolean OFF;
 
     /** Whether the close side uses {@code membarrier(2)} and the callers only a compiler barrier. */
-    static final boolean ASYMMETRIC = !OFF && chooseAsymmetric();
+    static final boolean ASYMMETRIC;
+
+    static {
+        String mode = Tuning.choiceProperty("verbs4j.closeGuard", "membarrier", "membarrier", "fence", "off");
+        OFF = mode.equals("off");
+        ASYMMETRIC = mode.equals("membarrier") && Membarrier.register();
+    }
 
     private static final VarHandle INSIDE;
 
@@ -139,16 +146,6 @@ public final class InFlight {
     private InFlight(Thread thread) {
         this.ownerId = thread == null ? 0 : thread.threadId();
         this.owner = thread == null ? null : new WeakReference<>(thread);
-    }
-
-    private static boolean chooseAsymmetric() {
-        String mode = System.getProperty("verbs4j.closeGuard", "membarrier").toLowerCase(Locale.ROOT);
-        return switch (mode) {
-            case "membarrier" -> Membarrier.register();
-            case "fence" -> false;
-            default -> throw new IllegalArgumentException("verbs4j.closeGuard=" + mode
-                    + ": expected membarrier (the default, a fence where unavailable), fence, or off (tests only)");
-        };
     }
 
     /** How the close guard orders its two sides here: "membarrier", "fence", or "off" (tests only). */
