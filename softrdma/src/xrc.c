@@ -6,10 +6,11 @@
  * processes that have the file open know of each other through a registry, the file
  * <dir>/softrdma-xrcd2-<uid>-<dev>-<ino> of mode 0600 (<dir>: shm.c's srd_shm_dir, the
  * directory of every file softrdma shares, SOFTRDMA_SHM_DIR, default /dev/shm; locked with
- * flock while read or written), which lists the live processes that hold the domain and the TGT QPs they
- * created. It gives ibv_open_xrcd the kernel's O_CREAT/O_EXCL semantics across processes:
- * without O_CREAT a file no live process holds a domain for is EINVAL, with O_EXCL a file
- * that has one is EINVAL; a directory that cannot be used fails it with srd_shm_dir's errno.
+ * flock while read or written), which lists the live processes that hold the domain and the
+ * TGT QPs they created. It gives ibv_open_xrcd the kernel's O_CREAT/O_EXCL semantics
+ * across processes: without O_CREAT a file no live process holds a domain for is EINVAL,
+ * with O_EXCL a file that has one is EINVAL; a directory that cannot be used fails it with
+ * srd_shm_dir's errno.
  * fd -1 opens a private domain (O_CREAT required), with no file. The last process to leave a
  * registry removes it: at ibv_close_xrcd, or at exit for the domains still open then. The
  * registries of processes killed before either are removed by the next process that opens a
