@@ -1,11 +1,11 @@
 /*
  * The same-host carrier. Every UDP port softrdma opens also gets a ring in shared
- * memory, a file <dir>/softrdma-<uid>-<port> of mode 0600 (<dir>: SOFTRDMA_SHM_DIR, default
- * /dev/shm), so a process of the same user and the same directory that sends to that port
- * on a loopback address finds the ring by the port and writes the packet into it instead
- * of a datagram. The packets, and so the RC
- * protocol on top (PSNs, ACKs, go-back-N, RNR), are the same as over UDP: only the
- * carrier changes.
+ * memory, a file <dir>/softrdma-<uid>-<port> of mode 0600 (<dir>: srd_shm_dir, resolved here
+ * from SOFTRDMA_SHM_DIR, default /dev/shm: the directory of every file softrdma shares), so a
+ * process of the same user and the same directory that sends to that port on a loopback
+ * address finds the ring by the port and writes the packet into it instead of a datagram.
+ * The packets, and so the RC protocol on top (PSNs, ACKs, go-back-N, RNR), are the same
+ * as over UDP: only the carrier changes.
  *
  * A ring is a bounded multi-producer queue of fixed slots, each big enough for one
  * packet of the largest path MTU, with a sequence number per slot: a producer reserves
@@ -32,6 +32,7 @@
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,13 +90,11 @@ static pthread_mutex_t g_own_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct peer *g_peers[65536];
 static int g_enabled = -1;
 static pthread_once_t g_conf_once = PTHREAD_ONCE_INIT;
-/* The directory of the ring files (SOFTRDMA_SHM_DIR), read with SOFTRDMA_SHM. Its longest
- * file name: "/softrdma-<uid>-<port>". */
-#define RING_NAME_MAX sizeof("/softrdma-4294967295-65535")
+/* The directory of softrdma's shared files (SOFTRDMA_SHM_DIR, srd_shm_dir), resolved once:
+ * g_dir when usable, else g_dir_err. */
 static char g_dir[PATH_MAX];
-/* a ring's path: at most PATH_MAX (the directory's length is checked), the buffer as the
- * compiler counts it */
-#define RING_PATH_MAX (PATH_MAX + RING_NAME_MAX)
+static int g_dir_err;
+static pthread_once_t g_dir_once = PTHREAD_ONCE_INIT;
 static pthread_once_t g_sweep_once = PTHREAD_ONCE_INIT;
 /* SOFTRDMA_STATS's ring counters (srd_shm_stats): relaxed, as net.c's. The fill is read
  * only when asked for (srd_shm_count_fill): it reads the producers' tail, a line they write
@@ -103,38 +102,79 @@ static pthread_once_t g_sweep_once = PTHREAD_ONCE_INIT;
 static struct srd_shm_stats g_st;
 static bool g_count_fill;
 
-/* SOFTRDMA_SHM and SOFTRDMA_SHM_DIR, once per process. A directory that cannot hold the
- * rings (not an absolute path, too long, missing, not a directory, not writable) is said
- * once on stderr and turns the carrier off for this process: its peers reach it over UDP,
- * as they reach a process of another directory. Never /dev/shm in its place. */
+/* SOFTRDMA_SHM_DIR, once per process, at the first use of a shared file. A directory that
+ * cannot hold the files (not an absolute path, too long for the longest name under PATH_MAX,
+ * missing, not a directory, not writable) is said once on stderr; the process then has no
+ * rings (its peers reach it over UDP, as they reach a process of another directory) and no
+ * XRC domain over a file. Never /dev/shm in its place. */
+static void dir_read(void)
+{
+	const char *d = getenv("SOFTRDMA_SHM_DIR");
+	if (!d) {
+		snprintf(g_dir, sizeof(g_dir), "/dev/shm");
+		return;
+	}
+	char why[96] = "";
+	int err = 0;
+	struct stat st;
+	if (d[0] != '/') {
+		err = EINVAL;
+		snprintf(why, sizeof(why), " is not an absolute path");
+	} else if (strlen(d) + SRD_SHM_NAME_MAX > sizeof(g_dir)) {
+		err = ENAMETOOLONG;
+		snprintf(why, sizeof(why), " is longer than %zu bytes", sizeof(g_dir) - SRD_SHM_NAME_MAX);
+	} else if (stat(d, &st)) {
+		err = errno;
+		snprintf(why, sizeof(why), ": %s", strerror(err));
+	} else if (!S_ISDIR(st.st_mode)) {
+		err = ENOTDIR;
+		snprintf(why, sizeof(why), " is not a directory");
+	} else if (access(d, W_OK | X_OK)) {
+		err = errno;
+		snprintf(why, sizeof(why), " is not writable: %s", strerror(err));
+	}
+	if (err) {
+		fprintf(stderr, "softrdma: SOFTRDMA_SHM_DIR=%s%s; no same-host rings, packets between "
+			"processes go as UDP datagrams, and no XRC domain over a file\n", d, why);
+		g_dir_err = err;
+	} else {
+		snprintf(g_dir, sizeof(g_dir), "%s", d);
+	}
+}
+
+const char *srd_shm_dir(int *err)
+{
+	pthread_once(&g_dir_once, dir_read);
+	if (g_dir_err) {
+		if (err)
+			*err = g_dir_err;
+		return NULL;
+	}
+	return g_dir;
+}
+
+int srd_shm_path(char *buf, const char *fmt, ...)
+{
+	int err = 0;
+	const char *dir = srd_shm_dir(&err);
+	if (!dir)
+		return err;
+	char name[SRD_SHM_NAME_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(name, sizeof(name), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(name))
+		return ENAMETOOLONG; /* a name longer than SRD_SHM_NAME_MAX says: a bug */
+	snprintf(buf, SRD_SHM_PATH_MAX, "%s/%s", dir, name);
+	return 0;
+}
+
+/* SOFTRDMA_SHM, and the directory, once per process. */
 static void conf_read(void)
 {
 	const char *v = getenv("SOFTRDMA_SHM");
-	int e = !(v && !strcmp(v, "0"));
-	const char *d = getenv("SOFTRDMA_SHM_DIR");
-	if (e && !d) {
-		snprintf(g_dir, sizeof(g_dir), "/dev/shm");
-	} else if (e) {
-		char why[96] = "";
-		struct stat st;
-		if (d[0] != '/')
-			snprintf(why, sizeof(why), " is not an absolute path");
-		else if (strlen(d) + RING_NAME_MAX > sizeof(g_dir))
-			snprintf(why, sizeof(why), " is longer than %zu bytes", sizeof(g_dir) - RING_NAME_MAX);
-		else if (stat(d, &st))
-			snprintf(why, sizeof(why), ": %s", strerror(errno));
-		else if (!S_ISDIR(st.st_mode))
-			snprintf(why, sizeof(why), " is not a directory");
-		else if (access(d, W_OK | X_OK))
-			snprintf(why, sizeof(why), " is not writable: %s", strerror(errno));
-		if (why[0]) {
-			fprintf(stderr, "softrdma: SOFTRDMA_SHM_DIR=%s%s; no same-host rings, packets between "
-				"processes go as UDP datagrams\n", d, why);
-			e = 0;
-		} else {
-			snprintf(g_dir, sizeof(g_dir), "%s", d);
-		}
-	}
+	int e = !(v && !strcmp(v, "0")) && srd_shm_dir(NULL);
 	__atomic_store_n(&g_enabled, e, __ATOMIC_RELEASE);
 }
 
@@ -148,10 +188,10 @@ bool srd_shm_enabled(void)
 	return e;
 }
 
-/* (g_dir is set: callers have found the carrier on) */
-static void ring_path(char *buf, size_t n, uint16_t port)
+/* (the directory is usable: callers have found the carrier on) */
+static void ring_path(char *buf, uint16_t port)
 {
-	snprintf(buf, n, "%s/softrdma-%u-%u", g_dir, (unsigned)geteuid(), (unsigned)port);
+	srd_shm_path(buf, "softrdma-%u-%u", (unsigned)geteuid(), (unsigned)port);
 }
 
 static bool pid_alive(pid_t pid)
@@ -196,8 +236,8 @@ static void at_exit(void)
 {
 	int n = __atomic_load_n(&g_nown, __ATOMIC_ACQUIRE);
 	for (int i = 0; i < n; i++) {
-		char path[RING_PATH_MAX];
-		ring_path(path, sizeof(path), g_own[i].port);
+		char path[SRD_SHM_PATH_MAX];
+		ring_path(path, g_own[i].port);
 		__atomic_store_n(&g_own[i].r->closed, 1, __ATOMIC_RELEASE);
 		unlink(path);
 	}
@@ -208,8 +248,8 @@ bool srd_shm_create(uint16_t port)
 	if (!srd_shm_enabled())
 		return false;
 	pthread_once(&g_sweep_once, sweep);
-	char path[RING_PATH_MAX];
-	ring_path(path, sizeof(path), port);
+	char path[SRD_SHM_PATH_MAX];
+	ring_path(path, port);
 	pthread_mutex_lock(&g_own_lock);
 	if (g_nown == 256) {
 		pthread_mutex_unlock(&g_own_lock);
@@ -283,8 +323,8 @@ static struct peer *peer_get(uint16_t port)
  * (a file left by a dead owner is removed). */
 static struct ring *open_ring(uint16_t port, dev_t *dev, ino_t *ino)
 {
-	char path[RING_PATH_MAX];
-	ring_path(path, sizeof(path), port);
+	char path[SRD_SHM_PATH_MAX];
+	ring_path(path, port);
 	int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;

@@ -3,12 +3,27 @@
 #ifndef SRD_SHM_H
 #define SRD_SHM_H
 #include "srd.h"
+#include <limits.h>
 
-/* Whether the carrier is on (SOFTRDMA_SHM unset or not "0", and SOFTRDMA_SHM_DIR unset or a
- * directory that can hold the rings; a bad one is said once on stderr); read once. */
+/* The directory of every file softrdma shares between processes: SOFTRDMA_SHM_DIR (an
+ * absolute path of an existing, writable directory), default /dev/shm, resolved once per
+ * process at its first use. It holds the rings (softrdma-<uid>-<port>, this unit) and the XRC
+ * domains' registries (softrdma-xrcd2-<uid>-<dev>-<ino>, xrc.c); <uid>: the effective uid.
+ * A directory that cannot be used is said once on stderr, and then srd_shm_dir returns NULL
+ * (*err, when err is not NULL: why, an errno): no file of softrdma goes anywhere else. */
+const char *srd_shm_dir(int *err);
+/* The longest name of such a file, with its '/' and NUL (the directory's length is checked
+ * against it), and the size of a buffer for a path there. */
+#define SRD_SHM_NAME_MAX sizeof("/softrdma-xrcd2-4294967295-ffffffffffffffff-ffffffffffffffff")
+#define SRD_SHM_PATH_MAX (PATH_MAX + SRD_SHM_NAME_MAX)
+/* Writes "<dir>/<name>" into buf (SRD_SHM_PATH_MAX bytes), the name formatted from fmt;
+ * returns 0, or srd_shm_dir's errno when the directory cannot be used. */
+int srd_shm_path(char *buf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Whether the carrier is on (SOFTRDMA_SHM unset or not "0", and srd_shm_dir usable); read once. */
 bool srd_shm_enabled(void);
 /* Creates the ring that receives for our port (a file of this user, mode 0600, in
- * SOFTRDMA_SHM_DIR, default /dev/shm); false when it cannot (the port is then reached over UDP only). */
+ * srd_shm_dir); false when it cannot (the port is then reached over UDP only). */
 bool srd_shm_create(uint16_t port);
 /* Carries one packet to the ring of dport. Returns 1 when carried (*doorbell: the
  * receiver sleeps and must be woken; *stamp: where it went, for srd_shm_peer_state),

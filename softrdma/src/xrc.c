@@ -4,13 +4,17 @@
  * A domain opened over a file (ibv_open_xrcd with an fd) is the file's: every handle of
  * this process to the same file (device and inode) shares one struct srd_xdom, and the
  * processes that have the file open know of each other through a registry, the file
- * /dev/shm/softrdma-xrcd2-<uid>-<dev>-<ino> of mode 0600 (locked with flock while read or
- * written), which lists the live processes that hold the domain and the TGT QPs they
- * created. It gives ibv_open_xrcd the kernel's O_CREAT/O_EXCL semantics across processes:
- * without O_CREAT a file no live process holds a domain for is EINVAL, with O_EXCL a file
- * that has one is EINVAL. fd -1 opens a private domain (O_CREAT required). The registries
- * of processes killed before they closed their domains are removed by the next process
- * that opens a domain over a file.
+ * <dir>/softrdma-xrcd2-<uid>-<dev>-<ino> of mode 0600 (<dir>: shm.c's srd_shm_dir, the
+ * directory of every file softrdma shares, SOFTRDMA_SHM_DIR, default /dev/shm; locked with
+ * flock while read or written), which lists the live processes that hold the domain and the
+ * TGT QPs they created. It gives ibv_open_xrcd the kernel's O_CREAT/O_EXCL semantics
+ * across processes: without O_CREAT a file no live process holds a domain for is EINVAL,
+ * with O_EXCL a file that has one is EINVAL; a directory that cannot be used fails it with
+ * srd_shm_dir's errno.
+ * fd -1 opens a private domain (O_CREAT required), with no file. The last process to leave a
+ * registry removes it: at ibv_close_xrcd, or at exit for the domains still open then. The
+ * registries of processes killed before either are removed by the next process that opens a
+ * domain over a file with the same directory (or by a live holder's next update).
  *
  * A request of an XRC_SEND QP names an XRC SRQ by number; the TGT QP it arrives at takes
  * the receive WQE from that SRQ, checks memory against the SRQ's PD and completes on the
@@ -26,9 +30,10 @@
  * Owns: struct srd_xdom, srd_xrcd's life, the XRC SRQ table, the TGT QP list, the shadows.
  * Lock order: a QP's resp_lock < the SRQ table lock; the TGT list lock < a QP's resp_lock;
  * the shadow lock < the SRQ table lock; the remote openers' lock is a leaf.
- * Calls: nothing of softrdma.
+ * Calls: shm (the directory).
  */
 #include "xrc.h"
+#include "shm.h"
 #include "wire.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -48,7 +53,7 @@ struct srd_xdom {
 	dev_t dev;
 	ino_t ino;
 	int handles;        /* srd_xrcd handles of this process */
-	char reg[128];      /* the registry's path */
+	char reg[SRD_SHM_PATH_MAX]; /* the registry's path */
 	uint16_t ports[REG_PORTS]; /* the ports of our XRC SRQ numbers listed in the registry */
 	int nports;
 };
@@ -86,14 +91,21 @@ static int reg_open(const char *path, struct reg *r)
 {
 	int fd;
 	for (;;) {
-		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		/* O_NOFOLLOW, O_NONBLOCK and a regular file of this user: anyone may put a link or a
+		 * FIFO of that name in a shared directory such as /dev/shm */
+		fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
 		if (fd < 0)
 			return -1;
+		struct stat a, b;
+		if (fstat(fd, &a) || !S_ISREG(a.st_mode) || a.st_uid != geteuid()) {
+			close(fd);
+			errno = EACCES;
+			return -1;
+		}
 		while (flock(fd, LOCK_EX) && errno == EINTR)
 			;
 		/* the last holder may have removed the file between our open and our lock */
-		struct stat a, b;
-		if (!fstat(fd, &a) && !stat(path, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		if (!lstat(path, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
 			break;
 		close(fd);
 	}
@@ -155,20 +167,20 @@ static void reg_give(int fd, const char *path, struct reg *r)
 	free(r);
 }
 
-/* Removes the registries that only processes now dead held (killed before they closed
- * their domains); once per process, at its first domain over a file. */
+/* Removes the registries of the directory that only processes now dead held (killed before
+ * they closed their domains); once per process, at its first domain over a file. */
 static void reg_sweep(void)
 {
 	char prefix[48];
-	int pl = snprintf(prefix, sizeof(prefix), "softrdma-xrcd2-%u-", (unsigned)getuid());
-	DIR *dir = opendir("/dev/shm");
+	int pl = snprintf(prefix, sizeof(prefix), "softrdma-xrcd2-%u-", (unsigned)geteuid());
+	const char *d = srd_shm_dir(NULL);
+	DIR *dir = d ? opendir(d) : NULL;
 	struct reg *r = malloc(sizeof(*r));
 	struct dirent *e;
 	while (dir && r && (e = readdir(dir))) {
-		if (strncmp(e->d_name, prefix, (size_t)pl))
+		char path[SRD_SHM_PATH_MAX];
+		if (strncmp(e->d_name, prefix, (size_t)pl) || srd_shm_path(path, "%s", e->d_name))
 			continue;
-		char path[300];
-		snprintf(path, sizeof(path), "/dev/shm/%s", e->d_name);
 		int fd = reg_open(path, r);
 		if (fd >= 0)
 			reg_close(fd, path, r); /* pruned: removed when no live process is left */
@@ -176,6 +188,31 @@ static void reg_sweep(void)
 	if (dir)
 		closedir(dir);
 	free(r);
+}
+
+/* At exit: this process leaves the registries of the domains it still holds (it exited
+ * without ibv_close_xrcd), and the last to leave one removes it. Skipped when another thread
+ * holds the domains' lock (a fork's child may have inherited it held): the next process that
+ * opens a domain over a file, or a live holder's next update, removes our entries then. */
+static void reg_at_exit(void)
+{
+	if (pthread_mutex_trylock(&g_lock))
+		return;
+	int32_t me = (int32_t)getpid();
+	for (struct srd_xdom *d = g_doms; d; d = d->next) {
+		int fd;
+		struct reg *r = d->file ? reg_take(d->reg, &fd) : NULL;
+		if (!r)
+			continue;
+		for (int i = 0; i < REG_PIDS; i++)
+			if (r->pid[i] == me)
+				r->pid[i] = 0;
+		for (int i = 0; i < REG_TGTS; i++)
+			if (r->tgt[i].pid == me)
+				r->tgt[i].pid = 0;
+		reg_give(fd, d->reg, r);
+	}
+	pthread_mutex_unlock(&g_lock);
 }
 
 struct ibv_xrcd *srd_open_xrcd(struct ibv_context *context, struct ibv_xrcd_init_attr *attr)
@@ -212,18 +249,21 @@ struct ibv_xrcd *srd_open_xrcd(struct ibv_context *context, struct ibv_xrcd_init
 			err = ENOMEM;
 	} else if (!(d = calloc(1, sizeof(*d)))) {
 		err = ENOMEM;
+	} else if ((err = srd_shm_path(d->reg, "softrdma-xrcd2-%u-%llx-%llx", (unsigned)geteuid(),
+				       (unsigned long long)st.st_dev, (unsigned long long)st.st_ino))) {
+		/* not "softrdma-<uid>-...": shm.c's sweep owns that name space (its rings) */
+		free(d);
+		d = NULL;
 	} else {
 		static bool swept;
 		if (!swept) {
 			swept = true;
 			reg_sweep();
+			atexit(reg_at_exit);
 		}
 		d->file = true;
 		d->dev = st.st_dev;
 		d->ino = st.st_ino;
-		/* not "softrdma-<uid>-...": shm.c's sweep owns that name space (its rings) */
-		snprintf(d->reg, sizeof(d->reg), "/dev/shm/softrdma-xrcd2-%u-%llx-%llx", (unsigned)getuid(),
-			 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
 		int fd;
 		struct reg *r = reg_take(d->reg, &fd);
 		if (!r) {

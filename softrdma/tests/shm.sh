@@ -4,7 +4,8 @@
 # removed at exit; a killed process's file removed by the next process), the UDP
 # path kept with SOFTRDMA_SHM=0 and with fault injection, and the ring counters (one QP
 # never fills a ring; a stopped receiver's ring fills and its senders wait for room),
-# SOFTRDMA_SHM_DIR (a bad one: said once, UDP, no ring file; two directories: UDP).
+# SOFTRDMA_SHM_DIR (a bad one: said once, UDP, no ring file; two directories: UDP; XRC's
+# registries there too, with the rings, none in /dev/shm).
 # The checks run with a ring directory of their own (SOFTRDMA_SHM_DIR, removed at exit), so
 # no other softrdma process of this user sweeps their files and they sweep no one else's.
 # SOFTRDMA_LIB: directory holding libibverbs.so.1 (default: target/lib next to this script).
@@ -310,6 +311,27 @@ said_any=$(grep -c "SOFTRDMA_SHM_DIR" "$logdir/apart.all")
 	[ "$(dirname "$during" 2>/dev/null)" = "$shmdir/a" ]
 check "different SOFTRDMA_SHM_DIRs: rings of their own, packets as datagrams" $? \
 	"rc $rc, udp tx $tx, shm tx $shm_tx, messages $said_any, server's rings '$during'; $logdir/apart.*"
+
+# 11. every file softrdma shares follows SOFTRDMA_SHM_DIR: XRC between two processes
+# (test_xrc_procs) with a directory of their own outside /dev/shm. While both hold the domain,
+# its registry and B's ring are there and neither is in /dev/shm (the program checks that and
+# prints "shared file PATH" for each); B ends with _exit, as if killed, leaving its ring and
+# the registry of a domain only it held, which the next process of that directory (test_xrc:
+# its first ring and its first domain over a file sweep them) removes; its own files go at its
+# exit: the directory is empty after.
+tests=${SOFTRDMA_TESTS:-$lib/../tests}
+xdir=$logdir/xrcdir
+mkdir "$xdir"
+SOFTRDMA_SHM_DIR=$xdir timeout 240 "$tests/test_xrc_procs" >"$logdir/xrcdir.procs" 2>&1
+rc=$?
+seen=$(grep -c "^shared file $xdir/softrdma-" "$logdir/xrcdir.procs")
+left=$(ls -A "$xdir" | tr '\n' ' ')
+SOFTRDMA_SHM_DIR=$xdir timeout 240 "$tests/test_xrc" >"$logdir/xrcdir.one" 2>&1
+rc2=$?
+after=$(ls -A "$xdir" | tr '\n' ' ')
+[ $rc = 0 ] && [ "$seen" = 2 ] && [ $rc2 = 0 ] && [ -z "$after" ]
+check "XRC with SOFTRDMA_SHM_DIR: registry and rings there, none in /dev/shm, removed after" $? \
+	"rc $rc/$rc2, files seen there $seen of 2, left by the pair '$left', after the next process '$after'; $logdir/xrcdir.*"
 
 echo "$pass passed, $fail failed"
 if [ $fail = 0 ]; then rm -rf "$logdir"; fi

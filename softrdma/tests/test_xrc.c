@@ -3,12 +3,16 @@
  * SRQs and their numbers, XRC_SEND -> XRC_RECV sends landing byte-exact in the SRQ each
  * names (completion on the SRQ's CQ), the wrong-domain and unknown-SRQ errors, ibv_open_qp,
  * the modify masks and the queues each type lacks. Run in-process and, in a child, over the
- * packet path (SOFTRDMA_FAULTS set, all probabilities zero).
+ * packet path (SOFTRDMA_FAULTS set, all probabilities zero). A process that exits without
+ * closing its domain leaves no registry behind; with a
+ * SOFTRDMA_SHM_DIR that cannot be used, no domain over a file opens.
  */
 #include <infiniband/verbs.h>
 #include "testlib.h"
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -84,6 +88,49 @@ static void connect_xrc(struct ibv_qp *q, uint32_t dqpn)
 	CHECK_EQ(t_qp_rts(q, &conn), 0, "RTS");
 }
 
+/* Whether the registry of the domain over file name exists: softrdma-xrcd2-<euid>-<dev>-<ino>
+ * in directory sd, as docs/softrdma.md names it. */
+static bool registry_in(const char *sd, const char *name)
+{
+	char path[4200];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (stat(path, &st))
+		return false;
+	snprintf(path, sizeof(path), "%s/softrdma-xrcd2-%u-%llx-%llx", sd, (unsigned)geteuid(),
+		 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+	return !lstat(path, &st);
+}
+
+/* ... in SOFTRDMA_SHM_DIR (default /dev/shm) */
+static bool registry_exists(const char *name)
+{
+	const char *sd = getenv("SOFTRDMA_SHM_DIR");
+	return registry_in(sd ? sd : "/dev/shm", name);
+}
+
+/* A SOFTRDMA_SHM_DIR that cannot be used (one that does not exist): no domain over a file
+ * (ENOENT, the directory's error), no registry in /dev/shm in its place, a private domain
+ * still opens. Run in a child forked before this process read the directory. */
+static int bad_dir(void)
+{
+	char bad[128];
+	snprintf(bad, sizeof(bad), "%s/missing", dir);
+	setenv("SOFTRDMA_SHM_DIR", bad, 1);
+	ctx = t_open_dev();
+	int err;
+	struct ibv_xrcd *x = xrcd_open("b", O_CREAT, &err);
+	CHECK(!x && err == ENOENT, "bad SOFTRDMA_SHM_DIR: no domain over a file (errno %d)", err);
+	CHECK(!registry_in("/dev/shm", "b") && !registry_in(bad, "b"), "bad SOFTRDMA_SHM_DIR: no registry anywhere");
+	struct ibv_xrcd_init_attr pa = { .comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS, .fd = -1,
+					 .oflags = O_CREAT };
+	struct ibv_xrcd *p = ibv_open_xrcd(ctx, &pa);
+	CHECK(p != NULL, "bad SOFTRDMA_SHM_DIR: a private domain opens");
+	if (p)
+		ibv_close_xrcd(p);
+	return t_fail ? 1 : 0;
+}
+
 static void test_domains(void)
 {
 	int err;
@@ -108,6 +155,32 @@ static void test_domains(void)
 	int st;
 	waitpid(pid, &st, 0);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "another process joins the domain, O_EXCL refused there");
+	/* a process that exits (exit, not _exit: the library's exit handlers run) holding the only
+	 * handle of a domain: its registry goes with it, not left for another process's sweep. It
+	 * says through a pipe what it saw: its exit status is LeakSanitizer's in a sanitizer build
+	 * (the handle is left open on purpose) */
+	int zp[2];
+	CHECK_EQ(pipe(zp), 0, "pipe");
+	pid = fork();
+	if (pid == 0) {
+		close(zp[0]);
+		ctx = t_open_dev();
+		struct ibv_xrcd *z = xrcd_open("z", O_CREAT, &err);
+		char seen = z && registry_exists("z") ? 'y' : 'n';
+		if (write(zp[1], &seen, 1) != 1)
+			_exit(1);
+		exit(0);
+	}
+	close(zp[1]);
+	char seen = 0;
+	if (read(zp[0], &seen, 1) != 1)
+		seen = 0;
+	close(zp[0]);
+	waitpid(pid, &st, 0);
+	CHECK(seen == 'y' && WIFEXITED(st), "a process opens a domain (its registry there) and exits holding it (%c, status %d)",
+	      seen ? seen : '-', st);
+	CHECK(!registry_exists("z"), "its registry removed at its exit");
+	CHECK(!xrcd_open("z", 0, &err) && err == EINVAL, "no domain left for its file (errno %d)", err);
 	struct ibv_cq *cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
 	struct ibv_srq *s = xsrq(a, cq);
 	CHECK(s != NULL, "XRC SRQ (errno %d)", errno);
@@ -301,6 +374,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	pid_t pid = fork();
+	if (pid == 0)
+		_exit(bad_dir());
+	int st, bad_st;
+	waitpid(pid, &bad_st, 0); /* checked below: a failure here must not fail the next child too */
+	pid = fork();
 	if (pid == 0) {
 		setenv("SOFTRDMA_FAULTS", "seed=9", 1);
 		ctx = t_open_dev();
@@ -309,9 +387,9 @@ int main(int argc, char **argv)
 		test_traffic();
 		_exit(t_fail ? 1 : 0);
 	}
-	int st;
 	waitpid(pid, &st, 0);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "XRC over the packet path (status %d)", st);
+	CHECK(WIFEXITED(bad_st) && WEXITSTATUS(bad_st) == 0, "a bad SOFTRDMA_SHM_DIR (status %d)", bad_st);
 	ctx = t_open_dev();
 	pd = ibv_alloc_pd(ctx);
 	ibv_query_gid(ctx, 1, 1, &gid);

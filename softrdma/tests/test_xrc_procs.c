@@ -13,6 +13,9 @@
  * ibv_open_qp in B of A's TGT QP: query, the QP's async event on B's handle, modify through it,
  * A's destroy EBUSY until B closes the handle.
  * The processes are forked before either touches the device and talk through pipes.
+ * While both hold the domain, the files they share (the domain's registry, B's ring) are in
+ * SOFTRDMA_SHM_DIR (default /dev/shm), and none of them in /dev/shm when that is another
+ * directory (tests/shm.sh runs this with one of its own and checks it is empty after).
  */
 #include <infiniband/verbs.h>
 #include "testlib.h"
@@ -21,6 +24,7 @@
 #include <arpa/inet.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -139,6 +143,36 @@ static void post_recvs(struct ibv_srq *s, int n, uint64_t base, size_t off)
 					 { .addr = (uintptr_t)p + 4096, .length = 4096, .lkey = g_mr->lkey } };
 		struct ibv_recv_wr w = { .wr_id = base + (uint64_t)k, .sg_list = sg, .num_sge = 2 }, *bad;
 		CHECK_EQ(ibv_post_srq_recv(s, &w, &bad), 0, "post_srq_recv");
+	}
+}
+
+/* The files of this run that softrdma shares between processes, named as docs/softrdma.md
+ * says: domain "d"'s registry, softrdma-xrcd2-<euid>-<dev>-<ino> of the domain's file, and B's
+ * ring, softrdma-<euid>-<port> (the port: the upper bits of an SRQ number of B's; none with
+ * SOFTRDMA_SHM=0). Each is a file of mode 0600 in SOFTRDMA_SHM_DIR (default /dev/shm), and
+ * none of them is in /dev/shm when that is another directory. */
+static void shared_files(uint32_t b_srqn)
+{
+	const char *sd = getenv("SOFTRDMA_SHM_DIR"), *shm = getenv("SOFTRDMA_SHM");
+	if (!sd)
+		sd = "/dev/shm";
+	char path[4200], names[2][96];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/d", dir);
+	CHECK(!stat(path, &st), "the domain's file %s", path);
+	snprintf(names[0], sizeof(names[0]), "softrdma-xrcd2-%u-%llx-%llx", (unsigned)geteuid(),
+		 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+	snprintf(names[1], sizeof(names[1]), "softrdma-%u-%u", (unsigned)geteuid(), b_srqn >> 8);
+	int n = shm && !strcmp(shm, "0") ? 1 : 2;
+	for (int k = 0; k < n; k++) {
+		snprintf(path, sizeof(path), "%s/%s", sd, names[k]);
+		CHECK(!lstat(path, &st) && S_ISREG(st.st_mode) && (st.st_mode & 0777) == 0600 &&
+		      st.st_uid == geteuid(), "shared file %s: in SOFTRDMA_SHM_DIR, mode 0600 (errno %d)", path, errno);
+		if (strcmp(sd, "/dev/shm")) {
+			snprintf(path, sizeof(path), "/dev/shm/%s", names[k]);
+			CHECK(lstat(path, &st) && errno == ENOENT, "shared file %s: none in /dev/shm", path);
+		}
+		printf("shared file %s/%s\n", sd, names[k]);
 	}
 }
 
@@ -363,6 +397,7 @@ static void proc_a(pid_t b)
 	g_mr = ibv_reg_mr(pd, g_buf, sz, IBV_ACCESS_LOCAL_WRITE);
 	struct binfo bi;
 	CHECK(get(to_a[0], &bi, sizeof(bi)) == 0, "A: B's numbers");
+	shared_files(bi.srqn);
 	struct ibv_qp *t, *i;
 	pair(x, scq, 7, &t, &i);
 
