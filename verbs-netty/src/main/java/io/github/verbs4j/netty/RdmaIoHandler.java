@@ -29,6 +29,8 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
@@ -45,6 +47,10 @@ import java.util.concurrent.atomic.LongAdder;
  * {@link #wakeup()} writes and a timerfd armed for the next scheduled task: an idle loop costs no
  * CPU, a task from another thread wakes it at once, and a scheduled task runs when it is due,
  * not up to a millisecond later ({@code poll(2)}'s own timeout is whole milliseconds).
+ *
+ * <p>In Netty's auto-scaling groups an idle loop without registrations is suspended and resumes
+ * on a new thread, as Netty's own loops do (docs/netty.md, "Auto-scaling groups"); a loop that
+ * still holds a connection's queues, which are confined to its thread, is kept from suspending.
  */
 public final class RdmaIoHandler implements IoHandler {
 
@@ -98,6 +104,9 @@ public final class RdmaIoHandler implements IoHandler {
      * thread); {@link #destroy()} releases what is left.
      */
     private final Set<RdmaSocketChannel> connections = ConcurrentHashMap.newKeySet();
+    /** Scheduled while {@link #connections} are held with no registration: see {@link #updateSuspendGuard()}. Loop only. */
+    private ScheduledFuture<?> suspendGuard;
+    private static final Runnable SUSPEND_GUARD = () -> { };
     /** Per device, made on first use by a channel's setup (on this loop since setup moved there; {@link #device} stays thread-safe). */
     private final Map<Context, Device> devices = new ConcurrentHashMap<>();
     private volatile boolean pollSetStale = true;
@@ -152,9 +161,13 @@ public final class RdmaIoHandler implements IoHandler {
     long clockReads;
     long runs;
     long emptyRuns;
+    /** Active I/O time reported to Netty ({@code IoHandlerContext.reportActiveIoTime}), in all: for tests. Loop only. */
+    long activeIoNanos;
 
     private long lastWorkNanos = System.nanoTime();
     private long lastCmCheckNanos = lastWorkNanos;
+    /** The last clock read of the loop (System.nanoTime): the start of the passes the next report of active I/O time covers. */
+    private long lastClockNanos = lastWorkNanos;
     /**
      * Blocking waits of every RDMA loop of this JVM, for tests of steady-state allocation: a wait
      * costs a {@code poll(2)} downcall, whose allocation (if any) is per wait, not per message.
@@ -246,7 +259,26 @@ public final class RdmaIoHandler implements IoHandler {
     public static IoHandlerFactory newFactory(RdmaTransportOptions options) {
         Objects.requireNonNull(options, "options");
         Rdma.ensureAvailability();
-        return executor -> new RdmaIoHandler(executor, options);
+        return new IoHandlerFactory() {
+            @Override
+            public IoHandler newHandler(ThreadAwareExecutor executor) {
+                return new RdmaIoHandler(executor, options);
+            }
+
+            /**
+             * True, as for Netty's NIO, epoll and io_uring handlers: what makes a loop suspendable in
+             * an auto-scaling group ({@code AutoScalingEventExecutorChooserFactory}); a suspended
+             * loop's thread ends and the loop resumes on a new one. Without it every trySuspend
+             * was refused and an idle group never scaled down. The handler's own state (eventfd,
+             * timerfd, poll set, each device's domain and completion channel) is no thread's; the
+             * one thing bound to the loop's thread is a connection's confined queues, and the
+             * handler keeps a loop that holds any from suspending ({@link #updateSuspendGuard}).
+             */
+            @Override
+            public boolean isChangingThreadSupported() {
+                return true;
+            }
+        };
     }
 
     /** How many times the RDMA loops of this JVM blocked in {@code poll(2)} so far: for tests. */
@@ -289,16 +321,61 @@ public final class RdmaIoHandler implements IoHandler {
     /** {@code channel}'s queues were made on this loop ({@link #destroy()} releases them if the channel did not). */
     void connectionOpened(RdmaSocketChannel channel) {
         connections.add(channel);
+        updateSuspendGuard();
     }
 
     /** {@code channel} released its queues. */
     void connectionReleased(RdmaSocketChannel channel) {
         connections.remove(channel);
+        updateSuspendGuard();
+    }
+
+    /**
+     * Keeps the loop from being suspended (auto-scaling groups) while it holds connections but no
+     * registration: a channel deregistered with its queues, or a close waiting for its last
+     * sends. Netty suspends a loop that has no registration, no task and no scheduled task, and
+     * resumes it on a new thread; these connections' queues are confined to the thread that made
+     * them, so on a resumed loop the next poll, the linger or the release would throw
+     * {@code WrongThreadException}. A scheduled task is what keeps Netty's {@code canSuspend}
+     * false: one that never runs (a day away, periodic), cancelled once the last such connection
+     * is released or a channel is registered again. A loop the group asked to suspend meanwhile
+     * takes no new channels from the group and suspends when the guard is cancelled. On the loop.
+     */
+    private void updateSuspendGuard() {
+        if (!executor.isExecutorThread(Thread.currentThread())) {
+            try {
+                executor.execute(this::updateSuspendGuard);
+            } catch (RejectedExecutionException e) {
+                // the loop ended: nothing left to keep from suspending
+            }
+            return;
+        }
+        boolean want = registrations.isEmpty() && !connections.isEmpty();
+        if (want && suspendGuard == null && executor instanceof EventExecutor loop && !loop.isShuttingDown()) {
+            suspendGuard = loop.scheduleAtFixedRate(SUSPEND_GUARD, 1, 1, TimeUnit.DAYS);
+        } else if (!want && suspendGuard != null) {
+            suspendGuard.cancel(false);
+            suspendGuard = null;
+        }
+    }
+
+    /** Whether the suspension guard is in place: for tests. Loop only. */
+    boolean suspendGuarded() {
+        return suspendGuard != null;
     }
 
     /** A handle's CM fd changed (set up, closed): the poll set is rebuilt before the next wait. */
     void pollSetChanged() {
         pollSetStale = true;
+    }
+
+    /**
+     * On the loop's thread as it starts, and as it resumes on a new thread after a suspension
+     * (auto-scaling groups): the time it was suspended is not active I/O time.
+     */
+    @Override
+    public void initialize() {
+        lastClockNanos = System.nanoTime();
     }
 
     @Override
@@ -312,6 +389,10 @@ public final class RdmaIoHandler implements IoHandler {
     }
 
     private int run0(IoHandlerContext context) {
+        if (clockEveryPass && context.shouldReportActiveIoTime()) {
+            // a loop that reads the clock on every pass anyway times each pass from its start
+            lastClockNanos = System.nanoTime();
+        }
         int work = pollAll();
         passes++;
         if (!clockEveryPass) {
@@ -339,7 +420,15 @@ public final class RdmaIoHandler implements IoHandler {
             // the work was up to CLOCK_EVERY_PASSES passes ago: the budget runs that much longer
             workSinceClock = false;
             lastWorkNanos = now;
+            if (context.shouldReportActiveIoTime()) {
+                // auto-scaling's utilization: the passes since the last clock read found work,
+                // counted whole (no clock read of its own on the busy path); a stretch of passes
+                // that found nothing, and a blocking wait, count as idle
+                context.reportActiveIoTime(now - lastClockNanos);
+                activeIoNanos += now - lastClockNanos;
+            }
         }
+        lastClockNanos = now;
         if (now - lastCmCheckNanos >= CM_CHECK_NANOS) {
             lastCmCheckNanos = now;
             CM_CHECKS.increment();
@@ -381,9 +470,17 @@ public final class RdmaIoHandler implements IoHandler {
         BLOCKING_WAITS.increment();
         work = waitForEvents(timeoutMillis);
         sleeping = false;
+        boolean report = context.shouldReportActiveIoTime();
+        long woke = report ? System.nanoTime() : 0;
         work += pollAll();
         clockReads++;
         lastWorkNanos = System.nanoTime();
+        lastClockNanos = lastWorkNanos;
+        if (report && work > 0) {
+            // the wait is not active time: from its end
+            context.reportActiveIoTime(lastWorkNanos - woke);
+            activeIoNanos += lastWorkNanos - woke;
+        }
         return work;
     }
 
@@ -507,6 +604,7 @@ public final class RdmaIoHandler implements IoHandler {
         registrations.add(r);
         pollSetStale = true;
         h.registered();
+        updateSuspendGuard();
         return r;
     }
 
@@ -649,6 +747,7 @@ public final class RdmaIoHandler implements IoHandler {
             registrations.remove(this);
             pollSetStale = true;
             handle.unregistered();
+            updateSuspendGuard();
         }
     }
 }

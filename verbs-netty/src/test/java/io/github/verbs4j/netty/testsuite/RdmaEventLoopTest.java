@@ -8,35 +8,20 @@ import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.ServerChannel;
 import io.netty.testsuite.transport.AbstractSingleThreadEventLoopTest;
-import org.junit.jupiter.api.Disabled;
-import org.junit.jupiter.api.Test;
 
 import java.util.concurrent.Executor;
 
 /**
  * Netty's {@link AbstractSingleThreadEventLoopTest} on {@link RdmaIoHandler}'s loops: registering
  * channels and deregistering one (the only deregistration in Netty's testsuite; none registers a
- * channel again), shutdown before and after start, scheduled tasks, the auto-scaling group. The
- * registered-channels iterator is left out as for Netty's own I/O-handler loops
- * ({@code supportsChannelIteration} false: its three tests are skipped by their assumption). The
- * two auto-scaling tests are disabled: an idle group of these loops did not scale down to one
- * active loop within the tests' 5 and 10 s (2026-11-30); why (the handler reports no active I/O
- * time through {@code IoHandlerContext.reportActiveIoTime}, or the suspension itself) is not
- * found yet, and auto-scaling groups are not among what the transport claims (docs/netty.md).
+ * channel again), shutdown before and after start, scheduled tasks, the auto-scaling group (an
+ * idle group scales down to one active loop; a task submitted to the suspended loop resumes it).
+ * The registered-channels iterator is left out as for Netty's own I/O-handler loops
+ * ({@code supportsChannelIteration} false: its three tests are skipped by their assumption).
+ * A resumed loop carrying a connection, and a loop that holds a deregistered connection not
+ * suspending: verbs-netty's {@code RdmaAutoScalingTest}.
  */
 public class RdmaEventLoopTest extends AbstractSingleThreadEventLoopTest {
-
-    @Override
-    @Test
-    @Disabled("an idle auto-scaling group of RDMA loops does not scale down in time: not supported yet (see the class)")
-    public void testAutoScalingEventLoopGroupCanScaleDownAndBeUsed() {
-    }
-
-    @Override
-    @Test
-    @Disabled("an idle auto-scaling group of RDMA loops does not scale down in time: not supported yet (see the class)")
-    public void testSubmittingTaskWakesUpSuspendedExecutor() {
-    }
 
     @Override
     protected EventLoopGroup newEventLoopGroup() {
