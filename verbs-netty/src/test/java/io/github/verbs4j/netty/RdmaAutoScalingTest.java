@@ -4,12 +4,7 @@ import io.github.verbs4j.CompletionChannel;
 import io.github.verbs4j.CompletionQueue;
 import io.github.verbs4j.ProtectionDomain;
 import io.github.verbs4j.QueuePair;
-import io.netty.buffer.ByteBuf;
-import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
-import io.netty.channel.ChannelHandler;
-import io.netty.channel.ChannelHandlerContext;
-import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.EventLoop;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
@@ -20,16 +15,15 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-import java.io.ByteArrayOutputStream;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
-import java.util.concurrent.Callable;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static io.github.verbs4j.netty.EchoRounds.echoes;
+import static io.github.verbs4j.netty.EchoRounds.message;
+import static io.github.verbs4j.netty.EchoRounds.onLoop;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -65,8 +59,7 @@ class RdmaAutoScalingTest {
     void groups() {
         Rdma.ensureAvailability();
         serverGroup = RdmaLoops.newGroup(1);
-        server = RdmaLoops.serverBootstrap(serverGroup).childHandler(new Echo())
-                .bind(RdmaLoops.LOCAL_ANY_PORT).syncUninterruptibly().channel();
+        server = RdmaEchoTest.echoServer(serverGroup);
         // Netty testsuite's settings: 1 to 2 loops, a 100 ms window, idle below 20 % for 2 windows
         scaling = new MultiThreadIoEventLoopGroup(2, (Executor) null,
                 new AutoScalingEventExecutorChooserFactory(1, 2, 100, TimeUnit.MILLISECONDS, 0.2, 0.9, 2, 2, 1),
@@ -92,66 +85,6 @@ class RdmaAutoScalingTest {
         }
         RdmaLoops.shutdown(scaling);
         RdmaLoops.shutdown(serverGroup);
-    }
-
-    /** Echoes what it reads. */
-    @ChannelHandler.Sharable
-    private static final class Echo extends ChannelInboundHandlerAdapter {
-        @Override
-        public void channelRead(ChannelHandlerContext ctx, Object msg) {
-            ctx.writeAndFlush(msg);
-        }
-    }
-
-    /** Keeps what it reads, in order. */
-    private static final class Collector extends ChannelInboundHandlerAdapter {
-        final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-
-        @Override
-        public void channelRead(ChannelHandlerContext ctx, Object msg) {
-            ByteBuf buf = (ByteBuf) msg;
-            byte[] b = new byte[buf.readableBytes()];
-            buf.readBytes(b);
-            buf.release();
-            synchronized (bytes) {
-                bytes.write(b, 0, b.length);
-                bytes.notifyAll();
-            }
-        }
-
-        byte[] await(int n) throws InterruptedException {
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-            synchronized (bytes) {
-                while (bytes.size() < n && System.nanoTime() < deadline) {
-                    bytes.wait(100);
-                }
-                return bytes.toByteArray();
-            }
-        }
-    }
-
-    private static byte[] message(int seed, int length) {
-        byte[] b = new byte[length];
-        for (int i = 0; i < length; i++) {
-            b[i] = (byte) (seed * 31 + i * 7);
-        }
-        return b;
-    }
-
-    /** Writes {@code sent} on {@code client} and checks that {@code collector} got it back, byte-exact. */
-    private static void echoes(Channel client, Collector collector, byte[] sent) throws InterruptedException {
-        int before;
-        synchronized (collector.bytes) {
-            before = collector.bytes.size();
-        }
-        client.writeAndFlush(Unpooled.wrappedBuffer(sent)).syncUninterruptibly();
-        byte[] all = collector.await(before + sent.length);
-        assertEquals(before + sent.length, all.length, "echoed bytes");
-        assertArrayEquals(sent, Arrays.copyOfRange(all, before, all.length));
-    }
-
-    private static <T> T onLoop(EventLoop loop, Callable<T> task) throws Exception {
-        return loop.submit(task).get(10, TimeUnit.SECONDS);
     }
 
     private List<EventLoop> loops() {
@@ -188,7 +121,7 @@ class RdmaAutoScalingTest {
         // a connection on each loop, so that whichever the group suspends has made its resources
         List<Resources> before = new ArrayList<>();
         for (int i = 0; i < loops.size(); i++) {
-            Collector c = new Collector();
+            EchoRounds.Collector c = new EchoRounds.Collector();
             Channel client = RdmaLoops.clientBootstrap(loops.get(i)).handler(c)
                     .connect(server.localAddress()).syncUninterruptibly().channel();
             assertSame(loops.get(i), client.eventLoop());
@@ -217,7 +150,7 @@ class RdmaAutoScalingTest {
         assertTrue(old.qp().isClosed() && old.cq().isClosed(), "the closed connection's queues were destroyed");
 
         // a connection registered with the suspended loop resumes it, on a new thread
-        Collector collector = new Collector();
+        EchoRounds.Collector collector = new EchoRounds.Collector();
         Channel client = RdmaLoops.clientBootstrap(loop).handler(collector)
                 .connect(server.localAddress()).syncUninterruptibly().channel();
         assertFalse(loop.isSuspended(), "the loop resumed");
@@ -250,10 +183,10 @@ class RdmaAutoScalingTest {
         List<EventLoop> loops = loops();
         EventLoop loop = loops.get(0);
         // the other loop keeps a registered connection: only loop 0 can be a candidate
-        Collector otherCollector = new Collector();
+        EchoRounds.Collector otherCollector = new EchoRounds.Collector();
         Channel other = RdmaLoops.clientBootstrap(loops.get(1)).handler(otherCollector)
                 .connect(server.localAddress()).syncUninterruptibly().channel();
-        Collector collector = new Collector();
+        EchoRounds.Collector collector = new EchoRounds.Collector();
         Channel client = RdmaLoops.clientBootstrap(loop).handler(collector)
                 .connect(server.localAddress()).syncUninterruptibly().channel();
         echoes(client, collector, message(1, 2000));

@@ -2,11 +2,8 @@ package io.github.verbs4j.netty;
 
 import io.github.verbs4j.CompletionQueue;
 import io.github.verbs4j.QueuePair;
-import io.netty.buffer.ByteBuf;
-import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
-import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.EventLoop;
 import io.netty.channel.EventLoopGroup;
@@ -15,13 +12,11 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-import java.io.ByteArrayOutputStream;
-import java.util.Arrays;
-import java.util.concurrent.BlockingQueue;
-import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static io.github.verbs4j.netty.EchoRounds.echoes;
+import static io.github.verbs4j.netty.EchoRounds.message;
+import static io.github.verbs4j.netty.EchoRounds.onLoop;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -59,80 +54,10 @@ class RdmaReregistrationTest {
         RdmaLoops.shutdown(serverGroup);
     }
 
-    /** Echoes what it reads. */
-    private static final class Echo extends ChannelInboundHandlerAdapter {
-        @Override
-        public void channelRead(ChannelHandlerContext ctx, Object msg) {
-            ctx.writeAndFlush(msg);
-        }
-    }
-
-    /** Keeps what it reads, in order. */
-    private static final class Collector extends ChannelInboundHandlerAdapter {
-        final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-        final BlockingQueue<Boolean> inactive = new LinkedBlockingQueue<>();
-
-        @Override
-        public void channelRead(ChannelHandlerContext ctx, Object msg) {
-            ByteBuf buf = (ByteBuf) msg;
-            byte[] b = new byte[buf.readableBytes()];
-            buf.readBytes(b);
-            buf.release();
-            synchronized (bytes) {
-                bytes.write(b, 0, b.length);
-                bytes.notifyAll();
-            }
-        }
-
-        @Override
-        public void channelInactive(ChannelHandlerContext ctx) {
-            inactive.add(true);
-        }
-
-        byte[] await(int n) throws InterruptedException {
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-            synchronized (bytes) {
-                while (bytes.size() < n && System.nanoTime() < deadline) {
-                    bytes.wait(100);
-                }
-                return bytes.toByteArray();
-            }
-        }
-    }
-
-    private static byte[] message(int seed, int length) {
-        byte[] b = new byte[length];
-        for (int i = 0; i < length; i++) {
-            b[i] = (byte) (seed * 31 + i * 7);
-        }
-        return b;
-    }
-
-    /** Writes {@code sent} on {@code client} and checks that {@code collector} got it back, byte-exact. */
-    private static void echoes(Channel client, Collector collector, byte[] sent) throws InterruptedException {
-        int before;
-        synchronized (collector.bytes) {
-            before = collector.bytes.size();
-        }
-        client.writeAndFlush(Unpooled.wrappedBuffer(sent)).syncUninterruptibly();
-        byte[] all = collector.await(before + sent.length);
-        assertEquals(before + sent.length, all.length, "echoed bytes");
-        assertArrayEquals(sent, Arrays.copyOfRange(all, before, all.length));
-    }
-
-    private Channel echoServer(EventLoopGroup group) {
-        return RdmaLoops.serverBootstrap(group).childHandler(new Echo())
-                .bind(RdmaLoops.LOCAL_ANY_PORT).syncUninterruptibly().channel();
-    }
-
-    private static <T> T onLoop(EventLoop loop, java.util.concurrent.Callable<T> task) throws Exception {
-        return loop.submit(task).get(10, TimeUnit.SECONDS);
-    }
-
     @Test
     void anUnconnectedChannelMovesToAnotherLoopAndConnectsThere() throws Exception {
-        Channel server = echoServer(serverGroup);
-        Collector collector = new Collector();
+        Channel server = RdmaEchoTest.echoServer(serverGroup);
+        EchoRounds.Collector collector = new EchoRounds.Collector();
         Channel client = RdmaLoops.clientBootstrap(first).handler(collector).register().syncUninterruptibly().channel();
         EventLoop from = client.eventLoop();
         assertTrue(client.deregister().syncUninterruptibly().isSuccess());
@@ -155,8 +80,8 @@ class RdmaReregistrationTest {
 
     @Test
     void aConnectedChannelRefusesAnotherLoopWithTheReasonAndClosesFromItsFirstLoop() throws Exception {
-        Channel server = echoServer(serverGroup);
-        Collector collector = new Collector();
+        Channel server = RdmaEchoTest.echoServer(serverGroup);
+        EchoRounds.Collector collector = new EchoRounds.Collector();
         Channel client = RdmaLoops.clientBootstrap(first).handler(collector)
                 .connect(server.localAddress()).syncUninterruptibly().channel();
         echoes(client, collector, message(3, 1000));
@@ -185,8 +110,8 @@ class RdmaReregistrationTest {
 
     @Test
     void aConnectedChannelRegisteredAgainWithItsFirstLoopGoesOn() throws Exception {
-        Channel server = echoServer(serverGroup);
-        Collector collector = new Collector();
+        Channel server = RdmaEchoTest.echoServer(serverGroup);
+        EchoRounds.Collector collector = new EchoRounds.Collector();
         Channel client = RdmaLoops.clientBootstrap(first).handler(collector)
                 .connect(server.localAddress()).syncUninterruptibly().channel();
         echoes(client, collector, message(4, 500));
@@ -201,12 +126,12 @@ class RdmaReregistrationTest {
 
     @Test
     void aBoundServerChannelMovesToAnotherLoopAndAcceptsThere() throws Exception {
-        Channel server = echoServer(serverGroup);
+        Channel server = RdmaEchoTest.echoServer(serverGroup);
         assertTrue(server.deregister().syncUninterruptibly().isSuccess());
         EventLoop to = second.next();
         assertTrue(to.register(server).syncUninterruptibly().isSuccess());
         assertSame(to, server.eventLoop());
-        Collector collector = new Collector();
+        EchoRounds.Collector collector = new EchoRounds.Collector();
         Channel client = RdmaLoops.clientBootstrap(first).handler(collector)
                 .connect(server.localAddress()).syncUninterruptibly().channel();
         echoes(client, collector, message(6, 4096));
@@ -235,8 +160,8 @@ class RdmaReregistrationTest {
 
     @Test
     void aConnectionLeftDeregisteredIsReleasedWhenItsLoopEnds() throws Exception {
-        Channel server = echoServer(serverGroup);
-        Collector collector = new Collector();
+        Channel server = RdmaEchoTest.echoServer(serverGroup);
+        EchoRounds.Collector collector = new EchoRounds.Collector();
         Channel client = RdmaLoops.clientBootstrap(first).handler(collector)
                 .connect(server.localAddress()).syncUninterruptibly().channel();
         echoes(client, collector, message(7, 100));
