@@ -3,12 +3,8 @@ package io.github.verbs4j;
 import io.github.verbs4j.testsupport.PeerJvm;
 import org.junit.jupiter.api.Test;
 
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -25,17 +21,9 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  */
 class TuningPropertiesTest {
 
-    /** What the child JVM printed and its exit code. */
-    record Child(String stdout, String stderr, int exitCode) {
-        @Override
-        public String toString() {
-            return "exit " + exitCode + "\nstdout:\n" + stdout + "stderr:\n" + stderr;
-        }
-    }
-
     @Test
     void aYieldPeriodThatIsNotANumberIsWarnedAboutAndTheDefaultUsed() throws Exception {
-        Child child = run("-Dverbs4j.emptyPollYieldEvery=often");
+        PeerJvm.Ended child = run("-Dverbs4j.emptyPollYieldEvery=often");
         assertEquals(0, child.exitCode(), child::toString);
         assertWarned(child, "verbs4j.emptyPollYieldEvery=\"often\" is not a number", "using the default, 4096");
         assertTrue(child.stdout().contains("yieldMask=4095"), child::toString);
@@ -43,7 +31,7 @@ class TuningPropertiesTest {
 
     @Test
     void aYieldPeriodThatIsNotAPowerOfTwoIsWarnedAboutAndTheDefaultUsed() throws Exception {
-        Child child = run("-Dverbs4j.emptyPollYieldEvery=1000");
+        PeerJvm.Ended child = run("-Dverbs4j.emptyPollYieldEvery=1000");
         assertEquals(0, child.exitCode(), child::toString);
         assertWarned(child, "verbs4j.emptyPollYieldEvery=\"1000\" is out of range", "using the default, 4096");
         assertTrue(child.stdout().contains("yieldMask=4095"), child::toString);
@@ -51,7 +39,7 @@ class TuningPropertiesTest {
 
     @Test
     void aYieldPeriodBelow1024IsWarnedAboutAndTheDefaultUsed() throws Exception {
-        Child child = run("-Dverbs4j.emptyPollYieldEvery=512");
+        PeerJvm.Ended child = run("-Dverbs4j.emptyPollYieldEvery=512");
         assertEquals(0, child.exitCode(), child::toString);
         assertWarned(child, "verbs4j.emptyPollYieldEvery=\"512\" is out of range", "using the default, 4096");
         assertTrue(child.stdout().contains("yieldMask=4095"), child::toString);
@@ -59,7 +47,7 @@ class TuningPropertiesTest {
 
     @Test
     void aGoodYieldPeriodIsTakenWithoutAWarning() throws Exception {
-        Child child = run("-Dverbs4j.emptyPollYieldEvery=0");
+        PeerJvm.Ended child = run("-Dverbs4j.emptyPollYieldEvery=0");
         assertEquals(0, child.exitCode(), child::toString);
         assertTrue(child.stdout().contains("yieldMask=-1"), child::toString);
         assertTrue(!child.stderr().contains("verbs4j.emptyPollYieldEvery"), child::toString);
@@ -67,7 +55,7 @@ class TuningPropertiesTest {
 
     @Test
     void anUnknownCloseGuardModeIsWarnedAboutAndTheDefaultUsed() throws Exception {
-        Child child = run("-Dverbs4j.closeGuard=sometimes");
+        PeerJvm.Ended child = run("-Dverbs4j.closeGuard=sometimes");
         assertEquals(0, child.exitCode(), child::toString);
         assertWarned(child, "verbs4j.closeGuard=\"sometimes\" is not one of membarrier, fence, off",
                 "using the default, membarrier");
@@ -76,7 +64,7 @@ class TuningPropertiesTest {
                 child::toString);
     }
 
-    private static void assertWarned(Child child, String... parts) {
+    private static void assertWarned(PeerJvm.Ended child, String... parts) {
         List<String> lines = child.stderr().lines().filter(l -> l.contains(parts[0])).toList();
         assertEquals(1, lines.size(), () -> "one warning expected, containing " + List.of(parts) + "; " + child);
         for (String part : parts) {
@@ -85,24 +73,10 @@ class TuningPropertiesTest {
     }
 
     /** {@link TuningPropertiesChild} in a fresh JVM like this one, with {@code options}. */
-    static Child run(String... options) throws Exception {
+    static PeerJvm.Ended run(String... options) throws Exception {
         assumeTrue(Verbs.isAvailable(), () -> "no RDMA: " + Verbs.unavailabilityCause());
         List<String> jvmOptions = new ArrayList<>(PeerJvm.QUICK_START);
         jvmOptions.addAll(List.of(options));
-        ProcessBuilder pb = new ProcessBuilder(PeerJvm.command(jvmOptions, TuningPropertiesChild.class));
-        Path err = Files.createTempFile("verbs4j-tuning", ".stderr");
-        try {
-            pb.redirectError(err.toFile());
-            Process p = pb.start();
-            p.getOutputStream().close();
-            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            if (!p.waitFor(60, TimeUnit.SECONDS)) {
-                p.destroyForcibly();
-                throw new AssertionError("the child JVM did not finish within 60 s: " + pb.command());
-            }
-            return new Child(out, Files.readString(err), p.exitValue());
-        } finally {
-            Files.deleteIfExists(err);
-        }
+        return PeerJvm.runToEnd(jvmOptions, TuningPropertiesChild.class);
     }
 }

@@ -4,12 +4,8 @@ import io.github.verbs4j.testsupport.PeerJvm;
 import io.github.verbs4j.test.SoftRdmaTest;
 import org.junit.jupiter.api.Test;
 
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -36,26 +32,12 @@ class TuningPropertyTest {
     private static void assertDefaultAfterWarning(String value, String warning) throws Exception {
         List<String> jvmOptions = new ArrayList<>(PeerJvm.QUICK_START);
         jvmOptions.add("-Dverbs4j.channel.standDownMicros=" + value);
-        ProcessBuilder pb = new ProcessBuilder(PeerJvm.command(jvmOptions, TuningPropertyChild.class));
-        Path err = Files.createTempFile("verbs4j-tuning", ".stderr");
-        try {
-            pb.redirectError(err.toFile());
-            Process p = pb.start();
-            p.getOutputStream().close();
-            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            if (!p.waitFor(60, TimeUnit.SECONDS)) {
-                p.destroyForcibly();
-                throw new AssertionError("the child JVM did not finish within 60 s: " + pb.command());
-            }
-            String stderr = Files.readString(err);
-            String all = "exit " + p.exitValue() + "\nstdout:\n" + out + "stderr:\n" + stderr;
-            assertEquals(0, p.exitValue(), all);
-            List<String> lines = stderr.lines().filter(l -> l.contains(warning)).toList();
-            assertEquals(1, lines.size(), () -> "one warning expected, containing '" + warning + "'; " + all);
-            assertTrue(lines.get(0).contains("using the default, 1000"), all);
-            assertTrue(out.contains("standDownNanos=1000000"), all);
-        } finally {
-            Files.deleteIfExists(err);
-        }
+        PeerJvm.Ended child = PeerJvm.runToEnd(jvmOptions, TuningPropertyChild.class);
+        String all = child.toString();
+        assertEquals(0, child.exitCode(), all);
+        List<String> lines = child.stderr().lines().filter(l -> l.contains(warning)).toList();
+        assertEquals(1, lines.size(), () -> "one warning expected, containing '" + warning + "'; " + all);
+        assertTrue(lines.get(0).contains("using the default, 1000"), all);
+        assertTrue(child.stdout().contains("standDownNanos=1000000"), all);
     }
 }

@@ -1,20 +1,19 @@
 package io.github.verbs4j.availability;
 
 import io.github.verbs4j.Verbs;
+import io.github.verbs4j.testsupport.PeerJvm;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.File;
 import java.io.IOException;
 import java.net.URISyntaxException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -132,27 +131,15 @@ class AvailabilityTest {
         ProcessBuilder pb = new ProcessBuilder(command);
         // the build points LD_LIBRARY_PATH at softrdma; these cases are about the system library
         pb.environment().remove("LD_LIBRARY_PATH");
-        Path err = Files.createTempFile("verbs4j-availability", ".stderr");
-        try {
-            pb.redirectError(err.toFile());
-            Process p = pb.start();
-            p.getOutputStream().close();
-            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            if (!p.waitFor(60, TimeUnit.SECONDS)) {
-                p.destroyForcibly();
-                throw new AssertionError("the child JVM did not finish within 60 s: " + command);
+        PeerJvm.Ended child = PeerJvm.runToEnd(pb);
+        Map<String, String> report = new LinkedHashMap<>();
+        for (String line : child.stdout().lines().toList()) {
+            int eq = line.indexOf('=');
+            if (eq > 0) {
+                report.put(line.substring(0, eq), line.substring(eq + 1));
             }
-            Map<String, String> report = new LinkedHashMap<>();
-            for (String line : out.lines().toList()) {
-                int eq = line.indexOf('=');
-                if (eq > 0) {
-                    report.put(line.substring(0, eq), line.substring(eq + 1));
-                }
-            }
-            return new Child(report, Files.readString(err), p.exitValue());
-        } finally {
-            Files.deleteIfExists(err);
         }
+        return new Child(report, child.stderr(), child.exitCode());
     }
 
     private static String location(Class<?> c) throws URISyntaxException {

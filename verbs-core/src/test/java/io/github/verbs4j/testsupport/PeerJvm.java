@@ -5,6 +5,7 @@ import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -82,6 +83,63 @@ public final class PeerJvm implements AutoCloseable {
      */
     public static PeerJvm start(ProcessBuilder builder) throws IOException {
         return new PeerJvm(builder.redirectError(ProcessBuilder.Redirect.INHERIT).start());
+    }
+
+    /**
+     * What a peer run to its end printed and how it exited.
+     *
+     * @param stdout all it wrote on stdout
+     * @param stderr all it wrote on stderr
+     * @param exitCode its exit code
+     */
+    public record Ended(String stdout, String stderr, int exitCode) {
+        /** The exit code and both streams, for an assertion's message. */
+        @Override
+        public String toString() {
+            return "exit " + exitCode + "\nstdout:\n" + stdout + "stderr:\n" + stderr;
+        }
+    }
+
+    /**
+     * Runs {@code main} in a fresh JVM like this one ({@link #command}) to its end.
+     *
+     * @param jvmOptions options for the peer JVM beyond {@code --enable-native-access=ALL-UNNAMED}
+     * @param main the class whose {@code main} the peer runs
+     * @param args its arguments
+     * @return what it printed and its exit code
+     * @throws IOException if the JVM cannot be started or its output read
+     * @throws InterruptedException if interrupted while waiting for it
+     */
+    public static Ended runToEnd(List<String> jvmOptions, Class<?> main, String... args)
+            throws IOException, InterruptedException {
+        return runToEnd(new ProcessBuilder(command(jvmOptions, main, args)));
+    }
+
+    /**
+     * Runs {@code builder}'s command to its end, its stdin closed, its stderr kept apart from its
+     * stdout (in a temporary file, removed after). A peer still running 60 s after it closed its
+     * stdout is killed and fails the test.
+     *
+     * @param builder the command and its environment
+     * @return what it printed and its exit code
+     * @throws IOException if it cannot be started or its output read
+     * @throws InterruptedException if interrupted while waiting for it
+     */
+    public static Ended runToEnd(ProcessBuilder builder) throws IOException, InterruptedException {
+        Path err = Files.createTempFile("verbs4j-peer", ".stderr");
+        try {
+            builder.redirectError(err.toFile());
+            Process p = builder.start();
+            p.getOutputStream().close();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            if (!p.waitFor(60, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+                throw new AssertionError("the child JVM did not finish within 60 s: " + builder.command());
+            }
+            return new Ended(out, Files.readString(err), p.exitValue());
+        } finally {
+            Files.deleteIfExists(err);
+        }
     }
 
     /**
