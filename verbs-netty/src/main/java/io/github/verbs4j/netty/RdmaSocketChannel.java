@@ -329,8 +329,8 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
 
     @Override
     protected void doRegister(ChannelPromise promise) {
-        RdmaIoHandler first = handler;
-        if (first != null && id != null && !first.executor().isExecutorThread(Thread.currentThread())) {
+        RdmaIoHandler first = connectionElsewhere();
+        if (first != null) {
             // Registered again after a deregister, with another loop: a connection (or its setup)
             // has its queue pair and completion queue on the first loop's protection domain and
             // completion channel, confined to that loop's thread, and RC cannot move a live
@@ -1708,8 +1708,8 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             connectPromise.tryFailure(new java.nio.channels.ClosedChannelException());
             connectPromise = null;
         }
-        RdmaIoHandler first = handler;
-        if (first != null && id != null && !first.executor().isExecutorThread(Thread.currentThread())) {
+        RdmaIoHandler first = connectionElsewhere();
+        if (first != null) {
             // a registration with another loop was refused (doRegister) and Netty closes the
             // channel there: the connection's queues are the first loop's, which closes it
             try {
@@ -1720,6 +1720,16 @@ public final class RdmaSocketChannel extends AbstractChannel implements SocketCh
             return;
         }
         closeConnection();
+    }
+
+    /**
+     * The handler of the loop that holds this channel's connection (or its setup) when the calling
+     * thread is not that loop's, else null: a registration with another loop ({@link #doRegister})
+     * and the close Netty then runs there ({@link #doClose}) ask it.
+     */
+    private RdmaIoHandler connectionElsewhere() {
+        RdmaIoHandler h = handler;
+        return h != null && id != null && !h.executor().isExecutorThread(Thread.currentThread()) ? h : null;
     }
 
     /** The loop this channel's connection is on: the loop whose handler made it, or the channel's. */
